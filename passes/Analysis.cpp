@@ -1,0 +1,681 @@
+//===- Analysis.cpp - The dynamism analysis ---------------------------------===//
+
+#include "passes/Analysis.h"
+
+#include "passes/Compat.h"
+#include "passes/OpCatalogue.h"
+
+#include <algorithm>
+#include <sstream>
+
+namespace staticify {
+
+using torch::jit::Block;
+using torch::jit::Graph;
+using torch::jit::Node;
+using torch::jit::Value;
+
+//===----------------------------------------------------------------------===//
+// ValueInfo lattice
+//===----------------------------------------------------------------------===//
+
+void ValueInfo::addRoot(uint32_t id) {
+  for (size_t i = 0; i < numRoots; ++i)
+    if (roots[i] == id)
+      return;
+  if (numRoots < kMaxRoots)
+    roots[numRoots++] = id;
+}
+
+void ValueInfo::addRootsOf(const ValueInfo &other) {
+  for (size_t i = 0; i < other.numRoots; ++i)
+    addRoot(other.roots[i]);
+}
+
+bool ValueInfo::join(const ValueInfo &other) {
+  ValueInfo before = *this;
+  cls = std::max(cls, other.cls);
+  shape = std::max(shape, other.shape);
+  if (dtype != other.dtype)
+    dtype = DTypeKind::Unknown;
+  addRootsOf(other);
+  return !(before == *this);
+}
+
+bool ValueInfo::operator==(const ValueInfo &o) const {
+  return cls == o.cls && shape == o.shape && dtype == o.dtype &&
+         numRoots == o.numRoots &&
+         std::equal(roots.begin(), roots.begin() + numRoots, o.roots.begin());
+}
+
+const ValueInfo &AnalysisResult::info(const Value *v) const {
+  static const ValueInfo kHostStatic;
+  auto it = values.find(v);
+  return it == values.end() ? kHostStatic : it->second;
+}
+
+//===----------------------------------------------------------------------===//
+// Locations
+//===----------------------------------------------------------------------===//
+
+std::optional<Location> locationOf(const Node *node) {
+  // A module loaded from an archive has ranges in its re-printed code; its
+  // debug records map them back to the user's Python source.
+  torch::jit::SourceRange range = node->sourceRange();
+  if (auto original = range.findSourceRangeThatGenerated())
+    range = *original;
+  auto flc = compat::fileLineCol(range);
+  if (!flc || std::get<0>(*flc).empty())
+    return std::nullopt;
+  Location loc;
+  loc.file = std::get<0>(*flc);
+  loc.line = std::get<1>(*flc);
+  loc.column = std::get<2>(*flc) + 1;
+  const torch::jit::Source &source = *range.source();
+  size_t lineIndex = source.lineno_for_offset(range.start());
+  loc.sourceLine = compat::sourceLine(source, lineIndex);
+  size_t lineStart = source.offset_for_line(lineIndex);
+  size_t lineEnd = lineStart + loc.sourceLine.size();
+  loc.length = std::max<size_t>(1, std::min(range.end(), lineEnd) -
+                                       std::min(range.start(), lineEnd));
+  return loc;
+}
+
+namespace {
+
+std::string nodeText(const Node *node) {
+  std::ostringstream os;
+  os << *node;
+  std::string text = os.str();
+  // One line: drop nested blocks and the trailing source comment.
+  text = text.substr(0, text.find('\n'));
+  size_t comment = text.find(" # ");
+  if (comment != std::string::npos)
+    text.resize(comment);
+  size_t first = text.find_first_not_of(' ');
+  return first == std::string::npos ? text : text.substr(first);
+}
+
+std::string valueName(const Node *node) {
+  if (node->outputs().empty())
+    return "";
+  return "%" + node->output(0)->debugName();
+}
+
+bool isTensorType(const c10::TypePtr &type) {
+  return type->kind() == c10::TypeKind::TensorType;
+}
+
+/// Whether values of \p type may carry a tensor (lists, tuples, optionals).
+bool carriesTensor(const c10::TypePtr &type) {
+  if (isTensorType(type))
+    return true;
+  for (const c10::TypePtr &contained : type->containedTypes())
+    if (carriesTensor(contained))
+      return true;
+  return false;
+}
+
+DTypeKind dtypeKindOf(c10::ScalarType t) {
+  switch (t) {
+  case c10::ScalarType::Bool:
+    return DTypeKind::Bool;
+  case c10::ScalarType::Byte:
+    return DTypeKind::Byte;
+  case c10::ScalarType::Long:
+    return DTypeKind::Long;
+  default:
+    return DTypeKind::Other;
+  }
+}
+
+std::optional<int64_t> constantInt(const Value *v) {
+  auto iv = torch::jit::toIValue(v);
+  if (!iv || !iv->isInt())
+    return std::nullopt;
+  return iv->toInt();
+}
+
+/// A `dim` argument that is absent, None or an empty list: a full reduction.
+bool reducesAllDims(const Node *node) {
+  for (size_t i = 0; i < node->inputs().size(); ++i) {
+    if (inputName(node, i) != std::string("dim"))
+      continue;
+    const Value *dim = node->input(i);
+    if (dim->mustBeNone())
+      return true;
+    auto iv = torch::jit::toIValue(dim);
+    return iv && iv->isIntList() && iv->toIntList().empty();
+  }
+  return true;
+}
+
+size_t countTensorInputs(const Node *node) {
+  return std::count_if(node->inputs().begin(), node->inputs().end(),
+                       [](const Value *v) { return isTensorType(v->type()); });
+}
+
+class Analyzer {
+public:
+  explicit Analyzer(AnalysisResult &result) : result(result) {}
+
+  void run(const Graph &graph) {
+    for (const Value *in : graph.inputs())
+      seedInput(in);
+    analyzeBlock(graph.block());
+    for (const Value *out : graph.outputs())
+      if (isDataDependent(out))
+        result.outputsStatic = false;
+  }
+
+private:
+  AnalysisResult &result;
+  /// While a loop body iterates to its fixpoint, findings are not recorded.
+  int silentDepth = 0;
+
+  ValueInfo &info(const Value *v) { return result.values[v]; }
+  bool isDataDependent(const Value *v) {
+    auto it = result.values.find(v);
+    return it != result.values.end() && it->second.isDataDependent();
+  }
+
+  void seedInput(const Value *v) {
+    ValueInfo vi;
+    if (carriesTensor(v->type()))
+      vi.cls = ValueClass::DeviceData;
+    if (auto tt = v->type()->cast<c10::TensorType>())
+      if (auto st = tt->scalarType())
+        vi.dtype = dtypeKindOf(*st);
+    info(v) = vi;
+  }
+
+  void analyzeBlock(const Block *block) {
+    for (const Node *node : block->nodes()) {
+      if (!silentDepth)
+        ++result.numNodes;
+      if (node->kind() == c10::prim::If)
+        analyzeIf(node);
+      else if (node->kind() == c10::prim::Loop)
+        analyzeLoop(node);
+      else
+        analyzeNode(node);
+    }
+  }
+
+  /// Records a finding unless a loop body is iterating silently.
+  std::optional<uint32_t> record(const Node *node, Category category,
+                                 Role role, std::string message,
+                                 const ValueInfo &causes) {
+    if (silentDepth)
+      return std::nullopt;
+    Finding f;
+    f.id = result.findings.size();
+    f.category = category;
+    f.role = role;
+    f.op = node->kind().toQualString();
+    f.value = valueName(node);
+    f.message = std::move(message);
+    f.location = locationOf(node);
+    f.nodeText = nodeText(node);
+    for (size_t i = 0; i < causes.numRoots; ++i)
+      f.causes.push_back(causes.roots[i]);
+    result.findings.push_back(std::move(f));
+    result.findingNodes.push_back(node);
+    return static_cast<uint32_t>(result.findings.size() - 1);
+  }
+
+  /// Joins the data-dependence of every input into one ValueInfo (its roots).
+  ValueInfo joinedInputs(const Node *node) {
+    ValueInfo all;
+    for (const Value *in : node->inputs())
+      if (isDataDependent(in))
+        all.join(info(in));
+    return all;
+  }
+
+  //===--------------------------------------------------------------------===//
+  // Control flow
+  //===--------------------------------------------------------------------===//
+
+  void analyzeIf(const Node *node) {
+    const ValueInfo cond = info(node->input(0));
+    bool dataCond = cond.isDataDependent();
+    if (dataCond)
+      record(node, Category::ControlFlow, Role::Derived,
+                  "branch on a condition computed from tensor data", cond);
+    for (const Block *b : node->blocks())
+      analyzeBlock(b);
+    for (size_t i = 0; i < node->outputs().size(); ++i) {
+      ValueInfo out;
+      for (const Block *b : node->blocks())
+        out.join(info(b->outputs()[i]));
+      if (dataCond) {
+        // Which branch ran is data: every result depends on it, a tensor's
+        // shape included (the branches may disagree on it).
+        out.cls = ValueClass::DataDependent;
+        if (carriesTensor(node->output(i)->type()))
+          out.shape = ShapeDep::Dynamic;
+        out.addRootsOf(cond);
+      }
+      info(node->output(i)) = out;
+    }
+  }
+
+  void analyzeLoop(const Node *node) {
+    // Inputs: max trip count, initial condition, carried values.
+    // Body: (iteration, carried...) -> (condition, carried...).
+    const Block *body = node->blocks()[0];
+    size_t numCarried = node->inputs().size() - 2;
+    std::vector<ValueInfo> carried(numCarried);
+    for (size_t i = 0; i < numCarried; ++i)
+      carried[i] = info(node->input(i + 2));
+    ValueInfo tripInfo = info(node->input(0));
+    tripInfo.join(info(node->input(1)));
+    info(body->inputs()[0]) = ValueInfo{}; // the iteration counter
+
+    // Iterate the body silently to a fixpoint over the carried values; the
+    // lattice has height 3 per component, so this terminates quickly.
+    ++silentDepth;
+    for (bool changed = true; changed;) {
+      for (size_t i = 0; i < numCarried; ++i)
+        info(body->inputs()[i + 1]) = carried[i];
+      analyzeBlock(body);
+      changed = tripInfo.join(info(body->outputs()[0]));
+      for (size_t i = 0; i < numCarried; ++i)
+        changed |= carried[i].join(info(body->outputs()[i + 1]));
+    }
+    --silentDepth;
+
+    bool dataTrip = tripInfo.isDataDependent();
+    if (dataTrip)
+      record(node, Category::ControlFlow, Role::Derived,
+                  "loop whose trip count or condition is computed from tensor "
+                  "data",
+                  tripInfo);
+    for (size_t i = 0; i < numCarried; ++i)
+      info(body->inputs()[i + 1]) = carried[i];
+    analyzeBlock(body); // once more, recording findings
+    for (size_t i = 0; i < numCarried; ++i) {
+      ValueInfo out = carried[i];
+      if (dataTrip) {
+        out.cls = ValueClass::DataDependent;
+        if (carriesTensor(node->output(i)->type()))
+          out.shape = ShapeDep::Dynamic;
+        out.addRootsOf(tripInfo);
+      }
+      info(node->output(i)) = out;
+    }
+  }
+
+  //===--------------------------------------------------------------------===//
+  // Straight-line nodes
+  //===--------------------------------------------------------------------===//
+
+  void analyzeNode(const Node *node) {
+    for (const Block *b : node->blocks())
+      analyzeBlock(b);
+    if (node->kind() == c10::prim::Constant) {
+      ValueInfo vi;
+      if (isTensorType(node->output()->type())) {
+        vi.cls = ValueClass::DeviceData;
+        if (auto iv = torch::jit::toIValue(node->output()); iv && iv->isTensor())
+          vi.dtype = dtypeKindOf(iv->toTensor().scalar_type());
+      }
+      info(node->output()) = vi;
+      return;
+    }
+
+    switch (opRole(node)) {
+    case OpRole::DynamicShapeRoot:
+      if (analyzeDynamicShapeRoot(node))
+        return;
+      break; // an `index` without a mask is an ordinary gather
+    case OpRole::SyncRead:
+      return analyzeSyncRead(node);
+    case OpRole::ShapeRead:
+      return analyzeShapeRead(node);
+    case OpRole::MetadataRead:
+      return setOutputs(node, ValueInfo{});
+    default:
+      break;
+    }
+    analyzeGeneric(node);
+  }
+
+  void setOutputs(const Node *node, const ValueInfo &vi) {
+    for (const Value *out : node->outputs()) {
+      ValueInfo o = vi;
+      if (!carriesTensor(out->type()) && o.cls == ValueClass::DeviceData)
+        o.cls = ValueClass::HostStatic;
+      o.dtype = inferDType(node, out);
+      info(out) = o;
+    }
+    if (mutatesFirstInput(node) && !node->inputs().empty())
+      info(node->input(0)).join(vi);
+  }
+
+  /// The mask among an `index`/`index_put_` node's indices, if any.
+  bool indexesWithMask(const Node *node) {
+    if (node->inputs().size() < 2)
+      return false;
+    const Node *list = node->input(1)->node();
+    if (list->kind() != c10::prim::ListConstruct)
+      return false;
+    for (const Value *idx : list->inputs()) {
+      DTypeKind k = info(idx).dtype;
+      if (k == DTypeKind::Bool || k == DTypeKind::Byte)
+        return true;
+    }
+    return false;
+  }
+
+  bool analyzeDynamicShapeRoot(const Node *node) {
+    const std::string op = node->kind().toQualString();
+    bool isIndex = node->kind() == c10::aten::index;
+    bool isStore = op.rfind("aten::index_put", 0) == 0 ||
+                   op == "aten::_index_put_impl_";
+    if ((isIndex || isStore) && !indexesWithMask(node))
+      return false;
+
+    ValueInfo causes = joinedInputs(node);
+    std::string what = isIndex ? "indexing" : isStore ? "assignment" : op;
+    if (!isIndex && !isStore)
+      what = "'" + op + "'";
+    auto id = record(node, Category::DynamicShape, Role::Root,
+                     what + " " + dynamicShapeReason(node) +
+                         (isStore ? "" : ": its shape depends on data"),
+                     causes);
+    ValueInfo out = causes;
+    if (id)
+      out.addRoot(*id);
+    if (isStore) {
+      // The stored-to tensor keeps its shape: its contents stay device data.
+      out.cls = ValueClass::DeviceData;
+      out.shape = info(node->input(0)).shape;
+      setOutputs(node, out);
+      return true;
+    }
+    out.cls = ValueClass::DataDependent;
+    out.shape = leadingRootShape(node) ? ShapeDep::Leading : ShapeDep::Dynamic;
+    setOutputs(node, out);
+    // `unique`'s inverse indices have the input's shape.
+    if (op.find("unique") != std::string::npos && node->outputs().size() > 1) {
+      ValueInfo inverse = info(node->input(0));
+      inverse.cls = std::max(inverse.cls, ValueClass::DeviceData);
+      info(node->output(1)) = inverse;
+    }
+    return true;
+  }
+
+  /// Whether only dimension 0 of a root's result depends on data.
+  bool leadingRootShape(const Node *node) {
+    const std::string op = node->kind().toQualString();
+    if (op == "aten::unique_dim" || op == "aten::unique_dim_consecutive")
+      return constantInt(node->input(1)) == 0;
+    if (op == "aten::unique_consecutive") {
+      for (size_t i = 0; i < node->inputs().size(); ++i)
+        if (inputName(node, i) == std::string("dim"))
+          return node->input(i)->mustBeNone();
+      return true;
+    }
+    if (node->kind() == c10::aten::index) {
+      // x[mask, ...]: the mask must come first for the count to lead.
+      const Node *list = node->input(1)->node();
+      const Value *first = list->inputs().empty() ? nullptr : list->input(0);
+      return first && info(node->input(0)).shape == ShapeDep::Static &&
+             (info(first).dtype == DTypeKind::Bool ||
+              info(first).dtype == DTypeKind::Byte);
+    }
+    if (op == "aten::repeat_interleave") {
+      for (size_t i = 0; i < node->inputs().size(); ++i)
+        if (inputName(node, i) == std::string("dim"))
+          return node->input(i)->mustBeNone() || constantInt(node->input(i)) == 0;
+    }
+    return true;
+  }
+
+  void analyzeSyncRead(const Node *node) {
+    const ValueInfo &in = info(node->input(0));
+    ValueInfo out;
+    out.addRootsOf(in);
+    auto id = record(node, Category::HostSync, Role::Root,
+                     "'" + std::string(node->kind().toQualString()) +
+                         "' copies a tensor value to the host: a host-device "
+                         "sync",
+                     out);
+    out.cls = ValueClass::DataDependent;
+    if (id)
+      out.addRoot(*id);
+    setOutputs(node, out);
+  }
+
+  void analyzeShapeRead(const Node *node) {
+    const ValueInfo &in = info(node->input(0));
+    bool staticRead = !in.isDataDependent() || in.shape == ShapeDep::Static;
+    // size(x, d) with a constant d > 0 of a leading-dynamic tensor is static.
+    if (!staticRead && in.shape == ShapeDep::Leading &&
+        node->inputs().size() > 1) {
+      auto dim = constantInt(node->input(1));
+      staticRead = dim && *dim > 0;
+    }
+    if (staticRead)
+      return setOutputs(node, ValueInfo{});
+    record(node, Category::HostSync, Role::Derived,
+           "'" + std::string(node->kind().toQualString()) +
+               "' reads the size of a tensor whose shape depends on data",
+           in);
+    ValueInfo out;
+    out.cls = ValueClass::DataDependent;
+    out.addRootsOf(in);
+    setOutputs(node, out);
+  }
+
+  /// Every other op: data-dependence flows from inputs to outputs.
+  void analyzeGeneric(const Node *node) {
+    ValueInfo causes;
+    bool dynamicTensorInput = false;
+    bool dataShapeArg = false;
+    for (size_t i = 0; i < node->inputs().size(); ++i) {
+      const Value *in = node->input(i);
+      if (!isDataDependent(in))
+        continue;
+      causes.join(info(in));
+      if (carriesTensor(in->type()))
+        dynamicTensorInput = true;
+      else if (inputAffectsShape(node, i))
+        dataShapeArg = true;
+    }
+    OpRole role = opRole(node);
+
+    for (const Value *out : node->outputs()) {
+      ValueInfo o;
+      o.addRootsOf(causes);
+      if (carriesTensor(out->type())) {
+        o.cls = ValueClass::DeviceData;
+        ShapeDep shape = ShapeDep::Static;
+        if (dynamicTensorInput || dataShapeArg)
+          shape = resultShape(node, role, dataShapeArg);
+        o.shape = shape;
+        if (shape != ShapeDep::Static)
+          o.cls = ValueClass::DataDependent;
+      } else if (causes.isDataDependent()) {
+        o.cls = ValueClass::DataDependent;
+      }
+      o.dtype = inferDType(node, out);
+      info(out) = o;
+    }
+    if (mutatesFirstInput(node) && !node->inputs().empty() &&
+        !node->outputs().empty())
+      info(node->input(0)).join(info(node->output(0)));
+
+    if (role == OpRole::Plumbing || node->outputs().empty())
+      return;
+    bool anyDataOutput =
+        std::any_of(node->outputs().begin(), node->outputs().end(),
+                    [&](const Value *v) { return isDataDependent(v); });
+    if (!anyDataOutput)
+      return;
+    const std::string op = node->kind().toQualString();
+    if (carriesTensor(node->output(0)->type()))
+      record(node, Category::DynamicShape, Role::Derived,
+             "'" + op + "' " +
+                 (dataShapeArg ? "takes a size computed from tensor data"
+                               : "reads a tensor whose shape depends on data") +
+                 ": its shape depends on data",
+             causes);
+    else
+      record(node, Category::DataDerived, Role::Derived,
+             "'" + op + "' computes a host value from data-dependent inputs",
+             causes);
+  }
+
+  /// The shape dependence of a tensor result of an op with data-dependent
+  /// inputs, from the op's shape rule when the catalogue knows it.
+  ShapeDep resultShape(const Node *node, OpRole role, bool dataShapeArg) {
+    auto shapeOf = [&](const Value *v) { return info(v).shape; };
+    if (role == OpRole::Plumbing) {
+      // Lists, tuples and their elements carry their contents' shapes.
+      ShapeDep joined = ShapeDep::Static;
+      for (const Value *in : node->inputs())
+        if (isDataDependent(in))
+          joined = std::max(joined, shapeOf(in));
+      return joined;
+    }
+    if (!dataShapeArg && role == OpRole::Reduction &&
+        countTensorInputs(node) == 1 && reducesAllDims(node))
+      return ShapeDep::Static;
+    if (!dataShapeArg && node->kind() == c10::aten::index)
+      return gatherShape(node);
+    if (!dataShapeArg && (node->kind() == c10::aten::index_select ||
+                          node->kind() == c10::aten::select)) {
+      // Along dimension 0 the data-dependent dimension is replaced.
+      auto dim = constantInt(node->input(1));
+      if (dim == 0 && shapeOf(node->input(0)) != ShapeDep::Dynamic)
+        return node->kind() == c10::aten::select ? ShapeDep::Static
+                                                 : shapeOf(node->input(2));
+      return ShapeDep::Dynamic;
+    }
+    if (!dataShapeArg && node->kind() == c10::aten::gather)
+      return shapeOf(node->input(2)); // the result has the index's shape
+    if (role != OpRole::LeadingPreserving)
+      return ShapeDep::Dynamic;
+    // slice/narrow/cat along dimension 0 make (or keep) only it dynamic.
+    bool alongDim0 = node->kind() == c10::aten::slice ||
+                     node->kind() == c10::aten::narrow ||
+                     node->kind() == c10::aten::cat;
+    if (alongDim0 && constantInt(node->input(1)) != 0)
+      return ShapeDep::Dynamic;
+    for (const Value *in : node->inputs()) {
+      if (!carriesTensor(in->type()))
+        continue;
+      if (in->node()->kind() == c10::prim::ListConstruct) {
+        for (const Value *el : in->node()->inputs())
+          if (shapeOf(el) == ShapeDep::Dynamic)
+            return ShapeDep::Dynamic;
+        continue;
+      }
+      ShapeDep s = shapeOf(in);
+      // Elementwise, a static operand could broadcast the dynamic dimension
+      // inward: only operands that share the leading dimension keep it.
+      if (s == ShapeDep::Dynamic || (s == ShapeDep::Static && !alongDim0))
+        return ShapeDep::Dynamic;
+    }
+    return ShapeDep::Leading;
+  }
+
+  /// `self[i0, i1, ...]` with integer indices: the broadcast index shape
+  /// followed by the unindexed trailing dimensions of self.
+  ShapeDep gatherShape(const Node *node) {
+    const Node *list = node->input(1)->node();
+    ShapeDep self = info(node->input(0)).shape;
+    if (list->kind() != c10::prim::ListConstruct || list->inputs().empty() ||
+        list->input(0)->mustBeNone() || self == ShapeDep::Dynamic)
+      return ShapeDep::Dynamic;
+    size_t numIndices = list->inputs().size();
+    if (numIndices == 1)
+      return info(list->input(0)).shape;
+    for (const Value *idx : list->inputs())
+      if (idx->mustBeNone() || info(idx).isDataDependent())
+        return ShapeDep::Dynamic;
+    return ShapeDep::Static;
+  }
+
+  DTypeKind inferDType(const Node *node, const Value *out) {
+    if (auto tt = out->type()->cast<c10::TensorType>())
+      if (auto st = tt->scalarType())
+        return dtypeKindOf(*st);
+    const std::string op = node->kind().toQualString();
+    static const char *const boolOps[] = {
+        "aten::eq",         "aten::ne",          "aten::lt",
+        "aten::le",         "aten::gt",          "aten::ge",
+        "aten::logical_and", "aten::logical_or", "aten::logical_xor",
+        "aten::logical_not", "aten::isnan",      "aten::isinf",
+        "aten::isfinite",   "aten::isin",        "aten::isclose"};
+    for (const char *b : boolOps)
+      if (op == b)
+        return DTypeKind::Bool;
+    static const char *const longOps[] = {"aten::nonzero", "aten::argwhere",
+                                          "aten::where", "aten::nonzero_numpy",
+                                          "aten::argmax", "aten::argmin",
+                                          "aten::argsort", "torchvision::nms"};
+    for (const char *l : longOps)
+      if (op == l)
+        return DTypeKind::Long;
+    // An explicit dtype argument decides (`.bool()`, `.to(torch.uint8)`).
+    for (size_t i = 0; i < node->inputs().size(); ++i) {
+      if (inputName(node, i) != std::string("dtype"))
+        continue;
+      if (auto st = constantInt(node->input(i)))
+        return dtypeKindOf(static_cast<c10::ScalarType>(*st));
+      if (op == "aten::randperm" && node->input(i)->mustBeNone())
+        return DTypeKind::Long;
+    }
+    // Bitwise ops on masks, views, copies and selections keep their input's.
+    static const char *const keepOps[] = {
+        "aten::__and__",   "aten::__or__",     "aten::__xor__",
+        "aten::bitwise_and", "aten::bitwise_or", "aten::bitwise_not",
+        "aten::__invert__", "aten::view",       "aten::reshape",
+        "aten::flatten",   "aten::squeeze",    "aten::unsqueeze",
+        "aten::permute",   "aten::transpose",  "aten::t",
+        "aten::expand",    "aten::expand_as",  "aten::contiguous",
+        "aten::clone",     "aten::detach",     "aten::view_as",
+        "aten::reshape_as", "aten::select",    "aten::slice",
+        "aten::narrow",    "aten::index",      "aten::__getitem__",
+        "aten::repeat",    "aten::flip",       "aten::roll",
+        "aten::masked_fill", "aten::index_select", "aten::gather",
+        "prim::ListConstruct", "aten::cat",    "aten::stack",
+        "prim::unchecked_cast", "aten::index_put_", "aten::index_put"};
+    for (const char *k : keepOps) {
+      if (op != k)
+        continue;
+      DTypeKind kind = DTypeKind::Unknown;
+      bool first = true;
+      for (const Value *in : node->inputs()) {
+        if (!carriesTensor(in->type()))
+          continue;
+        DTypeKind d = info(in).dtype;
+        if (first)
+          kind = d;
+        else if (kind != d)
+          return DTypeKind::Unknown;
+        first = false;
+        // The gathered value decides, not the indices.
+        if (op == "aten::index" || op == "aten::index_select" ||
+            op == "aten::gather" || op.rfind("aten::index_put", 0) == 0)
+          break;
+      }
+      return kind;
+    }
+    return DTypeKind::Unknown;
+  }
+};
+
+} // namespace
+
+AnalysisResult analyzeGraph(const Graph &graph) {
+  AnalysisResult result;
+  Analyzer(result).run(graph);
+  return result;
+}
+
+} // namespace staticify

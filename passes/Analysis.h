@@ -1,0 +1,69 @@
+//===- Analysis.h - Classify every value as DESIGN §1 defines ---------------===//
+//
+// A forward dataflow analysis over a TorchScript graph, nested blocks
+// included. Every value gets a class (host-static, device data, data-dependent);
+// every node that makes a value data-dependent becomes a Finding, located in
+// the original Python source. Loops iterate to a fixpoint; the lattice has
+// height 3, so each loop body is visited at most four times.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "passes/Finding.h"
+
+#include <torch/csrc/jit/ir/ir.h>
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <unordered_map>
+#include <vector>
+
+namespace staticify {
+
+/// DESIGN §1's value classes, ordered so that `max` is the join.
+enum class ValueClass : uint8_t { HostStatic, DeviceData, DataDependent };
+
+/// For a data-dependent tensor: which dimensions may depend on data.
+/// `Leading`: only dimension 0 (nonzero, x[mask], randperm(n)...), which is
+/// what a later gather by a static index makes static again.
+enum class ShapeDep : uint8_t { Static, Leading, Dynamic };
+
+/// Just enough dtype knowledge to tell a boolean mask from an index tensor.
+enum class DTypeKind : uint8_t { Unknown, Bool, Byte, Long, Other };
+
+struct ValueInfo {
+  ValueClass cls = ValueClass::HostStatic;
+  ShapeDep shape = ShapeDep::Static;
+  DTypeKind dtype = DTypeKind::Unknown;
+  /// Up to kMaxRoots ids of the root findings this value derives from.
+  static constexpr size_t kMaxRoots = 4;
+  std::array<uint32_t, kMaxRoots> roots{};
+  uint8_t numRoots = 0;
+
+  bool isDataDependent() const { return cls == ValueClass::DataDependent; }
+  void addRoot(uint32_t id);
+  void addRootsOf(const ValueInfo &other);
+  /// Least upper bound; returns whether this changed.
+  bool join(const ValueInfo &other);
+  bool operator==(const ValueInfo &o) const;
+};
+
+struct AnalysisResult {
+  std::vector<Finding> findings;
+  /// findingNodes[i] is the node findings[i] is about.
+  std::vector<const torch::jit::Node *> findingNodes;
+  std::unordered_map<const torch::jit::Value *, ValueInfo> values;
+  size_t numNodes = 0;
+  bool outputsStatic = true;
+
+  const ValueInfo &info(const torch::jit::Value *v) const;
+};
+
+/// Analyses \p graph (which is not modified).
+AnalysisResult analyzeGraph(const torch::jit::Graph &graph);
+
+/// Where \p node came from, when TorchScript recorded it.
+std::optional<Location> locationOf(const torch::jit::Node *node);
+
+} // namespace staticify

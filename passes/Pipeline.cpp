@@ -1,0 +1,152 @@
+//===- Pipeline.cpp - The pass registry and the pipeline driver ------------===//
+
+#include "passes/Pipeline.h"
+
+#include <torch/csrc/jit/passes/constant_propagation.h>
+#include <torch/csrc/jit/passes/dead_code_elimination.h>
+#include <torch/csrc/jit/passes/inliner.h>
+#include <torch/csrc/jit/passes/lower_tuples.h>
+
+#include <sstream>
+#include <stdexcept>
+
+namespace staticify {
+
+using torch::jit::Graph;
+
+size_t countNodes(const torch::jit::Block *block) {
+  size_t n = 0;
+  for (const torch::jit::Node *node : block->nodes()) {
+    ++n;
+    for (const torch::jit::Block *b : node->blocks())
+      n += countNodes(b);
+  }
+  return n;
+}
+
+static bool hasCalls(const torch::jit::Block *block) {
+  for (const torch::jit::Node *node : block->nodes()) {
+    if (node->kind() == c10::prim::CallMethod ||
+        node->kind() == c10::prim::CallFunction)
+      return true;
+    for (const torch::jit::Block *b : node->blocks())
+      if (hasCalls(b))
+        return true;
+  }
+  return false;
+}
+
+static bool inlineCalls(std::shared_ptr<Graph> &graph) {
+  if (!hasCalls(graph->block()))
+    return false;
+  torch::jit::Inline(*graph);
+  return true;
+}
+
+/// Canonical forms the analysis and the rewrites rely on. Constant
+/// propagation never folds nondeterministic ops (rand*, randperm,
+/// multinomial), and nothing here merges or reorders them.
+static bool normalize(std::shared_ptr<Graph> &graph) {
+  std::ostringstream before;
+  before << *graph;
+  torch::jit::ConstantPropagation(graph, /*ignore_custom_classes=*/true);
+  torch::jit::LowerSimpleTuples(graph);
+  torch::jit::EliminateDeadCode(graph);
+  std::ostringstream after;
+  after << *graph;
+  return before.str() != after.str();
+}
+
+const std::vector<PassInfo> &registeredPasses() {
+  static const std::vector<PassInfo> passes = {
+      {"inline",
+       "inline prim::CallMethod / prim::CallFunction so that patterns across "
+       "submodules and functions are seen",
+       false, inlineCalls},
+      {"normalize",
+       "constant propagation, tuple lowering and dead-code elimination; never "
+       "folds or merges nondeterministic ops",
+       false, normalize},
+  };
+  return passes;
+}
+
+const PassInfo *findPass(std::string_view name) {
+  for (const PassInfo &p : registeredPasses())
+    if (p.name == name)
+      return &p;
+  return nullptr;
+}
+
+std::vector<std::string> defaultPipeline(bool inlineCalls) {
+  std::vector<std::string> names;
+  for (const PassInfo &p : registeredPasses())
+    if (p.name != "inline" || inlineCalls)
+      names.push_back(p.name);
+  return names;
+}
+
+std::vector<std::string> parsePassList(std::string_view list) {
+  std::vector<std::string> names;
+  size_t start = 0;
+  while (start <= list.size()) {
+    size_t comma = list.find(',', start);
+    std::string name(list.substr(start, comma == std::string_view::npos
+                                            ? std::string_view::npos
+                                            : comma - start));
+    if (!name.empty()) {
+      if (!findPass(name)) {
+        std::string known;
+        for (const PassInfo &p : registeredPasses())
+          known += (known.empty() ? "" : ", ") + p.name;
+        throw std::invalid_argument("unknown pass '" + name +
+                                    "'; known passes: " + known);
+      }
+      names.push_back(name);
+    }
+    if (comma == std::string_view::npos)
+      break;
+    start = comma + 1;
+  }
+  return names;
+}
+
+static GraphSummary summarize(const AnalysisResult &analysis) {
+  GraphSummary s;
+  s.numNodes = analysis.numNodes;
+  s.counts = countByCategory(analysis.findings);
+  s.outputsStatic = analysis.outputsStatic;
+  return s;
+}
+
+PipelineResult runPipeline(std::shared_ptr<Graph> graph,
+                           const std::string &name,
+                           const std::vector<std::string> &passes) {
+  PipelineResult result;
+  result.report.name = name;
+  result.report.passes = passes;
+  result.report.inlined = false;
+
+  std::optional<AnalysisResult> before;
+  for (const std::string &passName : passes) {
+    const PassInfo *pass = findPass(passName);
+    if (!pass)
+      throw std::invalid_argument("unknown pass '" + passName + "'");
+    if (pass->rewrites && !before)
+      before = analyzeGraph(*graph);
+    bool changed = pass->run(graph);
+    if (pass->name == "inline")
+      result.report.inlined = true;
+    if (changed && pass->rewrites)
+      result.rewritten = true;
+  }
+  AnalysisResult after = analyzeGraph(*graph);
+  if (!before)
+    before = after;
+  result.report.findings = before->findings;
+  result.report.before = summarize(*before);
+  result.report.after = summarize(after);
+  return result;
+}
+
+} // namespace staticify

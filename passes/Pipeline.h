@@ -1,0 +1,61 @@
+//===- Pipeline.h - The pass registry and the pipeline driver --------------===//
+//
+// Every pass is registered here under its flag name (`--passes inline,...`,
+// `staticify-opt --pass=inline`). A pass either normalizes (canonical forms
+// that later passes rely on) or rewrites (turns a data-dependent computation
+// into a static one). The driver analyses before the first rewrite and after
+// the last, so the report can say what the rewrites achieved.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "passes/Analysis.h"
+#include "passes/Report.h"
+
+#include <torch/csrc/jit/ir/ir.h>
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace staticify {
+
+struct PassInfo {
+  std::string name;
+  std::string summary;
+  /// A rewriting pass changes what the graph computes into a static form;
+  /// a normalizing one only tidies it.
+  bool rewrites = false;
+  /// Returns whether the graph changed.
+  std::function<bool(std::shared_ptr<torch::jit::Graph> &)> run;
+};
+
+const std::vector<PassInfo> &registeredPasses();
+const PassInfo *findPass(std::string_view name);
+
+/// The default pipeline: `inline` (unless \p inlineCalls is false), then
+/// normalization, then every rewrite.
+std::vector<std::string> defaultPipeline(bool inlineCalls);
+
+/// Splits "a,b,c" and checks each name; throws std::invalid_argument naming
+/// the unknown pass and listing the known ones.
+std::vector<std::string> parsePassList(std::string_view list);
+
+struct PipelineResult {
+  MethodReport report;
+  /// Whether a rewriting pass changed the graph: only then does the output
+  /// need the new graph (normalization alone never replaces a method).
+  bool rewritten = false;
+};
+
+/// Runs \p passes on \p graph, in place, and reports on method \p name.
+PipelineResult runPipeline(std::shared_ptr<torch::jit::Graph> graph,
+                           const std::string &name,
+                           const std::vector<std::string> &passes);
+
+/// Counts every node, nested blocks included.
+size_t countNodes(const torch::jit::Block *block);
+
+} // namespace staticify

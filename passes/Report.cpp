@@ -1,0 +1,250 @@
+//===- Report.cpp - Rendering the analysis report -------------------------===//
+
+#include "passes/Report.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <sstream>
+
+namespace staticify {
+
+std::string_view categoryName(Category c) {
+  switch (c) {
+  case Category::DynamicShape:
+    return "dynamic-shape";
+  case Category::HostSync:
+    return "host-sync";
+  case Category::ControlFlow:
+    return "control-flow";
+  case Category::DataDerived:
+    return "data-derived";
+  }
+  return "unknown";
+}
+
+std::string_view roleName(Role r) {
+  return r == Role::Root ? "root" : "derived";
+}
+
+size_t CategoryCounts::total() const {
+  size_t sum = 0;
+  for (size_t c : counts)
+    sum += c;
+  return sum;
+}
+
+CategoryCounts countByCategory(const std::vector<Finding> &findings) {
+  CategoryCounts counts;
+  for (const Finding &f : findings)
+    ++counts[f.category];
+  return counts;
+}
+
+//===----------------------------------------------------------------------===//
+// Text
+//===----------------------------------------------------------------------===//
+
+static std::string where(const Finding &f, const std::string &method) {
+  if (!f.location)
+    return "<" + method + ">";
+  const Location &loc = *f.location;
+  return loc.file + ":" + std::to_string(loc.line) + ":" +
+         std::to_string(loc.column);
+}
+
+/// The source line, then a caret under the range (clang's `^~~~`).
+static void renderSnippet(std::ostream &os, const Finding &f) {
+  if (!f.location || f.location->sourceLine.empty()) {
+    if (!f.nodeText.empty())
+      os << "    " << f.nodeText << "\n";
+    return;
+  }
+  const Location &loc = *f.location;
+  os << loc.sourceLine << "\n";
+  size_t col = loc.column > 0 ? loc.column - 1 : 0;
+  size_t len = std::max<size_t>(1, loc.length);
+  if (col + len > loc.sourceLine.size())
+    len = loc.sourceLine.size() > col ? loc.sourceLine.size() - col : 1;
+  // Keep tabs so the caret lines up under tab-indented source.
+  std::string pad;
+  for (size_t i = 0; i < col && i < loc.sourceLine.size(); ++i)
+    pad += loc.sourceLine[i] == '\t' ? '\t' : ' ';
+  os << pad << '^' << std::string(len - 1, '~') << "\n";
+}
+
+static std::string renderFindingIn(const Finding &f,
+                                   const std::vector<Finding> &all,
+                                   const std::string &method) {
+  std::ostringstream os;
+  bool rewritten = f.action == "rewritten";
+  os << where(f, method) << ": " << (rewritten ? "remark" : "warning") << ": "
+     << f.message << " [" << categoryName(f.category) << "]\n";
+  renderSnippet(os, f);
+  if (rewritten)
+    os << where(f, method) << ": note: rewritten by " << f.rule << "\n";
+  if (f.role == Role::Derived && !f.causes.empty()) {
+    os << where(f, method) << ": note: data-dependent because of ";
+    for (size_t i = 0; i < f.causes.size(); ++i) {
+      auto it = std::find_if(all.begin(), all.end(), [&](const Finding &g) {
+        return g.id == f.causes[i];
+      });
+      if (it == all.end())
+        continue;
+      os << (i ? ", " : "") << "'" << it->op << "' at " << where(*it, method);
+    }
+    os << "\n";
+  }
+  return os.str();
+}
+
+std::string renderFinding(const Finding &finding,
+                          const std::vector<Finding> &all) {
+  return renderFindingIn(finding, all, "graph");
+}
+
+static std::string pad(std::string s, size_t width) {
+  if (s.size() < width)
+    s.append(width - s.size(), ' ');
+  return s;
+}
+
+static std::string renderSummary(const MethodReport &m) {
+  std::ostringstream os;
+  size_t roots = std::count_if(m.findings.begin(), m.findings.end(),
+                               [](const Finding &f) {
+                                 return f.role == Role::Root;
+                               });
+  os << "summary of '" << m.name << "': " << m.findings.size() << " finding"
+     << (m.findings.size() == 1 ? "" : "s") << " (" << roots << " root cause"
+     << (roots == 1 ? "" : "s") << "), " << m.before.numNodes << " nodes"
+     << (m.inlined ? " after inlining" : " (calls not inlined)") << "\n";
+  os << "  " << pad("category", 16) << pad("before", 8) << "after\n";
+  for (Category c : kAllCategories)
+    os << "  " << pad(std::string(categoryName(c)), 16)
+       << pad(std::to_string(m.before.counts[c]), 8) << m.after.counts[c]
+       << "\n";
+  os << "  output shapes: "
+     << (m.after.outputsStatic ? "all static" : "data-dependent") << "\n";
+  os << "  graph: "
+     << (m.after.isStatic()
+             ? std::string("static (no data-dependent value remains)")
+             : "not static (" + std::to_string(m.after.counts.total()) +
+                   " data-dependent value" +
+                   (m.after.counts.total() == 1 ? "" : "s") + " remain)")
+     << "\n";
+  return os.str();
+}
+
+std::string renderText(const Report &report) {
+  std::ostringstream os;
+  for (const MethodReport &m : report.methods) {
+    for (const Finding &f : m.findings)
+      os << renderFindingIn(f, m.findings, m.name);
+    if (!m.findings.empty())
+      os << "\n";
+    os << renderSummary(m);
+  }
+  return os.str();
+}
+
+//===----------------------------------------------------------------------===//
+// JSON
+//===----------------------------------------------------------------------===//
+
+static std::string quote(std::string_view s) {
+  std::string out = "\"";
+  for (unsigned char ch : s) {
+    switch (ch) {
+    case '"':
+      out += "\\\"";
+      break;
+    case '\\':
+      out += "\\\\";
+      break;
+    case '\n':
+      out += "\\n";
+      break;
+    case '\r':
+      out += "\\r";
+      break;
+    case '\t':
+      out += "\\t";
+      break;
+    default:
+      if (ch < 0x20) {
+        char buf[8];
+        std::snprintf(buf, sizeof buf, "\\u%04x", ch);
+        out += buf;
+      } else {
+        out += static_cast<char>(ch);
+      }
+    }
+  }
+  return out + "\"";
+}
+
+static std::string jsonBool(bool b) { return b ? "true" : "false"; }
+
+static std::string jsonCounts(const CategoryCounts &counts) {
+  std::string out = "{";
+  for (Category c : kAllCategories)
+    out += quote(categoryName(c)) + ": " + std::to_string(counts[c]) + ", ";
+  return out + "\"total\": " + std::to_string(counts.total()) + "}";
+}
+
+static std::string jsonSummary(const GraphSummary &s) {
+  return "{\"nodes\": " + std::to_string(s.numNodes) +
+         ", \"counts\": " + jsonCounts(s.counts) +
+         ", \"outputs_static\": " + jsonBool(s.outputsStatic) +
+         ", \"static\": " + jsonBool(s.isStatic()) + "}";
+}
+
+static std::string jsonFinding(const Finding &f) {
+  std::ostringstream os;
+  os << "{\"id\": " << f.id << ", \"category\": " << quote(categoryName(f.category))
+     << ", \"role\": " << quote(roleName(f.role)) << ", \"op\": " << quote(f.op)
+     << ", \"value\": " << quote(f.value) << ", \"message\": " << quote(f.message)
+     << ", \"location\": ";
+  if (f.location) {
+    const Location &l = *f.location;
+    os << "{\"file\": " << quote(l.file) << ", \"line\": " << l.line
+       << ", \"column\": " << l.column << ", \"length\": " << l.length
+       << ", \"source\": " << quote(l.sourceLine) << "}";
+  } else {
+    os << "null";
+  }
+  os << ", \"node\": " << quote(f.nodeText) << ", \"causes\": [";
+  for (size_t i = 0; i < f.causes.size(); ++i)
+    os << (i ? ", " : "") << f.causes[i];
+  os << "], \"action\": " << quote(f.action)
+     << ", \"rule\": " << (f.rule.empty() ? "null" : quote(f.rule)) << "}";
+  return os.str();
+}
+
+std::string renderJson(const Report &report) {
+  std::ostringstream os;
+  os << "{\n  \"schema\": \"staticify-report\",\n  \"version\": "
+     << kReportSchemaVersion << ",\n  \"tool\": {\"name\": \"staticify\", "
+     << "\"version\": " << quote(report.toolVersion)
+     << ", \"torch\": " << quote(report.torchVersion) << "},\n"
+     << "  \"input\": " << quote(report.input) << ",\n  \"output\": "
+     << (report.output.empty() ? "null" : quote(report.output)) << ",\n"
+     << "  \"methods\": [";
+  for (size_t i = 0; i < report.methods.size(); ++i) {
+    const MethodReport &m = report.methods[i];
+    os << (i ? "," : "") << "\n    {\"name\": " << quote(m.name)
+       << ", \"inlined\": " << jsonBool(m.inlined) << ", \"passes\": [";
+    for (size_t p = 0; p < m.passes.size(); ++p)
+      os << (p ? ", " : "") << quote(m.passes[p]);
+    os << "],\n     \"before\": " << jsonSummary(m.before)
+       << ",\n     \"after\": " << jsonSummary(m.after)
+       << ",\n     \"findings\": [";
+    for (size_t f = 0; f < m.findings.size(); ++f)
+      os << (f ? "," : "") << "\n       " << jsonFinding(m.findings[f]);
+    os << (m.findings.empty() ? "" : "\n     ") << "]}";
+  }
+  os << (report.methods.empty() ? "" : "\n  ") << "]\n}\n";
+  return os.str();
+}
+
+} // namespace staticify

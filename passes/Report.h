@@ -1,0 +1,53 @@
+//===- Report.h - The analysis report, as diagnostics and as JSON ----------===//
+//
+// The text form reads like a compiler's diagnostics; the JSON form follows the
+// versioned schema of docs/report-format.md. Free of libtorch.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "passes/Finding.h"
+
+#include <string>
+#include <vector>
+
+namespace staticify {
+
+/// Bump when a field changes meaning or disappears; adding fields is fine.
+inline constexpr int kReportSchemaVersion = 1;
+
+/// The state of one method's graph at one point of the pipeline.
+struct GraphSummary {
+  size_t numNodes = 0;
+  CategoryCounts counts;
+  bool outputsStatic = false; // every output has a host-static shape
+  bool isStatic() const { return counts.total() == 0; }
+};
+
+struct MethodReport {
+  std::string name;
+  bool inlined = true;
+  std::vector<std::string> passes; // the pipeline that ran, in order
+  std::vector<Finding> findings;   // found in the input, with their actions
+  GraphSummary before;
+  GraphSummary after;
+};
+
+struct Report {
+  std::string toolVersion;
+  std::string torchVersion;
+  std::string input;
+  std::string output; // empty when only analysing
+  std::vector<MethodReport> methods;
+};
+
+/// Clang-style diagnostics for every finding, then a summary per method.
+std::string renderText(const Report &report);
+/// The JSON document of docs/report-format.md.
+std::string renderJson(const Report &report);
+/// One diagnostic: `file:line:col: warning: message [category]`, the source
+/// line, a caret. Derived findings add a note naming their root causes.
+std::string renderFinding(const Finding &finding,
+                          const std::vector<Finding> &all);
+
+} // namespace staticify

@@ -1,0 +1,182 @@
+//===- staticify-opt.cpp - Run passes on textual TorchScript IR ------------===//
+//
+// The driver of the lit tests: reads IR in the format torch::jit::parseIR
+// accepts, runs each --pass=NAME in order, prints the graph (or, with
+// --analyze, the analysis findings).
+//
+//===----------------------------------------------------------------------===//
+
+#include "passes/IRSource.h"
+#include "passes/Pipeline.h"
+#include "passes/Report.h"
+#include "tools/CommandLine.h"
+
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+using namespace staticify;
+
+static const char *const kUsage =
+    R"(usage: staticify-opt [--pass=NAME]... [--analyze [--print-graph]] INPUT.ir|-
+
+Runs staticify passes on textual TorchScript IR (the format of
+torch::jit::parseIR) and prints the resulting graph.
+
+options:
+  --pass NAME      run pass NAME; repeatable, runs in the order given
+  --analyze        print the dynamism analysis of the final graph instead of it
+  --print-graph    with --analyze, print the graph too (after the findings)
+  --print-classes  with --analyze, print every value's class, shape
+                   dependence and dtype (`%x: data-dependent leading long`)
+  --report-json F  with --analyze, also write the report as JSON to F
+  --help           print this help
+)";
+
+static const char *className(ValueClass c) {
+  switch (c) {
+  case ValueClass::HostStatic:
+    return "host-static";
+  case ValueClass::DeviceData:
+    return "device-data";
+  case ValueClass::DataDependent:
+    return "data-dependent";
+  }
+  return "?";
+}
+
+static const char *shapeName(ShapeDep s) {
+  switch (s) {
+  case ShapeDep::Static:
+    return "static";
+  case ShapeDep::Leading:
+    return "leading";
+  case ShapeDep::Dynamic:
+    return "dynamic";
+  }
+  return "?";
+}
+
+static const char *dtypeName(DTypeKind d) {
+  switch (d) {
+  case DTypeKind::Unknown:
+    return "unknown";
+  case DTypeKind::Bool:
+    return "bool";
+  case DTypeKind::Byte:
+    return "uint8";
+  case DTypeKind::Long:
+    return "long";
+  case DTypeKind::Other:
+    return "other";
+  }
+  return "?";
+}
+
+/// One line per value defined in \p block, in program order.
+static void printValueClasses(std::ostream &os, const torch::jit::Block &block,
+                              const AnalysisResult &analysis) {
+  auto print = [&](const torch::jit::Value *v) {
+    const ValueInfo &vi = analysis.info(v);
+    os << "%" << v->debugName() << ": " << className(vi.cls);
+    if (v->type()->kind() == c10::TypeKind::TensorType)
+      os << " " << shapeName(vi.shape) << " " << dtypeName(vi.dtype);
+    os << "\n";
+  };
+  for (const torch::jit::Value *in : block.inputs())
+    print(in);
+  for (const torch::jit::Node *node : block.nodes()) {
+    for (const torch::jit::Value *out : node->outputs())
+      print(out);
+    for (const torch::jit::Block *b : node->blocks())
+      printValueClasses(os, *b, analysis);
+  }
+}
+
+int main(int argc, char **argv) {
+  std::vector<std::string> passes;
+  std::string input, reportJson;
+  bool analyze = false, printGraph = false, printClasses = false;
+  try {
+    CommandLine cl(argc, argv);
+    std::string value;
+    while (!cl.done()) {
+      if (cl.flag("--help") || cl.flag("-h")) {
+        std::cout << kUsage;
+        return 0;
+      }
+      if (cl.flag("--analyze"))
+        analyze = true;
+      else if (cl.flag("--print-graph"))
+        printGraph = true;
+      else if (cl.flag("--print-classes"))
+        printClasses = true;
+      else if (cl.option("--report-json", reportJson))
+        continue;
+      else if (cl.option("--pass", value)) {
+        for (std::string &p : parsePassList(value))
+          passes.push_back(p);
+      } else
+        input = cl.positional();
+    }
+    if (input.empty())
+      throw std::invalid_argument("no input file");
+  } catch (const std::invalid_argument &e) {
+    std::cerr << "staticify-opt: error: " << e.what()
+              << "; see 'staticify-opt --help'\n";
+    return 2;
+  }
+
+  std::stringstream text;
+  if (input == "-") {
+    text << std::cin.rdbuf();
+  } else {
+    std::ifstream in(input);
+    if (!in) {
+      std::cerr << "staticify-opt: error: cannot open '" << input << "'\n";
+      return 1;
+    }
+    text << in.rdbuf();
+  }
+
+  try {
+    auto graph = parseIRWithLocations(text.str(), input == "-" ? "<stdin>" : input);
+    for (const std::string &name : passes)
+      findPass(name)->run(graph);
+    if (!analyze) {
+      std::cout << *graph;
+      return 0;
+    }
+    Report report;
+    report.toolVersion = STATICIFY_VERSION;
+    report.input = input;
+    AnalysisResult analysis = analyzeGraph(*graph);
+    MethodReport method;
+    method.name = "graph";
+    method.inlined = false;
+    method.passes = passes;
+    method.findings = analysis.findings;
+    method.before.numNodes = method.after.numNodes = analysis.numNodes;
+    method.before.counts = method.after.counts =
+        countByCategory(analysis.findings);
+    method.before.outputsStatic = method.after.outputsStatic =
+        analysis.outputsStatic;
+    report.methods.push_back(std::move(method));
+    std::cout << renderText(report);
+    if (printClasses)
+      printValueClasses(std::cout, *graph->block(), analysis);
+    if (printGraph)
+      std::cout << *graph;
+    if (!reportJson.empty())
+      std::ofstream(reportJson) << renderJson(report);
+  } catch (const std::exception &e) {
+    // parseIR's messages start with a blank line and end with a backtrace.
+    std::string what = e.what();
+    size_t start = what.find_first_not_of("\n ");
+    what = start == std::string::npos ? "invalid IR" : what.substr(start);
+    std::cerr << "staticify-opt: error: " << input << ": "
+              << what.substr(0, what.find('\n')) << "\n";
+    return 1;
+  }
+  return 0;
+}

@@ -1,0 +1,207 @@
+//===- staticify.cpp - The staticify command-line tool ---------------------===//
+//
+// staticify IN.pt -o OUT.pt   rewrite a TorchScript module into static form
+// staticify IN.pt --report    analyse only: what is data-dependent, and where
+//
+//===----------------------------------------------------------------------===//
+
+#include "passes/Compat.h"
+#include "passes/Pipeline.h"
+#include "passes/Report.h"
+#include "tools/CommandLine.h"
+#include "tools/ModuleIO.h"
+
+#include <torch/csrc/jit/api/function_impl.h>
+
+#include <iostream>
+
+using namespace staticify;
+
+static const char *const kUsage = R"(usage: staticify INPUT.pt [-o OUTPUT.pt] [options]
+
+Finds every operation of a TorchScript module whose output shape or control
+flow depends on tensor data (nonzero, x[mask], unique, .item(), branches on
+tensor values...), reports each with its Python source location, and writes a
+module in which those are rewritten into static-shape equivalents.
+
+options:
+  -o, --output FILE     write the staticified module to FILE (atomically; never
+                        the input). The JSON report is added to it as the extra
+                        file 'staticify_report.json'.
+  --report              print the findings as compiler diagnostics and a
+                        summary (the default when neither -o nor --report-json
+                        is given)
+  --report-json FILE    write the report as JSON (docs/report-format.md)
+  --method NAME         method to process; repeatable (default: forward)
+  --load-library PATH   dlopen a custom-op library before loading, e.g.
+                        torchvision's _C.so for torchvision::nms; repeatable
+  --no-inline           do not inline calls to submodule methods and functions
+  --passes LIST         run this comma-separated pipeline instead of the
+                        default; known passes: %PASSES%
+  --help                print this help
+  --version             print the version
+
+examples:
+  staticify model.pt --report
+  staticify model.pt -o model_static.pt --report-json report.json
+  staticify detector.pt --report \
+      --load-library /usr/lib/python3/dist-packages/torchvision/_C.so
+  staticify model.pt --method forward --method sample --report
+
+exit status: 0 on success (findings are not errors), 1 on a bad input or
+output, 2 on a bad command line.
+)";
+
+namespace {
+
+struct Options {
+  std::string input;
+  std::string output;
+  std::string reportJson;
+  bool report = false;
+  bool inlineCalls = true;
+  bool passesGiven = false;
+  std::vector<std::string> passes;
+  std::vector<std::string> methods;
+  std::vector<std::string> libraries;
+};
+
+std::string usage() {
+  std::string text = kUsage;
+  std::string passes;
+  for (const PassInfo &p : registeredPasses())
+    passes += (passes.empty() ? "" : ", ") + p.name;
+  text.replace(text.find("%PASSES%"), 8, passes);
+  return text;
+}
+
+std::string versionString() {
+  return "staticify " STATICIFY_VERSION " (libtorch " +
+         std::to_string(compat::kTorchMajor) + "." +
+         std::to_string(compat::kTorchMinor) + ")";
+}
+
+/// Returns an exit code to stop with, or -1 to go on.
+int parseOptions(int argc, char **argv, Options &opts) {
+  CommandLine cl(argc, argv);
+  std::string value;
+  while (!cl.done()) {
+    if (cl.flag("--help") || cl.flag("-h")) {
+      std::cout << usage();
+      return 0;
+    }
+    if (cl.flag("--version")) {
+      std::cout << versionString() << "\n";
+      return 0;
+    }
+    if (cl.option("-o", opts.output) || cl.option("--output", opts.output) ||
+        cl.option("--report-json", opts.reportJson))
+      continue;
+    if (cl.flag("--report")) {
+      opts.report = true;
+    } else if (cl.flag("--no-inline")) {
+      opts.inlineCalls = false;
+    } else if (cl.option("--method", value)) {
+      opts.methods.push_back(value);
+    } else if (cl.option("--load-library", value)) {
+      opts.libraries.push_back(value);
+    } else if (cl.option("--passes", value)) {
+      opts.passes = parsePassList(value);
+      opts.passesGiven = true;
+    } else {
+      std::string arg = cl.positional();
+      if (!opts.input.empty())
+        throw std::invalid_argument("more than one input: '" + opts.input +
+                                    "' and '" + arg + "'");
+      opts.input = arg;
+    }
+  }
+  if (opts.input.empty())
+    throw std::invalid_argument("no input file");
+  if (opts.methods.empty())
+    opts.methods.push_back("forward");
+  if (!opts.passesGiven)
+    opts.passes = defaultPipeline(opts.inlineCalls);
+  if (opts.output.empty() && opts.reportJson.empty())
+    opts.report = true;
+  return -1;
+}
+
+int run(const Options &opts) {
+  if (!opts.output.empty())
+    checkOutputPath(opts.output, opts.input);
+  if (!opts.reportJson.empty())
+    checkOutputPath(opts.reportJson, opts.input);
+  for (const std::string &lib : opts.libraries)
+    loadLibrary(lib);
+  LoadedModule loaded = loadModule(opts.input);
+
+  Report report;
+  report.toolVersion = STATICIFY_VERSION;
+  report.torchVersion = std::to_string(compat::kTorchMajor) + "." +
+                        std::to_string(compat::kTorchMinor);
+  report.input = opts.input;
+  report.output = opts.output;
+  for (const std::string &name : opts.methods) {
+    auto method = loaded.module.find_method(name);
+    if (!method) {
+      std::string known;
+      for (const std::string &m : methodNames(loaded.module))
+        known += (known.empty() ? "" : ", ") + m;
+      throw UserError("'" + opts.input + "' has no method '" + name +
+                      "'; its methods are: " + known);
+    }
+    auto graph = torch::jit::toGraphFunction(method->function()).graph();
+    // Analyse and rewrite a copy; the module's own graph changes only when a
+    // rewrite applies, so a static model is written back exactly as it came.
+    PipelineResult result = runPipeline(graph->copy(), name, opts.passes);
+    if (result.rewritten)
+      runPipeline(graph, name, opts.passes);
+    report.methods.push_back(std::move(result.report));
+  }
+
+  std::string json = renderJson(report);
+  if (opts.report)
+    std::cout << renderText(report);
+  if (!opts.reportJson.empty())
+    writeFileAtomically(opts.reportJson, json);
+  if (!opts.output.empty()) {
+    torch::jit::ExtraFilesMap extra = loaded.extraFiles;
+    extra["staticify_report.json"] = json;
+    saveModuleAtomically(loaded.module, opts.output, extra);
+    if (!opts.report)
+      for (const MethodReport &m : report.methods)
+        std::cerr << "staticify: " << opts.output << ": " << m.name << ": "
+                  << m.before.counts.total() << " findings, "
+                  << m.after.counts.total() << " left; graph "
+                  << (m.after.isStatic() ? "static" : "not static") << "\n";
+  }
+  return 0;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  Options opts;
+  try {
+    int code = parseOptions(argc, argv, opts);
+    if (code >= 0)
+      return code;
+  } catch (const std::invalid_argument &e) {
+    std::cerr << "staticify: error: " << e.what()
+              << "; see 'staticify --help'\n";
+    return 2;
+  }
+  try {
+    return run(opts);
+  } catch (const UserError &e) {
+    std::cerr << "staticify: error: " << e.what() << "\n";
+  } catch (const c10::Error &e) {
+    std::string what = e.what_without_backtrace();
+    std::cerr << "staticify: error: " << what.substr(0, what.find('\n'))
+              << "\n";
+  } catch (const std::exception &e) {
+    std::cerr << "staticify: error: " << e.what() << "\n";
+  }
+  return 1;
+}

@@ -137,7 +137,10 @@ std::optional<int64_t> constantInt(const Value *v) {
 }
 
 /// A `dim` argument that is absent, None or an empty list: a full reduction.
+/// Without a matching schema only the one-input form (`x.sum()`) is known.
 bool reducesAllDims(const Node *node) {
+  if (!node->maybeSchema())
+    return node->inputs().size() == 1;
   for (size_t i = 0; i < node->inputs().size(); ++i) {
     if (inputName(node, i) != std::string("dim"))
       continue;

@@ -15,22 +15,41 @@ using torch::jit::Node;
 
 namespace {
 
-/// A line of IR that creates a node: where its op name starts, and the name.
+/// A line of IR that creates a node: where its op name starts, the name,
+/// and the names it gives its outputs.
 struct Statement {
   size_t line;
   size_t column;
   std::string op;
+  std::vector<std::string> outputs;
 };
+
+/// `%a : T, %b.1 : T` -> {"a", "b.1"}.
+std::vector<std::string> outputNames(const std::string &lhs) {
+  std::vector<std::string> names;
+  for (size_t pos = lhs.find('%'); pos != std::string::npos;
+       pos = lhs.find('%', pos + 1)) {
+    size_t end = pos + 1;
+    while (end < lhs.size() &&
+           (std::isalnum(static_cast<unsigned char>(lhs[end])) ||
+            lhs[end] == '_' || lhs[end] == '.'))
+      ++end;
+    names.push_back(lhs.substr(pos + 1, end - pos - 1));
+  }
+  return names;
+}
 
 /// `%a : T, %b : T = ns::op[attrs](...)` or `ns::op(...)` (no outputs).
 std::optional<Statement> statementAt(const std::string &text, size_t line) {
   size_t i = text.find_first_not_of(" \t");
   if (i == std::string::npos)
     return std::nullopt;
+  std::vector<std::string> outputs;
   if (text[i] == '%') {
     size_t eq = text.find(" = ", i);
     if (eq == std::string::npos)
       return std::nullopt; // a graph or block parameter
+    outputs = outputNames(text.substr(i, eq - i));
     i = eq + 3;
   }
   size_t end = i;
@@ -42,7 +61,7 @@ std::optional<Statement> statementAt(const std::string &text, size_t line) {
   if (op.find("::") == std::string::npos || end >= text.size() ||
       (text[end] != '(' && text[end] != '['))
     return std::nullopt;
-  return Statement{line, i, op};
+  return Statement{line, i, op, std::move(outputs)};
 }
 
 void collectNodes(Block *block, std::vector<Node *> &nodes) {
@@ -75,13 +94,21 @@ parseIRWithLocations(const std::string &text, const std::string &filename) {
   if (nodes.size() != statements.size())
     return graph;
   for (size_t i = 0; i < nodes.size(); ++i)
-    if (statements[i].op != nodes[i]->kind().toQualString())
+    if (statements[i].op != nodes[i]->kind().toQualString() ||
+        statements[i].outputs.size() != nodes[i]->outputs().size())
       return graph;
   for (size_t i = 0; i < nodes.size(); ++i) {
     size_t start =
         source->offset_for_line(statements[i].line) + statements[i].column;
     nodes[i]->setSourceRange(torch::jit::SourceRange(
         source, start, start + statements[i].op.size()));
+    // parseIR drops the names of intermediate values; keep the author's so
+    // printed graphs and --print-classes read like the input.
+    for (size_t o = 0; o < statements[i].outputs.size(); ++o) {
+      const std::string &name = statements[i].outputs[o];
+      if (!name.empty() && !std::isdigit(static_cast<unsigned char>(name[0])))
+        nodes[i]->output(o)->setDebugName(name);
+    }
   }
   return graph;
 }

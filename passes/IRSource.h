@@ -14,8 +14,9 @@
 
 namespace staticify {
 
-/// Parses \p text (the format of torch::jit::parseIR) and attaches locations
-/// in \p filename to every node. Throws what parseIR throws on bad IR.
+/// Parses \p text (the format of torch::jit::parseIR), attaches locations in
+/// \p filename to every node and restores the value names parseIR drops.
+/// Throws what parseIR throws on bad IR.
 std::shared_ptr<torch::jit::Graph> parseIRWithLocations(
     const std::string &text, const std::string &filename);
 

@@ -117,7 +117,7 @@ static std::string renderSummary(const MethodReport &m) {
   os << "summary of '" << m.name << "': " << m.findings.size() << " finding"
      << (m.findings.size() == 1 ? "" : "s") << " (" << roots << " root cause"
      << (roots == 1 ? "" : "s") << "), " << m.before.numNodes << " nodes"
-     << (m.inlined ? " after inlining" : " (calls not inlined)") << "\n";
+     << (m.inlined ? " after inlining" : "") << "\n";
   os << "  " << pad("category", 16) << pad("before", 8) << "after\n";
   for (Category c : kAllCategories)
     os << "  " << pad(std::string(categoryName(c)), 16)
@@ -129,8 +129,8 @@ static std::string renderSummary(const MethodReport &m) {
      << (m.after.isStatic()
              ? std::string("static (no data-dependent value remains)")
              : "not static (" + std::to_string(m.after.counts.total()) +
-                   " data-dependent value" +
-                   (m.after.counts.total() == 1 ? "" : "s") + " remain)")
+                   (m.after.counts.total() == 1 ? " data-dependent value remains)"
+                                                : " data-dependent values remain)"))
      << "\n";
   return os.str();
 }

@@ -144,7 +144,7 @@ int main(int argc, char **argv) {
     for (const std::string &name : passes)
       findPass(name)->run(graph);
     if (!analyze) {
-      std::cout << *graph;
+      graph->print(std::cout, /*print_source_locations=*/false);
       return 0;
     }
     Report report;
@@ -166,7 +166,7 @@ int main(int argc, char **argv) {
     if (printClasses)
       printValueClasses(std::cout, *graph->block(), analysis);
     if (printGraph)
-      std::cout << *graph;
+      graph->print(std::cout, /*print_source_locations=*/false);
     if (!reportJson.empty())
       std::ofstream(reportJson) << renderJson(report);
   } catch (const std::exception &e) {

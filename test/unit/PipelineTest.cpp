@@ -1,0 +1,69 @@
+//===- PipelineTest.cpp - Pass registry and pipeline driver ---------------===//
+
+#include "passes/IRSource.h"
+#include "passes/Pipeline.h"
+
+#include <gtest/gtest.h>
+
+#include <sstream>
+
+using namespace staticify;
+
+TEST(Pipeline, PassListIsCheckedAgainstTheRegistry) {
+  EXPECT_EQ(parsePassList("inline,normalize"),
+            (std::vector<std::string>{"inline", "normalize"}));
+  EXPECT_EQ(parsePassList(""), std::vector<std::string>{});
+  try {
+    parsePassList("normalize,bogus");
+    FAIL() << "an unknown pass was accepted";
+  } catch (const std::invalid_argument &e) {
+    std::string what = e.what();
+    EXPECT_NE(what.find("unknown pass 'bogus'"), std::string::npos);
+    EXPECT_NE(what.find("normalize"), std::string::npos); // lists known ones
+  }
+}
+
+TEST(Pipeline, NoInlineDropsOnlyTheInlinePass) {
+  auto with = defaultPipeline(true), without = defaultPipeline(false);
+  EXPECT_EQ(with.front(), "inline");
+  EXPECT_EQ(with.size(), without.size() + 1);
+  EXPECT_EQ(std::find(without.begin(), without.end(), "inline"), without.end());
+}
+
+TEST(Pipeline, NormalizationAloneIsNotARewrite) {
+  auto graph = parseIRWithLocations(R"IR(graph(%x : Tensor):
+  %two : int = prim::Constant[value=2]()
+  %three : int = prim::Constant[value=3]()
+  %five : int = aten::add(%two, %three)
+  %dead : Tensor = aten::relu(%x)
+  %y : Tensor = aten::mul(%x, %five)
+  return (%y)
+)IR",
+                                    "t.ir");
+  PipelineResult r = runPipeline(graph, "forward", {"normalize"});
+  EXPECT_FALSE(r.rewritten);
+  std::ostringstream os;
+  os << *graph;
+  EXPECT_EQ(os.str().find("aten::add"), std::string::npos) << os.str();
+  EXPECT_EQ(os.str().find("aten::relu"), std::string::npos) << os.str();
+}
+
+TEST(Pipeline, NormalizationKeepsRandomOpsApart) {
+  // Two draws with identical inputs must stay two draws.
+  auto graph = parseIRWithLocations(R"IR(graph(%x : Tensor):
+  %n : int = prim::Constant[value=8]()
+  %none : NoneType = prim::Constant()
+  %a : Tensor = aten::randperm(%n, %none, %none, %none, %none)
+  %b : Tensor = aten::randperm(%n, %none, %none, %none, %none)
+  %y : Tensor = aten::add(%a, %b, %n)
+  return (%y)
+)IR",
+                                    "t.ir");
+  runPipeline(graph, "forward", {"normalize"});
+  std::ostringstream os;
+  os << *graph;
+  std::string text = os.str();
+  size_t first = text.find("aten::randperm");
+  ASSERT_NE(first, std::string::npos);
+  EXPECT_NE(text.find("aten::randperm", first + 1), std::string::npos) << text;
+}

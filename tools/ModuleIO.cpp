@@ -24,12 +24,20 @@ namespace {
 const char *const kExportHint =
     "export it with torch.jit.script(model).save(path)";
 
-std::string firstLine(const std::string &s) {
-  std::string line = s.substr(0, s.find('\n'));
-  while (!line.empty() && (line.back() == '.' || line.back() == ' '))
+} // namespace
+
+std::string firstLine(const std::string &text) {
+  size_t start = text.find_first_not_of("\n ");
+  if (start == std::string::npos)
+    return "unknown error";
+  std::string line = text.substr(start, text.find('\n', start) - start);
+  while (!line.empty() &&
+         (line.back() == '.' || line.back() == ' ' || line.back() == ':'))
     line.pop_back();
   return line;
 }
+
+namespace {
 
 std::string parentDirectory(const std::string &path) {
   size_t slash = path.rfind('/');
@@ -119,19 +127,19 @@ LoadedModule loadModule(const std::string &path) {
   }
   try {
     loaded.module = torch::jit::load(path, c10::nullopt, loaded.extraFiles);
-  } catch (const c10::Error &e) {
-    std::string what = e.what_without_backtrace();
+  } catch (const std::exception &e) {
+    // c10::Error and the frontend's ErrorReport both land here.
+    auto *c10Error = dynamic_cast<const c10::Error *>(&e);
+    std::string what = c10Error ? c10Error->what_without_backtrace() : e.what();
     std::smatch m;
-    static const std::regex unknownOp(R"(Unknown (?:builtin )?op: ([A-Za-z_0-9]+::[A-Za-z_0-9.]+))");
-    if (std::regex_search(what, m, unknownOp)) {
-      std::string op = m[1].str();
-      while (!op.empty() && op.back() == '.')
-        op.pop_back();
-      throw UserError("'" + path + "' uses the unknown custom op '" + op +
+    static const std::regex unknownOp(
+        R"(Unknown (?:builtin )?op: ([A-Za-z_0-9]+::[A-Za-z_0-9]+))");
+    if (std::regex_search(what, m, unknownOp))
+      throw UserError("'" + path + "' uses the unknown custom op '" +
+                      m[1].str() +
                       "'; load the library that registers it with "
                       "--load-library PATH (for torchvision ops: torchvision's "
                       "_C.so)");
-    }
     throw UserError("cannot load '" + path + "' as TorchScript: " +
                     firstLine(what));
   }

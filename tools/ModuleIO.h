@@ -21,6 +21,10 @@ public:
   using std::runtime_error::runtime_error;
 };
 
+/// The first non-empty line of an exception text, without trailing
+/// punctuation: libtorch messages start with a newline and end in a backtrace.
+std::string firstLine(const std::string &text);
+
 /// dlopen()s a custom-op library (torchvision's _C.so for torchvision::nms).
 void loadLibrary(const std::string &path);
 

@@ -197,11 +197,10 @@ int main(int argc, char **argv) {
   } catch (const UserError &e) {
     std::cerr << "staticify: error: " << e.what() << "\n";
   } catch (const c10::Error &e) {
-    std::string what = e.what_without_backtrace();
-    std::cerr << "staticify: error: " << what.substr(0, what.find('\n'))
+    std::cerr << "staticify: error: " << firstLine(e.what_without_backtrace())
               << "\n";
   } catch (const std::exception &e) {
-    std::cerr << "staticify: error: " << e.what() << "\n";
+    std::cerr << "staticify: error: " << firstLine(e.what()) << "\n";
   }
   return 1;
 }

@@ -1,0 +1,87 @@
+"""Fixtures for the end-to-end tests: the real staticify binary on real
+TorchScript modules scripted here by PyTorch."""
+import json
+import os
+import pathlib
+import subprocess
+import sys
+import zipfile
+
+import pytest
+import torch
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "examples"))
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+
+
+def _bin_dir():
+    return pathlib.Path(os.environ.get("STATICIFY_BIN", ROOT / "build" / "bin"))
+
+
+class Staticify:
+    """Runs the staticify binary and reads what it wrote."""
+
+    def __init__(self, path):
+        self.path = path
+
+    def __call__(self, *args, check=True):
+        proc = subprocess.run([str(self.path), *map(str, args)],
+                              capture_output=True, text=True, timeout=300)
+        if check and proc.returncode != 0:
+            raise AssertionError(
+                f"staticify {' '.join(map(str, args))} exited {proc.returncode}:\n"
+                f"{proc.stderr}")
+        return proc
+
+    def report(self, model_path, *args):
+        """The JSON report of analysing model_path."""
+        out = pathlib.Path(str(model_path) + ".report.json")
+        self(model_path, "--report-json", out, *args)
+        return json.loads(out.read_text())
+
+
+@pytest.fixture(scope="session")
+def staticify():
+    path = _bin_dir() / "staticify"
+    if not path.exists():
+        pytest.fail(f"{path} is missing: build first (see README)")
+    return Staticify(path)
+
+
+@pytest.fixture
+def save(tmp_path):
+    """Scripts a module (or takes a ScriptModule) and saves it under tmp_path."""
+
+    def _save(module, name="model.pt", extra_files=None):
+        scripted = module if isinstance(module, torch.jit.ScriptModule) \
+            else torch.jit.script(module)
+        path = tmp_path / name
+        scripted.save(str(path), _extra_files=extra_files or {})
+        return path
+
+    return _save
+
+
+def findings(report, method="forward"):
+    for m in report["methods"]:
+        if m["name"] == method:
+            return m["findings"]
+    raise KeyError(method)
+
+
+def lines_of(source_file, *snippets):
+    """1-based line numbers of the lines of source_file containing each
+    snippet (each must occur exactly once)."""
+    text = pathlib.Path(source_file).read_text().splitlines()
+    result = []
+    for snippet in snippets:
+        hits = [i + 1 for i, line in enumerate(text) if snippet in line]
+        assert len(hits) == 1, (snippet, hits)
+        result.append(hits[0])
+    return result
+
+
+def archive_names(path):
+    with zipfile.ZipFile(path) as z:
+        return z.namelist()

@@ -1,0 +1,194 @@
+"""The staticify CLI on real scripted modules: findings, report, output."""
+import json
+import zipfile
+
+import pytest
+import torch
+
+import models
+import sampler
+from conftest import archive_names, findings, lines_of
+
+
+def test_sampler_report_cites_every_dynamic_line_of_the_seed(staticify, save):
+    path = save(sampler.BalancedSampler())
+    proc = staticify(path, "--report")
+    expected = lines_of(sampler.__file__,
+                        "torch.where(labels == 1)", "torch.where(labels == 0)",
+                        "num_pos = min(positive.numel()",
+                        "if num_neg < self.sub_sample // 2",
+                        "torch.randperm(positive.numel()",
+                        "pos_idxs = positive[perm1]")
+    for line in expected:
+        assert f"sampler.py:{line}:" in proc.stdout, (line, proc.stdout)
+    # The roots are the two where(cond); the rest derives from them.
+    report = staticify.report(path)
+    roots = [f for f in findings(report) if f["role"] == "root"]
+    assert [(f["op"], f["location"]["line"]) for f in roots] == [
+        ("aten::where", expected[0]), ("aten::where", expected[1])]
+    assert "summary of 'forward'" in proc.stdout
+
+
+def test_report_json_schema(staticify, save):
+    path = save(sampler.BalancedSampler())
+    report = staticify.report(path)
+    assert report["schema"] == "staticify-report" and report["version"] == 1
+    assert report["tool"]["name"] == "staticify"
+    (method,) = report["methods"]
+    assert method["name"] == "forward" and method["inlined"] is True
+    assert method["passes"][0] == "inline"
+    for key in ("before", "after"):
+        s = method[key]
+        assert set(s) == {"nodes", "counts", "outputs_static", "static"}
+        assert s["counts"]["total"] == sum(
+            v for k, v in s["counts"].items() if k != "total")
+    assert method["before"]["counts"]["total"] == len(method["findings"])
+    assert method["after"]["outputs_static"] is True
+    assert method["after"]["static"] is False
+    ids = {f["id"] for f in method["findings"]}
+    for f in method["findings"]:
+        assert f["category"] in {"dynamic-shape", "host-sync", "control-flow",
+                                 "data-derived"}
+        assert f["action"] == "kept" and f["rule"] is None
+        loc = f["location"]
+        assert loc["file"].endswith("sampler.py") and loc["line"] > 0
+        assert loc["source"].strip() and loc["column"] >= 1
+        assert set(f["causes"]) <= ids
+        assert (f["role"] == "root") == (not f["causes"] or
+                                         f["op"] == "aten::where")
+
+
+@pytest.mark.parametrize("model,inputs", [
+    (models.Seed002Example1(), lambda: (torch.randn(64), torch.randint(0, 3, (8, 8)))),
+    (models.Seed002Example2(), lambda: (torch.randn(50), torch.randn(50),
+                                        torch.randint(-1, 2, (50,)))),
+])
+def test_seed002_examples_are_found_and_output_matches(staticify, save, tmp_path,
+                                                      model, inputs):
+    path = save(model)
+    out = tmp_path / "out.pt"
+    staticify(path, "-o", out)
+    report = staticify.report(path)
+    roots = [f["op"] for f in findings(report) if f["role"] == "root"]
+    assert roots == (["aten::index"] if isinstance(model, models.Seed002Example1)
+                     else ["aten::where"])
+    assert report["methods"][0]["after"]["outputs_static"] is True
+    original, result = torch.jit.load(str(path)), torch.jit.load(str(out))
+    for _ in range(20):
+        args = inputs()
+        assert torch.equal(original(*args), result(*args))
+
+
+def test_static_cnn_has_no_findings_and_is_written_back_unchanged(staticify, save,
+                                                                tmp_path):
+    model = models.SmallCNN().eval()
+    path = save(model, extra_files={"meta.txt": "keep me"})
+    out = tmp_path / "cnn_static.pt"
+    proc = staticify(path, "-o", out)
+    assert "0 findings" in proc.stderr
+    report = staticify.report(path)
+    assert findings(report) == []
+    assert report["methods"][0]["after"]["static"] is True
+
+    original, result = torch.jit.load(str(path)), torch.jit.load(str(out))
+    assert str(result.graph) == str(original.graph)
+    assert result.code == original.code
+    for (n1, p1), (n2, p2) in zip(original.state_dict().items(),
+                                  result.state_dict().items()):
+        assert n1 == n2 and torch.equal(p1, p2)
+    x = torch.randn(2, 3, 8, 8)
+    assert torch.equal(original(x), result(x))
+
+    extra = {"meta.txt": "", "staticify_report.json": ""}
+    torch.jit.load(str(out), _extra_files=extra)
+    assert extra["meta.txt"] == b"keep me"
+    embedded = json.loads(extra["staticify_report.json"])
+    assert embedded["version"] == 1 and embedded["output"] == str(out)
+    # Atomic save: nothing but the output was written next to it.
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "cnn_static.pt", "model.pt", "model.pt.report.json"]
+
+
+def test_sampler_output_equals_original_under_the_same_seed(staticify, save,
+                                                           tmp_path):
+    path = save(sampler.BalancedSampler())
+    out = tmp_path / "s.pt"
+    staticify(path, "-o", out)
+    original, result = torch.jit.load(str(path)), torch.jit.load(str(out))
+    for seed in range(10):
+        x = torch.randn(10000, 16)
+        labels = torch.randint(0, 2, (10000,))
+        torch.manual_seed(seed)
+        a = original(x, labels)
+        torch.manual_seed(seed)
+        b = result(x, labels)
+        assert a[0].shape == (1000, 16) and all(torch.equal(p, q) for p, q in zip(a, b))
+
+
+def test_findings_in_submodule_loop_and_branch_have_their_own_locations(staticify,
+                                                                      save):
+    path = save(models.Outer())
+    report = staticify.report(path)
+    by_line = {(f["op"], f["location"]["line"]) for f in findings(report)
+               if f["location"]}
+    loop_line, if_line, mask_line = lines_of(
+        models.__file__, "for i in range(x.size(0)):", "if bool(row.sum() > 0):",
+        "total = total + row[row > 0].sum()")
+    assert ("aten::Bool", if_line) in by_line
+    assert ("prim::If", if_line) in by_line
+    assert ("aten::index", mask_line) in by_line
+    for f in findings(report):
+        assert f["location"]["file"].endswith("models.py")
+    # The loop's trip count is a host-static size: not a finding.
+    assert not any(f["location"]["line"] == loop_line for f in findings(report))
+
+
+def test_no_inline_analyses_only_the_method_itself(staticify, save):
+    path = save(models.Outer())
+    inlined = staticify.report(path)
+    kept = staticify.report(path, "--no-inline")
+    assert kept["methods"][0]["inlined"] is False
+    assert "inline" not in kept["methods"][0]["passes"]
+    assert findings(inlined) and not findings(kept)
+
+
+def test_several_methods(staticify, save):
+    path = save(models.Outer())
+    report = staticify.report(path, "--method", "forward", "--method", "count")
+    assert [m["name"] for m in report["methods"]] == ["forward", "count"]
+    ops = [f["op"] for f in findings(report, "count")]
+    assert ops == ["aten::nonzero", "aten::size"]
+
+
+def test_passes_option(staticify, save):
+    path = save(models.Outer())
+    report = staticify.report(path, "--passes", "normalize")
+    assert report["methods"][0]["passes"] == ["normalize"]
+    assert report["methods"][0]["inlined"] is False
+    proc = staticify(path, "--passes", "inline,bogus", check=False)
+    assert proc.returncode == 2
+    assert proc.stderr.strip() == ("staticify: error: unknown pass 'bogus'; known passes: "
+                                   "inline, normalize; see 'staticify --help'")
+
+
+def test_help_and_version(staticify):
+    help_text = staticify("--help").stdout
+    for option in ("-o", "--report", "--report-json", "--method", "--load-library",
+                   "--no-inline", "--passes", "--help", "--version", "examples:"):
+        assert option in help_text, option
+    version = staticify("--version").stdout
+    assert version.startswith("staticify 0.1.0 (libtorch ")
+
+
+def test_custom_op_model_loads_with_load_library(staticify, save):
+    torchvision = pytest.importorskip("torchvision")
+
+    class Detector(torch.nn.Module):
+        def forward(self, boxes: torch.Tensor, scores: torch.Tensor):
+            keep = torchvision.ops.nms(boxes, scores, 0.5)
+            return boxes[keep]
+
+    path = save(Detector())
+    lib = next(p for p in __import__("pathlib").Path(torchvision.__file__).parent.glob("_C*.so"))
+    report = staticify.report(path, "--load-library", lib)
+    assert [f["op"] for f in findings(report) if f["role"] == "root"] == ["torchvision::nms"]

@@ -1,0 +1,101 @@
+//===- AnalysisScaling.cpp - Analysis time against graph size --------------===//
+//
+// Generates graphs of about 1k, 10k and 100k nodes (elementwise chains with a
+// dynamic island every 20 steps: nonzero, a size read, a branch on it, and a
+// full reduction that makes the result static again, as in real models) and times the dynamism analysis and the normalize pass on each.
+// Reports the median of several runs and the time per node: linear scaling
+// shows as a flat ns/node column. Not a test: no assertion on time.
+//
+//===----------------------------------------------------------------------===//
+
+#include "passes/Analysis.h"
+#include "passes/Pipeline.h"
+
+#include <torch/csrc/jit/ir/ir.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <vector>
+
+using namespace staticify;
+using torch::jit::Graph;
+using torch::jit::Value;
+
+namespace {
+
+/// About \p targetNodes nodes, every one with a schema.
+std::shared_ptr<Graph> makeGraph(size_t targetNodes) {
+  auto graph = std::make_shared<Graph>();
+  Value *x = graph->addInput("x")->setType(c10::TensorType::get());
+  Value *zero = graph->insertConstant(0);
+  Value *five = graph->insertConstant(5);
+  static const c10::Symbol numel = c10::Symbol::fromQualString("aten::numel");
+  size_t nodes = 2;
+  for (size_t step = 0; nodes < targetNodes; ++step) {
+    nodes += 5;
+    Value *m = graph->insert(c10::aten::gt, {x, zero});
+    Value *y = graph->insert(c10::aten::mul, {x, x});
+    Value *z = graph->insert(c10::aten::add, {y, x});
+    Value *w = graph->insert(c10::aten::where, {m, z, y});
+    if (step % 20 == 0) {
+      Value *idx = graph->insert(c10::aten::nonzero, {m});
+      Value *n = graph->insert(numel, {idx});
+      Value *c = graph->insert(c10::aten::lt, {n, five});
+      torch::jit::Node *branch = graph->create(c10::prim::If, {c}, 1);
+      graph->insertNode(branch);
+      branch->output()->setType(c10::TensorType::get());
+      for (int b = 0; b < 2; ++b) {
+        torch::jit::Block *block = branch->addBlock();
+        torch::jit::WithInsertPoint guard(block);
+        Value *r = graph->insert(b ? c10::aten::relu : c10::aten::neg, {w});
+        block->registerOutput(r);
+      }
+      // A dynamic island that ends in a full reduction, static again.
+      Value *s = graph->insert(c10::aten::sum, {branch->output()});
+      w = graph->insert(c10::aten::add, {w, s});
+      nodes += 8;
+    }
+    x = graph->insert(c10::aten::sigmoid, {w});
+  }
+  graph->registerOutput(x);
+  return graph;
+}
+
+template <typename F> double medianSeconds(int runs, F &&f) {
+  std::vector<double> times;
+  for (int i = 0; i < runs; ++i) {
+    auto start = std::chrono::steady_clock::now();
+    f();
+    times.push_back(std::chrono::duration<double>(
+                        std::chrono::steady_clock::now() - start)
+                        .count());
+  }
+  std::sort(times.begin(), times.end());
+  return times[times.size() / 2];
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  int runs = argc > 1 ? std::atoi(argv[1]) : 5;
+  std::printf("%-8s %9s %12s %10s %14s %10s\n", "nodes", "findings",
+              "analysis_ms", "ns/node", "normalize_ms", "ns/node");
+  for (size_t target : {1000u, 10000u, 100000u}) {
+    auto graph = makeGraph(target);
+    size_t nodes = countNodes(graph->block());
+    size_t findings = 0;
+    double analysis = medianSeconds(runs, [&] {
+      findings = analyzeGraph(*graph).findings.size();
+    });
+    double normalize = medianSeconds(runs, [&] {
+      auto copy = graph->copy();
+      findPass("normalize")->run(copy);
+    });
+    std::printf("%-8zu %9zu %12.2f %10.0f %14.2f %10.0f\n", nodes, findings,
+                analysis * 1e3, analysis * 1e9 / nodes, normalize * 1e3,
+                normalize * 1e9 / nodes);
+  }
+  return 0;
+}

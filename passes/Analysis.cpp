@@ -522,9 +522,10 @@ private:
     if (carriesTensor(node->output(0)->type()))
       record(node, Category::DynamicShape, Role::Derived,
              "'" + op + "' " +
-                 (dataShapeArg ? "takes a size computed from tensor data"
-                               : "reads a tensor whose shape depends on data") +
-                 ": its shape depends on data",
+                 (dataShapeArg ? "takes a size computed from tensor data: its "
+                                 "shape depends on data"
+                               : "inherits a data-dependent shape from its "
+                                 "inputs"),
              causes);
     else
       record(node, Category::DataDerived, Role::Derived,

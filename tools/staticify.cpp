@@ -21,8 +21,10 @@ static const char *const kUsage = R"(usage: staticify INPUT.pt [-o OUTPUT.pt] [o
 
 Finds every operation of a TorchScript module whose output shape or control
 flow depends on tensor data (nonzero, x[mask], unique, .item(), branches on
-tensor values...), reports each with its Python source location, and writes a
-module in which those are rewritten into static-shape equivalents.
+tensor values...), reports each with its Python source location, runs the
+pass pipeline, and writes the module back. A method's graph is replaced only
+when a rewriting pass changed it; otherwise the output is the input module
+plus the report.
 
 options:
   -o, --output FILE     write the staticified module to FILE (atomically; never

@@ -91,7 +91,8 @@ int main(int argc, char **argv) {
     });
     double normalize = medianSeconds(runs, [&] {
       auto copy = graph->copy();
-      findPass("normalize")->run(copy);
+      PassContext ctx;
+      findPass("normalize")->run(copy, ctx);
     });
     std::printf("%-8zu %9zu %12.2f %10.0f %14.2f %10.0f\n", nodes, findings,
                 analysis * 1e3, analysis * 1e9 / nodes, normalize * 1e3,

@@ -3,6 +3,7 @@
 #include "passes/Analysis.h"
 
 #include "passes/Compat.h"
+#include "passes/GraphUtils.h"
 #include "passes/OpCatalogue.h"
 
 #include <algorithm>
@@ -129,28 +130,27 @@ DTypeKind dtypeKindOf(c10::ScalarType t) {
   }
 }
 
-std::optional<int64_t> constantInt(const Value *v) {
-  auto iv = torch::jit::toIValue(v);
-  if (!iv || !iv->isInt())
-    return std::nullopt;
-  return iv->toInt();
-}
-
 /// A `dim` argument that is absent, None or an empty list: a full reduction.
 /// Without a matching schema only the one-input form (`x.sum()`) is known.
 bool reducesAllDims(const Node *node) {
   if (!node->maybeSchema())
     return node->inputs().size() == 1;
-  for (size_t i = 0; i < node->inputs().size(); ++i) {
-    if (inputName(node, i) != std::string("dim"))
-      continue;
-    const Value *dim = node->input(i);
-    if (dim->mustBeNone())
-      return true;
-    auto iv = torch::jit::toIValue(dim);
-    return iv && iv->isIntList() && iv->toIntList().empty();
-  }
-  return true;
+  const Value *dim = namedInput(node, "dim");
+  if (!dim || dim->mustBeNone())
+    return true;
+  auto dims = constantIntList(dim);
+  return dims && dims->empty();
+}
+
+/// A constant `dim` argument that includes dimension 0.
+bool reducesDim0(const Node *node) {
+  const Value *dim = namedInput(node, "dim");
+  if (!dim)
+    return false;
+  auto dims = constantIntList(dim);
+  if (auto d = constantInt(dim))
+    dims = std::vector<int64_t>{*d};
+  return dims && std::find(dims->begin(), dims->end(), 0) != dims->end();
 }
 
 size_t countTensorInputs(const Node *node) {
@@ -546,8 +546,11 @@ private:
       return joined;
     }
     if (!dataShapeArg && role == OpRole::Reduction &&
-        countTensorInputs(node) == 1 && reducesAllDims(node))
-      return ShapeDep::Static;
+        countTensorInputs(node) == 1 &&
+        (reducesAllDims(node) ||
+         (shapeOf(node->input(0)) == ShapeDep::Leading &&
+          reducesDim0(node))))
+      return ShapeDep::Static; // the data-dependent dimension is reduced
     if (!dataShapeArg && node->kind() == c10::aten::index)
       return gatherShape(node);
     if (!dataShapeArg && (node->kind() == c10::aten::index_select ||

@@ -63,6 +63,8 @@ struct Finding {
   /// What staticify did about it: "kept" until a rewrite pass claims it.
   std::string action = "kept";
   std::string rule; // the pass that rewrote it, when action is "rewritten"
+  /// Why a rewrite left it alone ("masked-reduce: ..."), when one looked.
+  std::string reason;
 };
 
 /// Counts of findings per category.

@@ -2,6 +2,10 @@
 
 #include "passes/Pipeline.h"
 
+#include "passes/GraphUtils.h"
+#include "passes/MaskStore.h"
+#include "passes/MaskedReduce.h"
+
 #include <torch/csrc/jit/passes/constant_propagation.h>
 #include <torch/csrc/jit/passes/dead_code_elimination.h>
 #include <torch/csrc/jit/passes/inliner.h>
@@ -35,7 +39,7 @@ static bool hasCalls(const torch::jit::Block *block) {
   return false;
 }
 
-static bool inlineCalls(std::shared_ptr<Graph> &graph) {
+static bool inlineCalls(std::shared_ptr<Graph> &graph, PassContext &) {
   if (!hasCalls(graph->block()))
     return false;
   torch::jit::Inline(*graph);
@@ -45,7 +49,7 @@ static bool inlineCalls(std::shared_ptr<Graph> &graph) {
 /// Canonical forms the analysis and the rewrites rely on. Constant
 /// propagation never folds nondeterministic ops (rand*, randperm,
 /// multinomial), and nothing here merges or reorders them.
-static bool normalize(std::shared_ptr<Graph> &graph) {
+static bool normalize(std::shared_ptr<Graph> &graph, PassContext &) {
   size_t before = countNodes(graph->block());
   bool changed =
       torch::jit::ConstantPropagation(graph, /*ignore_custom_classes=*/true);
@@ -65,6 +69,15 @@ const std::vector<PassInfo> &registeredPasses() {
        "constant propagation, tuple lowering and dead-code elimination; never "
        "folds or merges nondeterministic ops",
        false, normalize},
+      {"masked-reduce",
+       "reduce(x[mask]) -> reduce(where(mask, x, identity)): sum, mean, "
+       "prod, any, all, amax/amin/max/min, count_nonzero, norm, logsumexp; "
+       "numel/size/len -> count",
+       true, maskedReduce},
+      {"mask-store",
+       "x[mask] = v -> masked_fill_/where in place, when v is 0-d or a "
+       "selection by the same mask",
+       true, maskStore},
   };
   return passes;
 }
@@ -119,29 +132,45 @@ static GraphSummary summarize(const AnalysisResult &analysis) {
 
 PipelineResult runPipeline(std::shared_ptr<Graph> graph,
                            const std::string &name,
-                           const std::vector<std::string> &passes) {
+                           const std::vector<std::string> &passes,
+                           const PassOptions &options) {
   PipelineResult result;
   result.report.name = name;
   result.report.passes = passes;
   result.report.inlined = false;
 
+  PassContext ctx;
+  ctx.options = options;
   std::optional<AnalysisResult> before;
   for (const std::string &passName : passes) {
     const PassInfo *pass = findPass(passName);
     if (!pass)
       throw std::invalid_argument("unknown pass '" + passName + "'");
-    if (pass->rewrites && !before)
+    if (pass->rewrites && !before) {
       before = analyzeGraph(*graph);
-    bool changed = pass->run(graph);
+      ctx.track(*before);
+    }
+    bool changed = pass->run(graph, ctx);
     if (pass->name == "inline")
       result.report.inlined = true;
-    if (changed && pass->rewrites)
+    if (changed && pass->rewrites) {
+      // What a rewrite left without uses is part of what it rewrote.
+      eraseDeadNodes(*graph, ctx, pass->name);
       result.rewritten = true;
+    }
   }
   AnalysisResult after = analyzeGraph(*graph);
   if (!before)
     before = after;
   result.report.findings = before->findings;
+  for (Finding &f : result.report.findings) {
+    if (auto it = ctx.rewritten().find(f.id); it != ctx.rewritten().end()) {
+      f.action = "rewritten";
+      f.rule = it->second;
+    } else if (auto why = ctx.reasons().find(f.id); why != ctx.reasons().end()) {
+      f.reason = why->second;
+    }
+  }
   result.report.before = summarize(*before);
   result.report.after = summarize(after);
   return result;

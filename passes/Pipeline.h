@@ -10,6 +10,7 @@
 #pragma once
 
 #include "passes/Analysis.h"
+#include "passes/PassContext.h"
 #include "passes/Report.h"
 
 #include <torch/csrc/jit/ir/ir.h>
@@ -29,7 +30,7 @@ struct PassInfo {
   /// a normalizing one only tidies it.
   bool rewrites = false;
   /// Returns whether the graph changed.
-  std::function<bool(std::shared_ptr<torch::jit::Graph> &)> run;
+  std::function<bool(std::shared_ptr<torch::jit::Graph> &, PassContext &)> run;
 };
 
 const std::vector<PassInfo> &registeredPasses();
@@ -53,7 +54,8 @@ struct PipelineResult {
 /// Runs \p passes on \p graph, in place, and reports on method \p name.
 PipelineResult runPipeline(std::shared_ptr<torch::jit::Graph> graph,
                            const std::string &name,
-                           const std::vector<std::string> &passes);
+                           const std::vector<std::string> &passes,
+                           const PassOptions &options = {});
 
 /// Counts every node, nested blocks included.
 size_t countNodes(const torch::jit::Block *block);

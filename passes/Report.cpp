@@ -82,6 +82,8 @@ static std::string renderFindingIn(const Finding &f,
   renderSnippet(os, f);
   if (rewritten)
     os << where(f, method) << ": note: rewritten by " << f.rule << "\n";
+  else if (!f.reason.empty())
+    os << where(f, method) << ": note: kept by " << f.reason << "\n";
   if (f.role == Role::Derived && !f.causes.empty()) {
     os << where(f, method) << ": note: data-dependent because of ";
     for (size_t i = 0; i < f.causes.size(); ++i) {
@@ -217,7 +219,9 @@ static std::string jsonFinding(const Finding &f) {
   for (size_t i = 0; i < f.causes.size(); ++i)
     os << (i ? ", " : "") << f.causes[i];
   os << "], \"action\": " << quote(f.action)
-     << ", \"rule\": " << (f.rule.empty() ? "null" : quote(f.rule)) << "}";
+     << ", \"rule\": " << (f.rule.empty() ? "null" : quote(f.rule))
+     << ", \"reason\": " << (f.reason.empty() ? "null" : quote(f.reason))
+     << "}";
   return os.str();
 }
 

@@ -141,8 +141,9 @@ int main(int argc, char **argv) {
 
   try {
     auto graph = parseIRWithLocations(text.str(), input == "-" ? "<stdin>" : input);
+    PassContext ctx;
     for (const std::string &name : passes)
-      findPass(name)->run(graph);
+      findPass(name)->run(graph, ctx);
     if (!analyze) {
       graph->print(std::cout, /*print_source_locations=*/false);
       return 0;

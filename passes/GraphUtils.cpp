@@ -1,0 +1,152 @@
+//===- GraphUtils.cpp - Small helpers the rewriting passes share ----------===//
+
+#include "passes/GraphUtils.h"
+
+#include "passes/OpCatalogue.h"
+
+#include <unordered_set>
+
+namespace staticify {
+
+using torch::jit::Node;
+using torch::jit::Value;
+
+Value *emit(torch::jit::Graph &graph, const char *op,
+            std::vector<torch::jit::NamedValue> args, const Node *anchor,
+            std::vector<torch::jit::NamedValue> kwargs) {
+  return graph.insert(c10::Symbol::fromQualString(op), args, kwargs,
+                      anchor->sourceRange());
+}
+
+std::optional<int64_t> constantInt(const Value *v) {
+  auto iv = torch::jit::toIValue(v);
+  if (!iv || !iv->isInt())
+    return std::nullopt;
+  return iv->toInt();
+}
+
+std::optional<std::vector<int64_t>> constantIntList(const Value *v) {
+  if (v->node()->kind() == c10::prim::ListConstruct) {
+    std::vector<int64_t> items;
+    for (const Value *item : v->node()->inputs()) {
+      auto i = constantInt(item);
+      if (!i)
+        return std::nullopt;
+      items.push_back(*i);
+    }
+    return items;
+  }
+  auto iv = torch::jit::toIValue(v);
+  if (!iv || !iv->isIntList())
+    return std::nullopt;
+  return iv->toIntVector();
+}
+
+Value *namedInput(const Node *node, std::string_view name) {
+  for (size_t i = 0; i < node->inputs().size(); ++i)
+    if (inputName(node, i) == std::string(name))
+      return node->input(i);
+  return nullptr;
+}
+
+static bool isErasable(const Node *node) {
+  return node->kind() != c10::prim::Param &&
+         node->kind() != c10::prim::Return && !node->hasSideEffects() &&
+         node->blocks().empty() && !mutatesFirstInput(node);
+}
+
+/// Adds \p node to \p dead if every use of its outputs is by a dead node,
+/// then considers its producers. Consumers are always considered before
+/// their producers, so a producer is re-considered from each consumer.
+static void markDead(Node *node, std::unordered_set<Node *> &dead,
+                     std::vector<Node *> &order) {
+  if (dead.count(node) || !isErasable(node))
+    return;
+  for (const Value *out : node->outputs())
+    for (const torch::jit::Use &use : out->uses())
+      if (!dead.count(use.user))
+        return;
+  dead.insert(node);
+  order.push_back(node);
+  for (Value *in : node->inputs())
+    markDead(in->node(), dead, order);
+}
+
+size_t eraseIfDead(Node *node, PassContext &ctx, std::string_view rule) {
+  std::unordered_set<Node *> dead;
+  std::vector<Node *> order;
+  markDead(node, dead, order);
+  // Consumers first: destroying one drops its uses of its producers.
+  for (Node *n : order) {
+    ctx.rewrote(n, rule);
+    n->destroy();
+  }
+  return order.size();
+}
+
+static void collectInto(torch::jit::Block *block, std::vector<Node *> &out) {
+  for (Node *node : block->nodes()) {
+    out.push_back(node);
+    for (torch::jit::Block *b : node->blocks())
+      collectInto(b, out);
+  }
+}
+
+std::vector<Node *> collectNodes(torch::jit::Block *block) {
+  std::vector<Node *> nodes;
+  collectInto(block, nodes);
+  return nodes;
+}
+
+size_t eraseDeadNodes(torch::jit::Graph &graph, PassContext &ctx,
+                      std::string_view rule) {
+  // In reverse program order every consumer, nested blocks included, is
+  // seen before its producers: one pass marks, one sweep destroys.
+  std::vector<Node *> nodes = collectNodes(graph.block());
+  std::unordered_set<Node *> dead;
+  std::vector<Node *> order;
+  for (auto it = nodes.rbegin(); it != nodes.rend(); ++it) {
+    Node *node = *it;
+    if (node->outputs().empty() || !isErasable(node))
+      continue;
+    bool live = false;
+    for (const Value *out : node->outputs())
+      for (const torch::jit::Use &use : out->uses())
+        live |= !dead.count(use.user);
+    if (live)
+      continue;
+    dead.insert(node);
+    order.push_back(node);
+  }
+  for (Node *node : order) {
+    ctx.rewrote(node, rule);
+    node->destroy();
+  }
+  return order.size();
+}
+
+void PassContext::track(const AnalysisResult &analysis) {
+  findingOf.clear();
+  for (size_t i = 0; i < analysis.findingNodes.size(); ++i)
+    findingOf.emplace(analysis.findingNodes[i], analysis.findings[i].id);
+}
+
+void PassContext::rewrote(const Node *node, std::string_view rule) {
+  auto it = findingOf.find(node);
+  if (it == findingOf.end())
+    return;
+  rewrittenBy.emplace(it->second, std::string(rule));
+  declinedBecause.erase(it->second);
+  findingOf.erase(it); // the address may be reused by a new node
+}
+
+void PassContext::declined(const Node *node, std::string_view rule,
+                           std::string_view reason) {
+  auto it = findingOf.find(node);
+  if (it == findingOf.end() || rewrittenBy.count(it->second))
+    return;
+  declinedBecause.emplace(it->second,
+                          std::string(rule) + ": " + std::string(reason));
+}
+
+} // namespace staticify

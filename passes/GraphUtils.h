@@ -1,0 +1,47 @@
+//===- GraphUtils.h - Small helpers the rewriting passes share ------------===//
+#pragma once
+
+#include "passes/PassContext.h"
+
+#include <torch/csrc/jit/ir/ir.h>
+
+#include <optional>
+#include <string_view>
+#include <vector>
+
+namespace staticify {
+
+/// Inserts \p op at the graph's insertion point, matching its schema, with
+/// the source range of \p anchor so that diagnostics keep pointing at the
+/// user's line.
+torch::jit::Value *emit(torch::jit::Graph &graph, const char *op,
+                        std::vector<torch::jit::NamedValue> args,
+                        const torch::jit::Node *anchor,
+                        std::vector<torch::jit::NamedValue> kwargs = {});
+
+/// The constant int of \p v, if it is one.
+std::optional<int64_t> constantInt(const torch::jit::Value *v);
+/// The constant int list of \p v, if it is one (a constant, or a list of
+/// constant ints).
+std::optional<std::vector<int64_t>> constantIntList(const torch::jit::Value *v);
+
+/// The input of \p node named \p name in its schema, if any.
+torch::jit::Value *namedInput(const torch::jit::Node *node,
+                              std::string_view name);
+
+/// Destroys \p node if none of its outputs is used and it has no side
+/// effects, logging it as rewritten by \p rule; then does the same for the
+/// producers of its inputs. Returns how many nodes were destroyed.
+size_t eraseIfDead(torch::jit::Node *node, PassContext &ctx,
+                   std::string_view rule);
+
+/// Erases every node of \p graph (nested blocks included) whose results are
+/// unused and that has no side effects, logging each as rewritten by \p rule.
+size_t eraseDeadNodes(torch::jit::Graph &graph, PassContext &ctx,
+                      std::string_view rule);
+
+/// Nodes of \p block and its nested blocks, in program order: a snapshot to
+/// walk while mutating.
+std::vector<torch::jit::Node *> collectNodes(torch::jit::Block *block);
+
+} // namespace staticify

@@ -1,0 +1,96 @@
+//===- MaskStore.cpp - x[mask] = v -> masked_fill_ / where ----------------===//
+
+#include "passes/MaskStore.h"
+
+#include "passes/GraphUtils.h"
+#include "passes/Selection.h"
+
+namespace staticify {
+
+using torch::jit::Graph;
+using torch::jit::Node;
+using torch::jit::Value;
+
+static constexpr const char *kRule = "mask-store";
+
+/// The mask selection written through by an index_put node, if its only
+/// index is a boolean mask.
+static std::optional<Selection> storeSelection(Node *node,
+                                               const AnalysisResult &analysis) {
+  Node *list = node->input(1)->node();
+  if (list->kind() != c10::prim::ListConstruct || list->inputs().size() != 1)
+    return std::nullopt;
+  DTypeKind k = analysis.info(list->input(0)).dtype;
+  if (k != DTypeKind::Bool && k != DTypeKind::Byte)
+    return std::nullopt;
+  Selection sel;
+  sel.node = node;
+  sel.base = node->input(0);
+  sel.mask = list->input(0);
+  sel.isByteMask = k == DTypeKind::Byte;
+  return sel;
+}
+
+bool maskStore(std::shared_ptr<Graph> &graph, PassContext &ctx) {
+  AnalysisResult analysis = analyzeGraph(*graph);
+  bool changed = false;
+  static const c10::Symbol indexPutInPlace =
+      c10::Symbol::fromQualString("aten::index_put_");
+  static const c10::Symbol indexPut =
+      c10::Symbol::fromQualString("aten::index_put");
+  for (Node *node : collectNodes(graph->block())) {
+    bool inPlace = node->kind() == indexPutInPlace;
+    if (!inPlace && node->kind() != indexPut)
+      continue;
+    auto sel = storeSelection(node, analysis);
+    if (!sel)
+      continue;
+    Value *x = node->input(0);
+    Value *v = node->input(2);
+    auto accumulate = torch::jit::toIValue(node->input(3));
+    if (!accumulate || !accumulate->isBool() || accumulate->toBool()) {
+      ctx.declined(node, kRule, "accumulate=True is not rewritten");
+      continue;
+    }
+    // What is stored: a 0-d value, or a selection by the same mask.
+    Value *source = nullptr;
+    Node *sourceSelection = nullptr;
+    if (provablyZeroDim(v)) {
+      source = v;
+    } else if (auto vs = matchSelection(v, analysis)) {
+      if (vs->mask == sel->mask && !vs->broadcasts &&
+          provablySameRank(vs->base, x)) {
+        source = vs->base;
+        sourceSelection = vs->node;
+      }
+    }
+    if (!source) {
+      ctx.declined(node, kRule,
+                   "the stored value is neither 0-d nor a selection by the "
+                   "same mask of a tensor with x's rank");
+      continue;
+    }
+    torch::jit::WithInsertPoint guard(node);
+    Value *mask = emitMaskLike(*graph, *sel, x, node);
+    Value *result;
+    if (inPlace && source == v)
+      result = emit(*graph, "aten::masked_fill_", {x, mask, v}, node);
+    else if (inPlace)
+      result = emit(*graph, "aten::copy_",
+                    {x, emit(*graph, "aten::where", {mask, source, x}, node)},
+                    node);
+    else
+      result = emit(*graph, "aten::type_as",
+                    {emit(*graph, "aten::where", {mask, source, x}, node), x},
+                    node);
+    node->output()->replaceAllUsesWith(result);
+    ctx.rewrote(node, kRule);
+    node->destroy();
+    if (sourceSelection)
+      eraseIfDead(sourceSelection, ctx, kRule);
+    changed = true;
+  }
+  return changed;
+}
+
+} // namespace staticify

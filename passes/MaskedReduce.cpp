@@ -1,0 +1,184 @@
+//===- MaskedReduce.cpp - reduce(x[mask]) -> reduce(where(mask, x, id)) ---===//
+
+#include "passes/MaskedReduce.h"
+
+#include "passes/GraphUtils.h"
+#include "passes/OpCatalogue.h"
+#include "passes/Selection.h"
+
+#include <cmath>
+#include <limits>
+
+namespace staticify {
+
+using torch::jit::Graph;
+using torch::jit::Node;
+using torch::jit::Value;
+
+namespace {
+
+constexpr const char *kRule = "masked-reduce";
+
+enum class Fill { Zero, One, NegInf, FirstRow, Mean };
+
+/// The identity of a reduction, or why it cannot be padded.
+std::optional<Fill> identityOf(const Node *node, std::string &why) {
+  const std::string op = node->kind().toQualString();
+  if (op == "aten::sum" || op == "aten::nansum" || op == "aten::any" ||
+      op == "aten::count_nonzero")
+    return Fill::Zero;
+  if (op == "aten::prod" || op == "aten::all")
+    return Fill::One;
+  if (op == "aten::logsumexp")
+    return Fill::NegInf;
+  if (op == "aten::mean")
+    return Fill::Mean;
+  if (op == "aten::amax" || op == "aten::amin" || op == "aten::max" ||
+      op == "aten::min") {
+    if (node->outputs().size() > 1 && node->output(1)->hasUses()) {
+      why = "the indices of max/min would refer to the padded rows";
+      return std::nullopt;
+    }
+    return Fill::FirstRow;
+  }
+  if (op == "aten::norm" || op == "aten::linalg_vector_norm") {
+    Value *p = namedInput(node, op == "aten::norm" ? "p" : "ord");
+    if (!p || p->mustBeNone())
+      return Fill::Zero; // the default p = 2
+    auto iv = torch::jit::toIValue(p);
+    if (iv && (iv->isInt() || iv->isDouble()) && iv->toScalar().toDouble() >= 0)
+      return Fill::Zero;
+    why = "a norm with a negative or non-constant order is not zero-padded";
+    return std::nullopt;
+  }
+  why = "no identity is known for '" + op + "'";
+  return std::nullopt;
+}
+
+/// Why the reduction's dimensions do not provably include dimension 0 of
+/// its input, or "" when they do.
+std::string uncoveredSelectedDim(const Node *node) {
+  Value *dim = namedInput(node, "dim");
+  if (!dim)
+    return node->inputs().size() == 1 || node->maybeSchema()
+               ? ""
+               : "its overload is unknown";
+  if (dim->mustBeNone())
+    return "";
+  std::optional<std::vector<int64_t>> dims = constantIntList(dim);
+  if (auto d = constantInt(dim))
+    dims = std::vector<int64_t>{*d};
+  if (!dims)
+    return "its dimensions are computed at run time";
+  if (dims->empty() || std::find(dims->begin(), dims->end(), 0) != dims->end())
+    return "";
+  return "it reduces only dimensions after the selected one: the result "
+         "keeps the data-dependent count";
+}
+
+Value *emitFill(Graph &graph, Fill fill, const RowView &view,
+                const Node *anchor) {
+  switch (fill) {
+  case Fill::Zero:
+  case Fill::Mean:
+    return emit(graph, "aten::where", {view.keep, view.rows, 0}, anchor);
+  case Fill::One:
+    return emit(graph, "aten::where", {view.keep, view.rows, 1}, anchor);
+  case Fill::NegInf:
+    return emit(graph, "aten::where",
+                {view.keep, view.rows,
+                 -std::numeric_limits<double>::infinity()},
+                anchor);
+  case Fill::FirstRow:
+    return emit(graph, "aten::where",
+                {view.keep, view.rows,
+                 emitFirstSelectedRow(graph, view, anchor)},
+                anchor);
+  }
+  return nullptr;
+}
+
+/// mean(sel, dims...) = sum(padded, dims...) / sum(expanded keep, dims...).
+Value *emitMean(Graph &graph, Node *mean, Value *padded, const RowView &view) {
+  Node *sum = graph.insertNode(graph.create(c10::aten::sum, mean->inputs()));
+  sum->setSourceRange(mean->sourceRange());
+  sum->replaceInput(0, padded);
+  sum->output()->setType(c10::TensorType::get());
+  Value *ones = emit(graph, "aten::expand_as", {view.keep, view.rows}, mean);
+  Value *dim = namedInput(mean, "dim");
+  Value *count;
+  if (dim && !dim->mustBeNone())
+    count = emit(graph, "aten::sum",
+                 {ones, dim, namedInput(mean, "keepdim")}, mean);
+  else
+    count = emit(graph, "aten::sum", {ones}, mean);
+  return emit(graph, "aten::div", {sum->output(), count}, mean);
+}
+
+/// numel / size(_, 0) / len of a selection: the count, as a host int.
+bool rewriteSizeRead(Graph &graph, Node *node, const Selection &sel,
+                     PassContext &ctx) {
+  bool rows = node->kind() != c10::Symbol::fromQualString("aten::numel");
+  if (node->kind() == c10::aten::size) {
+    if (node->inputs().size() != 2 || constantInt(node->input(1)) != 0)
+      return false; // size() as a list, or a trailing (static) size
+  }
+  torch::jit::WithInsertPoint guard(node);
+  RowView view = emitRowView(graph, sel, node);
+  Value *selected = rows ? view.keep
+                         : emit(graph, "aten::expand_as",
+                                {view.keep, view.rows}, node);
+  Value *count = emit(graph, "aten::sum", {selected}, node);
+  Value *asInt = emit(graph, "aten::Int", {count}, node);
+  node->output()->replaceAllUsesWith(asInt);
+  ctx.rewrote(node, kRule);
+  node->destroy();
+  eraseIfDead(sel.node, ctx, kRule);
+  return true;
+}
+
+} // namespace
+
+bool maskedReduce(std::shared_ptr<Graph> &graph, PassContext &ctx) {
+  AnalysisResult analysis = analyzeGraph(*graph);
+  bool changed = false;
+  for (Node *node : collectNodes(graph->block())) {
+    OpRole role = opRole(node);
+    if (role != OpRole::Reduction && role != OpRole::ShapeRead)
+      continue;
+    if (node->inputs().empty())
+      continue;
+    auto sel = matchSelection(node->input(0), analysis);
+    if (!sel)
+      continue;
+    if (role == OpRole::ShapeRead) {
+      changed |= rewriteSizeRead(*graph, node, *sel, ctx);
+      continue;
+    }
+    std::string why;
+    std::optional<Fill> fill = identityOf(node, why);
+    if (fill)
+      why = uncoveredSelectedDim(node);
+    if (!fill || !why.empty()) {
+      ctx.declined(sel->node, kRule, why);
+      continue;
+    }
+    torch::jit::WithInsertPoint guard(node);
+    RowView view = emitRowView(*graph, *sel, node);
+    Value *padded = emitFill(*graph, *fill, view, node);
+    if (*fill == Fill::Mean) {
+      Value *mean = emitMean(*graph, node, padded, view);
+      node->output()->replaceAllUsesWith(mean);
+      ctx.rewrote(node, kRule);
+      node->destroy();
+    } else {
+      node->replaceInput(0, padded);
+      ctx.rewrote(node, kRule); // a finding while its input was x[m]
+    }
+    eraseIfDead(sel->node, ctx, kRule);
+    changed = true;
+  }
+  return changed;
+}
+
+} // namespace staticify

@@ -1,0 +1,28 @@
+//===- MaskedReduce.h - reduce(x[mask]) -> reduce(where(mask, x, id)) -----===//
+#pragma once
+
+#include "passes/PassContext.h"
+
+#include <torch/csrc/jit/ir/ir.h>
+
+namespace staticify {
+
+/// A reduction of a selection (`x[m]`, `masked_select(x, m)`) whose reduced
+/// dimensions include the selected one becomes the same reduction of the
+/// selection's row view padded with the reduction's identity:
+///
+///   %s = aten::index(%x, [%m]);  %r = aten::sum(%s)
+///     ->  %r = aten::sum(aten::where(%keep, %rows, 0))
+///
+/// sum/nansum/count_nonzero/any pad with 0, prod/all with 1, logsumexp with
+/// -inf, norm (p >= 0) with 0; amax/amin/max/min pad with the first selected
+/// row (dtype-agnostic); mean becomes sum / count. `numel`, `size(_, 0)` and
+/// `len` of a selection become `int(count)` for lift-scalars to keep on the
+/// device. Precondition, checked first: the reduction covers dimension 0 of
+/// the selection (no dim, None, [], or a constant list containing 0), and a
+/// max/min's indices are unused. Empty selections: sum 0, prod 1, mean NaN,
+/// any False, all True; max/min (which raise in PyTorch) return an element of
+/// x's first row.
+bool maskedReduce(std::shared_ptr<torch::jit::Graph> &graph, PassContext &ctx);
+
+} // namespace staticify

@@ -1,0 +1,51 @@
+//===- PassContext.h - What a rewriting pass reports back -----------------===//
+//
+// Rewrites record, for the report, which findings they removed (`rewrote`,
+// called while the node is still alive) and why they left one alone
+// (`declined`). Findings are keyed by the node the analysis found them on.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "passes/Analysis.h"
+
+#include <string>
+#include <string_view>
+#include <unordered_map>
+
+namespace staticify {
+
+struct PassOptions {
+  /// if-convert: drop branches that only raise on data (data asserts).
+  bool dropDataAsserts = false;
+};
+
+class PassContext {
+public:
+  PassOptions options;
+
+  /// Starts tracking the findings of \p analysis (the graph before rewrites).
+  void track(const AnalysisResult &analysis);
+
+  /// \p node is about to disappear because \p rule rewrote it.
+  void rewrote(const torch::jit::Node *node, std::string_view rule);
+  /// \p rule left \p node alone for \p reason.
+  void declined(const torch::jit::Node *node, std::string_view rule,
+                std::string_view reason);
+
+  /// finding id -> rule that rewrote it.
+  const std::unordered_map<size_t, std::string> &rewritten() const {
+    return rewrittenBy;
+  }
+  /// finding id -> "rule: reason" for findings a rule declined.
+  const std::unordered_map<size_t, std::string> &reasons() const {
+    return declinedBecause;
+  }
+
+private:
+  std::unordered_map<const torch::jit::Node *, size_t> findingOf;
+  std::unordered_map<size_t, std::string> rewrittenBy;
+  std::unordered_map<size_t, std::string> declinedBecause;
+};
+
+} // namespace staticify

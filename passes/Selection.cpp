@@ -1,0 +1,174 @@
+//===- Selection.cpp - `x[mask]` and its static row view ------------------===//
+
+#include "passes/Selection.h"
+
+#include "passes/GraphUtils.h"
+#include "passes/OpCatalogue.h"
+
+namespace staticify {
+
+using torch::jit::Graph;
+using torch::jit::Node;
+using torch::jit::Value;
+
+static bool isMaskDType(DTypeKind k) {
+  return k == DTypeKind::Bool || k == DTypeKind::Byte;
+}
+
+std::optional<Selection> matchSelection(Value *v,
+                                        const AnalysisResult &analysis) {
+  Node *node = v->node();
+  Selection sel;
+  sel.node = node;
+  if (node->kind() == c10::aten::masked_select) {
+    sel.base = node->input(0);
+    sel.mask = node->input(1);
+    sel.broadcasts = true;
+  } else if (node->kind() == c10::aten::index) {
+    Node *list = node->input(1)->node();
+    if (list->kind() != c10::prim::ListConstruct || list->inputs().size() != 1)
+      return std::nullopt;
+    sel.base = node->input(0);
+    sel.mask = list->input(0);
+  } else {
+    return std::nullopt;
+  }
+  DTypeKind dtype = analysis.info(sel.mask).dtype;
+  if (!isMaskDType(dtype))
+    return std::nullopt;
+  sel.isByteMask = dtype == DTypeKind::Byte;
+  return sel;
+}
+
+static Value *boolMask(Graph &graph, const Selection &sel, const Node *anchor) {
+  if (!sel.isByteMask)
+    return sel.mask;
+  return emit(graph, "aten::ne", {sel.mask, 0}, anchor); // uint8 masks: != 0
+}
+
+RowView emitRowView(Graph &graph, const Selection &sel, const Node *anchor) {
+  Value *base = sel.base;
+  Value *mask = boolMask(graph, sel, anchor);
+  if (sel.broadcasts) {
+    // masked_select(x, m) == broadcast(x)[broadcast(m)], a 1-D result.
+    Value *list = graph.insertNode(graph.createList(c10::TensorType::get(),
+                                                    {base, mask}))
+                      ->output();
+    Value *both = emit(graph, "aten::broadcast_tensors", {list}, anchor);
+    Node *unpack = graph.insertNode(graph.createListUnpack(both, 2));
+    base = unpack->output(0);
+    mask = unpack->output(1);
+  }
+  Value *n = emit(graph, "aten::numel", {mask}, anchor);
+  Value *head = graph.insertNode(graph.createList(c10::IntType::get(), {n}))
+                    ->output();
+  Value *maskRank = emit(graph, "aten::dim", {mask}, anchor);
+  Value *baseSizes = emit(graph, "aten::size", {base}, anchor);
+  Value *rest = emit(graph, "aten::slice", {baseSizes, maskRank}, anchor);
+  Value *rowsShape = emit(graph, "aten::add", {head, rest}, anchor);
+  Value *rows = emit(graph, "aten::reshape", {base, rowsShape}, anchor);
+  Value *restRank = emit(graph, "aten::len", {rest}, anchor);
+  Value *one = graph.insertNode(graph.createList(c10::IntType::get(),
+                                                 {graph.insertConstant(1)}))
+                   ->output();
+  Value *ones = emit(graph, "aten::mul", {one, restRank}, anchor);
+  Value *keepShape = emit(graph, "aten::add", {head, ones}, anchor);
+  Value *keep = emit(graph, "aten::reshape", {mask, keepShape}, anchor);
+  return {rows, keep};
+}
+
+Value *emitFirstSelectedRow(Graph &graph, const RowView &view,
+                            const Node *anchor) {
+  // argmax is not implemented for bool; uint8 keeps the first maximum.
+  Value *flat = emit(graph, "aten::reshape",
+                     {view.keep, std::vector<int64_t>{-1}}, anchor);
+  Value *asByte = emit(graph, "aten::to",
+                       {flat, static_cast<int64_t>(c10::ScalarType::Byte)},
+                       anchor);
+  Value *first = emit(graph, "aten::argmax", {asByte}, anchor);
+  Value *index = emit(graph, "aten::reshape",
+                      {first, std::vector<int64_t>{1}}, anchor);
+  return emit(graph, "aten::index_select", {view.rows, 0, index}, anchor);
+}
+
+Value *emitMaskLike(Graph &graph, const Selection &sel, Value *like,
+                    const Node *anchor) {
+  Value *mask = boolMask(graph, sel, anchor);
+  Value *extra = emit(graph, "aten::sub",
+                      {emit(graph, "aten::dim", {like}, anchor),
+                       emit(graph, "aten::dim", {mask}, anchor)},
+                      anchor);
+  Value *one = graph.insertNode(graph.createList(c10::IntType::get(),
+                                                 {graph.insertConstant(1)}))
+                   ->output();
+  Value *ones = emit(graph, "aten::mul", {one, extra}, anchor);
+  Value *shape = emit(graph, "aten::add",
+                      {emit(graph, "aten::size", {mask}, anchor), ones}, anchor);
+  return emit(graph, "aten::reshape", {mask, shape}, anchor);
+}
+
+//===----------------------------------------------------------------------===//
+// Rank facts
+//===----------------------------------------------------------------------===//
+
+static bool isNumber(const Value *v) {
+  c10::TypeKind k = v->type()->kind();
+  return k == c10::TypeKind::IntType || k == c10::TypeKind::FloatType ||
+         k == c10::TypeKind::BoolType || k == c10::TypeKind::NumberType;
+}
+
+bool provablyZeroDim(const Value *v) {
+  const Node *node = v->node();
+  const std::string op = node->kind().toQualString();
+  if (op == "prim::NumToTensor" || op == "aten::scalar_tensor")
+    return true;
+  if (op == "aten::tensor")
+    return isNumber(node->input(0));
+  if (opRole(node) == OpRole::Reduction && node->inputs().size() >= 1) {
+    Value *dim = namedInput(node, "dim");
+    if (!dim)
+      return node->maybeSchema() != nullptr;
+    auto dims = constantIntList(dim);
+    return dim->mustBeNone() || (dims && dims->empty());
+  }
+  return false;
+}
+
+/// Ops whose result has the rank of their first input when every other
+/// tensor operand is 0-d or has that same rank.
+static bool isRankPreserving(const Node *node) {
+  OpRole role = opRole(node);
+  if (role != OpRole::LeadingPreserving)
+    return false;
+  const std::string op = node->kind().toQualString();
+  // Leading-preserving ops that change rank or take sizes.
+  return op != "aten::cat" && op != "aten::slice" && op != "aten::narrow" &&
+         op != "aten::randperm" && op != "aten::arange" &&
+         op != "aten::where";
+}
+
+static const Value *rankRoot(const Value *v) {
+  for (int depth = 0; depth < 64; ++depth) {
+    const Node *node = v->node();
+    if (!isRankPreserving(node) || node->inputs().empty())
+      return v;
+    const Value *first = node->input(0);
+    if (first->type()->kind() != c10::TypeKind::TensorType)
+      return v;
+    for (size_t i = 1; i < node->inputs().size(); ++i) {
+      const Value *in = node->input(i);
+      if (in->type()->kind() != c10::TypeKind::TensorType)
+        continue;
+      if (!provablyZeroDim(in) && rankRoot(in) != rankRoot(first))
+        return v;
+    }
+    v = first;
+  }
+  return v;
+}
+
+bool provablySameRank(const Value *a, const Value *b) {
+  return a == b || rankRoot(a) == rankRoot(b);
+}
+
+} // namespace staticify

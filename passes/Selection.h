@@ -1,0 +1,65 @@
+//===- Selection.h - `x[mask]` and its static row view --------------------===//
+//
+// A selection is `x[m]` with a boolean mask m over x's leading dimensions
+// (`aten::index(x, [m])`), or `masked_select(x, m)`. Its *row view* is
+//
+//   rows = x.reshape([m.numel()] + x.size()[m.dim():])     # [n, rest...]
+//   keep = m.reshape([m.numel()] + [1] * (rows.dim() - 1))  # [n, 1...]
+//
+// so that `where(keep, rows, fill)` is x[m] padded to the host-static n rows.
+// Every size involved is host-static, nothing infers a -1 (empty tensors are
+// fine), and it holds for any mask rank: no rank knowledge is needed.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "passes/Analysis.h"
+
+#include <torch/csrc/jit/ir/ir.h>
+
+#include <optional>
+
+namespace staticify {
+
+struct Selection {
+  torch::jit::Node *node = nullptr; // aten::index or aten::masked_select
+  torch::jit::Value *base = nullptr;
+  torch::jit::Value *mask = nullptr; // bool or uint8
+  bool isByteMask = false;
+  bool broadcasts = false; // masked_select: base and mask broadcast first
+};
+
+/// Recognizes \p v as a selection, using \p analysis for mask dtypes.
+std::optional<Selection> matchSelection(torch::jit::Value *v,
+                                        const AnalysisResult &analysis);
+
+struct RowView {
+  torch::jit::Value *rows = nullptr; // [n, rest...]
+  torch::jit::Value *keep = nullptr; // bool [n, 1, ...]
+};
+
+/// Emits the row view of \p sel at the insertion point.
+RowView emitRowView(torch::jit::Graph &graph, const Selection &sel,
+                    const torch::jit::Node *anchor);
+
+/// The first selected row of \p view as [1, rest...] (row 0 if none is
+/// selected): a fill that can never win a max or a min over the selection.
+torch::jit::Value *emitFirstSelectedRow(torch::jit::Graph &graph,
+                                        const RowView &view,
+                                        const torch::jit::Node *anchor);
+
+/// The mask, as bool, reshaped to broadcast against \p like
+/// (`m.reshape(m.size() + [1] * (like.dim() - m.dim()))`).
+torch::jit::Value *emitMaskLike(torch::jit::Graph &graph, const Selection &sel,
+                                torch::jit::Value *like,
+                                const torch::jit::Node *anchor);
+
+/// Whether \p a and \p b provably have the same rank: they derive from one
+/// value through rank-preserving ops (elementwise with scalars, casts...).
+bool provablySameRank(const torch::jit::Value *a, const torch::jit::Value *b);
+
+/// Whether \p v is provably a 0-d tensor (a number made a tensor, a full
+/// reduction).
+bool provablyZeroDim(const torch::jit::Value *v);
+
+} // namespace staticify

@@ -3,6 +3,7 @@
 #include "passes/Pipeline.h"
 
 #include "passes/GraphUtils.h"
+#include "passes/MaskPropagate.h"
 #include "passes/MaskStore.h"
 #include "passes/MaskedReduce.h"
 
@@ -69,6 +70,14 @@ const std::vector<PassInfo> &registeredPasses() {
        "constant propagation, tuple lowering and dead-code elimination; never "
        "folds or merges nondeterministic ops",
        false, normalize},
+      {"index-to-mask",
+       "gather/index_select/index by where(m)[0] -> a padded gather "
+       "selected by a mask (cumsum + scatter compaction, no sync)",
+       true, indexToMask},
+      {"mask-propagate",
+       "f(x[m], y[m]) -> f(x, y)[m] for elementwise f; x[m][g[m]] -> "
+       "x[m & g]",
+       true, maskPropagate},
       {"masked-reduce",
        "reduce(x[mask]) -> reduce(where(mask, x, identity)): sum, mean, "
        "prod, any, all, amax/amin/max/min, count_nonzero, norm, logsumexp; "

@@ -150,6 +150,10 @@ static bool isRankPreserving(const Node *node) {
 static const Value *rankRoot(const Value *v) {
   for (int depth = 0; depth < 64; ++depth) {
     const Node *node = v->node();
+    if (node->kind() == c10::aten::gather) {
+      v = node->input(2); // gather's result has its index's shape
+      continue;
+    }
     if (!isRankPreserving(node) || node->inputs().empty())
       return v;
     const Value *first = node->input(0);

@@ -1,0 +1,294 @@
+//===- MaskPropagate.cpp - f(x[m], y[m]) -> f(x, y)[m] --------------------===//
+
+#include "passes/MaskPropagate.h"
+
+#include "passes/GraphUtils.h"
+#include "passes/OpCatalogue.h"
+#include "passes/Selection.h"
+
+#include <unordered_map>
+
+namespace staticify {
+
+using torch::jit::Graph;
+using torch::jit::Node;
+using torch::jit::Value;
+
+namespace {
+
+/// Elementwise ops that never raise on values: safe to run on unselected
+/// elements too.
+bool isTotalElementwise(const Node *node) {
+  if (opRole(node) != OpRole::LeadingPreserving)
+    return false;
+  static const char *const excluded[] = {
+      "aten::cat",       "aten::slice",    "aten::narrow", "aten::randperm",
+      "aten::arange",    "aten::remainder", "aten::fmod",  "aten::pow",
+      "aten::zeros_like", "aten::ones_like", "aten::empty_like",
+      "aten::full_like", "aten::rand_like", "aten::randn_like"};
+  const std::string op = node->kind().toQualString();
+  for (const char *e : excluded)
+    if (op == e)
+      return false;
+  if (op == "aten::where" && node->inputs().size() == 1)
+    return false;
+  if (op == "aten::div" && node->inputs().size() > 2)
+    return false; // a rounding mode: integer division by zero raises
+  return node->outputs().size() == 1;
+}
+
+Value *emitSelect(Graph &graph, Value *base, Value *mask, const Node *anchor) {
+  Value *list = graph.insertNode(graph.createList(
+                                     c10::OptionalType::ofTensor(), {mask}))
+                    ->output();
+  return emit(graph, "aten::index", {base, list}, anchor);
+}
+
+constexpr const char *kRule = "mask-propagate";
+
+/// f(x[m], y[m], s) -> f(x, y, s)[m]; returns whether it rewrote.
+bool propagateThrough(Graph &graph, Node *node, const AnalysisResult &analysis,
+                      PassContext &ctx) {
+  Value *mask = nullptr;
+  Value *firstBase = nullptr;
+  std::vector<std::pair<size_t, Selection>> selected;
+  for (size_t i = 0; i < node->inputs().size(); ++i) {
+    Value *in = node->input(i);
+    if (in->type()->kind() != c10::TypeKind::TensorType)
+      continue;
+    auto sel = matchSelection(in, analysis);
+    if (!sel) {
+      if (provablyZeroDim(in))
+        continue;
+      return false; // an operand that is neither: not this pattern
+    }
+    if (sel->broadcasts || (mask && sel->mask != mask))
+      return false;
+    mask = sel->mask;
+    if (!firstBase)
+      firstBase = sel->base;
+    if (!provablySameRank(firstBase, sel->base)) {
+      ctx.declined(node, kRule, "the selected tensors are not provably of "
+                                "the same rank");
+      return false;
+    }
+    selected.emplace_back(i, *sel);
+  }
+  if (selected.empty())
+    return false;
+  torch::jit::WithInsertPoint guard(node);
+  Node *full = graph.insertNode(graph.createClone(node, [](Value *v) {
+    return v;
+  }));
+  for (auto &[index, sel] : selected)
+    full->replaceInput(index, sel.base);
+  full->output()->setType(c10::TensorType::get());
+  Value *result = emitSelect(graph, full->output(), mask, node);
+  node->output()->replaceAllUsesWith(result);
+  ctx.rewrote(node, kRule);
+  node->destroy();
+  for (auto &[index, sel] : selected)
+    eraseIfDead(sel.node, ctx, kRule);
+  return true;
+}
+
+/// x[m][g[m]] -> x[m' & g].
+bool combineNested(Graph &graph, Node *node, const AnalysisResult &analysis,
+                   PassContext &ctx) {
+  auto outer = matchSelection(node->output(), analysis);
+  if (!outer || outer->broadcasts)
+    return false;
+  auto inner = matchSelection(outer->base, analysis);
+  auto maskSel = matchSelection(outer->mask, analysis);
+  if (!inner || !maskSel || inner->broadcasts || maskSel->broadcasts ||
+      inner->mask != maskSel->mask || maskSel->isByteMask)
+    return false;
+  torch::jit::WithInsertPoint guard(node);
+  Value *widened = emitMaskLike(graph, *inner, maskSel->base, node);
+  Value *both = emit(graph, "aten::__and__", {widened, maskSel->base}, node);
+  Value *result = emitSelect(graph, inner->base, both, node);
+  node->output()->replaceAllUsesWith(result);
+  ctx.rewrote(node, kRule);
+  node->destroy();
+  eraseIfDead(inner->node, ctx, kRule);
+  eraseIfDead(maskSel->node, ctx, kRule);
+  return true;
+}
+
+} // namespace
+
+bool maskPropagate(std::shared_ptr<Graph> &graph, PassContext &ctx) {
+  bool changed = false;
+  // Each rewrite creates new selections that later nodes may combine with;
+  // re-analyse (for mask dtypes) and go again until nothing moves.
+  for (bool again = true; again;) {
+    again = false;
+    AnalysisResult analysis = analyzeGraph(*graph);
+    for (Node *node : collectNodes(graph->block())) {
+      if (node->kind() == c10::aten::index &&
+          combineNested(*graph, node, analysis, ctx)) {
+        again = changed = true;
+        break;
+      }
+      if (isTotalElementwise(node) &&
+          propagateThrough(*graph, node, analysis, ctx)) {
+        again = changed = true;
+        break;
+      }
+    }
+  }
+  return changed;
+}
+
+//===----------------------------------------------------------------------===//
+// index-to-mask
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+constexpr const char *kIndexRule = "index-to-mask";
+
+/// `where(m)[0]`: the mask m, if \p v is that.
+Value *rowIndicesOf(const Value *v) {
+  const Node *get = v->node();
+  if (get->kind() != c10::aten::__getitem__ || constantInt(get->input(1)) != 0)
+    return nullptr;
+  const Node *where = get->input(0)->node();
+  if (where->kind() != c10::aten::where || where->inputs().size() != 1)
+    return nullptr;
+  return where->input(0);
+}
+
+struct Compacted {
+  Value *rows;  // int64 [N]: row indices of the true elements, then 0s
+  Value *valid; // bool [N]: arange(N) < count
+};
+
+/// The row indices of m's true elements, compacted into m.numel() slots.
+Compacted emitCompaction(Graph &graph, Value *mask, const Node *anchor) {
+  // where(m) selects m's nonzero elements, whatever m's dtype.
+  Value *flat = emit(graph, "aten::ne",
+                     {emit(graph, "aten::reshape",
+                           {mask, std::vector<int64_t>{-1}}, anchor),
+                      0},
+                     anchor);
+  Value *n = emit(graph, "aten::numel", {flat}, anchor);
+  Value *longType = graph.insertConstant(
+      static_cast<int64_t>(c10::ScalarType::Long));
+  Value *device = emit(graph, "prim::device", {mask}, anchor);
+  Value *positions = emit(graph, "aten::arange", {n},
+                          anchor, {torch::jit::NamedValue("dtype", longType),
+                                   torch::jit::NamedValue("device", device)});
+  // Row of flat position p: p // (numel / size(0)), guarded against 0-size.
+  Value *size0 = emit(graph, "aten::size", {mask, 0}, anchor);
+  Value *stride = emit(graph, "prim::max",
+                       {emit(graph, "aten::floordiv",
+                             {n, emit(graph, "prim::max", {size0, 1}, anchor)},
+                             anchor),
+                        1},
+                       anchor);
+  Value *rowOf = emit(graph, "aten::div", {positions, stride}, anchor,
+                      {torch::jit::NamedValue("rounding_mode",
+                                              std::string("floor"))});
+  Value *rank = emit(graph, "aten::cumsum", {flat, 0}, anchor,
+                     {torch::jit::NamedValue("dtype", longType)});
+  Value *slot = emit(graph, "aten::where",
+                     {flat, emit(graph, "aten::sub", {rank, 1}, anchor), n},
+                     anchor);
+  Value *np1 = emit(graph, "aten::add", {n, 1}, anchor);
+  Value *sizes = graph.insertNode(graph.createList(c10::IntType::get(), {np1}))
+                     ->output();
+  Value *zeros = emit(graph, "aten::zeros", {sizes}, anchor,
+                      {torch::jit::NamedValue("dtype", longType),
+                       torch::jit::NamedValue("device", device)});
+  Value *scattered = emit(graph, "aten::scatter", {zeros, 0, slot, rowOf},
+                          anchor);
+  Value *rows = emit(graph, "aten::slice", {scattered, 0, 0, n}, anchor);
+  Value *count = emit(graph, "aten::sum", {flat}, anchor);
+  Value *valid = emit(graph, "aten::lt", {positions, count}, anchor);
+  return {rows, valid};
+}
+
+/// x itself, or a one-row stand-in when x has no rows, so that the padding
+/// slots (index 0) can always be gathered. The branch is on a host-static
+/// size: no sync.
+Value *emitGatherable(Graph &graph, Value *x, const Node *anchor) {
+  Value *size0 = emit(graph, "aten::size", {x, 0}, anchor);
+  Value *hasRows = emit(graph, "aten::gt", {size0, 0}, anchor);
+  Node *branch = graph.insertNode(graph.create(c10::prim::If, {hasRows}, 1));
+  branch->setSourceRange(anchor->sourceRange());
+  branch->output()->setType(c10::TensorType::get());
+  torch::jit::Block *then = branch->addBlock();
+  then->registerOutput(x);
+  torch::jit::Block *otherwise = branch->addBlock();
+  {
+    torch::jit::WithInsertPoint inElse(otherwise);
+    Value *rest = emit(graph, "aten::slice",
+                       {emit(graph, "aten::size", {x}, anchor), 1}, anchor);
+    Value *one = graph.insertNode(graph.createList(
+                                      c10::IntType::get(),
+                                      {graph.insertConstant(1)}))
+                     ->output();
+    Value *shape = emit(graph, "aten::add", {one, rest}, anchor);
+    otherwise->registerOutput(
+        emit(graph, "aten::new_zeros", {x, shape}, anchor));
+  }
+  return branch->output();
+}
+
+} // namespace
+
+bool indexToMask(std::shared_ptr<Graph> &graph, PassContext &ctx) {
+  bool changed = false;
+  std::unordered_map<Value *, Compacted> compacted; // by the mask
+  for (Node *node : collectNodes(graph->block())) {
+    Value *index = nullptr;
+    const std::string op = node->kind().toQualString();
+    if ((op == "aten::gather" || op == "aten::index_select") &&
+        constantInt(node->input(1)) == 0)
+      index = node->input(2);
+    else if (op == "aten::index" &&
+             node->input(1)->node()->kind() == c10::prim::ListConstruct &&
+             node->input(1)->node()->inputs().size() == 1)
+      index = node->input(1)->node()->input(0);
+    if (!index)
+      continue;
+    Value *mask = rowIndicesOf(index);
+    if (!mask)
+      continue;
+    auto it = compacted.find(mask);
+    if (it == compacted.end()) {
+      // Emitted once per mask, right where the mask is defined, so that it
+      // dominates every user (several `where(m)[0]` reads share it).
+      Node *def = mask->node();
+      Node *at = def->kind() == c10::prim::Param ? mask->owningGraph()->block()->nodes().front()
+                                                 : def->next();
+      torch::jit::WithInsertPoint guard(at);
+      it = compacted.emplace(mask, emitCompaction(*graph, mask, node)).first;
+    }
+    torch::jit::WithInsertPoint guard(node);
+    Value *source = emitGatherable(*graph, node->input(0), node);
+    Node *padded = graph->insertNode(graph->createClone(node, [](Value *v) {
+      return v;
+    }));
+    padded->replaceInput(0, source);
+    if (op == "aten::index") {
+      Value *list = graph->insertNode(graph->createList(
+                                         c10::OptionalType::ofTensor(),
+                                         {it->second.rows}))
+                        ->output();
+      padded->replaceInput(1, list);
+    } else {
+      padded->replaceInput(2, it->second.rows);
+    }
+    padded->output()->setType(c10::TensorType::get());
+    Value *result = emitSelect(*graph, padded->output(), it->second.valid, node);
+    node->output()->replaceAllUsesWith(result);
+    ctx.rewrote(node, kIndexRule);
+    node->destroy();
+    changed = true;
+  }
+  return changed;
+}
+
+} // namespace staticify

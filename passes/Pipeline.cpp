@@ -3,6 +3,8 @@
 #include "passes/Pipeline.h"
 
 #include "passes/GraphUtils.h"
+#include "passes/IfConvert.h"
+#include "passes/LiftScalars.h"
 #include "passes/MaskPropagate.h"
 #include "passes/MaskStore.h"
 #include "passes/MaskedReduce.h"
@@ -87,6 +89,15 @@ const std::vector<PassInfo> &registeredPasses() {
        "x[mask] = v -> masked_fill_/where in place, when v is 0-d or a "
        "selection by the same mask",
        true, maskStore},
+      {"lift-scalars",
+       "host scalars read from data (int(t), float(t), bool(t)) and what is "
+       "computed from them stay on the device as 0-d tensors; ifs on them "
+       "become where",
+       true, liftScalars},
+      {"if-convert",
+       "if bool(t): pure branches with congruent tensor results -> both "
+       "branches + where",
+       true, ifConvert},
   };
   return passes;
 }

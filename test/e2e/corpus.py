@@ -191,6 +191,168 @@ class StoreKeptForVectorValue(torch.nn.Module):
         return y
 
 
+# --- mask-propagate ------------------------------------------------------
+
+class ChainSameMask(torch.nn.Module):
+    """Seed 002 example 2's shape on one base: (x[m] * 2 + x[m]).sum()."""
+
+    def forward(self, x, t):
+        m = t > 0
+        return (x[m] * 2.0 + x[m]).sum()
+
+
+class NestedMasks(torch.nn.Module):
+    """x[m][x[m] > 0]: the two masks combine with &."""
+
+    def forward(self, x, t):
+        m = t > 0
+        y = x[m]
+        return y[y > 0].sum()
+
+
+class GatherTwoBases(torch.nn.Module):
+    """Seed 002 example 2 on 2-D masks: where(m)[0] repeats rows."""
+
+    def forward(self, a, b, t):
+        i = torch.where(t > 0)[0]
+        return (torch.gather(a, 0, i) * torch.gather(b, 0, i)).sum()
+
+
+class IndexSelectByWhere(torch.nn.Module):
+    def forward(self, x, t):
+        i = torch.where(t > 0)[0]
+        return torch.index_select(x, 0, i).amax(0)
+
+
+class DifferentBasesKept(torch.nn.Module):
+    """x[m] * y[m] with x, y of unrelated ranks: not provably safe, kept."""
+
+    def forward(self, x, y, t):
+        m = t > 0
+        return (x[m] * y[m]).sum()
+
+
+class IntegerDivisionKept(torch.nn.Module):
+    """// could divide by zero on unselected elements: kept."""
+
+    def forward(self, x, t):
+        m = t > 0
+        return (x[m] // 3).sum()
+
+
+# --- if-convert ---------------------------------------------------------
+
+class IfOnTensor(torch.nn.Module):
+    def forward(self, x, t):
+        if bool(t.sum() > 0):
+            y = x * 2.0
+        else:
+            y = x * 3.0
+        return y
+
+
+class IfElifChain(torch.nn.Module):
+    def forward(self, x, t):
+        s = t.sum()
+        if bool(s > 1.0):
+            y = x.masked_fill(x > 0, 1.0)
+        elif bool(s > -1.0):
+            y = x.clone()
+        else:
+            y = x.masked_fill(x < 0, -1.0)
+        return y
+
+
+class IfTupleOutputs(torch.nn.Module):
+    def forward(self, x, t):
+        if bool(t.mean() > 0):
+            a, b = x + 1.0, x - 1.0
+        else:
+            a, b = x - 1.0, x + 1.0
+        return a, b
+
+
+class IfPrintKept(torch.nn.Module):
+    def forward(self, x, t):
+        if bool(t.sum() > 0):
+            print("positive")
+            y = x * 2.0
+        else:
+            y = x
+        return y
+
+
+class IfMutatesKept(torch.nn.Module):
+    def forward(self, x, t):
+        y = x.clone()
+        if bool(t.sum() > 0):
+            y.add_(1.0)
+        return y
+
+
+class IfShapesDifferKept(torch.nn.Module):
+    def forward(self, x, t):
+        if bool(t.sum() > 0):
+            y = x[:3]
+        else:
+            y = x
+        return y
+
+
+class DataAssertKept(torch.nn.Module):
+    def forward(self, x, t):
+        if bool(t.sum() > 100.0):
+            raise ValueError("too large")
+        return x * 2.0
+
+
+# --- lift-scalars -------------------------------------------------------
+
+class LiftIntArithmetic(torch.nn.Module):
+    def forward(self, x, t):
+        n = int((t > 0).sum())
+        k = min(n, 5) * 2 - 1
+        return x * k
+
+
+class LiftFloatComparison(torch.nn.Module):
+    def forward(self, x, t):
+        s = float(t.sum())
+        if s > 0.5:
+            y = x * s
+        else:
+            y = x * 0.5
+        return y
+
+
+class LiftCountsThroughIfs(torch.nn.Module):
+    """The sampler's count logic, feeding a value instead of a size."""
+
+    def forward(self, x, t):
+        pos = int((t > 0).sum())
+        neg = int((t <= 0).sum())
+        num_pos = min(pos, 5)
+        num_neg = min(neg, 5)
+        if num_neg < 5:
+            num_pos = 10 - num_neg
+        elif num_pos < 5:
+            num_neg = 10 - num_pos
+        return x * num_pos + num_neg
+
+
+class LiftToSizeKept(torch.nn.Module):
+    """n is a size (randperm): the bounded engine's job, kept here."""
+
+    def forward(self, x, t):
+        n = int((t > 0).sum())
+        return torch.randperm(n).sum() + x
+
+
+class LiftReturnedKept(torch.nn.Module):
+    def forward(self, x, t) -> int:
+        return int((t > 0).sum()) + 1
+
+
 def _1d(n):
     return lambda g, k: (floats((n,), g), mask_like((n,), g, k))
 
@@ -227,5 +389,23 @@ CASES = [
     ("store-scalar", StoreScalar(), _same((5, 5)), "static"),
     ("store-sees-alias", StoreSeesAlias(), _same((4, 3)), "static"),
     ("store-0d-tensor", StoreZeroDimTensor(), _1d(20), "static"),
+    ("chain-same-mask", ChainSameMask(), _1d(40), "static"),
+    ("nested-masks", NestedMasks(), _same((5, 6)), "static"),
+    ("gather-two-bases-2d-mask", GatherTwoBases(), lambda g, k: (floats((12,), g), floats((12,), g), mask_like((8, 3), g, k)), "static"),
+    ("index-select-by-where", IndexSelectByWhere(), lambda g, k: (floats((9, 4), g), mask_like((9,), g, k)), "static"),
+    ("different-bases-kept", DifferentBasesKept(), lambda g, k: (floats((6,), g), floats((6,), g), mask_like((6,), g, k)), "kept:mask-propagate"),
+    ("integer-division-kept", IntegerDivisionKept(), lambda g, k: (torch.randint(-9, 9, (20,), generator=g), mask_like((20,), g, k)), "kept:mask-propagate"),
+    ("if-on-tensor", IfOnTensor(), _same((4, 4)), "static"),
+    ("if-elif-chain", IfElifChain(), _same((4, 4)), "static"),
+    ("if-tuple-outputs", IfTupleOutputs(), _same((3, 5)), "static"),
+    ("if-print-kept", IfPrintKept(), _same((3,)), "kept:if-convert"),
+    ("if-mutates-kept", IfMutatesKept(), _same((3,)), "kept:if-convert"),
+    ("if-shapes-differ-kept", IfShapesDifferKept(), _same((6,)), "kept:if-convert"),
+    ("data-assert-kept", DataAssertKept(), _same((6,)), "kept:if-convert"),
+    ("lift-int-arithmetic", LiftIntArithmetic(), _same((8,)), "static"),
+    ("lift-float-comparison", LiftFloatComparison(), _same((8,)), "static"),
+    ("lift-counts-through-ifs", LiftCountsThroughIfs(), _same((12,)), "static"),
+    ("lift-to-size-kept", LiftToSizeKept(), _same((12,)), "kept:lift-scalars"),
+    ("lift-returned-kept", LiftReturnedKept(), _same((12,)), "kept:lift-scalars"),
     ("store-vector-kept", StoreKeptForVectorValue(), lambda g, k: (floats((6, 3), g), mask_like((6,), g, k), floats((3,), g)), "kept:mask-store"),
 ]

@@ -1,0 +1,210 @@
+//===- IfConvert.cpp - if on device data -> both branches + where ---------===//
+
+#include "passes/IfConvert.h"
+
+#include "passes/GraphUtils.h"
+#include "passes/OpCatalogue.h"
+
+#include <sstream>
+
+namespace staticify {
+
+using torch::jit::Block;
+using torch::jit::Graph;
+using torch::jit::Node;
+using torch::jit::Value;
+
+static constexpr const char *kRule = "if-convert";
+
+static bool writesAnything(const Node *node) {
+  const c10::FunctionSchema *schema = node->maybeSchema();
+  if (!schema)
+    return false;
+  for (const c10::Argument &arg : schema->arguments())
+    if (arg.alias_info() && arg.alias_info()->isWrite())
+      return true;
+  return false;
+}
+
+static std::string impureBlockReason(const Block *block) {
+  for (const Node *node : block->nodes()) {
+    const std::string op = node->kind().toQualString();
+    if (op == "prim::RaiseException")
+      return "a branch raises";
+    if (node->kind() == c10::prim::Loop)
+      return "a branch contains a loop";
+    if (node->hasSideEffects())
+      return "a branch has a side effect ('" + op + "')";
+    if (writesAnything(node))
+      return "a branch writes to a value ('" + op + "')";
+    if (node->kind() == c10::prim::If) {
+      std::string nested = impureBranchReason(node);
+      if (!nested.empty())
+        return nested;
+    } else if (!node->blocks().empty()) {
+      return "a branch contains '" + op + "'";
+    }
+  }
+  return "";
+}
+
+std::string impureBranchReason(const Node *ifNode) {
+  for (const Block *b : ifNode->blocks()) {
+    std::string why = impureBlockReason(b);
+    if (!why.empty())
+      return why;
+  }
+  return "";
+}
+
+bool isDataAssert(const Node *ifNode) {
+  if (!ifNode->outputs().empty())
+    return false;
+  const Block *a = ifNode->blocks()[0], *b = ifNode->blocks()[1];
+  auto raises = [](const Block *blk) {
+    for (const Node *n : blk->nodes())
+      if (n->kind() == c10::prim::RaiseException)
+        return true;
+    return false;
+  };
+  return (raises(a) && b->nodes().begin() == b->nodes().end()) ||
+         (raises(b) && a->nodes().begin() == a->nodes().end());
+}
+
+/// Ops whose result has their first input's shape and dtype.
+static bool isTransparent(const Node *node) {
+  const std::string op = node->kind().toQualString();
+  return op == "aten::masked_fill" || op == "aten::clone" ||
+         op == "aten::contiguous" || op == "aten::detach";
+}
+
+/// Ops whose result dtype and shape follow from their operands in the same
+/// way: add/sub/mul share promotion rules, comparisons all give bool.
+static std::string familyOf(const Node *node) {
+  const std::string op = node->kind().toQualString();
+  if (op == "aten::add" || op == "aten::sub" || op == "aten::mul")
+    return "arithmetic";
+  if (op == "aten::eq" || op == "aten::ne" || op == "aten::lt" ||
+      op == "aten::le" || op == "aten::gt" || op == "aten::ge")
+    return "comparison";
+  return op;
+}
+
+static bool sameConstant(const Value *x, const Value *y) {
+  auto cx = torch::jit::toIValue(x), cy = torch::jit::toIValue(y);
+  if (!cx || !cy)
+    return false;
+  std::ostringstream sx, sy;
+  sx << *cx;
+  sy << *cy;
+  return sx.str() == sy.str();
+}
+
+bool congruent(const Value *a, const Value *b) {
+  if (a == b)
+    return true;
+  const Node *na = a->node(), *nb = b->node();
+  if (isTransparent(na) && congruent(na->input(0), b))
+    return true;
+  if (isTransparent(nb) && congruent(a, nb->input(0)))
+    return true;
+  // An if's result is one of its branches' results.
+  for (auto [x, y] : {std::make_pair(a, b), std::make_pair(b, a)}) {
+    const Node *n = x->node();
+    if (n->kind() != c10::prim::If)
+      continue;
+    size_t i = x->offset();
+    return congruent(n->blocks()[0]->outputs()[i], y) &&
+           congruent(n->blocks()[1]->outputs()[i], y);
+  }
+  if (familyOf(na) != familyOf(nb) || na->outputs().size() != 1 ||
+      nb->outputs().size() != 1 || !na->blocks().empty() ||
+      na->kind() == c10::prim::Param || na->isNondeterministic())
+    return false;
+  bool arithmetic = familyOf(na) == "arithmetic";
+  size_t n = arithmetic ? 2 : na->inputs().size();
+  if (na->inputs().size() < n || nb->inputs().size() < n ||
+      (!arithmetic && na->inputs().size() != nb->inputs().size()))
+    return false;
+  for (size_t i = 0; i < n; ++i) {
+    const Value *x = na->input(i), *y = nb->input(i);
+    bool tensor = x->type()->kind() == c10::TypeKind::TensorType;
+    if (tensor ? !congruent(x, y) : *x->type() != *y->type())
+      return false;
+    // Arguments that decide sizes or dtypes must agree exactly.
+    if (!tensor && x != y && inputAffectsShape(na, i) && !sameConstant(x, y))
+      return false;
+  }
+  return true;
+}
+
+std::vector<std::pair<Value *, Value *>> hoistBranches(Node *ifNode) {
+  for (Block *b : ifNode->blocks()) {
+    std::vector<Node *> nodes(b->nodes().begin(), b->nodes().end());
+    for (Node *n : nodes)
+      n->moveBefore(ifNode);
+  }
+  std::vector<std::pair<Value *, Value *>> outs;
+  for (size_t i = 0; i < ifNode->outputs().size(); ++i)
+    outs.emplace_back(ifNode->blocks()[0]->outputs()[i],
+                      ifNode->blocks()[1]->outputs()[i]);
+  return outs;
+}
+
+bool ifConvert(std::shared_ptr<Graph> &graph, PassContext &ctx) {
+  bool changed = false;
+  // Innermost first: a nested If is converted before the one around it.
+  // Only Ifs are kept: conversions destroy conditions, never Ifs.
+  std::vector<Node *> ifs;
+  for (Node *n : collectNodes(graph->block()))
+    if (n->kind() == c10::prim::If)
+      ifs.push_back(n);
+  for (auto it = ifs.rbegin(); it != ifs.rend(); ++it) {
+    Node *node = *it;
+    Node *cond = node->input(0)->node();
+    if (cond->kind() != c10::aten::Bool ||
+        cond->input(0)->type()->kind() != c10::TypeKind::TensorType)
+      continue;
+    if (isDataAssert(node)) {
+      if (!ctx.options.dropDataAsserts) {
+        ctx.declined(node, kRule, "a data assert; --drop-data-asserts drops it");
+        continue;
+      }
+      ctx.rewrote(node, kRule);
+      node->destroy();
+      eraseIfDead(cond, ctx, kRule);
+      changed = true;
+      continue;
+    }
+    std::string why = impureBranchReason(node);
+    for (size_t i = 0; why.empty() && i < node->outputs().size(); ++i) {
+      const Value *a = node->blocks()[0]->outputs()[i];
+      const Value *b = node->blocks()[1]->outputs()[i];
+      if (node->output(i)->type()->kind() != c10::TypeKind::TensorType)
+        why = "an output is a host value (lift-scalars converts those)";
+      else if (!congruent(a, b))
+        why = "the branches' results are not provably of the same shape and "
+              "dtype";
+    }
+    if (!why.empty()) {
+      ctx.declined(node, kRule, why);
+      continue;
+    }
+    torch::jit::WithInsertPoint guard(node);
+    Value *t = emit(*graph, "aten::reshape",
+                    {cond->input(0), std::vector<int64_t>{}}, node);
+    Value *c = emit(*graph, "aten::ne", {t, 0}, node);
+    auto outs = hoistBranches(node);
+    for (size_t i = 0; i < outs.size(); ++i)
+      node->output(i)->replaceAllUsesWith(
+          emit(*graph, "aten::where", {c, outs[i].first, outs[i].second},
+               node));
+    ctx.rewrote(node, kRule);
+    node->destroy();
+    eraseIfDead(cond, ctx, kRule);
+    changed = true;
+  }
+  return changed;
+}
+
+} // namespace staticify

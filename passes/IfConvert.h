@@ -1,0 +1,44 @@
+//===- IfConvert.h - if on device data -> both branches + where -----------===//
+#pragma once
+
+#include "passes/PassContext.h"
+
+#include <torch/csrc/jit/ir/ir.h>
+
+#include <string>
+#include <vector>
+
+namespace staticify {
+
+/// `prim::If(bool(t))` with a tensor t, pure branches and tensor outputs:
+///
+///   %c = aten::Bool(%t);  %y = prim::If(%c) {-> %a} {-> %b}
+///     ->  (both branches, hoisted);  %y = aten::where(%t', %a, %b)
+///
+/// with t' = t reshaped to [] (keeping bool()'s one-element check, a
+/// host-static one) and made boolean. Preconditions: both branches are
+/// side-effect free (no write to any value, no raise, no print; nested ifs
+/// included) and each pair of outputs is provably congruent (same shape and
+/// dtype: the same value, the same op on congruent operands, or through
+/// masked_fill/clone/contiguous/detach of one), since where() would
+/// otherwise broadcast or promote. A branch that only raises (a data assert)
+/// is kept and reported, unless --drop-data-asserts drops the check.
+bool ifConvert(std::shared_ptr<torch::jit::Graph> &graph, PassContext &ctx);
+
+/// Why the branches of \p ifNode cannot both run unconditionally, or "".
+std::string impureBranchReason(const torch::jit::Node *ifNode);
+
+/// Whether \p a and \p b provably have the same shape and dtype.
+bool congruent(const torch::jit::Value *a, const torch::jit::Value *b);
+
+/// Moves every node of both branches of \p ifNode before it; returns the
+/// branch outputs as (then, else) pairs. The If is left without nodes in its
+/// blocks; the caller replaces its outputs and destroys it.
+std::vector<std::pair<torch::jit::Value *, torch::jit::Value *>>
+hoistBranches(torch::jit::Node *ifNode);
+
+/// Whether \p ifNode is a data assert: no outputs, one branch that raises,
+/// the other empty.
+bool isDataAssert(const torch::jit::Node *ifNode);
+
+} // namespace staticify

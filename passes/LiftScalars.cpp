@@ -1,0 +1,400 @@
+//===- LiftScalars.cpp - host scalars read from data -> 0-d device tensors ===//
+
+#include "passes/LiftScalars.h"
+
+#include "passes/GraphUtils.h"
+#include "passes/IfConvert.h"
+#include "passes/OpCatalogue.h"
+
+#include <algorithm>
+#include <functional>
+#include <map>
+#include <unordered_map>
+#include <unordered_set>
+
+namespace staticify {
+
+using torch::jit::Graph;
+using torch::jit::Node;
+using torch::jit::Value;
+
+namespace {
+
+constexpr const char *kRule = "lift-scalars";
+
+bool isTensor(const Value *v) {
+  return v->type()->kind() == c10::TypeKind::TensorType;
+}
+
+/// The dtype a lifted scalar of TorchScript type \p t has.
+std::optional<c10::ScalarType> liftedDType(const c10::TypePtr &t) {
+  switch (t->kind()) {
+  case c10::TypeKind::IntType:
+    return c10::ScalarType::Long;
+  case c10::TypeKind::FloatType:
+    return c10::ScalarType::Double;
+  case c10::TypeKind::BoolType:
+    return c10::ScalarType::Bool;
+  default:
+    return std::nullopt;
+  }
+}
+
+bool isSource(const Node *node) {
+  static const char *const sources[] = {
+      "aten::Int",         "aten::Float",         "aten::Bool",
+      "aten::IntImplicit", "aten::FloatImplicit", "aten::BoolImplicit"};
+  const std::string op = node->kind().toQualString();
+  return std::find(std::begin(sources), std::end(sources), op) !=
+             std::end(sources) &&
+         isTensor(node->input(0)) && liftedDType(node->output()->type());
+}
+
+/// The tensor op computing scalar op \p node on 0-d tensors, if any.
+const char *tensorOpFor(const Node *node) {
+  static const std::pair<const char *, const char *> table[] = {
+      {"aten::add", "aten::add"},         {"aten::sub", "aten::sub"},
+      {"aten::mul", "aten::mul"},         {"aten::div", "aten::div"},
+      {"aten::floordiv", "aten::div"},    {"aten::neg", "aten::neg"},
+      {"prim::min", "aten::minimum"},     {"prim::max", "aten::maximum"},
+      {"aten::lt", "aten::lt"},           {"aten::le", "aten::le"},
+      {"aten::gt", "aten::gt"},           {"aten::ge", "aten::ge"},
+      {"aten::eq", "aten::eq"},           {"aten::ne", "aten::ne"},
+      {"aten::__not__", "aten::logical_not"},
+      {"aten::__and__", "aten::__and__"}, {"aten::__or__", "aten::__or__"},
+      {"aten::Int", "aten::to"},          {"aten::Float", "aten::to"},
+      {"aten::Bool", "aten::to"}};
+  const std::string op = node->kind().toQualString();
+  for (const auto &[from, to] : table)
+    if (op == from)
+      return to;
+  return nullptr;
+}
+
+bool isScalarOp(const Node *node) {
+  if (!tensorOpFor(node) || node->outputs().size() != 1 ||
+      !liftedDType(node->output()->type()))
+    return false;
+  for (const Value *in : node->inputs())
+    if (!liftedDType(in->type()))
+      return false; // lists (prim::min of a list), tensors, strings...
+  return true;
+}
+
+/// Tensor ops whose scalar argument at \p offset also takes a 0-d tensor.
+bool acceptsTensorAt(const Node *node, size_t offset) {
+  const std::string op = node->kind().toQualString();
+  if (!isTensor(node->output(0)) || node->outputs().size() != 1)
+    return false;
+  static const char *const binary[] = {"aten::add", "aten::sub", "aten::mul",
+                                       "aten::div", "aten::pow", "aten::eq",
+                                       "aten::ne",  "aten::lt",  "aten::le",
+                                       "aten::gt",  "aten::ge"};
+  for (const char *b : binary)
+    if (op == b) // add/sub also take alpha, which stays a scalar
+      return offset == 1 && node->inputs().size() <= 3 &&
+             isTensor(node->input(0));
+  if (op == "aten::where")
+    return offset == 1 || offset == 2;
+  if (op == "aten::masked_fill")
+    return offset == 2;
+  return false;
+}
+
+struct Region {
+  std::vector<Node *> sources;      // the sync reads it grows from
+  std::unordered_set<Node *> touched; // every user seen, for grouping
+  std::unordered_set<Node *> ops;   // scalar ops
+  std::unordered_set<Node *> ifs;   // converted ifs
+  std::vector<std::pair<Node *, size_t>> sinks; // tensor ops taking a scalar
+  std::unordered_set<Node *> returnsTo; // ifs that a region value leaves by
+  std::string whyNot;
+  const Node *blocker = nullptr;
+};
+
+/// Grows the region of \p sources to completion (so that `touched` is the
+/// whole reach), recording the first reason it cannot be lifted.
+Region growRegion(const std::vector<Node *> &sources) {
+  Region r;
+  r.sources = sources;
+  std::vector<Value *> work;
+  std::unordered_set<Value *> seen;
+  auto push = [&](Value *v) {
+    if (seen.insert(v).second)
+      work.push_back(v);
+  };
+  for (Node *s : sources)
+    push(s->output());
+  auto fail = [&](std::string why, const Node *blocker) {
+    if (r.whyNot.empty()) {
+      r.whyNot = std::move(why);
+      r.blocker = blocker;
+    }
+  };
+  while (!work.empty()) {
+    Value *v = work.back();
+    work.pop_back();
+    for (const torch::jit::Use &use : v->uses()) {
+      Node *user = use.user;
+      r.touched.insert(user);
+      if (user->kind() == c10::prim::Return) {
+        Node *owner = user->owningBlock()->owningNode();
+        if (!owner || owner->kind() != c10::prim::If) {
+          fail(owner ? "it is carried by a loop"
+                     : "it is returned as a host value",
+               owner);
+          continue;
+        }
+        r.touched.insert(owner);
+        r.returnsTo.insert(owner);
+        push(owner->output(use.offset));
+        continue;
+      }
+      if (user->kind() == c10::prim::If) {
+        std::string why = impureBranchReason(user);
+        if (why.empty() && isDataAssert(user))
+          why = "it decides a data assert";
+        for (size_t i = 0; why.empty() && i < user->outputs().size(); ++i) {
+          if (!isTensor(user->output(i))) {
+            if (!liftedDType(user->output(i)->type()))
+              why = "the if returns a non-numeric value";
+            else
+              push(user->output(i));
+          } else if (!congruent(user->blocks()[0]->outputs()[i],
+                                user->blocks()[1]->outputs()[i])) {
+            why = "the if's tensor results are not provably of the same "
+                  "shape and dtype";
+          }
+        }
+        if (!why.empty())
+          fail("it decides an if that cannot be converted: " + why, user);
+        r.ifs.insert(user);
+        continue;
+      }
+      if (isScalarOp(user)) {
+        r.ops.insert(user);
+        push(user->output());
+        continue;
+      }
+      if (!inputAffectsShape(user, use.offset) &&
+          acceptsTensorAt(user, use.offset)) {
+        r.sinks.emplace_back(user, use.offset);
+        continue;
+      }
+      fail("'" + std::string(user->kind().toQualString()) +
+               "' needs it as a host value",
+           user);
+    }
+  }
+  // A value leaving an if's branch is only lifted if that if is converted.
+  for (Node *owner : r.returnsTo)
+    if (!r.ifs.count(owner))
+      fail("a branch of an if on a host value returns it", owner);
+  return r;
+}
+
+class Lifter {
+public:
+  explicit Lifter(Graph &graph) : graph(graph) {}
+
+  void run(const Region &region, PassContext &ctx) {
+    // 1. Hoist the branches of every converted if, innermost first, so that
+    //    program order has each value before its use.
+    std::vector<Node *> order = collectNodes(graph.block());
+    for (auto it = order.rbegin(); it != order.rend(); ++it)
+      if (region.ifs.count(*it))
+        hoistBranches(*it);
+    // 2. Lift the sources, then every region node in program order.
+    std::vector<Node *> dead;
+    for (Node *source : region.sources) {
+      torch::jit::WithInsertPoint guard(source->next());
+      Value *t = emit(graph, "aten::reshape",
+                      {source->input(0), std::vector<int64_t>{}}, source);
+      if (!device)
+        device = emit(graph, "prim::device", {t}, source);
+      lifted[source->output()] =
+          castTo(t, *liftedDType(source->output()->type()), source);
+      dead.push_back(source);
+    }
+    std::unordered_map<Node *, size_t> sinks(region.sinks.begin(),
+                                             region.sinks.end());
+    for (Node *node : collectNodes(graph.block())) {
+      if (region.ops.count(node)) {
+        liftOp(node);
+        dead.push_back(node);
+      } else if (region.ifs.count(node)) {
+        liftIf(node);
+        dead.push_back(node);
+      } else if (auto it = sinks.find(node); it != sinks.end()) {
+        liftSink(node, it->second);
+      }
+    }
+    for (Node *node : dead)
+      for (Value *out : node->outputs())
+        if (auto it = lifted.find(out); it != lifted.end())
+          out->replaceAllUsesWith(it->second);
+    // Consumers before producers.
+    for (auto it = dead.rbegin(); it != dead.rend(); ++it) {
+      ctx.rewrote(*it, (*it)->kind() == c10::prim::If ? "if-convert" : kRule);
+      (*it)->destroy();
+    }
+  }
+
+private:
+  Graph &graph;
+  Value *device = nullptr; // where host operands go: the first source's
+  std::unordered_map<Value *, Value *> lifted;
+  std::map<std::pair<Value *, const torch::jit::Block *>, Value *> hostTensors;
+
+  Value *castTo(Value *t, c10::ScalarType dtype, const Node *anchor) {
+    if (dtype == c10::ScalarType::Bool)
+      return emit(graph, "aten::ne", {t, 0}, anchor);
+    return emit(graph, "aten::to", {t, static_cast<int64_t>(dtype)}, anchor);
+  }
+
+  /// The tensor for \p v: its lifted value, or a host scalar made a 0-d
+  /// tensor of its TorchScript type's dtype on the data's device.
+  Value *operand(Value *v, const Node *anchor) {
+    if (auto it = lifted.find(v); it != lifted.end())
+      return it->second;
+    // A host value becomes a tensor once per block, at its first use there:
+    // nodes are lifted in program order, so later uses are dominated.
+    auto key = std::make_pair(v, anchor->owningBlock());
+    if (auto it = hostTensors.find(key); it != hostTensors.end())
+      return it->second;
+    auto dtype = liftedDType(v->type());
+    Value *t = emit(graph, "aten::scalar_tensor", {v}, anchor,
+                    {torch::jit::NamedValue("dtype",
+                                            static_cast<int64_t>(*dtype)),
+                     torch::jit::NamedValue("device", device)});
+    hostTensors.emplace(key, t);
+    return t;
+  }
+
+  void liftOp(Node *node) {
+    torch::jit::WithInsertPoint guard(node);
+    c10::ScalarType out = *liftedDType(node->output()->type());
+    const std::string op = node->kind().toQualString();
+    std::vector<Value *> args;
+    bool anyFloat = false;
+    for (Value *in : node->inputs())
+      anyFloat |= in->type()->kind() == c10::TypeKind::FloatType;
+    for (Value *in : node->inputs()) {
+      Value *t = operand(in, node);
+      // Python promotes int to float in mixed arithmetic and comparisons;
+      // true division always computes in float.
+      if ((anyFloat || op == "aten::div") &&
+          in->type()->kind() != c10::TypeKind::FloatType &&
+          in->type()->kind() != c10::TypeKind::BoolType)
+        t = castTo(t, c10::ScalarType::Double, node);
+      args.push_back(t);
+    }
+    Value *result;
+    if (op == "aten::Int" || op == "aten::Float" || op == "aten::Bool")
+      result = castTo(args[0], out, node);
+    else if (op == "aten::floordiv")
+      result = emit(graph, "aten::div", {args[0], args[1]}, node,
+                    {torch::jit::NamedValue("rounding_mode",
+                                            std::string("floor"))});
+    else {
+      std::vector<torch::jit::NamedValue> named(args.begin(), args.end());
+      result = emit(graph, tensorOpFor(node), named, node);
+    }
+    lifted[node->output()] = result;
+  }
+
+  void liftIf(Node *node) {
+    torch::jit::WithInsertPoint guard(node);
+    Value *c = lifted.at(node->input(0));
+    for (size_t i = 0; i < node->outputs().size(); ++i) {
+      Value *a = node->blocks()[0]->outputs()[i];
+      Value *b = node->blocks()[1]->outputs()[i];
+      Value *out = node->output(i);
+      if (isTensor(out)) {
+        out->replaceAllUsesWith(emit(graph, "aten::where", {c, a, b}, node));
+        continue;
+      }
+      lifted[out] = emit(graph, "aten::where",
+                         {c, operand(a, node), operand(b, node)}, node);
+    }
+  }
+
+  void liftSink(Node *user, size_t offset) {
+    torch::jit::WithInsertPoint guard(user);
+    Value *t = lifted.at(user->input(offset));
+    if (user->input(offset)->type()->kind() == c10::TypeKind::FloatType) {
+      // A Python float takes the tensor operand's result type.
+      Value *ref = user->input(offset == 0 ? 1 : 0);
+      for (Value *in : user->inputs())
+        if (isTensor(in) && in != user->input(offset)) {
+          ref = in;
+          break;
+        }
+      Value *rt = emit(graph, "aten::result_type", {ref, 0.0}, user);
+      t = emit(graph, "aten::to", {t, rt}, user);
+    }
+    std::vector<torch::jit::NamedValue> args(user->inputs().begin(),
+                                             user->inputs().end());
+    args[offset] = torch::jit::NamedValue(t);
+    std::vector<torch::jit::NamedValue> kwargs;
+    if (args.size() == 3 && (user->kind() == c10::aten::add ||
+                             user->kind() == c10::aten::sub)) {
+      // alpha is keyword-only in the Tensor overload: positional, schema
+      // matching would pick add.Scalar and read the tensor back (a sync).
+      kwargs.emplace_back("alpha", user->input(2));
+      args.pop_back();
+    }
+    Value *replacement =
+        emit(graph, user->kind().toQualString(), args, user, kwargs);
+    user->output()->replaceAllUsesWith(replacement);
+    user->destroy();
+  }
+};
+
+} // namespace
+
+bool liftScalars(std::shared_ptr<Graph> &graph, PassContext &ctx) {
+  std::vector<Node *> sources;
+  for (Node *node : collectNodes(graph->block()))
+    if (isSource(node))
+      sources.push_back(node);
+  // Sources whose regions meet (the sampler's two counts meet in the ifs
+  // that balance them) are lifted together or not at all.
+  std::vector<size_t> group(sources.size());
+  std::unordered_map<Node *, size_t> firstToucher;
+  std::function<size_t(size_t)> find = [&](size_t i) {
+    return group[i] == i ? i : group[i] = find(group[i]);
+  };
+  for (size_t i = 0; i < sources.size(); ++i) {
+    group[i] = i;
+    for (Node *n : growRegion({sources[i]}).touched) {
+      auto [it, inserted] = firstToucher.emplace(n, i);
+      if (!inserted)
+        group[find(i)] = find(it->second);
+    }
+  }
+  std::unordered_map<size_t, std::vector<Node *>> components;
+  std::vector<size_t> roots;
+  for (size_t i = 0; i < sources.size(); ++i) {
+    auto &members = components[find(i)];
+    if (members.empty())
+      roots.push_back(find(i));
+    members.push_back(sources[i]);
+  }
+  bool changed = false;
+  for (size_t root : roots) {
+    Region region = growRegion(components[root]);
+    if (!region.whyNot.empty()) {
+      for (Node *source : region.sources)
+        ctx.declined(source, kRule, region.whyNot);
+      if (region.blocker)
+        ctx.declined(region.blocker, kRule, region.whyNot);
+      continue;
+    }
+    Lifter(*graph).run(region, ctx);
+    changed = true;
+  }
+  return changed;
+}
+
+} // namespace staticify

@@ -1,0 +1,29 @@
+//===- LiftScalars.h - host scalars read from data -> 0-d device tensors --===//
+#pragma once
+
+#include "passes/PassContext.h"
+
+#include <torch/csrc/jit/ir/ir.h>
+
+namespace staticify {
+
+/// A host scalar read from device data (`int(t)`, `float(t)`, `bool(t)` and
+/// their implicit forms) stays on the device as a 0-d tensor, and so does
+/// everything computed from it:
+///
+///   %n = aten::Int(%t); %m = prim::min(%n, 5); %y = aten::mul(%x, %m)
+///     -> %n' = t.reshape([]).to(int64); %m' = minimum(%n', 5); %y = mul(%x, %m')
+///
+/// The region grows from the read through int/float/bool arithmetic,
+/// comparisons, min/max, casts, value arguments of tensor ops (`x * n`,
+/// `where(c, x, n)`, `masked_fill(m, n)`) and conditions of ifs, which are
+/// converted as if-convert does (their scalar results join the region).
+/// Ints are int64, floats float64, bools bool; a float passed to a tensor op
+/// is first cast to that op's result_type, as a Python float would be.
+/// Precondition: *every* use in the region accepts a tensor. A use that
+/// needs a host value (a size such as randperm(n), a returned int, a list)
+/// leaves the whole region as it was, so lifting never adds a sync; the
+/// report names the use.
+bool liftScalars(std::shared_ptr<torch::jit::Graph> &graph, PassContext &ctx);
+
+} // namespace staticify

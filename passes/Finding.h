@@ -60,7 +60,8 @@ struct Finding {
   std::string nodeText; // the node as TorchScript IR, for findings without a
                         // location
   std::vector<size_t> causes; // ids of the roots a derived finding comes from
-  /// What staticify did about it: "kept" until a rewrite pass claims it.
+  /// What staticify did about it: "kept" until a rewrite pass claims it,
+  /// "rewritten" after, "introduced" for what a rewrite left behind.
   std::string action = "kept";
   std::string rule; // the pass that rewrote it, when action is "rewritten"
   /// Why a rewrite left it alone ("masked-reduce: ..."), when one looked.

@@ -27,6 +27,10 @@ std::optional<int64_t> constantInt(const Value *v) {
 
 std::optional<std::vector<int64_t>> constantIntList(const Value *v) {
   if (v->node()->kind() == c10::prim::ListConstruct) {
+    // Only a list nothing writes to (no append in a loop...) is constant.
+    for (const torch::jit::Use &use : v->uses())
+      if (use.offset == 0 && mutatesFirstInput(use.user))
+        return std::nullopt;
     std::vector<int64_t> items;
     for (const Value *item : v->node()->inputs()) {
       auto i = constantInt(item);
@@ -132,21 +136,30 @@ void PassContext::track(const AnalysisResult &analysis) {
 }
 
 void PassContext::rewrote(const Node *node, std::string_view rule) {
+  newNodeReasons.erase(node); // the address may be reused by a new node
   auto it = findingOf.find(node);
   if (it == findingOf.end())
     return;
   rewrittenBy.emplace(it->second, std::string(rule));
   declinedBecause.erase(it->second);
-  findingOf.erase(it); // the address may be reused by a new node
+  findingOf.erase(it);
 }
 
 void PassContext::declined(const Node *node, std::string_view rule,
                            std::string_view reason) {
+  std::string why = std::string(rule) + ": " + std::string(reason);
   auto it = findingOf.find(node);
-  if (it == findingOf.end() || rewrittenBy.count(it->second))
+  if (it == findingOf.end()) {
+    newNodeReasons[node] = std::move(why);
     return;
-  declinedBecause.emplace(it->second,
-                          std::string(rule) + ": " + std::string(reason));
+  }
+  if (!rewrittenBy.count(it->second))
+    declinedBecause[it->second] = std::move(why);
+}
+
+std::string PassContext::reasonForNewNode(const Node *node) const {
+  auto it = newNodeReasons.find(node);
+  return it == newNodeReasons.end() ? "" : it->second;
 }
 
 } // namespace staticify

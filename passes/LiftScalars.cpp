@@ -226,7 +226,7 @@ public:
         liftIf(node);
         dead.push_back(node);
       } else if (auto it = sinks.find(node); it != sinks.end()) {
-        liftSink(node, it->second);
+        liftSink(node, it->second, ctx);
       }
     }
     for (Node *node : dead)
@@ -319,7 +319,7 @@ private:
     }
   }
 
-  void liftSink(Node *user, size_t offset) {
+  void liftSink(Node *user, size_t offset, PassContext &ctx) {
     torch::jit::WithInsertPoint guard(user);
     Value *t = lifted.at(user->input(offset));
     if (user->input(offset)->type()->kind() == c10::TypeKind::FloatType) {
@@ -347,6 +347,7 @@ private:
     Value *replacement =
         emit(graph, user->kind().toQualString(), args, user, kwargs);
     user->output()->replaceAllUsesWith(replacement);
+    ctx.rewrote(user, kRule);
     user->destroy();
   }
 };

@@ -46,6 +46,20 @@ Value *emitSelect(Graph &graph, Value *base, Value *mask, const Node *anchor) {
 
 constexpr const char *kRule = "mask-propagate";
 
+/// Whether \p node reads a selection and is none of the consumers the
+/// other passes handle (reductions, size reads, stores, selections).
+bool consumesSelection(Node *node, const AnalysisResult &analysis) {
+  OpRole role = opRole(node);
+  if (role == OpRole::Reduction || role == OpRole::ShapeRead ||
+      role == OpRole::MetadataRead || role == OpRole::Plumbing ||
+      role == OpRole::DynamicShapeRoot || node->kind() == c10::prim::Return)
+    return false;
+  for (Value *in : node->inputs())
+    if (matchSelection(in, analysis))
+      return true;
+  return false;
+}
+
 /// f(x[m], y[m], s) -> f(x, y, s)[m]; returns whether it rewrote.
 bool propagateThrough(Graph &graph, Node *node, const AnalysisResult &analysis,
                       PassContext &ctx) {
@@ -130,10 +144,16 @@ bool maskPropagate(std::shared_ptr<Graph> &graph, PassContext &ctx) {
         again = changed = true;
         break;
       }
-      if (isTotalElementwise(node) &&
-          propagateThrough(*graph, node, analysis, ctx)) {
-        again = changed = true;
-        break;
+      if (isTotalElementwise(node)) {
+        if (propagateThrough(*graph, node, analysis, ctx)) {
+          again = changed = true;
+          break;
+        }
+      } else if (consumesSelection(node, analysis)) {
+        ctx.declined(node, kRule,
+                     "'" + std::string(node->kind().toQualString()) +
+                         "' is not an elementwise op that is safe on "
+                         "unselected elements");
       }
     }
   }

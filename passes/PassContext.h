@@ -29,9 +29,19 @@ public:
 
   /// \p node is about to disappear because \p rule rewrote it.
   void rewrote(const torch::jit::Node *node, std::string_view rule);
-  /// \p rule left \p node alone for \p reason.
+  /// \p rule left \p node alone for \p reason. The last rule to decline a
+  /// node is the one the report names.
   void declined(const torch::jit::Node *node, std::string_view rule,
                 std::string_view reason);
+
+  /// Whether \p node is a node the "before" analysis found (and that no rule
+  /// has rewritten): an "after" finding on any other node was introduced by a
+  /// rewrite.
+  bool isTracked(const torch::jit::Node *node) const {
+    return findingOf.count(node) != 0;
+  }
+  /// Why a rule left \p node (a node a rewrite created) alone, or "".
+  std::string reasonForNewNode(const torch::jit::Node *node) const;
 
   /// finding id -> rule that rewrote it.
   const std::unordered_map<size_t, std::string> &rewritten() const {
@@ -46,6 +56,7 @@ private:
   std::unordered_map<const torch::jit::Node *, size_t> findingOf;
   std::unordered_map<size_t, std::string> rewrittenBy;
   std::unordered_map<size_t, std::string> declinedBecause;
+  std::unordered_map<const torch::jit::Node *, std::string> newNodeReasons;
 };
 
 } // namespace staticify

@@ -142,6 +142,14 @@ std::vector<std::string> parsePassList(std::string_view list) {
   return names;
 }
 
+bool runPass(const PassInfo &pass, std::shared_ptr<Graph> &graph,
+             PassContext &ctx) {
+  bool changed = pass.run(graph, ctx);
+  if (changed && pass.rewrites)
+    eraseDeadNodes(*graph, ctx, pass.name); // part of what it rewrote
+  return changed;
+}
+
 static GraphSummary summarize(const AnalysisResult &analysis) {
   GraphSummary s;
   s.numNodes = analysis.numNodes;
@@ -170,14 +178,10 @@ PipelineResult runPipeline(std::shared_ptr<Graph> graph,
       before = analyzeGraph(*graph);
       ctx.track(*before);
     }
-    bool changed = pass->run(graph, ctx);
+    bool changed = runPass(*pass, graph, ctx);
     if (pass->name == "inline")
       result.report.inlined = true;
-    if (changed && pass->rewrites) {
-      // What a rewrite left without uses is part of what it rewrote.
-      eraseDeadNodes(*graph, ctx, pass->name);
-      result.rewritten = true;
-    }
+    result.rewritten |= changed && pass->rewrites;
   }
   AnalysisResult after = analyzeGraph(*graph);
   if (!before)
@@ -189,6 +193,21 @@ PipelineResult runPipeline(std::shared_ptr<Graph> graph,
       f.rule = it->second;
     } else if (auto why = ctx.reasons().find(f.id); why != ctx.reasons().end()) {
       f.reason = why->second;
+    }
+  }
+  // What the rewrites left behind that was not there before (a count read
+  // back by masked-reduce that lift-scalars could not keep on the device).
+  if (result.rewritten) {
+    for (size_t i = 0; i < after.findings.size(); ++i) {
+      const torch::jit::Node *node = after.findingNodes[i];
+      if (ctx.isTracked(node))
+        continue;
+      Finding f = after.findings[i];
+      f.id = result.report.findings.size();
+      f.causes.clear(); // ids of the "after" analysis: not comparable
+      f.action = "introduced";
+      f.reason = ctx.reasonForNewNode(node);
+      result.report.findings.push_back(std::move(f));
     }
   }
   result.report.before = summarize(*before);

@@ -36,6 +36,11 @@ struct PassInfo {
 const std::vector<PassInfo> &registeredPasses();
 const PassInfo *findPass(std::string_view name);
 
+/// Runs one pass as the pipeline does: after a rewriting pass that changed
+/// the graph, what it left without uses is erased and logged as its work.
+bool runPass(const PassInfo &pass, std::shared_ptr<torch::jit::Graph> &graph,
+             PassContext &ctx);
+
 /// The default pipeline: `inline` (unless \p inlineCalls is false), then
 /// normalization, then every rewrite.
 std::vector<std::string> defaultPipeline(bool inlineCalls);

@@ -82,7 +82,10 @@ static std::string renderFindingIn(const Finding &f,
   renderSnippet(os, f);
   if (rewritten)
     os << where(f, method) << ": note: rewritten by " << f.rule << "\n";
-  else if (!f.reason.empty())
+  else if (f.action == "introduced")
+    os << where(f, method) << ": note: introduced by a rewrite"
+       << (f.reason.empty() ? "" : "; kept by " + f.reason) << "\n";
+  else if (!f.reason.empty() && f.action == "kept")
     os << where(f, method) << ": note: kept by " << f.reason << "\n";
   if (f.role == Role::Derived && !f.causes.empty()) {
     os << where(f, method) << ": note: data-dependent because of ";

@@ -143,7 +143,7 @@ int main(int argc, char **argv) {
     auto graph = parseIRWithLocations(text.str(), input == "-" ? "<stdin>" : input);
     PassContext ctx;
     for (const std::string &name : passes)
-      findPass(name)->run(graph, ctx);
+      runPass(*findPass(name), graph, ctx);
     if (!analyze) {
       graph->print(std::cout, /*print_source_locations=*/false);
       return 0;

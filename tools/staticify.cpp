@@ -38,6 +38,8 @@ options:
   --load-library PATH   dlopen a custom-op library before loading, e.g.
                         torchvision's _C.so for torchvision::nms; repeatable
   --no-inline           do not inline calls to submodule methods and functions
+  --drop-data-asserts   let if-convert remove `if <data>: raise ...` checks
+                        (kept, as a host sync, by default)
   --passes LIST         run this comma-separated pipeline instead of the
                         default; known passes: %PASSES%
   --help                print this help
@@ -62,6 +64,7 @@ struct Options {
   std::string reportJson;
   bool report = false;
   bool inlineCalls = true;
+  PassOptions passOptions;
   bool passesGiven = false;
   std::vector<std::string> passes;
   std::vector<std::string> methods;
@@ -103,6 +106,8 @@ int parseOptions(int argc, char **argv, Options &opts) {
       opts.report = true;
     } else if (cl.flag("--no-inline")) {
       opts.inlineCalls = false;
+    } else if (cl.flag("--drop-data-asserts")) {
+      opts.passOptions.dropDataAsserts = true;
     } else if (cl.option("--method", value)) {
       opts.methods.push_back(value);
     } else if (cl.option("--load-library", value)) {
@@ -156,9 +161,10 @@ int run(const Options &opts) {
     auto graph = torch::jit::toGraphFunction(method->function()).graph();
     // Analyse and rewrite a copy; the module's own graph changes only when a
     // rewrite applies, so a static model is written back exactly as it came.
-    PipelineResult result = runPipeline(graph->copy(), name, opts.passes);
+    PipelineResult result =
+        runPipeline(graph->copy(), name, opts.passes, opts.passOptions);
     if (result.rewritten)
-      runPipeline(graph, name, opts.passes);
+      runPipeline(graph, name, opts.passes, opts.passOptions);
     report.methods.push_back(std::move(result.report));
   }
 

@@ -9,6 +9,16 @@ from corpus import CASES
 
 TRIALS = 40
 
+# The rule the report must name for some finding of these programs.
+EXPECTED_RULES = {
+    "sum-mask": "masked-reduce", "mean-mask": "masked-reduce",
+    "masked-select-sum": "masked-reduce", "store-scalar": "mask-store",
+    "chain-same-mask": "mask-propagate", "nested-masks": "mask-propagate",
+    "gather-two-bases-2d-mask": "index-to-mask", "if-on-tensor": "if-convert",
+    "if-elif-chain": "if-convert", "lift-int-arithmetic": "lift-scalars",
+    "lift-counts-through-ifs": "lift-scalars",
+}
+
 
 def assert_same(a, b):
     if isinstance(a, (tuple, list)):
@@ -44,13 +54,19 @@ def test_corpus(staticify, save, tmp_path, name, module, inputs, expect):
     if expect == "static":
         assert findings(report), "nothing was found: the case tests nothing"
         assert after == 0, findings(report)
-        assert all(f["action"] == "rewritten" for f in findings(report))
+        assert all(f["action"] == "rewritten" and f["rule"] for f in findings(report))
+        if name in EXPECTED_RULES:
+            assert EXPECTED_RULES[name] in {f["rule"] for f in findings(report)}
+        assert method["after"]["static"] is True
     elif expect == "untouched":
         assert findings(report) == [] and after == 0
     else:
         rule = expect.split(":", 1)[1]
         assert after > 0
         assert not any(f["rule"] == rule for f in findings(report))
+        # The report says why the rule left it alone.
+        assert any((f["reason"] or "").startswith(rule + ": ")
+                   for f in findings(report)), findings(report)
 
     original, result = torch.jit.load(str(path)), torch.jit.load(str(out))
     gen = torch.Generator().manual_seed(0)
@@ -63,3 +79,22 @@ def test_corpus(staticify, save, tmp_path, name, module, inputs, expect):
         b, b_err = run_safely(result, [t.clone() for t in args])
         assert b_err is None, (name, kind, b_err)
         assert_same(a, b)
+
+
+def test_drop_data_asserts(staticify, save, tmp_path):
+    from corpus import DataAssertKept
+    path = save(DataAssertKept())
+    kept = staticify.report(path)
+    assert kept["methods"][0]["after"]["static"] is False
+    out = tmp_path / "dropped.pt"
+    staticify(path, "-o", out, "--drop-data-asserts")
+    dropped = staticify.report(path, "--drop-data-asserts")
+    assert dropped["methods"][0]["after"]["static"] is True
+    assert {f["rule"] for f in findings(dropped)} == {"if-convert"}
+    original, result = torch.jit.load(str(path)), torch.jit.load(str(out))
+    x, t = torch.randn(6), torch.randn(6)
+    assert torch.equal(original(x, t), result(x, t))
+    # Where the original raises, the dropped check no longer does (documented).
+    with pytest.raises(Exception):
+        original(x, t + 100.0)
+    assert torch.equal(result(x, t + 100.0), x * 2.0)

@@ -249,9 +249,10 @@ private:
     for (const Block *b : node->blocks())
       analyzeBlock(b);
     for (size_t i = 0; i < node->outputs().size(); ++i) {
-      ValueInfo out;
-      for (const Block *b : node->blocks())
-        out.join(info(b->outputs()[i]));
+      // Start from the first branch: a default ValueInfo's Unknown dtype
+      // would act as top and lose a dtype both branches agree on.
+      ValueInfo out = info(node->blocks()[0]->outputs()[i]);
+      out.join(info(node->blocks()[1]->outputs()[i]));
       if (dataCond) {
         // Which branch ran is data: every result depends on it, a tensor's
         // shape included (the branches may disagree on it).
@@ -357,19 +358,27 @@ private:
       info(node->input(0)).join(vi);
   }
 
-  /// The mask among an `index`/`index_put_` node's indices, if any.
-  bool indexesWithMask(const Node *node) {
+  enum class IndexKind { Integer, Mask, MaybeMask };
+
+  /// Whether an `index`/`index_put_` node indexes with a boolean mask. An
+  /// index tensor whose dtype is unknown (a graph input, say) may be one.
+  IndexKind indexKind(const Node *node) {
     if (node->inputs().size() < 2)
-      return false;
+      return IndexKind::Integer;
     const Node *list = node->input(1)->node();
     if (list->kind() != c10::prim::ListConstruct)
-      return false;
+      return IndexKind::MaybeMask;
+    IndexKind kind = IndexKind::Integer;
     for (const Value *idx : list->inputs()) {
+      if (idx->mustBeNone())
+        continue;
       DTypeKind k = info(idx).dtype;
       if (k == DTypeKind::Bool || k == DTypeKind::Byte)
-        return true;
+        return IndexKind::Mask;
+      if (k == DTypeKind::Unknown)
+        kind = IndexKind::MaybeMask;
     }
-    return false;
+    return kind;
   }
 
   bool analyzeDynamicShapeRoot(const Node *node) {
@@ -377,17 +386,24 @@ private:
     bool isIndex = node->kind() == c10::aten::index;
     bool isStore = op.rfind("aten::index_put", 0) == 0 ||
                    op == "aten::_index_put_impl_";
-    if ((isIndex || isStore) && !indexesWithMask(node))
+    IndexKind indexing = (isIndex || isStore) ? indexKind(node)
+                                              : IndexKind::Mask;
+    if (indexing == IndexKind::Integer)
       return false;
 
     ValueInfo causes = joinedInputs(node);
     std::string what = isIndex ? "indexing" : isStore ? "assignment" : op;
     if (!isIndex && !isStore)
       what = "'" + op + "'";
-    auto id = record(node, Category::DynamicShape, Role::Root,
-                     what + " " + dynamicShapeReason(node) +
-                         (isStore ? "" : ": its shape depends on data"),
-                     causes);
+    std::string message =
+        indexing == IndexKind::MaybeMask
+            ? what + " by a tensor of unknown dtype: " +
+                  (isStore ? "a host sync" : "its shape depends on data") +
+                  " if it is a boolean mask (make it explicit with .long() "
+                  "or .to(torch.bool))"
+            : what + " " + dynamicShapeReason(node) +
+                  (isStore ? "" : ": its shape depends on data");
+    auto id = record(node, Category::DynamicShape, Role::Root, message, causes);
     ValueInfo out = causes;
     if (id)
       out.addRoot(*id);

@@ -180,12 +180,39 @@ Value *rowIndicesOf(const Value *v) {
 }
 
 struct Compacted {
-  Value *rows;  // int64 [N]: row indices of the true elements, then 0s
-  Value *valid; // bool [N]: arange(N) < count
+  Value *isVector; // bool: m.dim() == 1, known on the host
+  Value *rows;     // int64 [N]: row indices of the true elements, then 0s
+  Value *valid;    // bool [N]: the selected slots
 };
 
-/// The row indices of m's true elements, compacted into m.numel() slots.
+/// Emits `if cond: then() else: otherwise()` with one tensor result.
+template <typename Then, typename Else>
+Value *emitIf(Graph &graph, Value *cond, const Node *anchor, Then then,
+              Else otherwise) {
+  Node *branch = graph.insertNode(graph.create(c10::prim::If, {cond}, 1));
+  branch->setSourceRange(anchor->sourceRange());
+  branch->output()->setType(c10::TensorType::get());
+  torch::jit::Block *a = branch->addBlock();
+  {
+    torch::jit::WithInsertPoint in(a);
+    a->registerOutput(then());
+  }
+  torch::jit::Block *b = branch->addBlock();
+  {
+    torch::jit::WithInsertPoint in(b);
+    b->registerOutput(otherwise());
+  }
+  return branch->output();
+}
+
+/// The selected slots of m: for a 1-D m its own true positions (then
+/// x[where(m)[0]] is x aligned to m's length, selected by m: one pass);
+/// otherwise the row indices of m's true elements compacted into m.numel()
+/// slots. The branch is on m's rank, known on the host: no sync, and both
+/// branches are static.
 Compacted emitCompaction(Graph &graph, Value *mask, const Node *anchor) {
+  Value *isVector = emit(graph, "aten::eq",
+                         {emit(graph, "aten::dim", {mask}, anchor), 1}, anchor);
   // where(m) selects m's nonzero elements, whatever m's dtype.
   Value *flat = emit(graph, "aten::ne",
                      {emit(graph, "aten::reshape",
@@ -199,34 +226,65 @@ Compacted emitCompaction(Graph &graph, Value *mask, const Node *anchor) {
   Value *positions = emit(graph, "aten::arange", {n},
                           anchor, {torch::jit::NamedValue("dtype", longType),
                                    torch::jit::NamedValue("device", device)});
-  // Row of flat position p: p // (numel / size(0)), guarded against 0-size.
-  Value *size0 = emit(graph, "aten::size", {mask, 0}, anchor);
-  Value *stride = emit(graph, "prim::max",
-                       {emit(graph, "aten::floordiv",
-                             {n, emit(graph, "prim::max", {size0, 1}, anchor)},
-                             anchor),
-                        1},
+  Value *rows = emitIf(graph, isVector, anchor, [&] { return positions; }, [&] {
+    // Row of flat position p: p // (numel / size(0)), guarded against 0-size.
+    Value *size0 = emit(graph, "aten::size", {mask, 0}, anchor);
+    Value *stride = emit(
+        graph, "prim::max",
+        {emit(graph, "aten::floordiv",
+              {n, emit(graph, "prim::max", {size0, 1}, anchor)}, anchor),
+         1},
+        anchor);
+    Value *rowOf = emit(graph, "aten::div", {positions, stride}, anchor,
+                        {torch::jit::NamedValue("rounding_mode",
+                                                std::string("floor"))});
+    Value *rank = emit(graph, "aten::cumsum", {flat, 0}, anchor,
+                       {torch::jit::NamedValue("dtype", longType)});
+    Value *slot = emit(graph, "aten::where",
+                       {flat, emit(graph, "aten::sub", {rank, 1}, anchor), n},
                        anchor);
-  Value *rowOf = emit(graph, "aten::div", {positions, stride}, anchor,
-                      {torch::jit::NamedValue("rounding_mode",
-                                              std::string("floor"))});
-  Value *rank = emit(graph, "aten::cumsum", {flat, 0}, anchor,
-                     {torch::jit::NamedValue("dtype", longType)});
-  Value *slot = emit(graph, "aten::where",
-                     {flat, emit(graph, "aten::sub", {rank, 1}, anchor), n},
-                     anchor);
-  Value *np1 = emit(graph, "aten::add", {n, 1}, anchor);
-  Value *sizes = graph.insertNode(graph.createList(c10::IntType::get(), {np1}))
-                     ->output();
-  Value *zeros = emit(graph, "aten::zeros", {sizes}, anchor,
-                      {torch::jit::NamedValue("dtype", longType),
-                       torch::jit::NamedValue("device", device)});
-  Value *scattered = emit(graph, "aten::scatter", {zeros, 0, slot, rowOf},
+    Value *np1 = emit(graph, "aten::add", {n, 1}, anchor);
+    Value *sizes =
+        graph.insertNode(graph.createList(c10::IntType::get(), {np1}))
+            ->output();
+    Value *zeros = emit(graph, "aten::zeros", {sizes}, anchor,
+                        {torch::jit::NamedValue("dtype", longType),
+                         torch::jit::NamedValue("device", device)});
+    Value *scattered = emit(graph, "aten::scatter", {zeros, 0, slot, rowOf},
+                            anchor);
+    return emit(graph, "aten::slice", {scattered, 0, 0, n}, anchor);
+  });
+  Value *valid = emitIf(graph, isVector, anchor, [&] { return flat; }, [&] {
+    Value *count = emit(graph, "aten::sum", {flat}, anchor);
+    return emit(graph, "aten::lt", {positions, count}, anchor);
+  });
+  return {isVector, rows, valid};
+}
+
+/// x's first rows aligned to \p n slots: x[:n], padded with zero rows when
+/// x is shorter (those rows are never validly selected: the original would
+/// raise).
+Value *emitAligned(Graph &graph, Value *x, Value *n, const Node *anchor) {
+  Value *size0 = emit(graph, "aten::size", {x, 0}, anchor);
+  Value *longEnough = emit(graph, "aten::ge", {size0, n}, anchor);
+  return emitIf(
+      graph, longEnough, anchor,
+      [&] { return emit(graph, "aten::slice", {x, 0, 0, n}, anchor); },
+      [&] {
+        Value *rest = emit(graph, "aten::slice",
+                           {emit(graph, "aten::size", {x}, anchor), 1}, anchor);
+        Value *missing = graph.insertNode(graph.createList(
+                             c10::IntType::get(),
+                             {emit(graph, "aten::sub", {n, size0}, anchor)}))
+                             ->output();
+        Value *pad = emit(graph, "aten::new_zeros",
+                          {x, emit(graph, "aten::add", {missing, rest}, anchor)},
                           anchor);
-  Value *rows = emit(graph, "aten::slice", {scattered, 0, 0, n}, anchor);
-  Value *count = emit(graph, "aten::sum", {flat}, anchor);
-  Value *valid = emit(graph, "aten::lt", {positions, count}, anchor);
-  return {rows, valid};
+        Value *both = graph.insertNode(graph.createList(c10::TensorType::get(),
+                                                        {x, pad}))
+                          ->output();
+        return emit(graph, "aten::cat", {both, 0}, anchor);
+      });
 }
 
 /// x itself, or a one-row stand-in when x has no rows, so that the padding
@@ -235,14 +293,7 @@ Compacted emitCompaction(Graph &graph, Value *mask, const Node *anchor) {
 Value *emitGatherable(Graph &graph, Value *x, const Node *anchor) {
   Value *size0 = emit(graph, "aten::size", {x, 0}, anchor);
   Value *hasRows = emit(graph, "aten::gt", {size0, 0}, anchor);
-  Node *branch = graph.insertNode(graph.create(c10::prim::If, {hasRows}, 1));
-  branch->setSourceRange(anchor->sourceRange());
-  branch->output()->setType(c10::TensorType::get());
-  torch::jit::Block *then = branch->addBlock();
-  then->registerOutput(x);
-  torch::jit::Block *otherwise = branch->addBlock();
-  {
-    torch::jit::WithInsertPoint inElse(otherwise);
+  return emitIf(graph, hasRows, anchor, [&] { return x; }, [&] {
     Value *rest = emit(graph, "aten::slice",
                        {emit(graph, "aten::size", {x}, anchor), 1}, anchor);
     Value *one = graph.insertNode(graph.createList(
@@ -250,10 +301,8 @@ Value *emitGatherable(Graph &graph, Value *x, const Node *anchor) {
                                       {graph.insertConstant(1)}))
                      ->output();
     Value *shape = emit(graph, "aten::add", {one, rest}, anchor);
-    otherwise->registerOutput(
-        emit(graph, "aten::new_zeros", {x, shape}, anchor));
-  }
-  return branch->output();
+    return emit(graph, "aten::new_zeros", {x, shape}, anchor);
+  });
 }
 
 } // namespace
@@ -287,22 +336,37 @@ bool indexToMask(std::shared_ptr<Graph> &graph, PassContext &ctx) {
       it = compacted.emplace(mask, emitCompaction(*graph, mask, node)).first;
     }
     torch::jit::WithInsertPoint guard(node);
-    Value *source = emitGatherable(*graph, node->input(0), node);
-    Node *padded = graph->insertNode(graph->createClone(node, [](Value *v) {
-      return v;
-    }));
-    padded->replaceInput(0, source);
-    if (op == "aten::index") {
-      Value *list = graph->insertNode(graph->createList(
-                                         c10::OptionalType::ofTensor(),
-                                         {it->second.rows}))
-                        ->output();
-      padded->replaceInput(1, list);
-    } else {
-      padded->replaceInput(2, it->second.rows);
-    }
-    padded->output()->setType(c10::TensorType::get());
-    Value *result = emitSelect(*graph, padded->output(), it->second.valid, node);
+    const Compacted &c = it->second;
+    Value *rows = emitIf(
+        *graph, c.isVector, node,
+        [&] {
+          Value *n = emit(*graph, "aten::numel", {mask}, node);
+          Value *aligned = emitAligned(*graph, node->input(0), n, node);
+          if (op != "aten::gather")
+            return aligned;
+          // gather(x, 0, i) needs x.dim() == i.dim() == 1: say so, for the
+          // rank proofs of mask-propagate (a no-op view where it succeeds).
+          return emit(*graph, "aten::reshape",
+                      {aligned, std::vector<int64_t>{-1}}, node);
+        },
+        [&] {
+          Value *source = emitGatherable(*graph, node->input(0), node);
+          Node *padded = graph->insertNode(graph->createClone(
+              node, [](Value *v) { return v; }));
+          padded->replaceInput(0, source);
+          if (op == "aten::index") {
+            Value *list = graph->insertNode(graph->createList(
+                                                c10::OptionalType::ofTensor(),
+                                                {c.rows}))
+                              ->output();
+            padded->replaceInput(1, list);
+          } else {
+            padded->replaceInput(2, c.rows);
+          }
+          padded->output()->setType(c10::TensorType::get());
+          return padded->output();
+        });
+    Value *result = emitSelect(*graph, rows, c.valid, node);
     node->output()->replaceAllUsesWith(result);
     ctx.rewrote(node, kIndexRule);
     node->destroy();

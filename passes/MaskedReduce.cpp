@@ -149,8 +149,15 @@ bool maskedReduce(std::shared_ptr<Graph> &graph, PassContext &ctx) {
     if (node->inputs().empty())
       continue;
     auto sel = matchSelection(node->input(0), analysis);
-    if (!sel)
+    if (!sel) {
+      const Node *producer = node->input(0)->node();
+      if (producer->kind() == c10::aten::index &&
+          analysis.info(node->input(0)).isDataDependent())
+        ctx.declined(producer, kRule,
+                     "the index's dtype is unknown; if it is a mask, make it "
+                     "explicit with .to(torch.bool)");
       continue;
+    }
     if (role == OpRole::ShapeRead) {
       changed |= rewriteSizeRead(*graph, node, *sel, ctx);
       continue;

@@ -171,8 +171,53 @@ static const Value *rankRoot(const Value *v) {
   return v;
 }
 
+/// The rank of \p v when op semantics fix it: `where(m)[i]` and `arange` are
+/// 1-D, `gather` has its index's rank, rank-preserving ops (slice and cat
+/// included) their first input's, an if its branches' common rank.
+static std::optional<int64_t> knownRank(const Value *v, int depth = 0) {
+  if (depth > 32)
+    return std::nullopt;
+  const Node *node = v->node();
+  const std::string op = node->kind().toQualString();
+  if (op == "aten::__getitem__" &&
+      node->input(0)->node()->kind() == c10::aten::where)
+    return 1;
+  if (op == "aten::arange" || op == "aten::randperm")
+    return 1;
+  if (op == "aten::gather")
+    return knownRank(node->input(2), depth + 1);
+  if (op == "aten::scatter")
+    return knownRank(node->input(0), depth + 1);
+  // Sizes given as a list of constant length fix the rank.
+  if (op == "aten::reshape" || op == "aten::view" || op == "aten::zeros" ||
+      op == "aten::new_zeros") {
+    const Value *sizes = node->input(op == "aten::zeros" ? 0 : 1);
+    if (auto list = constantIntList(sizes))
+      return static_cast<int64_t>(list->size());
+    if (sizes->node()->kind() == c10::prim::ListConstruct)
+      return static_cast<int64_t>(sizes->node()->inputs().size());
+    return std::nullopt;
+  }
+  if (op == "prim::If") {
+    auto a = knownRank(node->blocks()[0]->outputs()[v->offset()], depth + 1);
+    auto b = knownRank(node->blocks()[1]->outputs()[v->offset()], depth + 1);
+    return a && a == b ? a : std::nullopt;
+  }
+  if (op == "aten::cat" &&
+      node->input(0)->node()->kind() == c10::prim::ListConstruct &&
+      !node->input(0)->node()->inputs().empty())
+    return knownRank(node->input(0)->node()->input(0), depth + 1);
+  if ((op == "aten::slice" || isRankPreserving(node)) && !node->inputs().empty() &&
+      node->input(0)->type()->kind() == c10::TypeKind::TensorType)
+    return knownRank(node->input(0), depth + 1);
+  return std::nullopt;
+}
+
 bool provablySameRank(const Value *a, const Value *b) {
-  return a == b || rankRoot(a) == rankRoot(b);
+  if (a == b || rankRoot(a) == rankRoot(b))
+    return true;
+  auto ra = knownRank(a), rb = knownRank(b);
+  return ra && ra == rb;
 }
 
 } // namespace staticify

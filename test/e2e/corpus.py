@@ -149,6 +149,13 @@ class IntegerIndexUntouched(torch.nn.Module):
     """A gather by integer indices is static already: nothing to do."""
 
     def forward(self, x, i):
+        return x[i.long()].sum()
+
+
+class UnknownIndexReported(torch.nn.Module):
+    """x[i] with i of unknown dtype may be a mask: reported, not rewritten."""
+
+    def forward(self, x, i):
         return x[i].sum()
 
 
@@ -386,6 +393,7 @@ CASES = [
     ("max-indices-kept", MaxIndicesKept(), _rows((6, 3)), "kept:masked-reduce"),
     ("functional-norm-kept", FunctionalNormKept(), _1d(20), "kept:masked-reduce"),
     ("integer-index-untouched", IntegerIndexUntouched(), lambda g, k: (floats((10,), g), torch.randint(0, 10, (7,), generator=g)), "untouched"),
+    ("unknown-index-reported", UnknownIndexReported(), lambda g, k: (floats((10,), g), torch.randint(0, 10, (7,), generator=g)), "kept:masked-reduce"),
     ("store-scalar", StoreScalar(), _same((5, 5)), "static"),
     ("store-sees-alias", StoreSeesAlias(), _same((4, 3)), "static"),
     ("store-0d-tensor", StoreZeroDimTensor(), _1d(20), "static"),

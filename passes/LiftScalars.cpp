@@ -40,14 +40,27 @@ std::optional<c10::ScalarType> liftedDType(const c10::TypePtr &t) {
   }
 }
 
+/// `t.item()`: a Scalar whose Python type (int, float, bool) follows t's
+/// dtype at run time. Lifted, it keeps t's dtype.
+bool isItem(const Node *node) {
+  return node->kind() == c10::Symbol::fromQualString("aten::item") &&
+         isTensor(node->input(0));
+}
+
 bool isSource(const Node *node) {
   static const char *const sources[] = {
       "aten::Int",         "aten::Float",         "aten::Bool",
       "aten::IntImplicit", "aten::FloatImplicit", "aten::BoolImplicit"};
   const std::string op = node->kind().toQualString();
-  return std::find(std::begin(sources), std::end(sources), op) !=
-             std::end(sources) &&
-         isTensor(node->input(0)) && liftedDType(node->output()->type());
+  bool conversion = std::find(std::begin(sources), std::end(sources), op) !=
+                        std::end(sources) &&
+                    isTensor(node->input(0)) &&
+                    liftedDType(node->output()->type());
+  return conversion || isItem(node);
+}
+
+bool isNumber(const Value *v) {
+  return v->type()->kind() == c10::TypeKind::NumberType;
 }
 
 /// The tensor op computing scalar op \p node on 0-d tensors, if any.
@@ -75,8 +88,13 @@ bool isScalarOp(const Node *node) {
   if (!tensorOpFor(node) || node->outputs().size() != 1 ||
       !liftedDType(node->output()->type()))
     return false;
+  // int()/float()/bool() also convert an item()'s Scalar: types are known
+  // from there on. Other arithmetic on a Scalar has a run-time type.
+  const std::string op = node->kind().toQualString();
+  bool conversion = op == "aten::Int" || op == "aten::Float" ||
+                    op == "aten::Bool";
   for (const Value *in : node->inputs())
-    if (!liftedDType(in->type()))
+    if (!liftedDType(in->type()) && !(conversion && isNumber(in)))
       return false; // lists (prim::min of a list), tensors, strings...
   return true;
 }
@@ -212,8 +230,8 @@ public:
                       {source->input(0), std::vector<int64_t>{}}, source);
       if (!device)
         device = emit(graph, "prim::device", {t}, source);
-      lifted[source->output()] =
-          castTo(t, *liftedDType(source->output()->type()), source);
+      auto dtype = liftedDType(source->output()->type());
+      lifted[source->output()] = dtype ? castTo(t, *dtype, source) : t;
       dead.push_back(source);
     }
     std::unordered_map<Node *, size_t> sinks(region.sinks.begin(),
@@ -322,16 +340,36 @@ private:
   void liftSink(Node *user, size_t offset, PassContext &ctx) {
     torch::jit::WithInsertPoint guard(user);
     Value *t = lifted.at(user->input(offset));
-    if (user->input(offset)->type()->kind() == c10::TypeKind::FloatType) {
-      // A Python float takes the tensor operand's result type.
-      Value *ref = user->input(offset == 0 ? 1 : 0);
+    Value *scalar = user->input(offset);
+    if (scalar->type()->kind() == c10::TypeKind::FloatType || isNumber(scalar)) {
+      // A Python float takes the tensor operand's result type, as if it
+      // were a Python number (an item() is one only if t is floating: a
+      // branch on its dtype, known on the host).
+      Value *ref = nullptr;
       for (Value *in : user->inputs())
-        if (isTensor(in) && in != user->input(offset)) {
+        if (isTensor(in) && in != scalar) {
           ref = in;
           break;
         }
-      Value *rt = emit(graph, "aten::result_type", {ref, 0.0}, user);
-      t = emit(graph, "aten::to", {t, rt}, user);
+      auto asPythonFloat = [&] {
+        Value *rt = emit(graph, "aten::result_type", {ref, 0.0}, user);
+        return emit(graph, "aten::to", {t, rt}, user);
+      };
+      if (!isNumber(scalar)) {
+        t = asPythonFloat();
+      } else {
+        Value *floating = emit(graph, "aten::is_floating_point", {t}, user);
+        Node *branch = graph.insertNode(graph.create(c10::prim::If, {floating}, 1));
+        branch->setSourceRange(user->sourceRange());
+        branch->output()->setType(c10::TensorType::get());
+        torch::jit::Block *yes = branch->addBlock();
+        {
+          torch::jit::WithInsertPoint in(yes);
+          yes->registerOutput(asPythonFloat());
+        }
+        branch->addBlock()->registerOutput(t);
+        t = branch->output();
+      }
     }
     std::vector<torch::jit::NamedValue> args(user->inputs().begin(),
                                              user->inputs().end());

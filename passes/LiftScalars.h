@@ -7,9 +7,9 @@
 
 namespace staticify {
 
-/// A host scalar read from device data (`int(t)`, `float(t)`, `bool(t)` and
-/// their implicit forms) stays on the device as a 0-d tensor, and so does
-/// everything computed from it:
+/// A host scalar read from device data (`int(t)`, `float(t)`, `bool(t)`,
+/// their implicit forms, `t.item()`) stays on the device as a 0-d tensor,
+/// and so does everything computed from it:
 ///
 ///   %n = aten::Int(%t); %m = prim::min(%n, 5); %y = aten::mul(%x, %m)
 ///     -> %n' = t.reshape([]).to(int64); %m' = minimum(%n', 5); %y = mul(%x, %m')
@@ -19,7 +19,9 @@ namespace staticify {
 /// `where(c, x, n)`, `masked_fill(m, n)`) and conditions of ifs, which are
 /// converted as if-convert does (their scalar results join the region).
 /// Ints are int64, floats float64, bools bool; a float passed to a tensor op
-/// is first cast to that op's result_type, as a Python float would be.
+/// is first cast to that op's result_type, as a Python float would be. An
+/// item() keeps t's dtype and may only be converted (int/float/bool) or
+/// passed to a tensor op, since other arithmetic on it has a run-time type.
 /// Precondition: *every* use in the region accepts a tensor. A use that
 /// needs a host value (a size such as randperm(n), a returned int, a list)
 /// leaves the whole region as it was, so lifting never adds a sync; the

@@ -347,6 +347,24 @@ class LiftCountsThroughIfs(torch.nn.Module):
         return x * num_pos + num_neg
 
 
+class LiftItem(torch.nn.Module):
+    """x * t.sum().item(), and int(item()) in arithmetic."""
+
+    def forward(self, x, t):
+        s = t.sum().item()
+        k = int((t > 0).sum().item()) + 1
+        return x * s + k
+
+
+class LiftItemOfInts(torch.nn.Module):
+    """item() of an integer tensor stays an int: x_float * int keeps x's
+    dtype, and so does the lifted form."""
+
+    def forward(self, x, t):
+        n = (t > 0).sum().item()
+        return x.to(torch.float16) * n
+
+
 class LiftToSizeKept(torch.nn.Module):
     """n is a size (randperm): the bounded engine's job, kept here."""
 
@@ -413,6 +431,8 @@ CASES = [
     ("lift-int-arithmetic", LiftIntArithmetic(), _same((8,)), "static"),
     ("lift-float-comparison", LiftFloatComparison(), _same((8,)), "static"),
     ("lift-counts-through-ifs", LiftCountsThroughIfs(), _same((12,)), "static"),
+    ("lift-item", LiftItem(), _same((8,)), "static"),
+    ("lift-item-of-ints", LiftItemOfInts(), _same((8,)), "static"),
     ("lift-to-size-kept", LiftToSizeKept(), _same((12,)), "kept:lift-scalars"),
     ("lift-returned-kept", LiftReturnedKept(), _same((12,)), "kept:lift-scalars"),
     ("store-vector-kept", StoreKeptForVectorValue(), lambda g, k: (floats((6, 3), g), mask_like((6,), g, k), floats((3,), g)), "kept:mask-store"),

@@ -41,12 +41,27 @@ def test_directory_is_not_a_file(staticify, tmp_path):
     assert_clean_failure(proc, tmp_path, "is a directory; give the path of a TorchScript .pt file", out)
 
 
-@pytest.mark.skipif(os.geteuid() == 0, reason="root reads any file")
 def test_unreadable_file(staticify, good_model, tmp_path):
-    good_model.chmod(0)
-    out = tmp_path / "out.pt"
-    proc = staticify(good_model, "-o", out, check=False)
-    assert_clean_failure(proc, tmp_path, "cannot read", out)
+    """A file without read permission. Root reads anything, so as root the
+    binary runs as `nobody` (setpriv), in a directory nobody can enter."""
+    import tempfile
+    work = pathlib.Path(tempfile.mkdtemp())
+    work.chmod(0o777)
+    model = work / "model.pt"
+    shutil.copy(good_model, model)
+    model.chmod(0)
+    out = work / "out.pt"
+    args = [staticify.path, model, "-o", out]
+    if os.geteuid() == 0:
+        setpriv = shutil.which("setpriv")
+        if setpriv is None:
+            pytest.skip("running as root without setpriv")
+        args = [setpriv, "--reuid=nobody", "--regid=nogroup", "--clear-groups"] + args
+    import subprocess
+    proc = subprocess.run([str(a) for a in args], capture_output=True, text=True)
+    assert_clean_failure(proc, work, "cannot read", out)
+    assert "Permission denied; check its permissions" in proc.stderr
+    shutil.rmtree(work)
 
 
 def test_not_a_zip(staticify, tmp_path):

@@ -79,7 +79,7 @@ RowView emitRowView(Graph &graph, const Selection &sel, const Node *anchor) {
 
 Value *emitFirstSelectedRow(Graph &graph, const RowView &view,
                             const Node *anchor) {
-  // argmax is not implemented for bool; uint8 keeps the first maximum.
+  // PyTorch's argmax rejects bool; on uint8 it keeps the first maximum.
   Value *flat = emit(graph, "aten::reshape",
                      {view.keep, std::vector<int64_t>{-1}}, anchor);
   Value *asByte = emit(graph, "aten::to",

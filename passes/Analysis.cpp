@@ -650,6 +650,8 @@ private:
         continue;
       if (auto st = constantInt(node->input(i)))
         return dtypeKindOf(static_cast<c10::ScalarType>(*st));
+      if (op == "aten::to" && node->input(i)->mustBeNone())
+        return info(node->input(0)).dtype; // a move to a device keeps it
       if (op == "aten::randperm" && node->input(i)->mustBeNone())
         return DTypeKind::Long;
     }
@@ -667,7 +669,8 @@ private:
         "aten::repeat",    "aten::flip",       "aten::roll",
         "aten::masked_fill", "aten::index_select", "aten::gather",
         "prim::ListConstruct", "aten::cat",    "aten::stack",
-        "prim::unchecked_cast", "aten::index_put_", "aten::index_put"};
+        "prim::unchecked_cast", "aten::index_put_", "aten::index_put",
+        "aten::scatter"};
     for (const char *k : keepOps) {
       if (op != k)
         continue;
@@ -684,7 +687,8 @@ private:
         first = false;
         // The gathered value decides, not the indices.
         if (op == "aten::index" || op == "aten::index_select" ||
-            op == "aten::gather" || op.rfind("aten::index_put", 0) == 0)
+            op == "aten::gather" || op == "aten::scatter" ||
+            op.rfind("aten::index_put", 0) == 0)
           break;
       }
       return kind;

@@ -129,6 +129,18 @@ size_t eraseDeadNodes(torch::jit::Graph &graph, PassContext &ctx,
   return order.size();
 }
 
+bool writtenByOthers(torch::jit::Graph &graph,
+                     const torch::jit::AliasDb &aliases, const Value *v,
+                     const Node *except) {
+  if (!aliases.hasWriters(v))
+    return false;
+  torch::jit::ValueSet values = {v};
+  for (Node *node : collectNodes(graph.block()))
+    if (node != except && aliases.writesToAlias(node, values))
+      return true;
+  return false;
+}
+
 void PassContext::track(const AnalysisResult &analysis) {
   findingOf.clear();
   for (size_t i = 0; i < analysis.findingNodes.size(); ++i)

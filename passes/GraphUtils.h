@@ -3,6 +3,7 @@
 
 #include "passes/PassContext.h"
 
+#include <torch/csrc/jit/ir/alias_analysis.h>
 #include <torch/csrc/jit/ir/ir.h>
 
 #include <optional>
@@ -39,6 +40,14 @@ size_t eraseIfDead(torch::jit::Node *node, PassContext &ctx,
 /// unused and that has no side effects, logging each as rewritten by \p rule.
 size_t eraseDeadNodes(torch::jit::Graph &graph, PassContext &ctx,
                       std::string_view rule);
+
+/// Whether a node of \p graph other than \p except writes to (an alias of)
+/// \p v. libtorch's alias analysis counts a write to a graph input as a
+/// possible write to anything stored in a list (an index list, say); a
+/// rewrite replacing the writer itself must not count its own write.
+bool writtenByOthers(torch::jit::Graph &graph,
+                     const torch::jit::AliasDb &aliases,
+                     const torch::jit::Value *v, const torch::jit::Node *except);
 
 /// Nodes of \p block and its nested blocks, in program order: a snapshot to
 /// walk while mutating.

@@ -4,6 +4,7 @@
 
 #include "passes/GraphUtils.h"
 #include "passes/OpCatalogue.h"
+#include "passes/Selection.h"
 
 #include <sstream>
 
@@ -43,6 +44,11 @@ static std::string impureBlockReason(const Block *block) {
         return nested;
     } else if (!node->blocks().empty()) {
       return "a branch contains '" + op + "'";
+    } else if (!neverRaisesOnValues(node)) {
+      // Both branches now run: an op that may raise on values (an index, a
+      // division) could raise in the branch the original never took.
+      return "a branch computes '" + op +
+             "', which may raise when its branch would not have run";
     }
   }
   return "";
@@ -74,8 +80,14 @@ bool isDataAssert(const Node *ifNode) {
 /// Ops whose result has their first input's shape and dtype.
 static bool isTransparent(const Node *node) {
   const std::string op = node->kind().toQualString();
-  return op == "aten::masked_fill" || op == "aten::clone" ||
-         op == "aten::contiguous" || op == "aten::detach";
+  if (op == "aten::clone" || op == "aten::contiguous" || op == "aten::detach")
+    return true;
+  // masked_fill broadcasts self and mask: only a mask of self's shape keeps
+  // it (a mask computed elementwise from self, say).
+  return op == "aten::masked_fill" &&
+         provablySameShape(node->input(1), node->input(0)) &&
+         (node->input(2)->type()->kind() != c10::TypeKind::TensorType ||
+          provablyZeroDim(node->input(2)));
 }
 
 /// Ops whose result dtype and shape follow from their operands in the same
@@ -117,9 +129,14 @@ bool congruent(const Value *a, const Value *b) {
     return congruent(n->blocks()[0]->outputs()[i], y) &&
            congruent(n->blocks()[1]->outputs()[i], y);
   }
+  // Only ops whose result shape and dtype follow from their operands and
+  // constant arguments: never one whose shape depends on data.
+  OpRole role = opRole(na);
+  if (role != OpRole::LeadingPreserving && role != OpRole::Reduction)
+    return false;
   if (familyOf(na) != familyOf(nb) || na->outputs().size() != 1 ||
       nb->outputs().size() != 1 || !na->blocks().empty() ||
-      na->kind() == c10::prim::Param || na->isNondeterministic())
+      na->isNondeterministic())
     return false;
   bool arithmetic = familyOf(na) == "arithmetic";
   size_t n = arithmetic ? 2 : na->inputs().size();
@@ -151,8 +168,23 @@ std::vector<std::pair<Value *, Value *>> hoistBranches(Node *ifNode) {
   return outs;
 }
 
+std::string unconvertibleReason(const Node *ifNode,
+                                const torch::jit::AliasDb &aliases) {
+  std::string why = impureBranchReason(ifNode);
+  if (!why.empty())
+    return why;
+  for (const Value *out : ifNode->outputs())
+    if (out->type()->kind() == c10::TypeKind::TensorType &&
+        aliases.hasWriters(out))
+      // where() makes a new tensor: a write to the result would no longer
+      // reach the branch value it aliased.
+      return "a result of the if is written to in place";
+  return "";
+}
+
 bool ifConvert(std::shared_ptr<Graph> &graph, PassContext &ctx) {
   bool changed = false;
+  torch::jit::AliasDb aliases(graph);
   // Innermost first: a nested If is converted before the one around it.
   // Only Ifs are kept: conversions destroy conditions, never Ifs.
   std::vector<Node *> ifs;
@@ -176,7 +208,7 @@ bool ifConvert(std::shared_ptr<Graph> &graph, PassContext &ctx) {
       changed = true;
       continue;
     }
-    std::string why = impureBranchReason(node);
+    std::string why = unconvertibleReason(node, aliases);
     for (size_t i = 0; why.empty() && i < node->outputs().size(); ++i) {
       const Value *a = node->blocks()[0]->outputs()[i];
       const Value *b = node->blocks()[1]->outputs()[i];

@@ -3,6 +3,7 @@
 
 #include "passes/PassContext.h"
 
+#include <torch/csrc/jit/ir/alias_analysis.h>
 #include <torch/csrc/jit/ir/ir.h>
 
 #include <string>
@@ -18,15 +19,23 @@ namespace staticify {
 /// with t' = t reshaped to [] (keeping bool()'s one-element check, a
 /// host-static one) and made boolean. Preconditions: both branches are
 /// side-effect free (no write to any value, no raise, no print; nested ifs
-/// included) and each pair of outputs is provably congruent (same shape and
-/// dtype: the same value, the same op on congruent operands, or through
-/// masked_fill/clone/contiguous/detach of one), since where() would
-/// otherwise broadcast or promote. A branch that only raises (a data assert)
+/// included) and every op in them never raises on values (no indexing, no
+/// integer division: it now runs even when its branch would not have); no
+/// result is written to in place afterwards; and each pair of results is
+/// provably congruent (same shape and dtype: the same value, the same
+/// elementwise or reduction op on congruent operands, or clone/contiguous/
+/// detach of one, or masked_fill with a mask of its own shape), since
+/// where() would otherwise broadcast or promote. A branch that only raises (a data assert)
 /// is kept and reported, unless --drop-data-asserts drops the check.
 bool ifConvert(std::shared_ptr<torch::jit::Graph> &graph, PassContext &ctx);
 
-/// Why the branches of \p ifNode cannot both run unconditionally, or "".
+/// Why the branches of \p ifNode cannot both run unconditionally, or "":
+/// side effects, writes, raises, loops, or ops that may raise on values.
 std::string impureBranchReason(const torch::jit::Node *ifNode);
+
+/// impureBranchReason, or a result of the if being written to in place.
+std::string unconvertibleReason(const torch::jit::Node *ifNode,
+                                const torch::jit::AliasDb &aliases);
 
 /// Whether \p a and \p b provably have the same shape and dtype.
 bool congruent(const torch::jit::Value *a, const torch::jit::Value *b);

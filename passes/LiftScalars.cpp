@@ -132,7 +132,8 @@ struct Region {
 
 /// Grows the region of \p sources to completion (so that `touched` is the
 /// whole reach), recording the first reason it cannot be lifted.
-Region growRegion(const std::vector<Node *> &sources) {
+Region growRegion(const std::vector<Node *> &sources,
+                  const torch::jit::AliasDb &aliases) {
   Region r;
   r.sources = sources;
   std::vector<Value *> work;
@@ -169,7 +170,7 @@ Region growRegion(const std::vector<Node *> &sources) {
         continue;
       }
       if (user->kind() == c10::prim::If) {
-        std::string why = impureBranchReason(user);
+        std::string why = unconvertibleReason(user, aliases);
         if (why.empty() && isDataAssert(user))
           why = "it decides a data assert";
         for (size_t i = 0; why.empty() && i < user->outputs().size(); ++i) {
@@ -231,7 +232,8 @@ public:
       if (!device)
         device = emit(graph, "prim::device", {t}, source);
       auto dtype = liftedDType(source->output()->type());
-      lifted[source->output()] = dtype ? castTo(t, *dtype, source) : t;
+      lifted[source->output()] = dtype ? castTo(t, *dtype, source)
+                                       : pythonNumber(t, source);
       dead.push_back(source);
     }
     std::unordered_map<Node *, size_t> sinks(region.sinks.begin(),
@@ -263,6 +265,44 @@ private:
   Value *device = nullptr; // where host operands go: the first source's
   std::unordered_map<Value *, Value *> lifted;
   std::map<std::pair<Value *, const torch::jit::Block *>, Value *> hostTensors;
+
+  /// `t.item()` as a Python number would be: int64 for integral dtypes,
+  /// float64 for floating ones, bool for bool; chosen by branches on t's
+  /// dtype, known on the host.
+  Value *pythonNumber(Value *t, const Node *anchor) {
+    Value *floating = emit(graph, "aten::is_floating_point", {t}, anchor);
+    Value *isBool = emit(graph, "aten::eq",
+                         {emit(graph, "prim::dtype", {t}, anchor),
+                          static_cast<int64_t>(c10::ScalarType::Bool)},
+                         anchor);
+    return ifTensor(
+        floating, anchor,
+        [&] { return castTo(t, c10::ScalarType::Double, anchor); },
+        [&] {
+          return ifTensor(
+              isBool, anchor, [&] { return t; },
+              [&] { return castTo(t, c10::ScalarType::Long, anchor); });
+        });
+  }
+
+  /// `then() if cond else otherwise()` for a host bool and tensor results.
+  template <typename Then, typename Else>
+  Value *ifTensor(Value *cond, const Node *anchor, Then then, Else otherwise) {
+    Node *branch = graph.insertNode(graph.create(c10::prim::If, {cond}, 1));
+    branch->setSourceRange(anchor->sourceRange());
+    branch->output()->setType(c10::TensorType::get());
+    torch::jit::Block *a = branch->addBlock();
+    {
+      torch::jit::WithInsertPoint in(a);
+      a->registerOutput(then());
+    }
+    torch::jit::Block *b = branch->addBlock();
+    {
+      torch::jit::WithInsertPoint in(b);
+      b->registerOutput(otherwise());
+    }
+    return branch->output();
+  }
 
   Value *castTo(Value *t, c10::ScalarType dtype, const Node *anchor) {
     if (dtype == c10::ScalarType::Bool)
@@ -341,47 +381,51 @@ private:
     torch::jit::WithInsertPoint guard(user);
     Value *t = lifted.at(user->input(offset));
     Value *scalar = user->input(offset);
-    if (scalar->type()->kind() == c10::TypeKind::FloatType || isNumber(scalar)) {
-      // A Python float takes the tensor operand's result type, as if it
-      // were a Python number (an item() is one only if t is floating: a
-      // branch on its dtype, known on the host).
-      Value *ref = nullptr;
+    // The tensor the scalar meets: for where(c, a, b), the other value, not
+    // the condition.
+    Value *ref = nullptr;
+    if (user->kind() == c10::aten::where)
+      ref = user->input(offset == 1 ? 2 : 1);
+    else
       for (Value *in : user->inputs())
         if (isTensor(in) && in != scalar) {
           ref = in;
           break;
         }
+    if (scalar->type()->kind() == c10::TypeKind::FloatType || isNumber(scalar)) {
+      // A Python float takes the tensor operand's result type (an item() is
+      // a float only if t is floating: a branch on a dtype known on the
+      // host).
       auto asPythonFloat = [&] {
         Value *rt = emit(graph, "aten::result_type", {ref, 0.0}, user);
         return emit(graph, "aten::to", {t, rt}, user);
       };
-      if (!isNumber(scalar)) {
+      if (!isNumber(scalar))
         t = asPythonFloat();
-      } else {
-        Value *floating = emit(graph, "aten::is_floating_point", {t}, user);
-        Node *branch = graph.insertNode(graph.create(c10::prim::If, {floating}, 1));
-        branch->setSourceRange(user->sourceRange());
-        branch->output()->setType(c10::TensorType::get());
-        torch::jit::Block *yes = branch->addBlock();
-        {
-          torch::jit::WithInsertPoint in(yes);
-          yes->registerOutput(asPythonFloat());
-        }
-        branch->addBlock()->registerOutput(t);
-        t = branch->output();
-      }
+      else
+        t = ifTensor(emit(graph, "aten::is_floating_point", {t}, user), user,
+                     asPythonFloat, [&] { return t; });
     }
-    std::vector<torch::jit::NamedValue> args(user->inputs().begin(),
-                                             user->inputs().end());
-    args[offset] = torch::jit::NamedValue(t);
-    std::vector<torch::jit::NamedValue> kwargs;
-    if (args.size() == 3 && (user->kind() == c10::aten::add ||
-                             user->kind() == c10::aten::sub)) {
-      // alpha is keyword-only in the Tensor overload: positional, schema
-      // matching would pick add.Scalar and read the tensor back (a sync).
-      kwargs.emplace_back("alpha", user->input(2));
-      args.pop_back();
-    }
+    // The original had a host number, fine next to a tensor on any device;
+    // a 0-d tensor must be on the other operand's device. Same device (the
+    // usual case): nothing to do; otherwise the copy the original made.
+    Value *refDevice = emit(graph, "prim::device", {ref}, user);
+    Value *sameDevice = emit(
+        graph, "aten::eq", {emit(graph, "prim::device", {t}, user), refDevice},
+        user);
+    Value *onDevice = t;
+    t = ifTensor(sameDevice, user, [&] { return onDevice; }, [&] {
+      return emit(graph, "aten::to", {onDevice, refDevice}, user);
+    });
+    // Everything after the first operand goes by name: keyword-only
+    // arguments of the Tensor overload (alpha, rounding_mode) are positional
+    // in the Scalar one, and matched positionally schema matching would pick
+    // the Scalar overload again and read the tensor back.
+    std::vector<torch::jit::NamedValue> args = {user->input(0)}, kwargs;
+    const auto &schemaArgs = user->schema().arguments();
+    for (size_t i = 1; i < user->inputs().size(); ++i)
+      kwargs.emplace_back(schemaArgs.at(i).name(),
+                          i == offset ? t : user->input(i));
     Value *replacement =
         emit(graph, user->kind().toQualString(), args, user, kwargs);
     user->output()->replaceAllUsesWith(replacement);
@@ -393,6 +437,7 @@ private:
 } // namespace
 
 bool liftScalars(std::shared_ptr<Graph> &graph, PassContext &ctx) {
+  torch::jit::AliasDb aliases(graph);
   std::vector<Node *> sources;
   for (Node *node : collectNodes(graph->block()))
     if (isSource(node))
@@ -406,7 +451,7 @@ bool liftScalars(std::shared_ptr<Graph> &graph, PassContext &ctx) {
   };
   for (size_t i = 0; i < sources.size(); ++i) {
     group[i] = i;
-    for (Node *n : growRegion({sources[i]}).touched) {
+    for (Node *n : growRegion({sources[i]}, aliases).touched) {
       auto [it, inserted] = firstToucher.emplace(n, i);
       if (!inserted)
         group[find(i)] = find(it->second);
@@ -422,7 +467,7 @@ bool liftScalars(std::shared_ptr<Graph> &graph, PassContext &ctx) {
   }
   bool changed = false;
   for (size_t root : roots) {
-    Region region = growRegion(components[root]);
+    Region region = growRegion(components[root], aliases);
     if (!region.whyNot.empty()) {
       for (Node *source : region.sources)
         ctx.declined(source, kRule, region.whyNot);

@@ -6,6 +6,8 @@
 #include "passes/OpCatalogue.h"
 #include "passes/Selection.h"
 
+#include <torch/csrc/jit/ir/alias_analysis.h>
+
 #include <unordered_map>
 
 namespace staticify {
@@ -19,21 +21,15 @@ namespace {
 /// Elementwise ops that never raise on values: safe to run on unselected
 /// elements too.
 bool isTotalElementwise(const Node *node) {
-  if (opRole(node) != OpRole::LeadingPreserving)
+  if (opRole(node) != OpRole::LeadingPreserving || !neverRaisesOnValues(node))
     return false;
   static const char *const excluded[] = {
-      "aten::cat",       "aten::slice",    "aten::narrow", "aten::randperm",
-      "aten::arange",    "aten::remainder", "aten::fmod",  "aten::pow",
-      "aten::zeros_like", "aten::ones_like", "aten::empty_like",
+      "aten::slice", "aten::zeros_like", "aten::ones_like", "aten::empty_like",
       "aten::full_like", "aten::rand_like", "aten::randn_like"};
   const std::string op = node->kind().toQualString();
   for (const char *e : excluded)
     if (op == e)
       return false;
-  if (op == "aten::where" && node->inputs().size() == 1)
-    return false;
-  if (op == "aten::div" && node->inputs().size() > 2)
-    return false; // a rounding mode: integer division by zero raises
   return node->outputs().size() == 1;
 }
 
@@ -62,7 +58,7 @@ bool consumesSelection(Node *node, const AnalysisResult &analysis) {
 
 /// f(x[m], y[m], s) -> f(x, y, s)[m]; returns whether it rewrote.
 bool propagateThrough(Graph &graph, Node *node, const AnalysisResult &analysis,
-                      PassContext &ctx) {
+                      const torch::jit::AliasDb &aliases, PassContext &ctx) {
   Value *mask = nullptr;
   Value *firstBase = nullptr;
   std::vector<std::pair<size_t, Selection>> selected;
@@ -90,6 +86,12 @@ bool propagateThrough(Graph &graph, Node *node, const AnalysisResult &analysis,
   }
   if (selected.empty())
     return false;
+  for (auto &[index, sel] : selected)
+    if (!isUnwritten(sel, aliases)) {
+      ctx.declined(node, kRule, "a selected tensor, its mask or the selection "
+                                "is written to in place");
+      return false;
+    }
   torch::jit::WithInsertPoint guard(node);
   Node *full = graph.insertNode(graph.createClone(node, [](Value *v) {
     return v;
@@ -108,14 +110,16 @@ bool propagateThrough(Graph &graph, Node *node, const AnalysisResult &analysis,
 
 /// x[m][g[m]] -> x[m' & g].
 bool combineNested(Graph &graph, Node *node, const AnalysisResult &analysis,
-                   PassContext &ctx) {
+                   const torch::jit::AliasDb &aliases, PassContext &ctx) {
   auto outer = matchSelection(node->output(), analysis);
   if (!outer || outer->broadcasts)
     return false;
   auto inner = matchSelection(outer->base, analysis);
   auto maskSel = matchSelection(outer->mask, analysis);
   if (!inner || !maskSel || inner->broadcasts || maskSel->broadcasts ||
-      inner->mask != maskSel->mask || maskSel->isByteMask)
+      inner->mask != maskSel->mask || maskSel->isByteMask ||
+      !isUnwritten(*outer, aliases) || !isUnwritten(*inner, aliases) ||
+      !isUnwritten(*maskSel, aliases))
     return false;
   torch::jit::WithInsertPoint guard(node);
   Value *widened = emitMaskLike(graph, *inner, maskSel->base, node);
@@ -138,14 +142,15 @@ bool maskPropagate(std::shared_ptr<Graph> &graph, PassContext &ctx) {
   for (bool again = true; again;) {
     again = false;
     AnalysisResult analysis = analyzeGraph(*graph);
+    torch::jit::AliasDb aliases(graph);
     for (Node *node : collectNodes(graph->block())) {
       if (node->kind() == c10::aten::index &&
-          combineNested(*graph, node, analysis, ctx)) {
+          combineNested(*graph, node, analysis, aliases, ctx)) {
         again = changed = true;
         break;
       }
       if (isTotalElementwise(node)) {
-        if (propagateThrough(*graph, node, analysis, ctx)) {
+        if (propagateThrough(*graph, node, analysis, aliases, ctx)) {
           again = changed = true;
           break;
         }
@@ -211,7 +216,8 @@ Value *emitIf(Graph &graph, Value *cond, const Node *anchor, Then then,
 /// slots. The branch is on m's rank, known on the host: no sync, and both
 /// branches are static.
 Compacted emitCompaction(Graph &graph, Value *mask, const Node *anchor) {
-  Value *isVector = emit(graph, "aten::eq",
+  // 0-d masks too: where(m)[0] of a 0-d m selects row 0 when m holds.
+  Value *isVector = emit(graph, "aten::le",
                          {emit(graph, "aten::dim", {mask}, anchor), 1}, anchor);
   // where(m) selects m's nonzero elements, whatever m's dtype.
   Value *flat = emit(graph, "aten::ne",
@@ -309,6 +315,7 @@ Value *emitGatherable(Graph &graph, Value *x, const Node *anchor) {
 
 bool indexToMask(std::shared_ptr<Graph> &graph, PassContext &ctx) {
   bool changed = false;
+  torch::jit::AliasDb aliases(graph);
   std::unordered_map<Value *, Compacted> compacted; // by the mask
   for (Node *node : collectNodes(graph->block())) {
     Value *index = nullptr;
@@ -325,13 +332,19 @@ bool indexToMask(std::shared_ptr<Graph> &graph, PassContext &ctx) {
     Value *mask = rowIndicesOf(index);
     if (!mask)
       continue;
+    if (aliases.hasWriters(mask)) {
+      // The compaction is computed where the mask is defined.
+      ctx.declined(node, kIndexRule, "the mask is written to in place");
+      continue;
+    }
     auto it = compacted.find(mask);
     if (it == compacted.end()) {
       // Emitted once per mask, right where the mask is defined, so that it
       // dominates every user (several `where(m)[0]` reads share it).
       Node *def = mask->node();
-      Node *at = def->kind() == c10::prim::Param ? mask->owningGraph()->block()->nodes().front()
-                                                 : def->next();
+      Node *at = def->kind() == c10::prim::Param
+                     ? def->owningBlock()->nodes().front() // a block input
+                     : def->next();
       torch::jit::WithInsertPoint guard(at);
       it = compacted.emplace(mask, emitCompaction(*graph, mask, node)).first;
     }
@@ -351,18 +364,20 @@ bool indexToMask(std::shared_ptr<Graph> &graph, PassContext &ctx) {
         },
         [&] {
           Value *source = emitGatherable(*graph, node->input(0), node);
+          // Every input first, then the node that reads them.
+          Value *list = op == "aten::index"
+                            ? graph->insertNode(graph->createList(
+                                                    c10::OptionalType::ofTensor(),
+                                                    {c.rows}))
+                                  ->output()
+                            : nullptr;
           Node *padded = graph->insertNode(graph->createClone(
               node, [](Value *v) { return v; }));
           padded->replaceInput(0, source);
-          if (op == "aten::index") {
-            Value *list = graph->insertNode(graph->createList(
-                                                c10::OptionalType::ofTensor(),
-                                                {c.rows}))
-                              ->output();
+          if (list)
             padded->replaceInput(1, list);
-          } else {
+          else
             padded->replaceInput(2, c.rows);
-          }
           padded->output()->setType(c10::TensorType::get());
           return padded->output();
         });

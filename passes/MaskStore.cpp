@@ -33,6 +33,7 @@ static std::optional<Selection> storeSelection(Node *node,
 
 bool maskStore(std::shared_ptr<Graph> &graph, PassContext &ctx) {
   AnalysisResult analysis = analyzeGraph(*graph);
+  torch::jit::AliasDb aliases(graph);
   bool changed = false;
   static const c10::Symbol indexPutInPlace =
       c10::Symbol::fromQualString("aten::index_put_");
@@ -45,6 +46,10 @@ bool maskStore(std::shared_ptr<Graph> &graph, PassContext &ctx) {
     auto sel = storeSelection(node, analysis);
     if (!sel)
       continue;
+    if (writtenByOthers(*graph, aliases, sel->mask, node)) {
+      ctx.declined(node, kRule, "the mask is written to in place");
+      continue;
+    }
     Value *x = node->input(0);
     Value *v = node->input(2);
     auto accumulate = torch::jit::toIValue(node->input(3));
@@ -58,8 +63,13 @@ bool maskStore(std::shared_ptr<Graph> &graph, PassContext &ctx) {
     if (provablyZeroDim(v)) {
       source = v;
     } else if (auto vs = matchSelection(v, analysis)) {
+      // y[m] is read at the store: y and m must not change in between (x is
+      // stored to by this very node, so it may not be y's writer either).
       if (vs->mask == sel->mask && !vs->broadcasts &&
-          provablySameRank(vs->base, x)) {
+          provablySameRank(vs->base, x) &&
+          !writtenByOthers(*graph, aliases, vs->base, node) &&
+          !writtenByOthers(*graph, aliases, vs->mask, node) &&
+          !aliases.mayAlias(vs->base, x)) {
         source = vs->base;
         sourceSelection = vs->node;
       }

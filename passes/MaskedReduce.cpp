@@ -6,6 +6,8 @@
 #include "passes/OpCatalogue.h"
 #include "passes/Selection.h"
 
+#include <algorithm>
+
 #include <cmath>
 #include <limits>
 
@@ -141,13 +143,19 @@ bool rewriteSizeRead(Graph &graph, Node *node, const Selection &sel,
 
 bool maskedReduce(std::shared_ptr<Graph> &graph, PassContext &ctx) {
   AnalysisResult analysis = analyzeGraph(*graph);
+  torch::jit::AliasDb aliases(graph);
   bool changed = false;
   for (Node *node : collectNodes(graph->block())) {
     OpRole role = opRole(node);
     if (role != OpRole::Reduction && role != OpRole::ShapeRead)
       continue;
-    if (node->inputs().empty())
-      continue;
+    size_t tensors = std::count_if(
+        node->inputs().begin(), node->inputs().end(), [](const Value *v) {
+          return v->type()->kind() == c10::TypeKind::TensorType;
+        });
+    if (tensors != 1 || node->input(0)->type()->kind() !=
+                            c10::TypeKind::TensorType)
+      continue; // max(a, b) and min(a, b) are elementwise, not reductions
     auto sel = matchSelection(node->input(0), analysis);
     if (!sel) {
       const Node *producer = node->input(0)->node();
@@ -156,6 +164,11 @@ bool maskedReduce(std::shared_ptr<Graph> &graph, PassContext &ctx) {
         ctx.declined(producer, kRule,
                      "the index's dtype is unknown; if it is a mask, make it "
                      "explicit with .to(torch.bool)");
+      continue;
+    }
+    if (!isUnwritten(*sel, aliases)) {
+      ctx.declined(sel->node, kRule, "the selection, its tensor or its mask "
+                                     "is written to in place");
       continue;
     }
     if (role == OpRole::ShapeRead) {

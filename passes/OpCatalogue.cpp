@@ -198,4 +198,47 @@ bool mutatesFirstInput(const Node *node) {
   return alias && alias->isWrite();
 }
 
+bool neverRaisesOnValues(const Node *node) {
+  const std::string op = node->kind().toQualString();
+  static const std::unordered_set<std::string> raising = {
+      "aten::remainder", "aten::fmod",     "aten::pow",
+      "aten::floor_divide", "aten::floordiv", "aten::__rshift__",
+      "aten::__lshift__", "aten::narrow",  "aten::cat",
+      "aten::randperm",  "aten::arange"};
+  if (raising.count(op))
+    return false;
+  if (op == "aten::div")
+    // Tensor true division never raises; with a rounding mode, or on host
+    // ints (ZeroDivisionError), it may.
+    return node->inputs().size() == 2 &&
+           node->input(0)->type()->kind() == c10::TypeKind::TensorType;
+  if (node->kind() == c10::prim::Constant)
+    return true;
+  switch (opRole(node)) {
+  case OpRole::Plumbing:
+  case OpRole::MetadataRead:
+    return true;
+  case OpRole::LeadingPreserving:
+    return !(op == "aten::where" && node->inputs().size() == 1);
+  case OpRole::Reduction: {
+    // max/min of an empty tensor raise; sums, means and norms do not.
+    static const std::unordered_set<std::string> safe = {
+        "aten::sum", "aten::nansum", "aten::mean", "aten::prod",
+        "aten::any", "aten::all",    "aten::count_nonzero", "aten::norm",
+        "aten::linalg_vector_norm", "aten::logsumexp"};
+    return safe.count(op) != 0;
+  }
+  default:
+    break;
+  }
+  // Host scalar arithmetic and comparisons (int64 arithmetic wraps).
+  static const std::unordered_set<std::string> hostSafe = {
+      "prim::min", "prim::max", "aten::neg", "aten::__not__", "aten::Float",
+      "aten::Bool", "prim::NumToTensor", "aten::scalar_tensor",
+      "aten::masked_fill", "aten::clone", "aten::contiguous", "aten::detach",
+      "aten::to", "aten::type_as", "aten::expand_as", "aten::zeros_like",
+      "aten::ones_like"};
+  return hostSafe.count(op) != 0;
+}
+
 } // namespace staticify

@@ -54,4 +54,11 @@ std::optional<std::string> inputName(const torch::jit::Node *node,
 /// Whether the node writes to its first input (`append`, `index_put_`...).
 bool mutatesFirstInput(const torch::jit::Node *node);
 
+/// Whether \p node can run on values it would never have seen in the
+/// original program (unselected elements, the branch not taken) without
+/// raising: elementwise ops other than integer division/remainder/pow,
+/// casts, sums and means, list plumbing, metadata, host int arithmetic
+/// other than division. Conservative: false when unknown.
+bool neverRaisesOnValues(const torch::jit::Node *node);
+
 } // namespace staticify

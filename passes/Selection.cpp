@@ -67,6 +67,9 @@ RowView emitRowView(Graph &graph, const Selection &sel, const Node *anchor) {
   Value *rest = emit(graph, "aten::slice", {baseSizes, maskRank}, anchor);
   Value *rowsShape = emit(graph, "aten::add", {head, rest}, anchor);
   Value *rows = emit(graph, "aten::reshape", {base, rowsShape}, anchor);
+  // x[m] also accepts a mask on another device (a CPU mask for CUDA data).
+  mask = emit(graph, "aten::to",
+              {mask, emit(graph, "prim::device", {base}, anchor)}, anchor);
   Value *restRank = emit(graph, "aten::len", {rest}, anchor);
   Value *one = graph.insertNode(graph.createList(c10::IntType::get(),
                                                  {graph.insertConstant(1)}))
@@ -93,7 +96,10 @@ Value *emitFirstSelectedRow(Graph &graph, const RowView &view,
 
 Value *emitMaskLike(Graph &graph, const Selection &sel, Value *like,
                     const Node *anchor) {
-  Value *mask = boolMask(graph, sel, anchor);
+  Value *mask = emit(graph, "aten::to",
+                     {boolMask(graph, sel, anchor),
+                      emit(graph, "prim::device", {like}, anchor)},
+                     anchor);
   Value *extra = emit(graph, "aten::sub",
                       {emit(graph, "aten::dim", {like}, anchor),
                        emit(graph, "aten::dim", {mask}, anchor)},
@@ -124,14 +130,24 @@ bool provablyZeroDim(const Value *v) {
     return true;
   if (op == "aten::tensor")
     return isNumber(node->input(0));
-  if (opRole(node) == OpRole::Reduction && node->inputs().size() >= 1) {
-    Value *dim = namedInput(node, "dim");
-    if (!dim)
-      return node->maybeSchema() != nullptr;
-    auto dims = constantIntList(dim);
-    return dim->mustBeNone() || (dims && dims->empty());
+  if (opRole(node) != OpRole::Reduction || !node->maybeSchema())
+    return false;
+  // One tensor input (max(a, b) is elementwise) and no kept dimensions.
+  size_t tensors = 0;
+  for (const Value *in : node->inputs())
+    tensors += in->type()->kind() == c10::TypeKind::TensorType;
+  if (tensors != 1)
+    return false;
+  if (Value *keepdim = namedInput(node, "keepdim")) {
+    auto iv = torch::jit::toIValue(keepdim);
+    if (!iv || !iv->isBool() || iv->toBool())
+      return false;
   }
-  return false;
+  Value *dim = namedInput(node, "dim");
+  if (!dim || dim->mustBeNone())
+    return true;
+  auto dims = constantIntList(dim);
+  return dims && dims->empty();
 }
 
 /// Ops whose result has the rank of their first input when every other
@@ -211,6 +227,33 @@ static std::optional<int64_t> knownRank(const Value *v, int depth = 0) {
       node->input(0)->type()->kind() == c10::TypeKind::TensorType)
     return knownRank(node->input(0), depth + 1);
   return std::nullopt;
+}
+
+bool isUnwritten(const Selection &sel, const torch::jit::AliasDb &aliases) {
+  return !aliases.hasWriters(sel.base) && !aliases.hasWriters(sel.mask) &&
+         !aliases.hasWriters(sel.node->output());
+}
+
+/// Follows shape-preserving ops back to the value whose shape they keep.
+static const Value *shapeRoot(const Value *v) {
+  for (int depth = 0; depth < 64; ++depth) {
+    const Node *node = v->node();
+    if (!isRankPreserving(node) || node->inputs().empty() ||
+        node->input(0)->type()->kind() != c10::TypeKind::TensorType)
+      return v;
+    for (size_t i = 1; i < node->inputs().size(); ++i) {
+      const Value *in = node->input(i);
+      if (in->type()->kind() == c10::TypeKind::TensorType &&
+          !provablyZeroDim(in))
+        return v; // another tensor could broadcast the shape wider
+    }
+    v = node->input(0);
+  }
+  return v;
+}
+
+bool provablySameShape(const Value *a, const Value *b) {
+  return a == b || shapeRoot(a) == shapeRoot(b);
 }
 
 bool provablySameRank(const Value *a, const Value *b) {

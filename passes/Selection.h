@@ -15,6 +15,7 @@
 
 #include "passes/Analysis.h"
 
+#include <torch/csrc/jit/ir/alias_analysis.h>
 #include <torch/csrc/jit/ir/ir.h>
 
 #include <optional>
@@ -53,6 +54,15 @@ torch::jit::Value *emitFirstSelectedRow(torch::jit::Graph &graph,
 torch::jit::Value *emitMaskLike(torch::jit::Graph &graph, const Selection &sel,
                                 torch::jit::Value *like,
                                 const torch::jit::Node *anchor);
+
+/// Whether nothing writes in place to the selection's base, its mask or the
+/// selection itself: only then may a rewrite read them at another point.
+bool isUnwritten(const Selection &sel, const torch::jit::AliasDb &aliases);
+
+/// Whether \p a and \p b provably have the same shape: they derive from one
+/// value through shape-preserving ops (unary elementwise, elementwise with
+/// numbers or 0-d tensors, casts, clone).
+bool provablySameShape(const torch::jit::Value *a, const torch::jit::Value *b);
 
 /// Whether \p a and \p b provably have the same rank: they derive from one
 /// value through rank-preserving ops (elementwise with scalars, casts...).

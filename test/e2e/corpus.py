@@ -378,6 +378,121 @@ class LiftReturnedKept(torch.nn.Module):
         return int((t > 0).sum()) + 1
 
 
+# --- soundness regressions (each once a wrong rewrite) --------------------
+
+class WriteToSelection(torch.nn.Module):
+    def forward(self, x, t):
+        m = t > 0
+        s = x[m]
+        s.clamp_(min=0.0)
+        return s.sum()
+
+
+class RestoreAfterWrite(torch.nn.Module):
+    def forward(self, x, t):
+        m = t > 0
+        y = x.clone()
+        old = y[m]
+        y.mul_(2.0)
+        y[m] = old
+        return y
+
+
+class MaskWrittenAfterWhere(torch.nn.Module):
+    def forward(self, x, t):
+        m = t > 0
+        m[0] = False
+        return x[torch.where(m)[0]].sum()
+
+
+class MaxOfTwo(torch.nn.Module):
+    def forward(self, x, t):
+        m = t > 0
+        return torch.max(x[m], torch.zeros(1))
+
+
+class DivisionInBranch(torch.nn.Module):
+    def forward(self, x, t):
+        n = int((t > 0).sum())
+        if n > 0:
+            q = 10 // n
+        else:
+            q = 0
+        return x * q
+
+
+class IndexInBranch(torch.nn.Module):
+    def forward(self, x, t):
+        if bool(t.sum() > 0):
+            y = x[7]
+        else:
+            y = x[0]
+        return y
+
+
+class MaskedSelectBranches(torch.nn.Module):
+    def forward(self, x, t):
+        if bool(t.sum() > 0):
+            y = torch.masked_select(x, x > 0)
+        else:
+            y = torch.masked_select(x, x < 0)
+        return y
+
+
+class WiderMaskInBranch(torch.nn.Module):
+    def forward(self, x, t):
+        m2 = t.reshape(2, 4) > 0
+        if bool(t.sum() > 0):
+            y = x.masked_fill(m2, 0.0)
+        else:
+            y = x.expand(2, 4)
+        return y
+
+
+class MaskInLoop(torch.nn.Module):
+    def forward(self, x, t):
+        m = t > 0
+        s = torch.zeros(())
+        for i in range(3):
+            s = s + x[torch.where(m)[0]].sum()
+            m = m & (x > float(i) - 1.0)
+        return s
+
+
+class WhereWithLiftedFloat(torch.nn.Module):
+    def forward(self, x, t):
+        v = float(t.sum())
+        return torch.where(x > 0, x.double(), v)
+
+
+class IntItemWithBoolMask(torch.nn.Module):
+    def forward(self, x, t):
+        n = t.to(torch.int32).abs().max().item()
+        return (x > 0) * n
+
+
+class FloorDivByLifted(torch.nn.Module):
+    def forward(self, x, t):
+        n = int((t > 0).sum())
+        return torch.div(x, n, rounding_mode="floor")
+
+
+class BranchResultMutated(torch.nn.Module):
+    def forward(self, x, t):
+        y = x.clone()
+        if bool(t.sum() > 0):
+            z = y
+        else:
+            z = y.clone()
+        z.add_(1.0)
+        return y
+
+
+class ZeroDimMaskWhere(torch.nn.Module):
+    def forward(self, x, t):
+        return x[torch.where(t.sum() > 0)[0]].sum()
+
+
 def _1d(n):
     return lambda g, k: (floats((n,), g), mask_like((n,), g, k))
 
@@ -435,5 +550,19 @@ CASES = [
     ("lift-item-of-ints", LiftItemOfInts(), _same((8,)), "static"),
     ("lift-to-size-kept", LiftToSizeKept(), _same((12,)), "kept:lift-scalars"),
     ("lift-returned-kept", LiftReturnedKept(), _same((12,)), "kept:lift-scalars"),
+    ("write-to-selection", WriteToSelection(), _1d(20), "safe"),
+    ("restore-after-write", RestoreAfterWrite(), _1d(20), "safe"),
+    ("mask-written-after-where", MaskWrittenAfterWhere(), _1d(20), "safe"),
+    ("max-of-two", MaxOfTwo(), _1d(20), "safe"),
+    ("division-in-branch", DivisionInBranch(), _1d(20), "safe"),
+    ("index-in-branch", IndexInBranch(), _1d(5), "kept:if-convert"),
+    ("masked-select-branches", MaskedSelectBranches(), _1d(12), "safe"),
+    ("wider-mask-in-branch", WiderMaskInBranch(), lambda g, k: (floats((4,), g), mask_like((8,), g, k)), "kept:if-convert"),
+    ("mask-in-loop", MaskInLoop(), _1d(12), "safe"),
+    ("where-with-lifted-float", WhereWithLiftedFloat(), _1d(12), "static"),
+    ("int-item-with-bool-mask", IntItemWithBoolMask(), _1d(12), "static"),
+    ("floor-div-by-lifted", FloorDivByLifted(), _1d(12), "static"),
+    ("branch-result-mutated", BranchResultMutated(), _1d(6), "kept:if-convert"),
+    ("zero-dim-mask-where", ZeroDimMaskWhere(), _1d(12), "static"),
     ("store-vector-kept", StoreKeptForVectorValue(), lambda g, k: (floats((6, 3), g), mask_like((6,), g, k), floats((3,), g)), "kept:mask-store"),
 ]

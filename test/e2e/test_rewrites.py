@@ -58,6 +58,8 @@ def test_corpus(staticify, save, tmp_path, name, module, inputs, expect):
         if name in EXPECTED_RULES:
             assert EXPECTED_RULES[name] in {f["rule"] for f in findings(report)}
         assert method["after"]["static"] is True
+    elif expect == "safe":
+        pass  # only the numbers below are checked
     elif expect == "untouched":
         assert findings(report) == [] and after == 0
     else:

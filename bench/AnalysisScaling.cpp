@@ -1,10 +1,12 @@
-//===- AnalysisScaling.cpp - Analysis time against graph size --------------===//
+//===- AnalysisScaling.cpp - Analysis time against graph size
+//--------------===//
 //
 // Generates graphs of about 1k, 10k and 100k nodes (elementwise chains with a
 // dynamic island every 20 steps: nonzero, a size read, a branch on it, and a
-// full reduction that makes the result static again, as in real models) and times the dynamism analysis and the normalize pass on each.
-// Reports the median of several runs and the time per node: linear scaling
-// shows as a flat ns/node column. Not a test: no assertion on time.
+// full reduction that makes the result static again, as in real models) and
+// times the dynamism analysis and the normalize pass on each. Reports the
+// median of several runs and the time per node: linear scaling shows as a flat
+// ns/node column. Not a test: no assertion on time.
 //
 //===----------------------------------------------------------------------===//
 
@@ -68,9 +70,9 @@ template <typename F> double medianSeconds(int runs, F &&f) {
   for (int i = 0; i < runs; ++i) {
     auto start = std::chrono::steady_clock::now();
     f();
-    times.push_back(std::chrono::duration<double>(
-                        std::chrono::steady_clock::now() - start)
-                        .count());
+    times.push_back(
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+            .count());
   }
   std::sort(times.begin(), times.end());
   return times[times.size() / 2];
@@ -86,9 +88,8 @@ int main(int argc, char **argv) {
     auto graph = makeGraph(target);
     size_t nodes = countNodes(graph->block());
     size_t findings = 0;
-    double analysis = medianSeconds(runs, [&] {
-      findings = analyzeGraph(*graph).findings.size();
-    });
+    double analysis = medianSeconds(
+        runs, [&] { findings = analyzeGraph(*graph).findings.size(); });
     double normalize = medianSeconds(runs, [&] {
       auto copy = graph->copy();
       PassContext ctx;

@@ -1,4 +1,5 @@
-//===- Analysis.cpp - The dynamism analysis ---------------------------------===//
+//===- Analysis.cpp - The dynamism analysis
+//---------------------------------===//
 
 #include "passes/Analysis.h"
 
@@ -206,9 +207,8 @@ private:
   }
 
   /// Records a finding unless a loop body is iterating silently.
-  std::optional<uint32_t> record(const Node *node, Category category,
-                                 Role role, std::string message,
-                                 const ValueInfo &causes) {
+  std::optional<uint32_t> record(const Node *node, Category category, Role role,
+                                 std::string message, const ValueInfo &causes) {
     if (silentDepth)
       return std::nullopt;
     Finding f;
@@ -245,7 +245,7 @@ private:
     bool dataCond = cond.isDataDependent();
     if (dataCond)
       record(node, Category::ControlFlow, Role::Derived,
-                  "branch on a condition computed from tensor data", cond);
+             "branch on a condition computed from tensor data", cond);
     for (const Block *b : node->blocks())
       analyzeBlock(b);
     for (size_t i = 0; i < node->outputs().size(); ++i) {
@@ -293,9 +293,9 @@ private:
     bool dataTrip = tripInfo.isDataDependent();
     if (dataTrip)
       record(node, Category::ControlFlow, Role::Derived,
-                  "loop whose trip count or condition is computed from tensor "
-                  "data",
-                  tripInfo);
+             "loop whose trip count or condition is computed from tensor "
+             "data",
+             tripInfo);
     for (size_t i = 0; i < numCarried; ++i)
       info(body->inputs()[i + 1]) = carried[i];
     analyzeBlock(body); // once more, recording findings
@@ -322,7 +322,8 @@ private:
       ValueInfo vi;
       if (isTensorType(node->output()->type())) {
         vi.cls = ValueClass::DeviceData;
-        if (auto iv = torch::jit::toIValue(node->output()); iv && iv->isTensor())
+        if (auto iv = torch::jit::toIValue(node->output());
+            iv && iv->isTensor())
           vi.dtype = dtypeKindOf(iv->toTensor().scalar_type());
       }
       info(node->output()) = vi;
@@ -384,10 +385,10 @@ private:
   bool analyzeDynamicShapeRoot(const Node *node) {
     const std::string op = node->kind().toQualString();
     bool isIndex = node->kind() == c10::aten::index;
-    bool isStore = op.rfind("aten::index_put", 0) == 0 ||
-                   op == "aten::_index_put_impl_";
-    IndexKind indexing = (isIndex || isStore) ? indexKind(node)
-                                              : IndexKind::Mask;
+    bool isStore =
+        op.rfind("aten::index_put", 0) == 0 || op == "aten::_index_put_impl_";
+    IndexKind indexing =
+        (isIndex || isStore) ? indexKind(node) : IndexKind::Mask;
     if (indexing == IndexKind::Integer)
       return false;
 
@@ -448,7 +449,8 @@ private:
     if (op == "aten::repeat_interleave") {
       for (size_t i = 0; i < node->inputs().size(); ++i)
         if (inputName(node, i) == std::string("dim"))
-          return node->input(i)->mustBeNone() || constantInt(node->input(i)) == 0;
+          return node->input(i)->mustBeNone() ||
+                 constantInt(node->input(i)) == 0;
     }
     return true;
   }
@@ -564,8 +566,7 @@ private:
     if (!dataShapeArg && role == OpRole::Reduction &&
         countTensorInputs(node) == 1 &&
         (reducesAllDims(node) ||
-         (shapeOf(node->input(0)) == ShapeDep::Leading &&
-          reducesDim0(node))))
+         (shapeOf(node->input(0)) == ShapeDep::Leading && reducesDim0(node))))
       return ShapeDep::Static; // the data-dependent dimension is reduced
     if (!dataShapeArg && node->kind() == c10::aten::index)
       return gatherShape(node);
@@ -629,18 +630,18 @@ private:
         return dtypeKindOf(*st);
     const std::string op = node->kind().toQualString();
     static const char *const boolOps[] = {
-        "aten::eq",         "aten::ne",          "aten::lt",
-        "aten::le",         "aten::gt",          "aten::ge",
+        "aten::eq",          "aten::ne",         "aten::lt",
+        "aten::le",          "aten::gt",         "aten::ge",
         "aten::logical_and", "aten::logical_or", "aten::logical_xor",
         "aten::logical_not", "aten::isnan",      "aten::isinf",
-        "aten::isfinite",   "aten::isin",        "aten::isclose"};
+        "aten::isfinite",    "aten::isin",       "aten::isclose"};
     for (const char *b : boolOps)
       if (op == b)
         return DTypeKind::Bool;
-    static const char *const longOps[] = {"aten::nonzero", "aten::argwhere",
-                                          "aten::where", "aten::nonzero_numpy",
-                                          "aten::argmax", "aten::argmin",
-                                          "aten::argsort", "torchvision::nms"};
+    static const char *const longOps[] = {
+        "aten::nonzero",       "aten::argwhere",  "aten::where",
+        "aten::nonzero_numpy", "aten::argmax",    "aten::argmin",
+        "aten::argsort",       "torchvision::nms"};
     for (const char *l : longOps)
       if (op == l)
         return DTypeKind::Long;
@@ -657,19 +658,19 @@ private:
     }
     // Bitwise ops on masks, views, copies and selections keep their input's.
     static const char *const keepOps[] = {
-        "aten::__and__",   "aten::__or__",     "aten::__xor__",
-        "aten::bitwise_and", "aten::bitwise_or", "aten::bitwise_not",
-        "aten::__invert__", "aten::view",       "aten::reshape",
-        "aten::flatten",   "aten::squeeze",    "aten::unsqueeze",
-        "aten::permute",   "aten::transpose",  "aten::t",
-        "aten::expand",    "aten::expand_as",  "aten::contiguous",
-        "aten::clone",     "aten::detach",     "aten::view_as",
-        "aten::reshape_as", "aten::select",    "aten::slice",
-        "aten::narrow",    "aten::index",      "aten::__getitem__",
-        "aten::repeat",    "aten::flip",       "aten::roll",
-        "aten::masked_fill", "aten::index_select", "aten::gather",
-        "prim::ListConstruct", "aten::cat",    "aten::stack",
-        "prim::unchecked_cast", "aten::index_put_", "aten::index_put",
+        "aten::__and__",        "aten::__or__",       "aten::__xor__",
+        "aten::bitwise_and",    "aten::bitwise_or",   "aten::bitwise_not",
+        "aten::__invert__",     "aten::view",         "aten::reshape",
+        "aten::flatten",        "aten::squeeze",      "aten::unsqueeze",
+        "aten::permute",        "aten::transpose",    "aten::t",
+        "aten::expand",         "aten::expand_as",    "aten::contiguous",
+        "aten::clone",          "aten::detach",       "aten::view_as",
+        "aten::reshape_as",     "aten::select",       "aten::slice",
+        "aten::narrow",         "aten::index",        "aten::__getitem__",
+        "aten::repeat",         "aten::flip",         "aten::roll",
+        "aten::masked_fill",    "aten::index_select", "aten::gather",
+        "prim::ListConstruct",  "aten::cat",          "aten::stack",
+        "prim::unchecked_cast", "aten::index_put_",   "aten::index_put",
         "aten::scatter"};
     for (const char *k : keepOps) {
       if (op != k)

@@ -1,10 +1,11 @@
-//===- Analysis.h - Classify every value as DESIGN §1 defines ---------------===//
+//===- Analysis.h - Classify every value as DESIGN §1 defines
+//---------------===//
 //
 // A forward dataflow analysis over a TorchScript graph, nested blocks
-// included. Every value gets a class (host-static, device data, data-dependent);
-// every node that makes a value data-dependent becomes a Finding, located in
-// the original Python source. Loops iterate to a fixpoint; the lattice has
-// height 3, so each loop body is visited at most four times.
+// included. Every value gets a class (host-static, device data,
+// data-dependent); every node that makes a value data-dependent becomes a
+// Finding, located in the original Python source. Loops iterate to a fixpoint;
+// the lattice has height 3, so each loop body is visited at most four times.
 //
 //===----------------------------------------------------------------------===//
 #pragma once

@@ -1,4 +1,5 @@
-//===- Finding.h - What the dynamism analysis reports ----------------------===//
+//===- Finding.h - What the dynamism analysis reports
+//----------------------===//
 //
 // A Finding is one node whose result is data-dependent (DESIGN §1). This header
 // is deliberately free of libtorch so that report rendering and its unit tests

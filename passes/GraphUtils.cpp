@@ -18,6 +18,20 @@ Value *emit(torch::jit::Graph &graph, const char *op,
                       anchor->sourceRange());
 }
 
+Value *emitIf(torch::jit::Graph &graph, Value *cond, const Node *anchor,
+              const std::function<Value *()> &then,
+              const std::function<Value *()> &otherwise) {
+  Node *branch = graph.insertNode(graph.create(c10::prim::If, {cond}, 1));
+  branch->setSourceRange(anchor->sourceRange());
+  branch->output()->setType(c10::TensorType::get());
+  for (const auto *body : {&then, &otherwise}) {
+    torch::jit::Block *block = branch->addBlock();
+    torch::jit::WithInsertPoint in(block);
+    block->registerOutput((*body)());
+  }
+  return branch->output();
+}
+
 std::optional<int64_t> constantInt(const Value *v) {
   auto iv = torch::jit::toIValue(v);
   if (!iv || !iv->isInt())

@@ -6,6 +6,7 @@
 #include <torch/csrc/jit/ir/alias_analysis.h>
 #include <torch/csrc/jit/ir/ir.h>
 
+#include <functional>
 #include <optional>
 #include <string_view>
 #include <vector>
@@ -19,6 +20,15 @@ torch::jit::Value *emit(torch::jit::Graph &graph, const char *op,
                         std::vector<torch::jit::NamedValue> args,
                         const torch::jit::Node *anchor,
                         std::vector<torch::jit::NamedValue> kwargs = {});
+
+/// `then() if cond else otherwise()` for a host bool \p cond and one tensor
+/// result: the branches are emitted in their blocks. Used for choices on
+/// facts known on the host (a rank, a dtype, a device): no sync.
+torch::jit::Value *
+emitIf(torch::jit::Graph &graph, torch::jit::Value *cond,
+       const torch::jit::Node *anchor,
+       const std::function<torch::jit::Value *()> &then,
+       const std::function<torch::jit::Value *()> &otherwise);
 
 /// The constant int of \p v, if it is one.
 std::optional<int64_t> constantInt(const torch::jit::Value *v);
@@ -47,7 +57,8 @@ size_t eraseDeadNodes(torch::jit::Graph &graph, PassContext &ctx,
 /// rewrite replacing the writer itself must not count its own write.
 bool writtenByOthers(torch::jit::Graph &graph,
                      const torch::jit::AliasDb &aliases,
-                     const torch::jit::Value *v, const torch::jit::Node *except);
+                     const torch::jit::Value *v,
+                     const torch::jit::Node *except);
 
 /// Nodes of \p block and its nested blocks, in program order: a snapshot to
 /// walk while mutating.

@@ -1,4 +1,5 @@
-//===- IRSource.cpp - Textual TorchScript IR with source locations ---------===//
+//===- IRSource.cpp - Textual TorchScript IR with source locations
+//---------===//
 
 #include "passes/IRSource.h"
 
@@ -79,8 +80,8 @@ parseIRWithLocations(const std::string &text, const std::string &filename) {
   auto graph = std::make_shared<torch::jit::Graph>();
   torch::jit::parseIR(text, graph.get());
 
-  auto source = std::make_shared<torch::jit::Source>(
-      text, filename, /*starting_line_no=*/1);
+  auto source = std::make_shared<torch::jit::Source>(text, filename,
+                                                     /*starting_line_no=*/1);
   std::vector<Statement> statements;
   for (size_t line = 0; line < source->num_lines(); ++line) {
     std::string lineText = source->get_line(line).str();

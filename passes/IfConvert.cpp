@@ -199,7 +199,8 @@ bool ifConvert(std::shared_ptr<Graph> &graph, PassContext &ctx) {
       continue;
     if (isDataAssert(node)) {
       if (!ctx.options.dropDataAsserts) {
-        ctx.declined(node, kRule, "a data assert; --drop-data-asserts drops it");
+        ctx.declined(node, kRule,
+                     "a data assert; --drop-data-asserts drops it");
         continue;
       }
       ctx.rewrote(node, kRule);
@@ -228,9 +229,8 @@ bool ifConvert(std::shared_ptr<Graph> &graph, PassContext &ctx) {
     Value *c = emit(*graph, "aten::ne", {t, 0}, node);
     auto outs = hoistBranches(node);
     for (size_t i = 0; i < outs.size(); ++i)
-      node->output(i)->replaceAllUsesWith(
-          emit(*graph, "aten::where", {c, outs[i].first, outs[i].second},
-               node));
+      node->output(i)->replaceAllUsesWith(emit(
+          *graph, "aten::where", {c, outs[i].first, outs[i].second}, node));
     ctx.rewrote(node, kRule);
     node->destroy();
     eraseIfDead(cond, ctx, kRule);

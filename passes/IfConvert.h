@@ -25,8 +25,9 @@ namespace staticify {
 /// provably congruent (same shape and dtype: the same value, the same
 /// elementwise or reduction op on congruent operands, or clone/contiguous/
 /// detach of one, or masked_fill with a mask of its own shape), since
-/// where() would otherwise broadcast or promote. A branch that only raises (a data assert)
-/// is kept and reported, unless --drop-data-asserts drops the check.
+/// where() would otherwise broadcast or promote. A branch that only raises (a
+/// data assert) is kept and reported, unless --drop-data-asserts drops the
+/// check.
 bool ifConvert(std::shared_ptr<torch::jit::Graph> &graph, PassContext &ctx);
 
 /// Why the branches of \p ifNode cannot both run unconditionally, or "":

@@ -66,16 +66,25 @@ bool isNumber(const Value *v) {
 /// The tensor op computing scalar op \p node on 0-d tensors, if any.
 const char *tensorOpFor(const Node *node) {
   static const std::pair<const char *, const char *> table[] = {
-      {"aten::add", "aten::add"},         {"aten::sub", "aten::sub"},
-      {"aten::mul", "aten::mul"},         {"aten::div", "aten::div"},
-      {"aten::floordiv", "aten::div"},    {"aten::neg", "aten::neg"},
-      {"prim::min", "aten::minimum"},     {"prim::max", "aten::maximum"},
-      {"aten::lt", "aten::lt"},           {"aten::le", "aten::le"},
-      {"aten::gt", "aten::gt"},           {"aten::ge", "aten::ge"},
-      {"aten::eq", "aten::eq"},           {"aten::ne", "aten::ne"},
+      {"aten::add", "aten::add"},
+      {"aten::sub", "aten::sub"},
+      {"aten::mul", "aten::mul"},
+      {"aten::div", "aten::div"},
+      {"aten::floordiv", "aten::div"},
+      {"aten::neg", "aten::neg"},
+      {"prim::min", "aten::minimum"},
+      {"prim::max", "aten::maximum"},
+      {"aten::lt", "aten::lt"},
+      {"aten::le", "aten::le"},
+      {"aten::gt", "aten::gt"},
+      {"aten::ge", "aten::ge"},
+      {"aten::eq", "aten::eq"},
+      {"aten::ne", "aten::ne"},
       {"aten::__not__", "aten::logical_not"},
-      {"aten::__and__", "aten::__and__"}, {"aten::__or__", "aten::__or__"},
-      {"aten::Int", "aten::to"},          {"aten::Float", "aten::to"},
+      {"aten::__and__", "aten::__and__"},
+      {"aten::__or__", "aten::__or__"},
+      {"aten::Int", "aten::to"},
+      {"aten::Float", "aten::to"},
       {"aten::Bool", "aten::to"}};
   const std::string op = node->kind().toQualString();
   for (const auto &[from, to] : table)
@@ -91,8 +100,8 @@ bool isScalarOp(const Node *node) {
   // int()/float()/bool() also convert an item()'s Scalar: types are known
   // from there on. Other arithmetic on a Scalar has a run-time type.
   const std::string op = node->kind().toQualString();
-  bool conversion = op == "aten::Int" || op == "aten::Float" ||
-                    op == "aten::Bool";
+  bool conversion =
+      op == "aten::Int" || op == "aten::Float" || op == "aten::Bool";
   for (const Value *in : node->inputs())
     if (!liftedDType(in->type()) && !(conversion && isNumber(in)))
       return false; // lists (prim::min of a list), tensors, strings...
@@ -120,10 +129,10 @@ bool acceptsTensorAt(const Node *node, size_t offset) {
 }
 
 struct Region {
-  std::vector<Node *> sources;      // the sync reads it grows from
-  std::unordered_set<Node *> touched; // every user seen, for grouping
-  std::unordered_set<Node *> ops;   // scalar ops
-  std::unordered_set<Node *> ifs;   // converted ifs
+  std::vector<Node *> sources;                  // the sync reads it grows from
+  std::unordered_set<Node *> touched;           // every user seen, for grouping
+  std::unordered_set<Node *> ops;               // scalar ops
+  std::unordered_set<Node *> ifs;               // converted ifs
   std::vector<std::pair<Node *, size_t>> sinks; // tensor ops taking a scalar
   std::unordered_set<Node *> returnsTo; // ifs that a region value leaves by
   std::string whyNot;
@@ -232,8 +241,8 @@ public:
       if (!device)
         device = emit(graph, "prim::device", {t}, source);
       auto dtype = liftedDType(source->output()->type());
-      lifted[source->output()] = dtype ? castTo(t, *dtype, source)
-                                       : pythonNumber(t, source);
+      lifted[source->output()] =
+          dtype ? castTo(t, *dtype, source) : pythonNumber(t, source);
       dead.push_back(source);
     }
     std::unordered_map<Node *, size_t> sinks(region.sinks.begin(),
@@ -275,33 +284,14 @@ private:
                          {emit(graph, "prim::dtype", {t}, anchor),
                           static_cast<int64_t>(c10::ScalarType::Bool)},
                          anchor);
-    return ifTensor(
-        floating, anchor,
+    return emitIf(
+        graph, floating, anchor,
         [&] { return castTo(t, c10::ScalarType::Double, anchor); },
         [&] {
-          return ifTensor(
-              isBool, anchor, [&] { return t; },
+          return emitIf(
+              graph, isBool, anchor, [&] { return t; },
               [&] { return castTo(t, c10::ScalarType::Long, anchor); });
         });
-  }
-
-  /// `then() if cond else otherwise()` for a host bool and tensor results.
-  template <typename Then, typename Else>
-  Value *ifTensor(Value *cond, const Node *anchor, Then then, Else otherwise) {
-    Node *branch = graph.insertNode(graph.create(c10::prim::If, {cond}, 1));
-    branch->setSourceRange(anchor->sourceRange());
-    branch->output()->setType(c10::TensorType::get());
-    torch::jit::Block *a = branch->addBlock();
-    {
-      torch::jit::WithInsertPoint in(a);
-      a->registerOutput(then());
-    }
-    torch::jit::Block *b = branch->addBlock();
-    {
-      torch::jit::WithInsertPoint in(b);
-      b->registerOutput(otherwise());
-    }
-    return branch->output();
   }
 
   Value *castTo(Value *t, c10::ScalarType dtype, const Node *anchor) {
@@ -321,10 +311,10 @@ private:
     if (auto it = hostTensors.find(key); it != hostTensors.end())
       return it->second;
     auto dtype = liftedDType(v->type());
-    Value *t = emit(graph, "aten::scalar_tensor", {v}, anchor,
-                    {torch::jit::NamedValue("dtype",
-                                            static_cast<int64_t>(*dtype)),
-                     torch::jit::NamedValue("device", device)});
+    Value *t =
+        emit(graph, "aten::scalar_tensor", {v}, anchor,
+             {torch::jit::NamedValue("dtype", static_cast<int64_t>(*dtype)),
+              torch::jit::NamedValue("device", device)});
     hostTensors.emplace(key, t);
     return t;
   }
@@ -351,9 +341,9 @@ private:
     if (op == "aten::Int" || op == "aten::Float" || op == "aten::Bool")
       result = castTo(args[0], out, node);
     else if (op == "aten::floordiv")
-      result = emit(graph, "aten::div", {args[0], args[1]}, node,
-                    {torch::jit::NamedValue("rounding_mode",
-                                            std::string("floor"))});
+      result =
+          emit(graph, "aten::div", {args[0], args[1]}, node,
+               {torch::jit::NamedValue("rounding_mode", std::string("floor"))});
     else {
       std::vector<torch::jit::NamedValue> named(args.begin(), args.end());
       result = emit(graph, tensorOpFor(node), named, node);
@@ -392,7 +382,8 @@ private:
           ref = in;
           break;
         }
-    if (scalar->type()->kind() == c10::TypeKind::FloatType || isNumber(scalar)) {
+    if (scalar->type()->kind() == c10::TypeKind::FloatType ||
+        isNumber(scalar)) {
       // A Python float takes the tensor operand's result type (an item() is
       // a float only if t is floating: a branch on a dtype known on the
       // host).
@@ -403,20 +394,22 @@ private:
       if (!isNumber(scalar))
         t = asPythonFloat();
       else
-        t = ifTensor(emit(graph, "aten::is_floating_point", {t}, user), user,
-                     asPythonFloat, [&] { return t; });
+        t = emitIf(graph, emit(graph, "aten::is_floating_point", {t}, user),
+                   user, asPythonFloat, [&] { return t; });
     }
     // The original had a host number, fine next to a tensor on any device;
     // a 0-d tensor must be on the other operand's device. Same device (the
     // usual case): nothing to do; otherwise the copy the original made.
     Value *refDevice = emit(graph, "prim::device", {ref}, user);
-    Value *sameDevice = emit(
-        graph, "aten::eq", {emit(graph, "prim::device", {t}, user), refDevice},
-        user);
+    Value *sameDevice =
+        emit(graph, "aten::eq",
+             {emit(graph, "prim::device", {t}, user), refDevice}, user);
     Value *onDevice = t;
-    t = ifTensor(sameDevice, user, [&] { return onDevice; }, [&] {
-      return emit(graph, "aten::to", {onDevice, refDevice}, user);
-    });
+    t = emitIf(
+        graph, sameDevice, user, [&] { return onDevice; },
+        [&] {
+          return emit(graph, "aten::to", {onDevice, refDevice}, user);
+        });
     // Everything after the first operand goes by name: keyword-only
     // arguments of the Tensor overload (alpha, rounding_mode) are positional
     // in the Scalar one, and matched positionally schema matching would pick

@@ -12,7 +12,8 @@ namespace staticify {
 /// and so does everything computed from it:
 ///
 ///   %n = aten::Int(%t); %m = prim::min(%n, 5); %y = aten::mul(%x, %m)
-///     -> %n' = t.reshape([]).to(int64); %m' = minimum(%n', 5); %y = mul(%x, %m')
+///     -> %n' = t.reshape([]).to(int64); %m' = minimum(%n', 5); %y = mul(%x,
+///     %m')
 ///
 /// The region grows from the read through int/float/bool arithmetic,
 /// comparisons, min/max, casts, value arguments of tensor ops (`x * n`,

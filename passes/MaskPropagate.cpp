@@ -23,9 +23,10 @@ namespace {
 bool isTotalElementwise(const Node *node) {
   if (opRole(node) != OpRole::LeadingPreserving || !neverRaisesOnValues(node))
     return false;
-  static const char *const excluded[] = {
-      "aten::slice", "aten::zeros_like", "aten::ones_like", "aten::empty_like",
-      "aten::full_like", "aten::rand_like", "aten::randn_like"};
+  static const char *const excluded[] = {"aten::slice",     "aten::zeros_like",
+                                         "aten::ones_like", "aten::empty_like",
+                                         "aten::full_like", "aten::rand_like",
+                                         "aten::randn_like"};
   const std::string op = node->kind().toQualString();
   for (const char *e : excluded)
     if (op == e)
@@ -34,9 +35,9 @@ bool isTotalElementwise(const Node *node) {
 }
 
 Value *emitSelect(Graph &graph, Value *base, Value *mask, const Node *anchor) {
-  Value *list = graph.insertNode(graph.createList(
-                                     c10::OptionalType::ofTensor(), {mask}))
-                    ->output();
+  Value *list =
+      graph.insertNode(graph.createList(c10::OptionalType::ofTensor(), {mask}))
+          ->output();
   return emit(graph, "aten::index", {base, list}, anchor);
 }
 
@@ -78,8 +79,9 @@ bool propagateThrough(Graph &graph, Node *node, const AnalysisResult &analysis,
     if (!firstBase)
       firstBase = sel->base;
     if (!provablySameRank(firstBase, sel->base)) {
-      ctx.declined(node, kRule, "the selected tensors are not provably of "
-                                "the same rank");
+      ctx.declined(node, kRule,
+                   "the selected tensors are not provably of "
+                   "the same rank");
       return false;
     }
     selected.emplace_back(i, *sel);
@@ -88,14 +90,14 @@ bool propagateThrough(Graph &graph, Node *node, const AnalysisResult &analysis,
     return false;
   for (auto &[index, sel] : selected)
     if (!isUnwritten(sel, aliases)) {
-      ctx.declined(node, kRule, "a selected tensor, its mask or the selection "
-                                "is written to in place");
+      ctx.declined(node, kRule,
+                   "a selected tensor, its mask or the selection "
+                   "is written to in place");
       return false;
     }
   torch::jit::WithInsertPoint guard(node);
-  Node *full = graph.insertNode(graph.createClone(node, [](Value *v) {
-    return v;
-  }));
+  Node *full =
+      graph.insertNode(graph.createClone(node, [](Value *v) { return v; }));
   for (auto &[index, sel] : selected)
     full->replaceInput(index, sel.base);
   full->output()->setType(c10::TensorType::get());
@@ -190,26 +192,6 @@ struct Compacted {
   Value *valid;    // bool [N]: the selected slots
 };
 
-/// Emits `if cond: then() else: otherwise()` with one tensor result.
-template <typename Then, typename Else>
-Value *emitIf(Graph &graph, Value *cond, const Node *anchor, Then then,
-              Else otherwise) {
-  Node *branch = graph.insertNode(graph.create(c10::prim::If, {cond}, 1));
-  branch->setSourceRange(anchor->sourceRange());
-  branch->output()->setType(c10::TensorType::get());
-  torch::jit::Block *a = branch->addBlock();
-  {
-    torch::jit::WithInsertPoint in(a);
-    a->registerOutput(then());
-  }
-  torch::jit::Block *b = branch->addBlock();
-  {
-    torch::jit::WithInsertPoint in(b);
-    b->registerOutput(otherwise());
-  }
-  return branch->output();
-}
-
 /// The selected slots of m: for a 1-D m its own true positions (then
 /// x[where(m)[0]] is x aligned to m's length, selected by m: one pass);
 /// otherwise the row indices of m's true elements compacted into m.numel()
@@ -220,50 +202,55 @@ Compacted emitCompaction(Graph &graph, Value *mask, const Node *anchor) {
   Value *isVector = emit(graph, "aten::le",
                          {emit(graph, "aten::dim", {mask}, anchor), 1}, anchor);
   // where(m) selects m's nonzero elements, whatever m's dtype.
-  Value *flat = emit(graph, "aten::ne",
-                     {emit(graph, "aten::reshape",
-                           {mask, std::vector<int64_t>{-1}}, anchor),
-                      0},
-                     anchor);
+  Value *flat = emit(
+      graph, "aten::ne",
+      {emit(graph, "aten::reshape", {mask, std::vector<int64_t>{-1}}, anchor),
+       0},
+      anchor);
   Value *n = emit(graph, "aten::numel", {flat}, anchor);
-  Value *longType = graph.insertConstant(
-      static_cast<int64_t>(c10::ScalarType::Long));
+  Value *longType =
+      graph.insertConstant(static_cast<int64_t>(c10::ScalarType::Long));
   Value *device = emit(graph, "prim::device", {mask}, anchor);
-  Value *positions = emit(graph, "aten::arange", {n},
-                          anchor, {torch::jit::NamedValue("dtype", longType),
-                                   torch::jit::NamedValue("device", device)});
-  Value *rows = emitIf(graph, isVector, anchor, [&] { return positions; }, [&] {
-    // Row of flat position p: p // (numel / size(0)), guarded against 0-size.
-    Value *size0 = emit(graph, "aten::size", {mask, 0}, anchor);
-    Value *stride = emit(
-        graph, "prim::max",
-        {emit(graph, "aten::floordiv",
-              {n, emit(graph, "prim::max", {size0, 1}, anchor)}, anchor),
-         1},
-        anchor);
-    Value *rowOf = emit(graph, "aten::div", {positions, stride}, anchor,
-                        {torch::jit::NamedValue("rounding_mode",
-                                                std::string("floor"))});
-    Value *rank = emit(graph, "aten::cumsum", {flat, 0}, anchor,
-                       {torch::jit::NamedValue("dtype", longType)});
-    Value *slot = emit(graph, "aten::where",
-                       {flat, emit(graph, "aten::sub", {rank, 1}, anchor), n},
-                       anchor);
-    Value *np1 = emit(graph, "aten::add", {n, 1}, anchor);
-    Value *sizes =
-        graph.insertNode(graph.createList(c10::IntType::get(), {np1}))
-            ->output();
-    Value *zeros = emit(graph, "aten::zeros", {sizes}, anchor,
-                        {torch::jit::NamedValue("dtype", longType),
-                         torch::jit::NamedValue("device", device)});
-    Value *scattered = emit(graph, "aten::scatter", {zeros, 0, slot, rowOf},
-                            anchor);
-    return emit(graph, "aten::slice", {scattered, 0, 0, n}, anchor);
-  });
-  Value *valid = emitIf(graph, isVector, anchor, [&] { return flat; }, [&] {
-    Value *count = emit(graph, "aten::sum", {flat}, anchor);
-    return emit(graph, "aten::lt", {positions, count}, anchor);
-  });
+  Value *positions = emit(graph, "aten::arange", {n}, anchor,
+                          {torch::jit::NamedValue("dtype", longType),
+                           torch::jit::NamedValue("device", device)});
+  Value *rows = emitIf(
+      graph, isVector, anchor, [&] { return positions; },
+      [&] {
+        // Row of flat position p: p // (numel / size(0)), guarded against
+        // 0-size.
+        Value *size0 = emit(graph, "aten::size", {mask, 0}, anchor);
+        Value *stride = emit(
+            graph, "prim::max",
+            {emit(graph, "aten::floordiv",
+                  {n, emit(graph, "prim::max", {size0, 1}, anchor)}, anchor),
+             1},
+            anchor);
+        Value *rowOf = emit(
+            graph, "aten::div", {positions, stride}, anchor,
+            {torch::jit::NamedValue("rounding_mode", std::string("floor"))});
+        Value *rank = emit(graph, "aten::cumsum", {flat, 0}, anchor,
+                           {torch::jit::NamedValue("dtype", longType)});
+        Value *slot = emit(
+            graph, "aten::where",
+            {flat, emit(graph, "aten::sub", {rank, 1}, anchor), n}, anchor);
+        Value *np1 = emit(graph, "aten::add", {n, 1}, anchor);
+        Value *sizes =
+            graph.insertNode(graph.createList(c10::IntType::get(), {np1}))
+                ->output();
+        Value *zeros = emit(graph, "aten::zeros", {sizes}, anchor,
+                            {torch::jit::NamedValue("dtype", longType),
+                             torch::jit::NamedValue("device", device)});
+        Value *scattered =
+            emit(graph, "aten::scatter", {zeros, 0, slot, rowOf}, anchor);
+        return emit(graph, "aten::slice", {scattered, 0, 0, n}, anchor);
+      });
+  Value *valid = emitIf(
+      graph, isVector, anchor, [&] { return flat; },
+      [&] {
+        Value *count = emit(graph, "aten::sum", {flat}, anchor);
+        return emit(graph, "aten::lt", {positions, count}, anchor);
+      });
   return {isVector, rows, valid};
 }
 
@@ -275,20 +262,25 @@ Value *emitAligned(Graph &graph, Value *x, Value *n, const Node *anchor) {
   Value *longEnough = emit(graph, "aten::ge", {size0, n}, anchor);
   return emitIf(
       graph, longEnough, anchor,
-      [&] { return emit(graph, "aten::slice", {x, 0, 0, n}, anchor); },
+      [&] {
+        return emit(graph, "aten::slice", {x, 0, 0, n}, anchor);
+      },
       [&] {
         Value *rest = emit(graph, "aten::slice",
                            {emit(graph, "aten::size", {x}, anchor), 1}, anchor);
-        Value *missing = graph.insertNode(graph.createList(
-                             c10::IntType::get(),
-                             {emit(graph, "aten::sub", {n, size0}, anchor)}))
-                             ->output();
-        Value *pad = emit(graph, "aten::new_zeros",
-                          {x, emit(graph, "aten::add", {missing, rest}, anchor)},
-                          anchor);
-        Value *both = graph.insertNode(graph.createList(c10::TensorType::get(),
-                                                        {x, pad}))
-                          ->output();
+        Value *missing =
+            graph
+                .insertNode(graph.createList(
+                    c10::IntType::get(),
+                    {emit(graph, "aten::sub", {n, size0}, anchor)}))
+                ->output();
+        Value *pad = emit(
+            graph, "aten::new_zeros",
+            {x, emit(graph, "aten::add", {missing, rest}, anchor)}, anchor);
+        Value *both =
+            graph
+                .insertNode(graph.createList(c10::TensorType::get(), {x, pad}))
+                ->output();
         return emit(graph, "aten::cat", {both, 0}, anchor);
       });
 }
@@ -299,16 +291,18 @@ Value *emitAligned(Graph &graph, Value *x, Value *n, const Node *anchor) {
 Value *emitGatherable(Graph &graph, Value *x, const Node *anchor) {
   Value *size0 = emit(graph, "aten::size", {x, 0}, anchor);
   Value *hasRows = emit(graph, "aten::gt", {size0, 0}, anchor);
-  return emitIf(graph, hasRows, anchor, [&] { return x; }, [&] {
-    Value *rest = emit(graph, "aten::slice",
-                       {emit(graph, "aten::size", {x}, anchor), 1}, anchor);
-    Value *one = graph.insertNode(graph.createList(
-                                      c10::IntType::get(),
-                                      {graph.insertConstant(1)}))
-                     ->output();
-    Value *shape = emit(graph, "aten::add", {one, rest}, anchor);
-    return emit(graph, "aten::new_zeros", {x, shape}, anchor);
-  });
+  return emitIf(
+      graph, hasRows, anchor, [&] { return x; },
+      [&] {
+        Value *rest = emit(graph, "aten::slice",
+                           {emit(graph, "aten::size", {x}, anchor), 1}, anchor);
+        Value *one = graph
+                         .insertNode(graph.createList(
+                             c10::IntType::get(), {graph.insertConstant(1)}))
+                         ->output();
+        Value *shape = emit(graph, "aten::add", {one, rest}, anchor);
+        return emit(graph, "aten::new_zeros", {x, shape}, anchor);
+      });
 }
 
 } // namespace
@@ -366,13 +360,13 @@ bool indexToMask(std::shared_ptr<Graph> &graph, PassContext &ctx) {
           Value *source = emitGatherable(*graph, node->input(0), node);
           // Every input first, then the node that reads them.
           Value *list = op == "aten::index"
-                            ? graph->insertNode(graph->createList(
-                                                    c10::OptionalType::ofTensor(),
-                                                    {c.rows}))
+                            ? graph
+                                  ->insertNode(graph->createList(
+                                      c10::OptionalType::ofTensor(), {c.rows}))
                                   ->output()
                             : nullptr;
-          Node *padded = graph->insertNode(graph->createClone(
-              node, [](Value *v) { return v; }));
+          Node *padded = graph->insertNode(
+              graph->createClone(node, [](Value *v) { return v; }));
           padded->replaceInput(0, source);
           if (list)
             padded->replaceInput(1, list);

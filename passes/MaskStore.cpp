@@ -86,13 +86,13 @@ bool maskStore(std::shared_ptr<Graph> &graph, PassContext &ctx) {
     if (inPlace && source == v)
       result = emit(*graph, "aten::masked_fill_", {x, mask, v}, node);
     else if (inPlace)
-      result = emit(*graph, "aten::copy_",
-                    {x, emit(*graph, "aten::where", {mask, source, x}, node)},
-                    node);
+      result =
+          emit(*graph, "aten::copy_",
+               {x, emit(*graph, "aten::where", {mask, source, x}, node)}, node);
     else
-      result = emit(*graph, "aten::type_as",
-                    {emit(*graph, "aten::where", {mask, source, x}, node), x},
-                    node);
+      result =
+          emit(*graph, "aten::type_as",
+               {emit(*graph, "aten::where", {mask, source, x}, node), x}, node);
     node->output()->replaceAllUsesWith(result);
     ctx.rewrote(node, kRule);
     node->destroy();

@@ -87,15 +87,15 @@ Value *emitFill(Graph &graph, Fill fill, const RowView &view,
   case Fill::One:
     return emit(graph, "aten::where", {view.keep, view.rows, 1}, anchor);
   case Fill::NegInf:
-    return emit(graph, "aten::where",
-                {view.keep, view.rows,
-                 -std::numeric_limits<double>::infinity()},
-                anchor);
+    return emit(
+        graph, "aten::where",
+        {view.keep, view.rows, -std::numeric_limits<double>::infinity()},
+        anchor);
   case Fill::FirstRow:
-    return emit(graph, "aten::where",
-                {view.keep, view.rows,
-                 emitFirstSelectedRow(graph, view, anchor)},
-                anchor);
+    return emit(
+        graph, "aten::where",
+        {view.keep, view.rows, emitFirstSelectedRow(graph, view, anchor)},
+        anchor);
   }
   return nullptr;
 }
@@ -110,8 +110,8 @@ Value *emitMean(Graph &graph, Node *mean, Value *padded, const RowView &view) {
   Value *dim = namedInput(mean, "dim");
   Value *count;
   if (dim && !dim->mustBeNone())
-    count = emit(graph, "aten::sum",
-                 {ones, dim, namedInput(mean, "keepdim")}, mean);
+    count = emit(graph, "aten::sum", {ones, dim, namedInput(mean, "keepdim")},
+                 mean);
   else
     count = emit(graph, "aten::sum", {ones}, mean);
   return emit(graph, "aten::div", {sum->output(), count}, mean);
@@ -127,9 +127,9 @@ bool rewriteSizeRead(Graph &graph, Node *node, const Selection &sel,
   }
   torch::jit::WithInsertPoint guard(node);
   RowView view = emitRowView(graph, sel, node);
-  Value *selected = rows ? view.keep
-                         : emit(graph, "aten::expand_as",
-                                {view.keep, view.rows}, node);
+  Value *selected =
+      rows ? view.keep
+           : emit(graph, "aten::expand_as", {view.keep, view.rows}, node);
   Value *count = emit(graph, "aten::sum", {selected}, node);
   Value *asInt = emit(graph, "aten::Int", {count}, node);
   node->output()->replaceAllUsesWith(asInt);
@@ -153,8 +153,8 @@ bool maskedReduce(std::shared_ptr<Graph> &graph, PassContext &ctx) {
         node->inputs().begin(), node->inputs().end(), [](const Value *v) {
           return v->type()->kind() == c10::TypeKind::TensorType;
         });
-    if (tensors != 1 || node->input(0)->type()->kind() !=
-                            c10::TypeKind::TensorType)
+    if (tensors != 1 ||
+        node->input(0)->type()->kind() != c10::TypeKind::TensorType)
       continue; // max(a, b) and min(a, b) are elementwise, not reductions
     auto sel = matchSelection(node->input(0), analysis);
     if (!sel) {
@@ -167,8 +167,9 @@ bool maskedReduce(std::shared_ptr<Graph> &graph, PassContext &ctx) {
       continue;
     }
     if (!isUnwritten(*sel, aliases)) {
-      ctx.declined(sel->node, kRule, "the selection, its tensor or its mask "
-                                     "is written to in place");
+      ctx.declined(sel->node, kRule,
+                   "the selection, its tensor or its mask "
+                   "is written to in place");
       continue;
     }
     if (role == OpRole::ShapeRead) {

@@ -1,4 +1,5 @@
-//===- OpCatalogue.cpp - The op tables behind analysis and rewrites --------===//
+//===- OpCatalogue.cpp - The op tables behind analysis and rewrites
+//--------===//
 
 #include "passes/OpCatalogue.h"
 
@@ -82,28 +83,35 @@ const Entry kEntries[] = {
 // Elementwise ops, casts and dimension-0 slicing: a leading data-dependent
 // dimension stays leading when every tensor operand shares it.
 const char *const kLeadingPreserving[] = {
-    "aten::add", "aten::sub", "aten::mul", "aten::div", "aten::neg",
-    "aten::abs", "aten::exp", "aten::log", "aten::sqrt", "aten::pow",
-    "aten::sigmoid", "aten::relu", "aten::tanh", "aten::clamp", "aten::floor",
-    "aten::ceil", "aten::round", "aten::sign", "aten::remainder", "aten::fmod",
-    "aten::eq", "aten::ne", "aten::lt", "aten::le", "aten::gt", "aten::ge",
-    "aten::logical_and", "aten::logical_or", "aten::logical_xor",
-    "aten::logical_not", "aten::__and__", "aten::__or__", "aten::__xor__",
-    "aten::bitwise_and", "aten::bitwise_or", "aten::bitwise_not",
-    "aten::minimum", "aten::maximum", "aten::where", "aten::masked_fill",
-    "aten::to", "aten::type_as", "aten::contiguous", "aten::clone",
-    "aten::detach", "aten::float", "aten::long", "aten::int", "aten::bool",
-    "aten::zeros_like", "aten::ones_like", "aten::empty_like",
-    "aten::full_like", "aten::rand_like", "aten::randn_like", "aten::cat",
-    "aten::slice", "aten::narrow", "aten::randperm", "aten::arange",
-    "aten::isnan", "aten::isinf", "aten::isfinite", "aten::reciprocal"};
+    "aten::add",         "aten::sub",         "aten::mul",
+    "aten::div",         "aten::neg",         "aten::abs",
+    "aten::exp",         "aten::log",         "aten::sqrt",
+    "aten::pow",         "aten::sigmoid",     "aten::relu",
+    "aten::tanh",        "aten::clamp",       "aten::floor",
+    "aten::ceil",        "aten::round",       "aten::sign",
+    "aten::remainder",   "aten::fmod",        "aten::eq",
+    "aten::ne",          "aten::lt",          "aten::le",
+    "aten::gt",          "aten::ge",          "aten::logical_and",
+    "aten::logical_or",  "aten::logical_xor", "aten::logical_not",
+    "aten::__and__",     "aten::__or__",      "aten::__xor__",
+    "aten::bitwise_and", "aten::bitwise_or",  "aten::bitwise_not",
+    "aten::minimum",     "aten::maximum",     "aten::where",
+    "aten::masked_fill", "aten::to",          "aten::type_as",
+    "aten::contiguous",  "aten::clone",       "aten::detach",
+    "aten::float",       "aten::long",        "aten::int",
+    "aten::bool",        "aten::zeros_like",  "aten::ones_like",
+    "aten::empty_like",  "aten::full_like",   "aten::rand_like",
+    "aten::randn_like",  "aten::cat",         "aten::slice",
+    "aten::narrow",      "aten::randperm",    "aten::arange",
+    "aten::isnan",       "aten::isinf",       "aten::isfinite",
+    "aten::reciprocal"};
 
 // Schema argument names that only carry values: a data-derived scalar there
 // changes what a result holds, never its shape.
 const char *const kValueArguments[] = {
-    "other", "alpha", "value", "fill_value", "min", "max", "exponent",
-    "scalar", "beta", "eps", "rounding_mode", "s", "t", "data", "a", "b",
-    "low", "high", "mean", "std", "p"};
+    "other",  "alpha", "value", "fill_value",    "min",  "max", "exponent",
+    "scalar", "beta",  "eps",   "rounding_mode", "s",    "t",   "data",
+    "a",      "b",     "low",   "high",          "mean", "std", "p"};
 
 const std::unordered_map<Symbol, const Entry *> &entryTable() {
   static const auto table = [] {
@@ -201,10 +209,10 @@ bool mutatesFirstInput(const Node *node) {
 bool neverRaisesOnValues(const Node *node) {
   const std::string op = node->kind().toQualString();
   static const std::unordered_set<std::string> raising = {
-      "aten::remainder", "aten::fmod",     "aten::pow",
+      "aten::remainder",    "aten::fmod",     "aten::pow",
       "aten::floor_divide", "aten::floordiv", "aten::__rshift__",
-      "aten::__lshift__", "aten::narrow",  "aten::cat",
-      "aten::randperm",  "aten::arange"};
+      "aten::__lshift__",   "aten::narrow",   "aten::cat",
+      "aten::randperm",     "aten::arange"};
   if (raising.count(op))
     return false;
   if (op == "aten::div")
@@ -223,9 +231,10 @@ bool neverRaisesOnValues(const Node *node) {
   case OpRole::Reduction: {
     // max/min of an empty tensor raise; sums, means and norms do not.
     static const std::unordered_set<std::string> safe = {
-        "aten::sum", "aten::nansum", "aten::mean", "aten::prod",
-        "aten::any", "aten::all",    "aten::count_nonzero", "aten::norm",
-        "aten::linalg_vector_norm", "aten::logsumexp"};
+        "aten::sum",           "aten::nansum", "aten::mean",
+        "aten::prod",          "aten::any",    "aten::all",
+        "aten::count_nonzero", "aten::norm",   "aten::linalg_vector_norm",
+        "aten::logsumexp"};
     return safe.count(op) != 0;
   }
   default:
@@ -233,11 +242,12 @@ bool neverRaisesOnValues(const Node *node) {
   }
   // Host scalar arithmetic and comparisons (int64 arithmetic wraps).
   static const std::unordered_set<std::string> hostSafe = {
-      "prim::min", "prim::max", "aten::neg", "aten::__not__", "aten::Float",
-      "aten::Bool", "prim::NumToTensor", "aten::scalar_tensor",
-      "aten::masked_fill", "aten::clone", "aten::contiguous", "aten::detach",
-      "aten::to", "aten::type_as", "aten::expand_as", "aten::zeros_like",
-      "aten::ones_like"};
+      "prim::min",         "prim::max",           "aten::neg",
+      "aten::__not__",     "aten::Float",         "aten::Bool",
+      "prim::NumToTensor", "aten::scalar_tensor", "aten::masked_fill",
+      "aten::clone",       "aten::contiguous",    "aten::detach",
+      "aten::to",          "aten::type_as",       "aten::expand_as",
+      "aten::zeros_like",  "aten::ones_like"};
   return hostSafe.count(op) != 0;
 }
 

@@ -1,4 +1,5 @@
-//===- OpCatalogue.h - What staticify knows about each TorchScript op ------===//
+//===- OpCatalogue.h - What staticify knows about each TorchScript op
+//------===//
 //
 // The one table of op knowledge (DESIGN §3) shared by the analysis and the
 // rewrites: which ops create data-dependent shapes, which read device data to

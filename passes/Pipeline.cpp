@@ -1,4 +1,5 @@
-//===- Pipeline.cpp - The pass registry and the pipeline driver ------------===//
+//===- Pipeline.cpp - The pass registry and the pipeline driver
+//------------===//
 
 #include "passes/Pipeline.h"
 
@@ -191,7 +192,8 @@ PipelineResult runPipeline(std::shared_ptr<Graph> graph,
     if (auto it = ctx.rewritten().find(f.id); it != ctx.rewritten().end()) {
       f.action = "rewritten";
       f.rule = it->second;
-    } else if (auto why = ctx.reasons().find(f.id); why != ctx.reasons().end()) {
+    } else if (auto why = ctx.reasons().find(f.id);
+               why != ctx.reasons().end()) {
       f.reason = why->second;
     }
   }

@@ -1,4 +1,5 @@
-//===- Pipeline.h - The pass registry and the pipeline driver --------------===//
+//===- Pipeline.h - The pass registry and the pipeline driver
+//--------------===//
 //
 // Every pass is registered here under its flag name (`--passes inline,...`,
 // `staticify-opt --pass=inline`). A pass either normalizes (canonical forms

@@ -115,10 +115,9 @@ static std::string pad(std::string s, size_t width) {
 
 static std::string renderSummary(const MethodReport &m) {
   std::ostringstream os;
-  size_t roots = std::count_if(m.findings.begin(), m.findings.end(),
-                               [](const Finding &f) {
-                                 return f.role == Role::Root;
-                               });
+  size_t roots =
+      std::count_if(m.findings.begin(), m.findings.end(),
+                    [](const Finding &f) { return f.role == Role::Root; });
   os << "summary of '" << m.name << "': " << m.findings.size() << " finding"
      << (m.findings.size() == 1 ? "" : "s") << " (" << roots << " root cause"
      << (roots == 1 ? "" : "s") << "), " << m.before.numNodes << " nodes"
@@ -134,8 +133,9 @@ static std::string renderSummary(const MethodReport &m) {
      << (m.after.isStatic()
              ? std::string("static (no data-dependent value remains)")
              : "not static (" + std::to_string(m.after.counts.total()) +
-                   (m.after.counts.total() == 1 ? " data-dependent value remains)"
-                                                : " data-dependent values remain)"))
+                   (m.after.counts.total() == 1
+                        ? " data-dependent value remains)"
+                        : " data-dependent values remain)"))
      << "\n";
   return os.str();
 }
@@ -206,10 +206,11 @@ static std::string jsonSummary(const GraphSummary &s) {
 
 static std::string jsonFinding(const Finding &f) {
   std::ostringstream os;
-  os << "{\"id\": " << f.id << ", \"category\": " << quote(categoryName(f.category))
+  os << "{\"id\": " << f.id
+     << ", \"category\": " << quote(categoryName(f.category))
      << ", \"role\": " << quote(roleName(f.role)) << ", \"op\": " << quote(f.op)
-     << ", \"value\": " << quote(f.value) << ", \"message\": " << quote(f.message)
-     << ", \"location\": ";
+     << ", \"value\": " << quote(f.value)
+     << ", \"message\": " << quote(f.message) << ", \"location\": ";
   if (f.location) {
     const Location &l = *f.location;
     os << "{\"file\": " << quote(l.file) << ", \"line\": " << l.line

@@ -1,4 +1,5 @@
-//===- Report.h - The analysis report, as diagnostics and as JSON ----------===//
+//===- Report.h - The analysis report, as diagnostics and as JSON
+//----------===//
 //
 // The text form reads like a compiler's diagnostics; the JSON form follows the
 // versioned schema of docs/report-format.md. Free of libtorch.

@@ -51,17 +51,18 @@ RowView emitRowView(Graph &graph, const Selection &sel, const Node *anchor) {
   Value *mask = boolMask(graph, sel, anchor);
   if (sel.broadcasts) {
     // masked_select(x, m) == broadcast(x)[broadcast(m)], a 1-D result.
-    Value *list = graph.insertNode(graph.createList(c10::TensorType::get(),
-                                                    {base, mask}))
-                      ->output();
+    Value *list =
+        graph
+            .insertNode(graph.createList(c10::TensorType::get(), {base, mask}))
+            ->output();
     Value *both = emit(graph, "aten::broadcast_tensors", {list}, anchor);
     Node *unpack = graph.insertNode(graph.createListUnpack(both, 2));
     base = unpack->output(0);
     mask = unpack->output(1);
   }
   Value *n = emit(graph, "aten::numel", {mask}, anchor);
-  Value *head = graph.insertNode(graph.createList(c10::IntType::get(), {n}))
-                    ->output();
+  Value *head =
+      graph.insertNode(graph.createList(c10::IntType::get(), {n}))->output();
   Value *maskRank = emit(graph, "aten::dim", {mask}, anchor);
   Value *baseSizes = emit(graph, "aten::size", {base}, anchor);
   Value *rest = emit(graph, "aten::slice", {baseSizes, maskRank}, anchor);
@@ -71,8 +72,9 @@ RowView emitRowView(Graph &graph, const Selection &sel, const Node *anchor) {
   mask = emit(graph, "aten::to",
               {mask, emit(graph, "prim::device", {base}, anchor)}, anchor);
   Value *restRank = emit(graph, "aten::len", {rest}, anchor);
-  Value *one = graph.insertNode(graph.createList(c10::IntType::get(),
-                                                 {graph.insertConstant(1)}))
+  Value *one = graph
+                   .insertNode(graph.createList(c10::IntType::get(),
+                                                {graph.insertConstant(1)}))
                    ->output();
   Value *ones = emit(graph, "aten::mul", {one, restRank}, anchor);
   Value *keepShape = emit(graph, "aten::add", {head, ones}, anchor);
@@ -85,12 +87,12 @@ Value *emitFirstSelectedRow(Graph &graph, const RowView &view,
   // PyTorch's argmax rejects bool; on uint8 it keeps the first maximum.
   Value *flat = emit(graph, "aten::reshape",
                      {view.keep, std::vector<int64_t>{-1}}, anchor);
-  Value *asByte = emit(graph, "aten::to",
-                       {flat, static_cast<int64_t>(c10::ScalarType::Byte)},
-                       anchor);
+  Value *asByte =
+      emit(graph, "aten::to",
+           {flat, static_cast<int64_t>(c10::ScalarType::Byte)}, anchor);
   Value *first = emit(graph, "aten::argmax", {asByte}, anchor);
-  Value *index = emit(graph, "aten::reshape",
-                      {first, std::vector<int64_t>{1}}, anchor);
+  Value *index =
+      emit(graph, "aten::reshape", {first, std::vector<int64_t>{1}}, anchor);
   return emit(graph, "aten::index_select", {view.rows, 0, index}, anchor);
 }
 
@@ -104,12 +106,14 @@ Value *emitMaskLike(Graph &graph, const Selection &sel, Value *like,
                       {emit(graph, "aten::dim", {like}, anchor),
                        emit(graph, "aten::dim", {mask}, anchor)},
                       anchor);
-  Value *one = graph.insertNode(graph.createList(c10::IntType::get(),
-                                                 {graph.insertConstant(1)}))
+  Value *one = graph
+                   .insertNode(graph.createList(c10::IntType::get(),
+                                                {graph.insertConstant(1)}))
                    ->output();
   Value *ones = emit(graph, "aten::mul", {one, extra}, anchor);
-  Value *shape = emit(graph, "aten::add",
-                      {emit(graph, "aten::size", {mask}, anchor), ones}, anchor);
+  Value *shape =
+      emit(graph, "aten::add",
+           {emit(graph, "aten::size", {mask}, anchor), ones}, anchor);
   return emit(graph, "aten::reshape", {mask, shape}, anchor);
 }
 
@@ -159,8 +163,7 @@ static bool isRankPreserving(const Node *node) {
   const std::string op = node->kind().toQualString();
   // Leading-preserving ops that change rank or take sizes.
   return op != "aten::cat" && op != "aten::slice" && op != "aten::narrow" &&
-         op != "aten::randperm" && op != "aten::arange" &&
-         op != "aten::where";
+         op != "aten::randperm" && op != "aten::arange" && op != "aten::where";
 }
 
 static const Value *rankRoot(const Value *v) {
@@ -223,7 +226,8 @@ static std::optional<int64_t> knownRank(const Value *v, int depth = 0) {
       node->input(0)->node()->kind() == c10::prim::ListConstruct &&
       !node->input(0)->node()->inputs().empty())
     return knownRank(node->input(0)->node()->input(0), depth + 1);
-  if ((op == "aten::slice" || isRankPreserving(node)) && !node->inputs().empty() &&
+  if ((op == "aten::slice" || isRankPreserving(node)) &&
+      !node->inputs().empty() &&
       node->input(0)->type()->kind() == c10::TypeKind::TensorType)
     return knownRank(node->input(0), depth + 1);
   return std::nullopt;

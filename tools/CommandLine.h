@@ -1,4 +1,5 @@
-//===- CommandLine.h - The small argument scanner both tools share ---------===//
+//===- CommandLine.h - The small argument scanner both tools share
+//---------===//
 #pragma once
 
 #include <stdexcept>

@@ -1,4 +1,5 @@
-//===- ModuleIO.cpp - Loading and saving TorchScript modules safely --------===//
+//===- ModuleIO.cpp - Loading and saving TorchScript modules safely
+//--------===//
 
 #include "tools/ModuleIO.h"
 
@@ -71,8 +72,9 @@ void checkTorchScriptArchive(const std::string &path) {
     throw UserError("cannot open '" + path + "': " + std::strerror(errno) +
                     "; check the path");
   if (S_ISDIR(st.st_mode))
-    throw UserError("'" + path +
-                    "' is a directory; give the path of a TorchScript .pt file");
+    throw UserError(
+        "'" + path +
+        "' is a directory; give the path of a TorchScript .pt file");
   std::ifstream in(path, std::ios::binary);
   if (!in || access(path.c_str(), R_OK) != 0)
     throw UserError("cannot read '" + path + "': " + std::strerror(EACCES) +
@@ -81,7 +83,8 @@ void checkTorchScriptArchive(const std::string &path) {
   char magic[4] = {};
   in.read(magic, 4);
   if (in.gcount() < 4 || std::memcmp(magic, "PK\x03\x04", 4) != 0) {
-    bool pickle = in.gcount() >= 1 && static_cast<unsigned char>(magic[0]) == 0x80;
+    bool pickle =
+        in.gcount() >= 1 && static_cast<unsigned char>(magic[0]) == 0x80;
     throw UserError("'" + path + "' is not a TorchScript archive (" +
                     (pickle ? "a legacy torch.save pickle" : "not a zip file") +
                     "); " + kExportHint);
@@ -102,17 +105,17 @@ void checkTorchScriptArchive(const std::string &path) {
     throw UserError("'" + path + "' is a corrupt archive (" +
                     firstLine(e.what()) + "); copy or export it again");
   }
-  bool hasCode = std::any_of(records.begin(), records.end(), [](auto &r) {
-    return r.rfind("code/", 0) == 0;
-  });
+  bool hasCode = std::any_of(records.begin(), records.end(),
+                             [](auto &r) { return r.rfind("code/", 0) == 0; });
   bool hasConstants = std::find(records.begin(), records.end(),
                                 "constants.pkl") != records.end();
   if (!hasCode || !hasConstants) {
-    bool checkpoint = std::find(records.begin(), records.end(), "data.pkl") !=
-                      records.end();
-    throw UserError("'" + path + "' is a zip archive but not a TorchScript module" +
-                    (checkpoint ? " (it looks like a torch.save checkpoint)" : "") +
-                    "; " + kExportHint);
+    bool checkpoint =
+        std::find(records.begin(), records.end(), "data.pkl") != records.end();
+    throw UserError(
+        "'" + path + "' is a zip archive but not a TorchScript module" +
+        (checkpoint ? " (it looks like a torch.save checkpoint)" : "") + "; " +
+        kExportHint);
   }
 }
 
@@ -140,8 +143,8 @@ LoadedModule loadModule(const std::string &path) {
                       "'; load the library that registers it with "
                       "--load-library PATH (for torchvision ops: torchvision's "
                       "_C.so)");
-    throw UserError("cannot load '" + path + "' as TorchScript: " +
-                    firstLine(what));
+    throw UserError("cannot load '" + path +
+                    "' as TorchScript: " + firstLine(what));
   }
   return loaded;
 }

@@ -1,4 +1,5 @@
-//===- ModuleIO.h - Loading and saving TorchScript modules safely ----------===//
+//===- ModuleIO.h - Loading and saving TorchScript modules safely
+//----------===//
 //
 // Every way an input can be wrong becomes a one-line UserError naming the
 // problem and the fix; saving goes through a temporary file and a rename, so a

@@ -1,4 +1,5 @@
-//===- staticify-opt.cpp - Run passes on textual TorchScript IR ------------===//
+//===- staticify-opt.cpp - Run passes on textual TorchScript IR
+//------------===//
 //
 // The driver of the lit tests: reads IR in the format torch::jit::parseIR
 // accepts, runs each --pass=NAME in order, prints the graph (or, with
@@ -140,7 +141,8 @@ int main(int argc, char **argv) {
   }
 
   try {
-    auto graph = parseIRWithLocations(text.str(), input == "-" ? "<stdin>" : input);
+    auto graph =
+        parseIRWithLocations(text.str(), input == "-" ? "<stdin>" : input);
     PassContext ctx;
     for (const std::string &name : passes)
       runPass(*findPass(name), graph, ctx);

@@ -1,4 +1,5 @@
-//===- staticify.cpp - The staticify command-line tool ---------------------===//
+//===- staticify.cpp - The staticify command-line tool
+//---------------------===//
 //
 // staticify IN.pt -o OUT.pt   rewrite a TorchScript module into static form
 // staticify IN.pt --report    analyse only: what is data-dependent, and where
@@ -17,7 +18,8 @@
 
 using namespace staticify;
 
-static const char *const kUsage = R"(usage: staticify INPUT.pt [-o OUTPUT.pt] [options]
+static const char *const kUsage =
+    R"(usage: staticify INPUT.pt [-o OUTPUT.pt] [options]
 
 Finds every operation of a TorchScript module whose output shape or control
 flow depends on tensor data (nonzero, x[mask], unique, .item(), branches on

@@ -1,7 +1,7 @@
 //===- IRSourceTest.cpp - Locations for textual IR ------------------------===//
 
-#include "passes/Analysis.h"
 #include "passes/IRSource.h"
+#include "passes/Analysis.h"
 
 #include <gtest/gtest.h>
 
@@ -59,5 +59,6 @@ TEST(IRSource, EveryNodeGetsTheLineAndColumnOfItsOp) {
 }
 
 TEST(IRSource, BadIRThrows) {
-  EXPECT_ANY_THROW(parseIRWithLocations("graph(%x : Tensor):\n  %y = \n", "bad.ir"));
+  EXPECT_ANY_THROW(
+      parseIRWithLocations("graph(%x : Tensor):\n  %y = \n", "bad.ir"));
 }

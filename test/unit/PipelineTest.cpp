@@ -1,7 +1,7 @@
 //===- PipelineTest.cpp - Pass registry and pipeline driver ---------------===//
 
-#include "passes/IRSource.h"
 #include "passes/Pipeline.h"
+#include "passes/IRSource.h"
 
 #include <gtest/gtest.h>
 

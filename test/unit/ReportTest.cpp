@@ -1,4 +1,5 @@
-//===- ReportTest.cpp - Diagnostics and JSON rendering ---------------------===//
+//===- ReportTest.cpp - Diagnostics and JSON rendering
+//---------------------===//
 
 #include "passes/Report.h"
 
@@ -27,10 +28,11 @@ static Finding makeFinding(size_t id, Category c, Role r) {
 TEST(Report, DiagnosticHasLocationSourceLineAndCaret) {
   Finding f = makeFinding(0, Category::DynamicShape, Role::Root);
   std::string text = renderFinding(f, {f});
-  EXPECT_EQ(text, "model.py:12:11: warning: 'aten::nonzero' returns one row per "
-                  "nonzero element [dynamic-shape]\n"
-                  "    idx = torch.nonzero(m)\n"
-                  "          ^~~~~~~~~~~~~\n"); // 13 columns: torch.nonzero
+  EXPECT_EQ(text,
+            "model.py:12:11: warning: 'aten::nonzero' returns one row per "
+            "nonzero element [dynamic-shape]\n"
+            "    idx = torch.nonzero(m)\n"
+            "          ^~~~~~~~~~~~~\n"); // 13 columns: torch.nonzero
 }
 
 TEST(Report, CaretKeepsTabsAndStopsAtEndOfLine) {
@@ -97,9 +99,10 @@ TEST(Report, JsonEscapesStringsAndCarriesTheSchemaVersion) {
 }
 
 TEST(Report, CountsAndStaticness) {
-  std::vector<Finding> fs = {makeFinding(0, Category::HostSync, Role::Root),
-                             makeFinding(1, Category::HostSync, Role::Derived),
-                             makeFinding(2, Category::DataDerived, Role::Derived)};
+  std::vector<Finding> fs = {
+      makeFinding(0, Category::HostSync, Role::Root),
+      makeFinding(1, Category::HostSync, Role::Derived),
+      makeFinding(2, Category::DataDerived, Role::Derived)};
   CategoryCounts c = countByCategory(fs);
   EXPECT_EQ(c[Category::HostSync], 2u);
   EXPECT_EQ(c[Category::DataDerived], 1u);

@@ -50,8 +50,8 @@ options:
 examples:
   staticify model.pt --report
   staticify model.pt -o model_static.pt --report-json report.json
-  staticify detector.pt --report \
-      --load-library /usr/lib/python3/dist-packages/torchvision/_C.so
+  staticify detector.pt --report --load-library \
+      /usr/lib/python3/dist-packages/torchvision/_C.cpython-311-x86_64-linux-gnu.so
   staticify model.pt --method forward --method sample --report
 
 exit status: 0 on success (findings are not errors), 1 on a bad input or
@@ -74,11 +74,22 @@ struct Options {
 };
 
 std::string usage() {
+  // The pass list, wrapped under the option's description column.
+  const std::string indent(24, ' ');
+  std::string passes, line = "default; known passes:";
+  for (const PassInfo &p : registeredPasses()) {
+    std::string item = " " + p.name + ",";
+    if (indent.size() + line.size() + item.size() > 79) {
+      passes += line + "\n" + indent;
+      line.clear();
+      item.erase(0, 1);
+    }
+    line += item;
+  }
+  line.pop_back(); // the last comma
   std::string text = kUsage;
-  std::string passes;
-  for (const PassInfo &p : registeredPasses())
-    passes += (passes.empty() ? "" : ", ") + p.name;
-  text.replace(text.find("%PASSES%"), 8, passes);
+  text.replace(text.find("default; known passes: %PASSES%"), 31,
+               passes + line);
   return text;
 }
 

@@ -8,6 +8,8 @@
 #include "passes/OpCatalogue.h"
 
 #include <algorithm>
+#include <fstream>
+#include <regex>
 #include <sstream>
 
 namespace staticify {
@@ -76,6 +78,27 @@ std::optional<Location> locationOf(const Node *node) {
   const torch::jit::Source &source = *range.source();
   size_t lineIndex = source.lineno_for_offset(range.start());
   loc.sourceLine = compat::sourceLine(source, lineIndex);
+  // A traced module records Python stack frames, "path.py(12): forward":
+  // the place is the frame's file and line, its text is on disk.
+  static const std::regex frame(R"(^(.+)\((\d+)\): [A-Za-z_][A-Za-z0-9_]*$)");
+  std::smatch m;
+  if (std::regex_match(loc.sourceLine, m, frame)) {
+    loc.file = m[1].str();
+    loc.line = std::stoul(m[2].str());
+    loc.sourceLine.clear();
+    std::ifstream in(loc.file);
+    for (size_t n = 1; in && std::getline(in, loc.sourceLine) && n < loc.line;
+         ++n)
+      ;
+    if (!in)
+      loc.sourceLine.clear();
+    size_t first = loc.sourceLine.find_first_not_of(" \t");
+    loc.column = first == std::string::npos ? 1 : first + 1;
+    loc.length = loc.sourceLine.size() > loc.column - 1
+                     ? loc.sourceLine.size() - (loc.column - 1)
+                     : 1;
+    return loc;
+  }
   size_t lineStart = source.offset_for_line(lineIndex);
   size_t lineEnd = lineStart + loc.sourceLine.size();
   loc.length = std::max<size_t>(1, std::min(range.end(), lineEnd) -
@@ -176,6 +199,28 @@ private:
   AnalysisResult &result;
   /// While a loop body iterates to its fixpoint, findings are not recorded.
   int silentDepth = 0;
+  /// The data a branch or loop being analysed is conditioned on: what it
+  /// writes to a list, a dict or an attribute depends on that data too.
+  std::vector<ValueInfo> control;
+  /// What has been stored to each attribute (prim::SetAttr), by name.
+  std::unordered_map<std::string, ValueInfo> attributes;
+
+  /// The data-dependence of values written under the current control.
+  ValueInfo controlInfo() const {
+    ValueInfo all;
+    for (const ValueInfo &c : control)
+      all.join(c);
+    return all;
+  }
+
+  /// A write of \p written into container or attribute state \p target.
+  void recordWrite(ValueInfo &target, ValueInfo written) {
+    written.join(controlInfo());
+    if (written.isDataDependent()) {
+      target.cls = ValueClass::DataDependent;
+      target.addRootsOf(written);
+    }
+  }
 
   ValueInfo &info(const Value *v) { return result.values[v]; }
   bool isDataDependent(const Value *v) {
@@ -246,8 +291,12 @@ private:
     if (dataCond)
       record(node, Category::ControlFlow, Role::Derived,
              "branch on a condition computed from tensor data", cond);
+    if (dataCond)
+      control.push_back(cond);
     for (const Block *b : node->blocks())
       analyzeBlock(b);
+    if (dataCond)
+      control.pop_back();
     for (size_t i = 0; i < node->outputs().size(); ++i) {
       // Start from the first branch: a default ValueInfo's Unknown dtype
       // would act as top and lose a dtype both branches agree on.
@@ -298,7 +347,14 @@ private:
              tripInfo);
     for (size_t i = 0; i < numCarried; ++i)
       info(body->inputs()[i + 1]) = carried[i];
+    if (dataTrip)
+      control.push_back(tripInfo);
     analyzeBlock(body); // once more, recording findings
+    if (dataTrip)
+      control.pop_back();
+    // Roots first recorded in that pass reach the loop's results too.
+    for (size_t i = 0; i < numCarried; ++i)
+      carried[i].join(info(body->outputs()[i + 1]));
     for (size_t i = 0; i < numCarried; ++i) {
       ValueInfo out = carried[i];
       if (dataTrip) {
@@ -330,6 +386,27 @@ private:
       return;
     }
 
+    if (node->kind() == c10::prim::CallMethod ||
+        node->kind() == c10::prim::CallFunction)
+      return analyzeCall(node);
+    if (node->kind() == c10::prim::SetAttr) {
+      recordWrite(attributes[node->s(c10::attr::name)], joinedInputs(node));
+      return;
+    }
+    if (node->kind() == c10::prim::GetAttr) {
+      ValueInfo vi;
+      if (carriesTensor(node->output()->type()))
+        vi.cls = ValueClass::DeviceData;
+      auto it = attributes.find(node->s(c10::attr::name));
+      if (it != attributes.end() && it->second.isDataDependent()) {
+        vi.cls = ValueClass::DataDependent;
+        vi.shape = ShapeDep::Dynamic;
+        vi.addRootsOf(it->second);
+      }
+      info(node->output()) = vi;
+      return;
+    }
+
     switch (opRole(node)) {
     case OpRole::DynamicShapeRoot:
       if (analyzeDynamicShapeRoot(node))
@@ -345,6 +422,24 @@ private:
       break;
     }
     analyzeGeneric(node);
+  }
+
+  /// A call that was not inlined (--no-inline): its body is not analysed,
+  /// so its results are assumed data-dependent, and the report says so.
+  void analyzeCall(const Node *node) {
+    ValueInfo causes = joinedInputs(node);
+    auto id = record(node, Category::DynamicShape, Role::Root,
+                     "'" + std::string(node->kind().toQualString()) +
+                         "' is not inlined: its body is not analysed and its "
+                         "results are assumed data-dependent",
+                     causes);
+    ValueInfo out = causes;
+    out.cls = ValueClass::DataDependent;
+    out.shape = ShapeDep::Dynamic;
+    if (id)
+      out.addRoot(*id);
+    for (const Value *o : node->outputs())
+      info(o) = out;
   }
 
   void setOutputs(const Node *node, const ValueInfo &vi) {
@@ -367,6 +462,20 @@ private:
     if (node->inputs().size() < 2)
       return IndexKind::Integer;
     const Node *list = node->input(1)->node();
+    if (list->kind() == c10::prim::Constant) {
+      // Constant propagation folds `x[torch.arange(3)]` into a constant list.
+      auto iv = torch::jit::toIValue(node->input(1));
+      if (!iv || !iv->isList())
+        return IndexKind::MaybeMask;
+      for (const c10::IValue &item : iv->toListRef()) {
+        if (!item.isTensor())
+          continue;
+        c10::ScalarType st = item.toTensor().scalar_type();
+        if (st == c10::ScalarType::Bool || st == c10::ScalarType::Byte)
+          return IndexKind::Mask;
+      }
+      return IndexKind::Integer;
+    }
     if (list->kind() != c10::prim::ListConstruct)
       return IndexKind::MaybeMask;
     IndexKind kind = IndexKind::Integer;
@@ -456,6 +565,13 @@ private:
   }
 
   void analyzeSyncRead(const Node *node) {
+    const Node *producer = node->input(0)->node();
+    if (producer->kind() == c10::prim::NumToTensor &&
+        !isDataDependent(producer->input(0))) {
+      // Tracing spells `x.size(0)` as int(NumToTensor(size)): a host value
+      // made a CPU tensor and read back, never a device sync.
+      return setOutputs(node, ValueInfo{});
+    }
     const ValueInfo &in = info(node->input(0));
     ValueInfo out;
     out.addRootsOf(in);
@@ -525,9 +641,20 @@ private:
       o.dtype = inferDType(node, out);
       info(out) = o;
     }
-    if (mutatesFirstInput(node) && !node->inputs().empty() &&
-        !node->outputs().empty())
-      info(node->input(0)).join(info(node->output(0)));
+    if (mutatesFirstInput(node) && !node->inputs().empty()) {
+      const Value *target = node->input(0);
+      if (carriesTensor(target->type())) {
+        // A tensor written in place keeps its shape unless the write
+        // resizes it.
+        if (!node->outputs().empty())
+          info(target).join(info(node->output(0)));
+      } else {
+        // A list or dict holds what is written to it (append, extend,
+        // d[k] = v), and its length depends on any data the write is
+        // conditioned on.
+        recordWrite(info(target), causes);
+      }
+    }
 
     if (role == OpRole::Plumbing || node->outputs().empty())
       return;
@@ -639,11 +766,21 @@ private:
       if (op == b)
         return DTypeKind::Bool;
     static const char *const longOps[] = {
-        "aten::nonzero",       "aten::argwhere",  "aten::where",
-        "aten::nonzero_numpy", "aten::argmax",    "aten::argmin",
-        "aten::argsort",       "torchvision::nms"};
+        "aten::nonzero", "aten::argwhere", "aten::nonzero_numpy",
+        "aten::argmax",  "aten::argmin",   "aten::argsort",
+        "torchvision::nms"};
     for (const char *l : longOps)
       if (op == l)
+        return DTypeKind::Long;
+    if (op == "aten::where" && node->inputs().size() == 1)
+      return DTypeKind::Long; // the indices of where(cond)
+    // The indices that sort, topk, max/min(dim) return next to the values.
+    static const char *const indexOutputOps[] = {
+        "aten::sort", "aten::topk",   "aten::max",    "aten::min",
+        "aten::kthvalue", "aten::mode", "aten::median", "aten::cummax",
+        "aten::cummin"};
+    for (const char *l : indexOutputOps)
+      if (op == l && node->outputs().size() == 2 && out == node->output(1))
         return DTypeKind::Long;
     // An explicit dtype argument decides (`.bool()`, `.to(torch.uint8)`).
     for (size_t i = 0; i < node->inputs().size(); ++i) {
@@ -668,7 +805,7 @@ private:
         "aten::reshape_as",     "aten::select",       "aten::slice",
         "aten::narrow",         "aten::index",        "aten::__getitem__",
         "aten::repeat",         "aten::flip",         "aten::roll",
-        "aten::masked_fill",    "aten::index_select", "aten::gather",
+        "aten::where", "aten::masked_fill",    "aten::index_select", "aten::gather",
         "prim::ListConstruct",  "aten::cat",          "aten::stack",
         "prim::unchecked_cast", "aten::index_put_",   "aten::index_put",
         "aten::scatter"};
@@ -680,6 +817,8 @@ private:
       for (const Value *in : node->inputs()) {
         if (!carriesTensor(in->type()))
           continue;
+        if (op == "aten::where" && in == node->input(0))
+          continue; // the condition, not a value
         DTypeKind d = info(in).dtype;
         if (first)
           kind = d;

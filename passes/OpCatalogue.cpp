@@ -50,6 +50,9 @@ const Entry kEntries[] = {
     {"aten::tolist", OpRole::SyncRead}, {"prim::tolist", OpRole::SyncRead},
     {"aten::is_nonzero", OpRole::SyncRead}, {"aten::equal", OpRole::SyncRead},
     {"aten::allclose", OpRole::SyncRead},
+    // Formatting a tensor reads its values (str(t), f"{t}", print(t)).
+    {"aten::str", OpRole::SyncRead}, {"aten::format", OpRole::SyncRead},
+    {"prim::Print", OpRole::SyncRead}, {"aten::warn", OpRole::SyncRead},
 
     {"aten::numel", OpRole::ShapeRead}, {"aten::size", OpRole::ShapeRead},
     {"aten::sym_size", OpRole::ShapeRead}, {"aten::sym_numel", OpRole::ShapeRead},
@@ -170,8 +173,15 @@ OpRole opRole(const Node *node) {
         return OpRole::Other;
     return role;
   }
-  if (role == OpRole::SyncRead && !hasTensorInput(node, 0))
-    return OpRole::Other;
+  if (role == OpRole::SyncRead) {
+    // Conversions read their one argument; formatting reads any of them.
+    bool formats = op == "aten::str" || op == "aten::format" ||
+                   op == "prim::Print" || op == "aten::warn";
+    bool readsTensor = false;
+    for (size_t i = 0; i < node->inputs().size(); ++i)
+      readsTensor |= (formats || i == 0) && hasTensorInput(node, i);
+    return readsTensor ? role : OpRole::Other;
+  }
   if (role == OpRole::ShapeRead && !hasTensorInput(node, 0))
     return OpRole::Other;
   return role;
@@ -187,6 +197,12 @@ std::string dynamicShapeReason(const Node *node) {
 bool inputAffectsShape(const Node *node, size_t index) {
   if (node->kind() == c10::prim::NumToTensor)
     return false;
+  // A list's length is a size unless the list is built element by element
+  // (`torch.tensor([n, m])` has two elements whatever n and m are).
+  const torch::jit::Value *in = node->input(index);
+  if (in->type()->kind() == c10::TypeKind::ListType &&
+      in->node()->kind() != c10::prim::ListConstruct)
+    return true;
   std::optional<std::string> name = inputName(node, index);
   if (!name)
     return true;

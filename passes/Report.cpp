@@ -65,11 +65,19 @@ static void renderSnippet(std::ostream &os, const Finding &f) {
   size_t len = std::max<size_t>(1, loc.length);
   if (col + len > loc.sourceLine.size())
     len = loc.sourceLine.size() > col ? loc.sourceLine.size() - col : 1;
-  // Keep tabs so the caret lines up under tab-indented source.
+  // One pad character per character of the prefix (not per UTF-8 byte),
+  // keeping tabs, so that the caret lines up under the source.
+  auto isContinuation = [](char c) {
+    return (static_cast<unsigned char>(c) & 0xC0) == 0x80;
+  };
   std::string pad;
   for (size_t i = 0; i < col && i < loc.sourceLine.size(); ++i)
-    pad += loc.sourceLine[i] == '\t' ? '\t' : ' ';
-  os << pad << '^' << std::string(len - 1, '~') << "\n";
+    if (!isContinuation(loc.sourceLine[i]))
+      pad += loc.sourceLine[i] == '\t' ? '\t' : ' ';
+  size_t width = 0;
+  for (size_t i = col; i < col + len && i < loc.sourceLine.size(); ++i)
+    width += !isContinuation(loc.sourceLine[i]);
+  os << pad << '^' << std::string(width > 1 ? width - 1 : 0, '~') << "\n";
 }
 
 static std::string renderFindingIn(const Finding &f,
@@ -120,7 +128,8 @@ static std::string renderSummary(const MethodReport &m) {
                     [](const Finding &f) { return f.role == Role::Root; });
   os << "summary of '" << m.name << "': " << m.findings.size() << " finding"
      << (m.findings.size() == 1 ? "" : "s") << " (" << roots << " root cause"
-     << (roots == 1 ? "" : "s") << "), " << m.before.numNodes << " nodes"
+     << (roots == 1 ? "" : "s") << "), " << m.before.numNodes << " node"
+     << (m.before.numNodes == 1 ? "" : "s")
      << (m.inlined ? " after inlining" : "") << "\n";
   os << "  " << pad("category", 16) << pad("before", 8) << "after\n";
   for (Category c : kAllCategories)
@@ -156,9 +165,36 @@ std::string renderText(const Report &report) {
 // JSON
 //===----------------------------------------------------------------------===//
 
+/// The length of the valid UTF-8 sequence starting at \p s[i], or 0.
+static size_t utf8Length(std::string_view s, size_t i) {
+  unsigned char c = s[i];
+  size_t n = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3
+                                             : (c >> 3) == 0x1E ? 4 : 0;
+  if (n == 0 || i + n > s.size())
+    return 0;
+  for (size_t k = 1; k < n; ++k)
+    if ((static_cast<unsigned char>(s[i + k]) & 0xC0) != 0x80)
+      return 0;
+  return n;
+}
+
+/// A JSON string: escapes, and U+FFFD for bytes that are not UTF-8 (a
+/// path can hold any bytes; JSON must be UTF-8).
 static std::string quote(std::string_view s) {
   std::string out = "\"";
-  for (unsigned char ch : s) {
+  for (size_t i = 0; i < s.size();) {
+    size_t n = utf8Length(s, i);
+    if (n == 0) {
+      out += "\\ufffd";
+      ++i;
+      continue;
+    }
+    if (n > 1) {
+      out.append(s.substr(i, n));
+      i += n;
+      continue;
+    }
+    unsigned char ch = s[i++];
     switch (ch) {
     case '"':
       out += "\\\"";

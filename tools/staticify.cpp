@@ -150,8 +150,12 @@ int parseOptions(int argc, char **argv, Options &opts) {
 int run(const Options &opts) {
   if (!opts.output.empty())
     checkOutputPath(opts.output, opts.input);
-  if (!opts.reportJson.empty())
+  if (!opts.reportJson.empty()) {
     checkOutputPath(opts.reportJson, opts.input);
+    if (opts.reportJson == opts.output)
+      throw UserError("-o and --report-json both name '" + opts.output +
+                      "'; give them different paths");
+  }
   for (const std::string &lib : opts.libraries)
     loadLibrary(lib);
   LoadedModule loaded = loadModule(opts.input);
@@ -193,7 +197,8 @@ int run(const Options &opts) {
     if (!opts.report)
       for (const MethodReport &m : report.methods)
         std::cerr << "staticify: " << opts.output << ": " << m.name << ": "
-                  << m.before.counts.total() << " findings, "
+                  << m.before.counts.total() << " finding"
+                  << (m.before.counts.total() == 1 ? "" : "s") << ", "
                   << m.after.counts.total() << " left; graph "
                   << (m.after.isStatic() ? "static" : "not static") << "\n";
   }

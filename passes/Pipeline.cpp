@@ -5,6 +5,7 @@
 
 #include "passes/GraphUtils.h"
 #include "passes/IfConvert.h"
+#include "passes/IndexToMask.h"
 #include "passes/LiftScalars.h"
 #include "passes/MaskPropagate.h"
 #include "passes/MaskStore.h"

@@ -82,6 +82,13 @@ RowView emitRowView(Graph &graph, const Selection &sel, const Node *anchor) {
   return {rows, keep};
 }
 
+Value *emitSelect(Graph &graph, Value *base, Value *mask, const Node *anchor) {
+  Value *list =
+      graph.insertNode(graph.createList(c10::OptionalType::ofTensor(), {mask}))
+          ->output();
+  return emit(graph, "aten::index", {base, list}, anchor);
+}
+
 Value *emitFirstSelectedRow(Graph &graph, const RowView &view,
                             const Node *anchor) {
   // PyTorch's argmax rejects bool; on uint8 it keeps the first maximum.

@@ -43,6 +43,11 @@ struct RowView {
 RowView emitRowView(torch::jit::Graph &graph, const Selection &sel,
                     const torch::jit::Node *anchor);
 
+/// `base[mask]` as an aten::index node at the insertion point.
+torch::jit::Value *emitSelect(torch::jit::Graph &graph, torch::jit::Value *base,
+                              torch::jit::Value *mask,
+                              const torch::jit::Node *anchor);
+
 /// The first selected row of \p view as [1, rest...] (row 0 if none is
 /// selected): a fill that can never win a max or a min over the selection.
 torch::jit::Value *emitFirstSelectedRow(torch::jit::Graph &graph,

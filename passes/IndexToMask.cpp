@@ -1,0 +1,231 @@
+//===- IndexToMask.cpp - Row gathers by where(m)[0] -> mask selections ----===//
+
+#include "passes/IndexToMask.h"
+
+#include "passes/GraphUtils.h"
+#include "passes/Selection.h"
+
+#include <torch/csrc/jit/ir/alias_analysis.h>
+
+#include <unordered_map>
+
+namespace staticify {
+
+using torch::jit::Graph;
+using torch::jit::Node;
+using torch::jit::Value;
+
+namespace {
+
+constexpr const char *kRule = "index-to-mask";
+
+/// `where(m)[0]`: the mask m, if \p v is that.
+Value *rowIndicesOf(const Value *v) {
+  const Node *get = v->node();
+  if (get->kind() != c10::aten::__getitem__ || constantInt(get->input(1)) != 0)
+    return nullptr;
+  const Node *where = get->input(0)->node();
+  if (where->kind() != c10::aten::where || where->inputs().size() != 1)
+    return nullptr;
+  return where->input(0);
+}
+
+struct Compacted {
+  Value *isVector; // bool: m.dim() == 1, known on the host
+  Value *rows;     // int64 [N]: row indices of the true elements, then 0s
+  Value *valid;    // bool [N]: the selected slots
+};
+
+/// The selected slots of m: for a 1-D m its own true positions (then
+/// x[where(m)[0]] is x aligned to m's length, selected by m: one pass);
+/// otherwise the row indices of m's true elements compacted into m.numel()
+/// slots. The branch is on m's rank, known on the host: no sync, and both
+/// branches are static.
+Compacted emitCompaction(Graph &graph, Value *mask, const Node *anchor) {
+  // 0-d masks too: where(m)[0] of a 0-d m selects row 0 when m holds.
+  Value *isVector = emit(graph, "aten::le",
+                         {emit(graph, "aten::dim", {mask}, anchor), 1}, anchor);
+  // where(m) selects m's nonzero elements, whatever m's dtype.
+  Value *flat = emit(
+      graph, "aten::ne",
+      {emit(graph, "aten::reshape", {mask, std::vector<int64_t>{-1}}, anchor),
+       0},
+      anchor);
+  Value *n = emit(graph, "aten::numel", {flat}, anchor);
+  Value *longType =
+      graph.insertConstant(static_cast<int64_t>(c10::ScalarType::Long));
+  Value *device = emit(graph, "prim::device", {mask}, anchor);
+  Value *positions = emit(graph, "aten::arange", {n}, anchor,
+                          {torch::jit::NamedValue("dtype", longType),
+                           torch::jit::NamedValue("device", device)});
+  Value *rows = emitIf(
+      graph, isVector, anchor, [&] { return positions; },
+      [&] {
+        // Row of flat position p: p // (numel / size(0)), guarded against
+        // 0-size.
+        Value *size0 = emit(graph, "aten::size", {mask, 0}, anchor);
+        Value *stride = emit(
+            graph, "prim::max",
+            {emit(graph, "aten::floordiv",
+                  {n, emit(graph, "prim::max", {size0, 1}, anchor)}, anchor),
+             1},
+            anchor);
+        Value *rowOf = emit(
+            graph, "aten::div", {positions, stride}, anchor,
+            {torch::jit::NamedValue("rounding_mode", std::string("floor"))});
+        Value *rank = emit(graph, "aten::cumsum", {flat, 0}, anchor,
+                           {torch::jit::NamedValue("dtype", longType)});
+        Value *slot = emit(
+            graph, "aten::where",
+            {flat, emit(graph, "aten::sub", {rank, 1}, anchor), n}, anchor);
+        Value *np1 = emit(graph, "aten::add", {n, 1}, anchor);
+        Value *sizes =
+            graph.insertNode(graph.createList(c10::IntType::get(), {np1}))
+                ->output();
+        Value *zeros = emit(graph, "aten::zeros", {sizes}, anchor,
+                            {torch::jit::NamedValue("dtype", longType),
+                             torch::jit::NamedValue("device", device)});
+        Value *scattered =
+            emit(graph, "aten::scatter", {zeros, 0, slot, rowOf}, anchor);
+        return emit(graph, "aten::slice", {scattered, 0, 0, n}, anchor);
+      });
+  Value *valid = emitIf(
+      graph, isVector, anchor, [&] { return flat; },
+      [&] {
+        Value *count = emit(graph, "aten::sum", {flat}, anchor);
+        return emit(graph, "aten::lt", {positions, count}, anchor);
+      });
+  return {isVector, rows, valid};
+}
+
+/// x's first rows aligned to \p n slots: x[:n], padded with zero rows when
+/// x is shorter (those rows are never validly selected: the original would
+/// raise).
+Value *emitAligned(Graph &graph, Value *x, Value *n, const Node *anchor) {
+  Value *size0 = emit(graph, "aten::size", {x, 0}, anchor);
+  Value *longEnough = emit(graph, "aten::ge", {size0, n}, anchor);
+  return emitIf(
+      graph, longEnough, anchor,
+      [&] {
+        return emit(graph, "aten::slice", {x, 0, 0, n}, anchor);
+      },
+      [&] {
+        Value *rest = emit(graph, "aten::slice",
+                           {emit(graph, "aten::size", {x}, anchor), 1}, anchor);
+        Value *missing =
+            graph
+                .insertNode(graph.createList(
+                    c10::IntType::get(),
+                    {emit(graph, "aten::sub", {n, size0}, anchor)}))
+                ->output();
+        Value *pad = emit(
+            graph, "aten::new_zeros",
+            {x, emit(graph, "aten::add", {missing, rest}, anchor)}, anchor);
+        Value *both =
+            graph
+                .insertNode(graph.createList(c10::TensorType::get(), {x, pad}))
+                ->output();
+        return emit(graph, "aten::cat", {both, 0}, anchor);
+      });
+}
+
+/// x itself, or a one-row stand-in when x has no rows, so that the padding
+/// slots (index 0) can always be gathered. The branch is on a host-static
+/// size: no sync.
+Value *emitGatherable(Graph &graph, Value *x, const Node *anchor) {
+  Value *size0 = emit(graph, "aten::size", {x, 0}, anchor);
+  Value *hasRows = emit(graph, "aten::gt", {size0, 0}, anchor);
+  return emitIf(
+      graph, hasRows, anchor, [&] { return x; },
+      [&] {
+        Value *rest = emit(graph, "aten::slice",
+                           {emit(graph, "aten::size", {x}, anchor), 1}, anchor);
+        Value *one = graph
+                         .insertNode(graph.createList(
+                             c10::IntType::get(), {graph.insertConstant(1)}))
+                         ->output();
+        Value *shape = emit(graph, "aten::add", {one, rest}, anchor);
+        return emit(graph, "aten::new_zeros", {x, shape}, anchor);
+      });
+}
+
+} // namespace
+
+bool indexToMask(std::shared_ptr<Graph> &graph, PassContext &ctx) {
+  bool changed = false;
+  torch::jit::AliasDb aliases(graph);
+  std::unordered_map<Value *, Compacted> compacted; // by the mask
+  for (Node *node : collectNodes(graph->block())) {
+    Value *index = nullptr;
+    const std::string op = node->kind().toQualString();
+    if ((op == "aten::gather" || op == "aten::index_select") &&
+        constantInt(node->input(1)) == 0)
+      index = node->input(2);
+    else if (op == "aten::index" &&
+             node->input(1)->node()->kind() == c10::prim::ListConstruct &&
+             node->input(1)->node()->inputs().size() == 1)
+      index = node->input(1)->node()->input(0);
+    if (!index)
+      continue;
+    Value *mask = rowIndicesOf(index);
+    if (!mask)
+      continue;
+    if (aliases.hasWriters(mask)) {
+      // The compaction is computed where the mask is defined.
+      ctx.declined(node, kRule, "the mask is written to in place");
+      continue;
+    }
+    auto it = compacted.find(mask);
+    if (it == compacted.end()) {
+      // Emitted once per mask, right where the mask is defined, so that it
+      // dominates every user (several `where(m)[0]` reads share it).
+      Node *def = mask->node();
+      Node *at = def->kind() == c10::prim::Param
+                     ? def->owningBlock()->nodes().front() // a block input
+                     : def->next();
+      torch::jit::WithInsertPoint guard(at);
+      it = compacted.emplace(mask, emitCompaction(*graph, mask, node)).first;
+    }
+    torch::jit::WithInsertPoint guard(node);
+    const Compacted &c = it->second;
+    Value *rows = emitIf(
+        *graph, c.isVector, node,
+        [&] {
+          Value *n = emit(*graph, "aten::numel", {mask}, node);
+          Value *aligned = emitAligned(*graph, node->input(0), n, node);
+          if (op != "aten::gather")
+            return aligned;
+          // gather(x, 0, i) needs x.dim() == i.dim() == 1: say so, for the
+          // rank proofs of mask-propagate (a no-op view where it succeeds).
+          return emit(*graph, "aten::reshape",
+                      {aligned, std::vector<int64_t>{-1}}, node);
+        },
+        [&] {
+          Value *source = emitGatherable(*graph, node->input(0), node);
+          // Every input first, then the node that reads them.
+          Value *list = op == "aten::index"
+                            ? graph
+                                  ->insertNode(graph->createList(
+                                      c10::OptionalType::ofTensor(), {c.rows}))
+                                  ->output()
+                            : nullptr;
+          Node *padded = graph->insertNode(
+              graph->createClone(node, [](Value *v) { return v; }));
+          padded->replaceInput(0, source);
+          if (list)
+            padded->replaceInput(1, list);
+          else
+            padded->replaceInput(2, c.rows);
+          padded->output()->setType(c10::TensorType::get());
+          return padded->output();
+        });
+    Value *result = emitSelect(*graph, rows, c.valid, node);
+    node->output()->replaceAllUsesWith(result);
+    ctx.rewrote(node, kRule);
+    node->destroy();
+    changed = true;
+  }
+  return changed;
+}
+
+} // namespace staticify

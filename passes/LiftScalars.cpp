@@ -47,6 +47,27 @@ bool isItem(const Node *node) {
          isTensor(node->input(0));
 }
 
+/// For `where(m)[k].numel()`, `nonzero(m).size(0)` and their len/size
+/// spellings: the mask whose count of nonzero elements they read.
+Value *countedMask(const Node *node) {
+  const std::string op = node->kind().toQualString();
+  bool rows = op == "aten::len" ||
+              (op == "aten::size" && node->inputs().size() == 2 &&
+               constantInt(node->input(1)) == 0);
+  if (!rows && op != "aten::numel")
+    return nullptr;
+  const Node *producer = node->input(0)->node();
+  if (producer->kind() == c10::aten::__getitem__) {
+    const Node *where = producer->input(0)->node();
+    if (where->kind() == c10::aten::where && where->inputs().size() == 1)
+      return where->input(0); // each index tensor has one entry per nonzero
+  }
+  if (rows && (producer->kind() == c10::aten::nonzero ||
+               producer->kind() == c10::aten::argwhere))
+    return producer->input(0);
+  return nullptr;
+}
+
 bool isSource(const Node *node) {
   static const char *const sources[] = {
       "aten::Int",         "aten::Float",         "aten::Bool",
@@ -56,7 +77,7 @@ bool isSource(const Node *node) {
                         std::end(sources) &&
                     isTensor(node->input(0)) &&
                     liftedDType(node->output()->type());
-  return conversion || isItem(node);
+  return conversion || isItem(node) || countedMask(node);
 }
 
 bool isNumber(const Value *v) {
@@ -236,6 +257,17 @@ public:
     std::vector<Node *> dead;
     for (Node *source : region.sources) {
       torch::jit::WithInsertPoint guard(source->next());
+      if (Value *mask = countedMask(source)) {
+        // The count of nonzero elements, read on the device (int64).
+        Value *count = emit(graph, "aten::sum",
+                            {emit(graph, "aten::ne", {mask, 0}, source)},
+                            source);
+        if (!device)
+          device = emit(graph, "prim::device", {count}, source);
+        lifted[source->output()] = count;
+        dead.push_back(source);
+        continue;
+      }
       Value *t = emit(graph, "aten::reshape",
                       {source->input(0), std::vector<int64_t>{}}, source);
       if (!device)

@@ -8,8 +8,10 @@
 namespace staticify {
 
 /// A host scalar read from device data (`int(t)`, `float(t)`, `bool(t)`,
-/// their implicit forms, `t.item()`) stays on the device as a 0-d tensor,
-/// and so does everything computed from it:
+/// their implicit forms, `t.item()`, and the size of a data-dependent tensor
+/// such as `where(m)[0].numel()`, which is m's count of nonzero elements)
+/// stays on the device as a 0-d tensor, and so does everything computed
+/// from it:
 ///
 ///   %n = aten::Int(%t); %m = prim::min(%n, 5); %y = aten::mul(%x, %m)
 ///     -> %n' = t.reshape([]).to(int64); %m' = minimum(%n', 5); %y = mul(%x,

@@ -365,6 +365,15 @@ class LiftItemOfInts(torch.nn.Module):
         return x.to(torch.float16) * n
 
 
+class LiftNumelOfWhere(torch.nn.Module):
+    """numel() of a data-dependent tensor: the mask's count, on the device."""
+
+    def forward(self, x, t):
+        n = torch.where(t > 0)[0].numel()
+        k = torch.nonzero(t > 0.25).size(0)
+        return x * min(n, 5) + k
+
+
 class LiftToSizeKept(torch.nn.Module):
     """n is a size (randperm): the bounded engine's job, kept here."""
 
@@ -548,6 +557,7 @@ CASES = [
     ("lift-counts-through-ifs", LiftCountsThroughIfs(), _same((12,)), "static"),
     ("lift-item", LiftItem(), _same((8,)), "static"),
     ("lift-item-of-ints", LiftItemOfInts(), _same((8,)), "static"),
+    ("lift-numel-of-where", LiftNumelOfWhere(), _same((8,)), "static"),
     ("lift-to-size-kept", LiftToSizeKept(), _same((12,)), "kept:lift-scalars"),
     ("lift-returned-kept", LiftReturnedKept(), _same((12,)), "kept:lift-scalars"),
     ("write-to-selection", WriteToSelection(), _1d(20), "safe"),

@@ -101,11 +101,26 @@ Value *emitFill(Graph &graph, Fill fill, const RowView &view,
 }
 
 /// mean(sel, dims...) = sum(padded, dims...) / sum(expanded keep, dims...).
+/// As PyTorch's mean does, the sum accumulates in at least float32 and the
+/// quotient is cast back: a float16/bfloat16 sum would lose precision or
+/// overflow where the mean does not.
 Value *emitMean(Graph &graph, Node *mean, Value *padded, const RowView &view) {
   Node *sum = graph.insertNode(graph.create(c10::aten::sum, mean->inputs()));
   sum->setSourceRange(mean->sourceRange());
   sum->replaceInput(0, padded);
   sum->output()->setType(c10::TensorType::get());
+  Value *dtype = namedInput(mean, "dtype");
+  Value *resultType = nullptr;
+  if (dtype && dtype->mustBeNone()) {
+    resultType = emit(graph, "prim::dtype", {view.rows}, mean);
+    Value *accumulate = emit(
+        graph, "aten::promote_types",
+        {resultType, static_cast<int64_t>(c10::ScalarType::Float)}, mean);
+    sum->moveAfter(accumulate->node());
+    for (size_t i = 0; i < mean->inputs().size(); ++i)
+      if (mean->input(i) == dtype && inputName(mean, i) == std::string("dtype"))
+        sum->replaceInput(i, accumulate);
+  }
   Value *ones = emit(graph, "aten::expand_as", {view.keep, view.rows}, mean);
   Value *dim = namedInput(mean, "dim");
   Value *count;
@@ -114,7 +129,9 @@ Value *emitMean(Graph &graph, Node *mean, Value *padded, const RowView &view) {
                  mean);
   else
     count = emit(graph, "aten::sum", {ones}, mean);
-  return emit(graph, "aten::div", {sum->output(), count}, mean);
+  Value *quotient = emit(graph, "aten::div", {sum->output(), count}, mean);
+  return resultType ? emit(graph, "aten::to", {quotient, resultType}, mean)
+                    : quotient;
 }
 
 /// numel / size(_, 0) / len of a selection: the count, as a host int.

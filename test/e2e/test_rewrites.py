@@ -100,3 +100,26 @@ def test_drop_data_asserts(staticify, save, tmp_path):
     with pytest.raises(Exception):
         original(x, t + 100.0)
     assert torch.equal(result(x, t + 100.0), x * 2.0)
+
+
+def test_mean_of_half_accumulates_in_float32(staticify, save, tmp_path):
+    """mean(x[m]) must not become a float16 sum / count: 2,000 values of 100
+    sum to 200,000 > 65,504, which overflows float16. The rewrite
+    accumulates in float32 and casts back, as PyTorch's CUDA mean does (its
+    CPU mean in 1.13 overflows here itself: both are within the contract's
+    summation-order tolerance, and a finite mean is the useful one)."""
+
+    class MeanHalf(torch.nn.Module):
+        def forward(self, x, t):
+            m = t > 0
+            return x.to(torch.float16)[m].mean()
+
+    path = save(MeanHalf())
+    out = tmp_path / "out.pt"
+    staticify(path, "-o", out)
+    assert staticify.report(path)["methods"][0]["after"]["static"] is True
+    result = torch.jit.load(str(out))
+    x, t = torch.full((2000,), 100.0), torch.ones(2000)
+    assert torch.full((2000,), 100.0, dtype=torch.float16).sum().isinf()
+    y = result(x, t)
+    assert y.dtype == torch.float16 and y.item() == 100.0

@@ -177,11 +177,6 @@ bool reducesDim0(const Node *node) {
   return dims && std::find(dims->begin(), dims->end(), 0) != dims->end();
 }
 
-size_t countTensorInputs(const Node *node) {
-  return std::count_if(node->inputs().begin(), node->inputs().end(),
-                       [](const Value *v) { return isTensorType(v->type()); });
-}
-
 class Analyzer {
 public:
   explicit Analyzer(AnalysisResult &result) : result(result) {}
@@ -766,8 +761,8 @@ private:
       if (op == b)
         return DTypeKind::Bool;
     static const char *const longOps[] = {
-        "aten::nonzero", "aten::argwhere", "aten::nonzero_numpy",
-        "aten::argmax",  "aten::argmin",   "aten::argsort",
+        "aten::nonzero",   "aten::argwhere", "aten::nonzero_numpy",
+        "aten::argmax",    "aten::argmin",   "aten::argsort",
         "torchvision::nms"};
     for (const char *l : longOps)
       if (op == l)
@@ -776,9 +771,9 @@ private:
       return DTypeKind::Long; // the indices of where(cond)
     // The indices that sort, topk, max/min(dim) return next to the values.
     static const char *const indexOutputOps[] = {
-        "aten::sort", "aten::topk",   "aten::max",    "aten::min",
-        "aten::kthvalue", "aten::mode", "aten::median", "aten::cummax",
-        "aten::cummin"};
+        "aten::sort",   "aten::topk",     "aten::max",
+        "aten::min",    "aten::kthvalue", "aten::mode",
+        "aten::median", "aten::cummax",   "aten::cummin"};
     for (const char *l : indexOutputOps)
       if (op == l && node->outputs().size() == 2 && out == node->output(1))
         return DTypeKind::Long;
@@ -795,20 +790,20 @@ private:
     }
     // Bitwise ops on masks, views, copies and selections keep their input's.
     static const char *const keepOps[] = {
-        "aten::__and__",        "aten::__or__",       "aten::__xor__",
-        "aten::bitwise_and",    "aten::bitwise_or",   "aten::bitwise_not",
-        "aten::__invert__",     "aten::view",         "aten::reshape",
-        "aten::flatten",        "aten::squeeze",      "aten::unsqueeze",
-        "aten::permute",        "aten::transpose",    "aten::t",
-        "aten::expand",         "aten::expand_as",    "aten::contiguous",
-        "aten::clone",          "aten::detach",       "aten::view_as",
-        "aten::reshape_as",     "aten::select",       "aten::slice",
-        "aten::narrow",         "aten::index",        "aten::__getitem__",
-        "aten::repeat",         "aten::flip",         "aten::roll",
-        "aten::where", "aten::masked_fill",    "aten::index_select", "aten::gather",
-        "prim::ListConstruct",  "aten::cat",          "aten::stack",
-        "prim::unchecked_cast", "aten::index_put_",   "aten::index_put",
-        "aten::scatter"};
+        "aten::__and__",     "aten::__or__",         "aten::__xor__",
+        "aten::bitwise_and", "aten::bitwise_or",     "aten::bitwise_not",
+        "aten::__invert__",  "aten::view",           "aten::reshape",
+        "aten::flatten",     "aten::squeeze",        "aten::unsqueeze",
+        "aten::permute",     "aten::transpose",      "aten::t",
+        "aten::expand",      "aten::expand_as",      "aten::contiguous",
+        "aten::clone",       "aten::detach",         "aten::view_as",
+        "aten::reshape_as",  "aten::select",         "aten::slice",
+        "aten::narrow",      "aten::index",          "aten::__getitem__",
+        "aten::repeat",      "aten::flip",           "aten::roll",
+        "aten::where",       "aten::masked_fill",    "aten::index_select",
+        "aten::gather",      "prim::ListConstruct",  "aten::cat",
+        "aten::stack",       "prim::unchecked_cast", "aten::index_put_",
+        "aten::index_put",   "aten::scatter"};
     for (const char *k : keepOps) {
       if (op != k)
         continue;

@@ -51,9 +51,9 @@ bool isItem(const Node *node) {
 /// spellings: the mask whose count of nonzero elements they read.
 Value *countedMask(const Node *node) {
   const std::string op = node->kind().toQualString();
-  bool rows = op == "aten::len" ||
-              (op == "aten::size" && node->inputs().size() == 2 &&
-               constantInt(node->input(1)) == 0);
+  bool rows =
+      op == "aten::len" || (op == "aten::size" && node->inputs().size() == 2 &&
+                            constantInt(node->input(1)) == 0);
   if (!rows && op != "aten::numel")
     return nullptr;
   const Node *producer = node->input(0)->node();
@@ -259,9 +259,9 @@ public:
       torch::jit::WithInsertPoint guard(source->next());
       if (Value *mask = countedMask(source)) {
         // The count of nonzero elements, read on the device (int64).
-        Value *count = emit(graph, "aten::sum",
-                            {emit(graph, "aten::ne", {mask, 0}, source)},
-                            source);
+        Value *count =
+            emit(graph, "aten::sum",
+                 {emit(graph, "aten::ne", {mask, 0}, source)}, source);
         if (!device)
           device = emit(graph, "prim::device", {count}, source);
         lifted[source->output()] = count;

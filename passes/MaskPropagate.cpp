@@ -34,7 +34,6 @@ bool isTotalElementwise(const Node *node) {
   return node->outputs().size() == 1;
 }
 
-
 constexpr const char *kRule = "mask-propagate";
 
 /// Whether \p node reads a selection and is none of the consumers the

@@ -21,5 +21,4 @@ namespace staticify {
 /// elements.
 bool maskPropagate(std::shared_ptr<torch::jit::Graph> &graph, PassContext &ctx);
 
-
 } // namespace staticify

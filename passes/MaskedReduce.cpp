@@ -113,9 +113,9 @@ Value *emitMean(Graph &graph, Node *mean, Value *padded, const RowView &view) {
   Value *resultType = nullptr;
   if (dtype && dtype->mustBeNone()) {
     resultType = emit(graph, "prim::dtype", {view.rows}, mean);
-    Value *accumulate = emit(
-        graph, "aten::promote_types",
-        {resultType, static_cast<int64_t>(c10::ScalarType::Float)}, mean);
+    Value *accumulate =
+        emit(graph, "aten::promote_types",
+             {resultType, static_cast<int64_t>(c10::ScalarType::Float)}, mean);
     sum->moveAfter(accumulate->node());
     for (size_t i = 0; i < mean->inputs().size(); ++i)
       if (mean->input(i) == dtype && inputName(mean, i) == std::string("dtype"))
@@ -166,11 +166,7 @@ bool maskedReduce(std::shared_ptr<Graph> &graph, PassContext &ctx) {
     OpRole role = opRole(node);
     if (role != OpRole::Reduction && role != OpRole::ShapeRead)
       continue;
-    size_t tensors = std::count_if(
-        node->inputs().begin(), node->inputs().end(), [](const Value *v) {
-          return v->type()->kind() == c10::TypeKind::TensorType;
-        });
-    if (tensors != 1 ||
+    if (countTensorInputs(node) != 1 ||
         node->input(0)->type()->kind() != c10::TypeKind::TensorType)
       continue; // max(a, b) and min(a, b) are elementwise, not reductions
     auto sel = matchSelection(node->input(0), analysis);

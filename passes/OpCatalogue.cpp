@@ -214,6 +214,13 @@ bool inputAffectsShape(const Node *node, size_t index) {
   return true;
 }
 
+size_t countTensorInputs(const Node *node) {
+  size_t n = 0;
+  for (const torch::jit::Value *in : node->inputs())
+    n += in->type()->kind() == c10::TypeKind::TensorType;
+  return n;
+}
+
 bool mutatesFirstInput(const Node *node) {
   const c10::FunctionSchema *schema = node->maybeSchema();
   if (!schema || schema->arguments().empty())

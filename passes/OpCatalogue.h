@@ -52,6 +52,9 @@ bool inputAffectsShape(const torch::jit::Node *node, size_t index);
 std::optional<std::string> inputName(const torch::jit::Node *node,
                                      size_t index);
 
+/// How many of \p node's inputs are tensors (max(a, b) has two, max(a) one).
+size_t countTensorInputs(const torch::jit::Node *node);
+
 /// Whether the node writes to its first input (`append`, `index_put_`...).
 bool mutatesFirstInput(const torch::jit::Node *node);
 

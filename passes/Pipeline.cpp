@@ -152,7 +152,7 @@ bool runPass(const PassInfo &pass, std::shared_ptr<Graph> &graph,
   return changed;
 }
 
-static GraphSummary summarize(const AnalysisResult &analysis) {
+GraphSummary summarize(const AnalysisResult &analysis) {
   GraphSummary s;
   s.numNodes = analysis.numNodes;
   s.counts = countByCategory(analysis.findings);

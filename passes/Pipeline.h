@@ -63,6 +63,10 @@ PipelineResult runPipeline(std::shared_ptr<torch::jit::Graph> graph,
                            const std::vector<std::string> &passes,
                            const PassOptions &options = {});
 
+/// The summary of one analysis: node count, findings per category, whether
+/// the outputs are static.
+GraphSummary summarize(const AnalysisResult &analysis);
+
 /// Counts every node, nested blocks included.
 size_t countNodes(const torch::jit::Block *block);
 

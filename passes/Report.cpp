@@ -168,8 +168,11 @@ std::string renderText(const Report &report) {
 /// The length of the valid UTF-8 sequence starting at \p s[i], or 0.
 static size_t utf8Length(std::string_view s, size_t i) {
   unsigned char c = s[i];
-  size_t n = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3
-                                             : (c >> 3) == 0x1E ? 4 : 0;
+  size_t n = c < 0x80           ? 1
+             : (c >> 5) == 0x6  ? 2
+             : (c >> 4) == 0xE  ? 3
+             : (c >> 3) == 0x1E ? 4
+                                : 0;
   if (n == 0 || i + n > s.size())
     return 0;
   for (size_t k = 1; k < n; ++k)

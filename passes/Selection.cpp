@@ -144,10 +144,7 @@ bool provablyZeroDim(const Value *v) {
   if (opRole(node) != OpRole::Reduction || !node->maybeSchema())
     return false;
   // One tensor input (max(a, b) is elementwise) and no kept dimensions.
-  size_t tensors = 0;
-  for (const Value *in : node->inputs())
-    tensors += in->type()->kind() == c10::TypeKind::TensorType;
-  if (tensors != 1)
+  if (countTensorInputs(node) != 1)
     return false;
   if (Value *keepdim = namedInput(node, "keepdim")) {
     auto iv = torch::jit::toIValue(keepdim);

@@ -159,11 +159,7 @@ int main(int argc, char **argv) {
     method.inlined = false;
     method.passes = passes;
     method.findings = analysis.findings;
-    method.before.numNodes = method.after.numNodes = analysis.numNodes;
-    method.before.counts = method.after.counts =
-        countByCategory(analysis.findings);
-    method.before.outputsStatic = method.after.outputsStatic =
-        analysis.outputsStatic;
+    method.before = method.after = summarize(analysis);
     report.methods.push_back(std::move(method));
     std::cout << renderText(report);
     if (printClasses)

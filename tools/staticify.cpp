@@ -88,8 +88,7 @@ std::string usage() {
   }
   line.pop_back(); // the last comma
   std::string text = kUsage;
-  text.replace(text.find("default; known passes: %PASSES%"), 31,
-               passes + line);
+  text.replace(text.find("default; known passes: %PASSES%"), 31, passes + line);
   return text;
 }
 

@@ -803,7 +803,33 @@ private:
         "aten::where",       "aten::masked_fill",    "aten::index_select",
         "aten::gather",      "prim::ListConstruct",  "aten::cat",
         "aten::stack",       "prim::unchecked_cast", "aten::index_put_",
-        "aten::index_put",   "aten::scatter"};
+        "aten::index_put",   "aten::scatter",        "aten::new_zeros",
+        "aten::new_ones",    "aten::new_empty",      "aten::zeros_like",
+        "aten::ones_like",   "aten::empty_like"};
+    // Integer arithmetic on int64 tensors and host ints stays int64.
+    static const char *const intOps[] = {"aten::add", "aten::sub",
+                                         "aten::mul", "aten::remainder",
+                                         "aten::neg", "aten::div"};
+    for (const char *k : intOps) {
+      if (op != k)
+        continue;
+      const Value *rounding = namedInput(node, "rounding_mode");
+      if (op == "aten::div" && (!rounding || rounding->mustBeNone()))
+        return DTypeKind::Unknown; // true division gives floats
+      bool anyTensor = false;
+      for (const Value *in : node->inputs()) {
+        if (in->type()->kind() == c10::TypeKind::TensorType) {
+          anyTensor = true;
+          if (info(in).dtype != DTypeKind::Long)
+            return DTypeKind::Unknown;
+        } else if (in->type()->kind() != c10::TypeKind::IntType &&
+                   in->type()->kind() != c10::TypeKind::StringType &&
+                   !in->mustBeNone()) {
+          return DTypeKind::Unknown;
+        }
+      }
+      return anyTensor ? DTypeKind::Long : DTypeKind::Unknown;
+    }
     for (const char *k : keepOps) {
       if (op != k)
         continue;

@@ -26,7 +26,8 @@ bool isTensor(const Value *v) {
   return v->type()->kind() == c10::TypeKind::TensorType;
 }
 
-/// The dtype a lifted scalar of TorchScript type \p t has.
+} // namespace
+
 std::optional<c10::ScalarType> liftedDType(const c10::TypePtr &t) {
   switch (t->kind()) {
   case c10::TypeKind::IntType:
@@ -39,6 +40,8 @@ std::optional<c10::ScalarType> liftedDType(const c10::TypePtr &t) {
     return std::nullopt;
   }
 }
+
+namespace {
 
 /// `t.item()`: a Scalar whose Python type (int, float, bool) follows t's
 /// dtype at run time. Lifted, it keeps t's dtype.
@@ -114,6 +117,8 @@ const char *tensorOpFor(const Node *node) {
   return nullptr;
 }
 
+} // namespace
+
 bool isScalarOp(const Node *node) {
   if (!tensorOpFor(node) || node->outputs().size() != 1 ||
       !liftedDType(node->output()->type()))
@@ -128,6 +133,43 @@ bool isScalarOp(const Node *node) {
       return false; // lists (prim::min of a list), tensors, strings...
   return true;
 }
+
+Value *castTo(Graph &graph, Value *t, c10::ScalarType dtype,
+              const Node *anchor) {
+  if (dtype == c10::ScalarType::Bool)
+    return emit(graph, "aten::ne", {t, 0}, anchor);
+  return emit(graph, "aten::to", {t, static_cast<int64_t>(dtype)}, anchor);
+}
+
+Value *emitScalarOpOnTensors(Graph &graph, Node *node,
+                             const std::vector<Value *> &operands) {
+  c10::ScalarType out = *liftedDType(node->output()->type());
+  const std::string op = node->kind().toQualString();
+  std::vector<Value *> args;
+  bool anyFloat = false;
+  for (Value *in : node->inputs())
+    anyFloat |= in->type()->kind() == c10::TypeKind::FloatType;
+  for (size_t i = 0; i < operands.size(); ++i) {
+    Value *in = node->input(i), *t = operands[i];
+    // Python promotes int to float in mixed arithmetic and comparisons;
+    // true division always computes in float.
+    if ((anyFloat || op == "aten::div") &&
+        in->type()->kind() != c10::TypeKind::FloatType &&
+        in->type()->kind() != c10::TypeKind::BoolType)
+      t = castTo(graph, t, c10::ScalarType::Double, node);
+    args.push_back(t);
+  }
+  if (op == "aten::Int" || op == "aten::Float" || op == "aten::Bool")
+    return castTo(graph, args[0], out, node);
+  if (op == "aten::floordiv")
+    return emit(
+        graph, "aten::div", {args[0], args[1]}, node,
+        {torch::jit::NamedValue("rounding_mode", std::string("floor"))});
+  std::vector<torch::jit::NamedValue> named(args.begin(), args.end());
+  return emit(graph, tensorOpFor(node), named, node);
+}
+
+namespace {
 
 /// Tensor ops whose scalar argument at \p offset also takes a 0-d tensor.
 bool acceptsTensorAt(const Node *node, size_t offset) {
@@ -327,9 +369,7 @@ private:
   }
 
   Value *castTo(Value *t, c10::ScalarType dtype, const Node *anchor) {
-    if (dtype == c10::ScalarType::Bool)
-      return emit(graph, "aten::ne", {t, 0}, anchor);
-    return emit(graph, "aten::to", {t, static_cast<int64_t>(dtype)}, anchor);
+    return staticify::castTo(graph, t, dtype, anchor);
   }
 
   /// The tensor for \p v: its lifted value, or a host scalar made a 0-d
@@ -353,34 +393,10 @@ private:
 
   void liftOp(Node *node) {
     torch::jit::WithInsertPoint guard(node);
-    c10::ScalarType out = *liftedDType(node->output()->type());
-    const std::string op = node->kind().toQualString();
     std::vector<Value *> args;
-    bool anyFloat = false;
     for (Value *in : node->inputs())
-      anyFloat |= in->type()->kind() == c10::TypeKind::FloatType;
-    for (Value *in : node->inputs()) {
-      Value *t = operand(in, node);
-      // Python promotes int to float in mixed arithmetic and comparisons;
-      // true division always computes in float.
-      if ((anyFloat || op == "aten::div") &&
-          in->type()->kind() != c10::TypeKind::FloatType &&
-          in->type()->kind() != c10::TypeKind::BoolType)
-        t = castTo(t, c10::ScalarType::Double, node);
-      args.push_back(t);
-    }
-    Value *result;
-    if (op == "aten::Int" || op == "aten::Float" || op == "aten::Bool")
-      result = castTo(args[0], out, node);
-    else if (op == "aten::floordiv")
-      result =
-          emit(graph, "aten::div", {args[0], args[1]}, node,
-               {torch::jit::NamedValue("rounding_mode", std::string("floor"))});
-    else {
-      std::vector<torch::jit::NamedValue> named(args.begin(), args.end());
-      result = emit(graph, tensorOpFor(node), named, node);
-    }
-    lifted[node->output()] = result;
+      args.push_back(operand(in, node));
+    lifted[node->output()] = emitScalarOpOnTensors(graph, node, args);
   }
 
   void liftIf(Node *node) {

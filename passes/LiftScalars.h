@@ -5,6 +5,9 @@
 
 #include <torch/csrc/jit/ir/ir.h>
 
+#include <optional>
+#include <vector>
+
 namespace staticify {
 
 /// A host scalar read from device data (`int(t)`, `float(t)`, `bool(t)`,
@@ -30,5 +33,25 @@ namespace staticify {
 /// leaves the whole region as it was, so lifting never adds a sync; the
 /// report names the use.
 bool liftScalars(std::shared_ptr<torch::jit::Graph> &graph, PassContext &ctx);
+
+/// The dtype a lifted scalar of TorchScript type \p t has: int64 for int,
+/// float64 for float, bool for bool.
+std::optional<c10::ScalarType> liftedDType(const c10::TypePtr &t);
+
+/// Whether \p node is host scalar arithmetic with a tensor form (`+`, `-`,
+/// `*`, `/`, `//`, min, max, comparisons, not/and/or, int()/float()/bool()).
+bool isScalarOp(const torch::jit::Node *node);
+
+/// \p t cast to \p dtype (bool: `t != 0`).
+torch::jit::Value *castTo(torch::jit::Graph &graph, torch::jit::Value *t,
+                          c10::ScalarType dtype,
+                          const torch::jit::Node *anchor);
+
+/// Scalar op \p node computed on 0-d tensors \p operands (one per input:
+/// lifted values, or host scalars made tensors), with Python's promotion
+/// (int to float in mixed arithmetic, true division in float).
+torch::jit::Value *
+emitScalarOpOnTensors(torch::jit::Graph &graph, torch::jit::Node *node,
+                      const std::vector<torch::jit::Value *> &operands);
 
 } // namespace staticify

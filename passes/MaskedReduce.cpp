@@ -158,6 +158,23 @@ bool rewriteSizeRead(Graph &graph, Node *node, const Selection &sel,
 
 } // namespace
 
+std::vector<Value *> emitMaskedReduction(Graph &graph, Node *node,
+                                         const RowView &view,
+                                         std::string &why) {
+  std::optional<Fill> fill = identityOf(node, why);
+  if (fill)
+    why = uncoveredSelectedDim(node);
+  if (!fill || !why.empty())
+    return {};
+  Value *padded = emitFill(graph, *fill, view, node);
+  if (*fill == Fill::Mean)
+    return {emitMean(graph, node, padded, view)};
+  Node *copy =
+      graph.insertNode(graph.createClone(node, [](Value *v) { return v; }));
+  copy->replaceInput(0, padded);
+  return {copy->outputs().begin(), copy->outputs().end()};
+}
+
 bool maskedReduce(std::shared_ptr<Graph> &graph, PassContext &ctx) {
   AnalysisResult analysis = analyzeGraph(*graph);
   torch::jit::AliasDb aliases(graph);
@@ -189,26 +206,18 @@ bool maskedReduce(std::shared_ptr<Graph> &graph, PassContext &ctx) {
       changed |= rewriteSizeRead(*graph, node, *sel, ctx);
       continue;
     }
+    torch::jit::WithInsertPoint guard(node);
     std::string why;
-    std::optional<Fill> fill = identityOf(node, why);
-    if (fill)
-      why = uncoveredSelectedDim(node);
-    if (!fill || !why.empty()) {
+    std::vector<Value *> outs =
+        emitMaskedReduction(*graph, node, emitRowView(*graph, *sel, node), why);
+    if (outs.empty()) {
       ctx.declined(sel->node, kRule, why);
       continue;
     }
-    torch::jit::WithInsertPoint guard(node);
-    RowView view = emitRowView(*graph, *sel, node);
-    Value *padded = emitFill(*graph, *fill, view, node);
-    if (*fill == Fill::Mean) {
-      Value *mean = emitMean(*graph, node, padded, view);
-      node->output()->replaceAllUsesWith(mean);
-      ctx.rewrote(node, kRule);
-      node->destroy();
-    } else {
-      node->replaceInput(0, padded);
-      ctx.rewrote(node, kRule); // a finding while its input was x[m]
-    }
+    for (size_t i = 0; i < outs.size(); ++i)
+      node->output(i)->replaceAllUsesWith(outs[i]);
+    ctx.rewrote(node, kRule); // a finding while its input was x[m]
+    node->destroy();
     eraseIfDead(sel->node, ctx, kRule);
     changed = true;
   }

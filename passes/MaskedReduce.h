@@ -2,8 +2,12 @@
 #pragma once
 
 #include "passes/PassContext.h"
+#include "passes/Selection.h"
 
 #include <torch/csrc/jit/ir/ir.h>
+
+#include <string>
+#include <vector>
 
 namespace staticify {
 
@@ -24,5 +28,15 @@ namespace staticify {
 /// any False, all True; max/min (which raise in PyTorch) return an element of
 /// x's first row.
 bool maskedReduce(std::shared_ptr<torch::jit::Graph> &graph, PassContext &ctx);
+
+/// Reduction \p node over the live rows of \p view, emitted at the
+/// insertion point: one replacement per output of \p node, or none, with
+/// \p why saying what is missing (no identity, dimension 0 not reduced).
+/// Shared by masked-reduce and the bound pass (a bounded value's view is its
+/// padded rows and their live-row mask).
+std::vector<torch::jit::Value *> emitMaskedReduction(torch::jit::Graph &graph,
+                                                     torch::jit::Node *node,
+                                                     const RowView &view,
+                                                     std::string &why);
 
 } // namespace staticify

@@ -12,12 +12,20 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <utility>
+#include <vector>
 
 namespace staticify {
 
 struct PassOptions {
   /// if-convert: drop branches that only raise on data (data asserts).
   bool dropDataAsserts = false;
+  /// bound: upper bounds the user supplies (`--bound NAME=N`), for a source
+  /// variable NAME or for the values computed on line `FILE:LINE`.
+  std::vector<std::pair<std::string, int64_t>> bounds;
+  /// bound: a bounded graph output is returned as `(padded, count)` instead
+  /// of being cut to its count (which reads count on the host).
+  bool paddedOutputs = false;
 };
 
 class PassContext {

@@ -3,6 +3,7 @@
 
 #include "passes/Pipeline.h"
 
+#include "passes/Bounded.h"
 #include "passes/GraphUtils.h"
 #include "passes/IfConvert.h"
 #include "passes/IndexToMask.h"
@@ -100,6 +101,12 @@ const std::vector<PassInfo> &registeredPasses() {
        "if bool(t): pure branches with congruent tensor results -> both "
        "branches + where",
        true, ifConvert},
+      {"bound",
+       "what is still data-dependent becomes bounded (padded + device-side "
+       "count): nonzero, where(c), x[mask], unique, randperm(n)[:k] as top-k, "
+       "slices, gathers, cat; host ints from counts are lifted with integer "
+       "ranges; uses with no bounded form materialize (reported)",
+       true, boundShapes},
   };
   return passes;
 }

@@ -42,6 +42,13 @@ options:
   --no-inline           do not inline calls to submodule methods and functions
   --drop-data-asserts   let if-convert remove `if <data>: raise ...` checks
                         (kept, as a host sync, by default)
+  --bound NAME=N        an upper bound for a data-derived length the analysis
+                        cannot bound: NAME is the Python variable, or FILE:LINE
+                        for the values computed on that line; repeatable. A
+                        promise: inputs exceeding it give wrong results
+  --padded-outputs      return a bounded output as (padded, count) instead of
+                        cutting it to count rows (a host sync); this changes
+                        the method's signature (docs/passes.md, bound)
   --passes LIST         run this comma-separated pipeline instead of the
                         default; known passes: %PASSES%
   --help                print this help
@@ -53,6 +60,7 @@ examples:
   staticify detector.pt --report --load-library \
       /usr/lib/python3/dist-packages/torchvision/_C.cpython-311-x86_64-linux-gnu.so
   staticify model.pt --method forward --method sample --report
+  staticify model.pt -o out.pt --bound num_boxes=300 --padded-outputs
 
 exit status: 0 on success (findings are not errors), 1 on a bad input or
 output, 2 on a bad command line.
@@ -120,6 +128,23 @@ int parseOptions(int argc, char **argv, Options &opts) {
       opts.inlineCalls = false;
     } else if (cl.flag("--drop-data-asserts")) {
       opts.passOptions.dropDataAsserts = true;
+    } else if (cl.flag("--padded-outputs")) {
+      opts.passOptions.paddedOutputs = true;
+    } else if (cl.option("--bound", value)) {
+      size_t eq = value.rfind('=');
+      if (eq == std::string::npos || eq == 0 || eq + 1 == value.size())
+        throw std::invalid_argument("--bound needs NAME=N, got '" + value +
+                                    "'");
+      size_t used = 0;
+      int64_t n = -1;
+      try {
+        n = std::stoll(value.substr(eq + 1), &used);
+      } catch (const std::exception &) {
+      }
+      if (n < 0 || used != value.size() - eq - 1)
+        throw std::invalid_argument("--bound " + value +
+                                    ": N must be a non-negative integer");
+      opts.passOptions.bounds.emplace_back(value.substr(0, eq), n);
     } else if (cl.option("--method", value)) {
       opts.methods.push_back(value);
     } else if (cl.option("--load-library", value)) {

@@ -1,0 +1,993 @@
+//===- Bounded.cpp - The bounded-shape engine (DESIGN §1) -----------------===//
+
+#include "passes/Bounded.h"
+
+#include "passes/BoundedForms.h"
+#include "passes/GraphUtils.h"
+#include "passes/IfConvert.h"
+#include "passes/LiftScalars.h"
+#include "passes/MaskedReduce.h"
+#include "passes/OpCatalogue.h"
+#include "passes/Selection.h"
+
+#include <torch/csrc/jit/ir/alias_analysis.h>
+#include <torch/csrc/jit/passes/constant_propagation.h>
+
+#include <algorithm>
+#include <unordered_map>
+#include <unordered_set>
+
+namespace staticify {
+
+using torch::jit::Block;
+using torch::jit::Graph;
+using torch::jit::NamedValue;
+using torch::jit::Node;
+using torch::jit::Value;
+
+namespace {
+
+constexpr const char *kRule = "bound";
+
+bool isTensor(const Value *v) {
+  return v->type()->kind() == c10::TypeKind::TensorType;
+}
+
+bool isScalar(const Value *v) {
+  c10::TypeKind k = v->type()->kind();
+  return k == c10::TypeKind::IntType || k == c10::TypeKind::FloatType ||
+         k == c10::TypeKind::BoolType;
+}
+
+bool is(const Node *node, const char *op) {
+  return node->kind() == c10::Symbol::fromQualString(op);
+}
+
+/// The integer range of a host int: a constant lower bound, and an upper
+/// bound that is a host int in the graph (a constant or an expression over
+/// input sizes), with its constant value when it has one.
+struct Range {
+  std::optional<int64_t> lo;
+  Value *hi = nullptr;
+  std::optional<int64_t> hiConst;
+};
+
+/// What a value of the original graph has become.
+struct Rep {
+  enum class Kind {
+    Lifted,    // a host scalar, now `value`: a 0-d tensor on the device
+    Bounded,   // a tensor with a data-dependent leading dimension
+    WhereList, // where(c) / nonzero_numpy(c): its elements are bounded
+    RandPerm,  // randperm(n) whose one use is [:k], made a top-k there
+  } kind;
+  explicit Rep(Kind kind) : kind(kind) {}
+  Value *value = nullptr; // Lifted: the tensor; Bounded: padded rows;
+                          // WhereList: c; RandPerm: the lifted n
+  Value *count = nullptr; // Bounded: valid rows, 0-d int64
+  Range range;            // Lifted ints; RandPerm: n's range
+  bool isIndex = false;   // Bounded: holds int64 indices
+  Node *origin = nullptr; // RandPerm: the randperm node
+};
+
+/// Ops computed elementwise on a bounded value's padded rows, padding
+/// included: the result keeps the leading dimension.
+bool isElementwise(const Node *node) {
+  if (opRole(node) != OpRole::LeadingPreserving || node->outputs().size() != 1)
+    return false;
+  static const char *const notElementwise[] = {"aten::cat", "aten::slice",
+                                               "aten::narrow", "aten::randperm",
+                                               "aten::arange"};
+  for (const char *op : notElementwise)
+    if (is(node, op))
+      return false;
+  return neverRaisesOnValues(node); // padding rows are computed too
+}
+
+class Engine {
+public:
+  Engine(Graph &graph, PassContext &ctx, const AnalysisResult &analysis,
+         const torch::jit::AliasDb &aliases)
+      : graph(graph), ctx(ctx), analysis(analysis), aliases(aliases) {}
+
+  bool run() {
+    runBlock(graph.block());
+    if (!changed)
+      return false;
+    materializeRest();
+    eraseDeadNodes(graph, ctx, kRule);
+    for (Node *n : convertedIfs)
+      if (std::none_of(n->outputs().begin(), n->outputs().end(),
+                       [](const Value *v) { return v->hasUses(); })) {
+        ctx.rewrote(n, kRule);
+        n->destroy();
+      }
+    eraseDeadNodes(graph, ctx, kRule);
+    return true;
+  }
+
+private:
+  Graph &graph;
+  PassContext &ctx;
+  const AnalysisResult &analysis;
+  const torch::jit::AliasDb &aliases;
+  std::unordered_map<Value *, Rep> reps;
+  std::vector<Value *> repOrder; // program order, for materialization
+  std::unordered_set<Node *> absorbed;
+  std::vector<Node *> convertedIfs;
+  bool changed = false;
+
+  //===--------------------------------------------------------------------===//
+  // Walk
+  //===--------------------------------------------------------------------===//
+
+  void runBlock(Block *block) {
+    for (auto it = block->nodes().begin(); it != block->nodes().end();) {
+      Node *node = *it;
+      ++it; // nodes the visit hoists go before `node`; never revisited
+      visit(node);
+    }
+  }
+
+  void visit(Node *node) {
+    if (node->kind() == c10::prim::If && rep(node->input(0)) && convertIf(node))
+      return;
+    for (Block *b : node->blocks())
+      runBlock(b);
+    if (!node->blocks().empty())
+      return; // loops and ifs consume lifted values as host values
+    // A list of tensors (cat's, index's) counts by its elements.
+    auto hasRep = [&](Value *v) {
+      if (rep(v))
+        return true;
+      Node *list = v->node();
+      return list->kind() == c10::prim::ListConstruct &&
+             std::any_of(list->inputs().begin(), list->inputs().end(),
+                         [&](Value *e) { return rep(e) != nullptr; });
+    };
+    bool anyRep =
+        std::any_of(node->inputs().begin(), node->inputs().end(), hasRep);
+    torch::jit::WithInsertPoint guard(node);
+    if (anyRep ? rewrite(node) : root(node)) {
+      absorbed.insert(node);
+      changed = true;
+    }
+  }
+
+  Rep *rep(Value *v) {
+    auto it = reps.find(v);
+    return it == reps.end() ? nullptr : &it->second;
+  }
+
+  void setRep(Value *v, Rep r) {
+    if (r.kind == Rep::Kind::Lifted)
+      applyHint(v, r.range);
+    if (reps.emplace(v, r).second)
+      repOrder.push_back(v);
+  }
+
+  /// Replaces every use of \p v (a result that is static again).
+  void replaceStatic(Value *v, Value *with) { v->replaceAllUsesWith(with); }
+
+  //===--------------------------------------------------------------------===//
+  // Host ints and ranges
+  //===--------------------------------------------------------------------===//
+
+  Value *constant(int64_t c) { return graph.insertConstant(c); }
+
+  /// min/max/+/- of two host ints, folded when both are constants.
+  Value *hostOp(const char *op, Value *a, Value *b, const Node *anchor) {
+    auto ca = constantInt(a), cb = constantInt(b);
+    if (ca && cb) {
+      std::string o = op;
+      if (o == "prim::min")
+        return constant(std::min(*ca, *cb));
+      if (o == "prim::max")
+        return constant(std::max(*ca, *cb));
+      if (o == "aten::add")
+        return constant(*ca + *cb);
+      if (o == "aten::sub")
+        return constant(*ca - *cb);
+      if (o == "aten::mul")
+        return constant(*ca * *cb);
+      if (o == "aten::floordiv" && *cb > 0)
+        return constant(*ca >= 0 ? *ca / *cb : -((-*ca + *cb - 1) / *cb));
+    }
+    return emit(graph, op, {a, b}, anchor);
+  }
+
+  Range rangeOf(Value *v) {
+    if (Rep *r = rep(v))
+      return r->range;
+    Range r;
+    if (v->type()->kind() != c10::TypeKind::IntType)
+      return r;
+    if (auto c = constantInt(v)) {
+      r.lo = r.hiConst = *c;
+      r.hi = v;
+      return r;
+    }
+    // A host int is its own upper bound; sizes are never negative.
+    r.hi = v;
+    OpRole role = opRole(v->node());
+    if (role == OpRole::ShapeRead || role == OpRole::MetadataRead)
+      r.lo = 0;
+    return r;
+  }
+
+  Value *upper(const Range &r) {
+    if (r.hi)
+      return r.hi;
+    return r.hiConst ? constant(*r.hiConst) : nullptr;
+  }
+
+  /// The range of scalar op \p node's result from its operands' ranges.
+  Range rangeOfOp(Node *node) {
+    Range out;
+    if (node->inputs().empty() ||
+        node->output()->type()->kind() != c10::TypeKind::IntType)
+      return out;
+    Range a = rangeOf(node->input(0));
+    if (is(node, "aten::Int"))
+      return a;
+    if (node->inputs().size() != 2)
+      return out;
+    Range b = rangeOf(node->input(1));
+    Value *ha = upper(a), *hb = upper(b);
+    auto both = [](std::optional<int64_t> x, std::optional<int64_t> y,
+                   auto f) -> std::optional<int64_t> {
+      if (x && y)
+        return f(*x, *y);
+      return std::nullopt;
+    };
+    auto plus = [](int64_t x, int64_t y) { return x + y; };
+    if (is(node, "prim::min")) {
+      out.lo =
+          both(a.lo, b.lo, [](int64_t x, int64_t y) { return std::min(x, y); });
+      out.hi = ha && hb ? hostOp("prim::min", ha, hb, node) : (ha ? ha : hb);
+      out.hiConst = a.hiConst && b.hiConst
+                        ? std::min(*a.hiConst, *b.hiConst)
+                        : (a.hiConst ? a.hiConst : b.hiConst);
+    } else if (is(node, "prim::max")) {
+      out.lo = a.lo && b.lo ? std::max(*a.lo, *b.lo) : (a.lo ? a.lo : b.lo);
+      if (ha && hb)
+        out.hi = hostOp("prim::max", ha, hb, node);
+      out.hiConst = both(a.hiConst, b.hiConst,
+                         [](int64_t x, int64_t y) { return std::max(x, y); });
+    } else if (is(node, "aten::add")) {
+      out.lo = both(a.lo, b.lo, plus);
+      if (ha && hb)
+        out.hi = hostOp("aten::add", ha, hb, node);
+      out.hiConst = both(a.hiConst, b.hiConst, plus);
+    } else if (is(node, "aten::sub")) {
+      out.lo =
+          both(a.lo, b.hiConst, [](int64_t x, int64_t y) { return x - y; });
+      if (ha && b.lo)
+        out.hi = hostOp("aten::sub", ha, constant(*b.lo), node);
+      out.hiConst =
+          both(a.hiConst, b.lo, [](int64_t x, int64_t y) { return x - y; });
+    } else if (is(node, "aten::mul") && a.lo >= 0 && b.lo >= 0 && a.lo &&
+               b.lo) {
+      out.lo = *a.lo * *b.lo;
+      if (ha && hb)
+        out.hi = hostOp("aten::mul", ha, hb, node);
+      out.hiConst = both(a.hiConst, b.hiConst,
+                         [](int64_t x, int64_t y) { return x * y; });
+    } else if (is(node, "aten::floordiv") && b.lo && b.hiConst &&
+               *b.lo == *b.hiConst && *b.lo > 0) {
+      int64_t d = *b.lo;
+      auto floorDiv = [d](int64_t x) {
+        return x >= 0 ? x / d : -((-x + d - 1) / d);
+      };
+      if (a.lo)
+        out.lo = floorDiv(*a.lo);
+      if (ha)
+        out.hi = hostOp("aten::floordiv", ha, constant(d), node);
+      if (a.hiConst)
+        out.hiConst = floorDiv(*a.hiConst);
+    }
+    return out;
+  }
+
+  Range join(const Range &a, const Range &b, const Node *anchor) {
+    Range r;
+    if (a.lo && b.lo)
+      r.lo = std::min(*a.lo, *b.lo);
+    Value *ha = upper(a), *hb = upper(b);
+    if (ha && hb)
+      r.hi = hostOp("prim::max", ha, hb, anchor);
+    if (a.hiConst && b.hiConst)
+      r.hiConst = std::max(*a.hiConst, *b.hiConst);
+    return r;
+  }
+
+  /// A user bound (`--bound NAME=N`) for \p v, if one names it.
+  std::optional<int64_t> hintFor(const Value *v) {
+    std::string name = v->debugName();
+    if (size_t dot = name.find('.'); dot != std::string::npos)
+      name.resize(dot);
+    std::optional<Location> loc = locationOf(v->node());
+    for (const auto &[key, bound] : ctx.options.bounds) {
+      if (v->hasDebugName() && key == name)
+        return bound;
+      if (loc) {
+        std::string line = ":" + std::to_string(loc->line);
+        if (key.size() > line.size() &&
+            key.compare(key.size() - line.size(), line.size(), line) == 0) {
+          std::string file = key.substr(0, key.size() - line.size());
+          if (loc->file == file ||
+              (loc->file.size() > file.size() &&
+               loc->file.compare(loc->file.size() - file.size(), file.size(),
+                                 file) == 0 &&
+               loc->file[loc->file.size() - file.size() - 1] == '/'))
+            return bound;
+        }
+      }
+    }
+    return std::nullopt;
+  }
+
+  void applyHint(const Value *v, Range &range) {
+    std::optional<int64_t> hint = hintFor(v);
+    if (!hint)
+      return;
+    if (!range.hiConst || *hint < *range.hiConst) {
+      range.hiConst = *hint;
+      range.hi = constant(*hint);
+    }
+  }
+
+  //===--------------------------------------------------------------------===//
+  // Lifted values
+  //===--------------------------------------------------------------------===//
+
+  Value *deviceOf(Value *t, const Node *anchor) {
+    return emit(graph, "prim::device", {t}, anchor);
+  }
+
+  /// The 0-d tensor for scalar \p v: its lifted value, or a host scalar put
+  /// on \p device.
+  Value *tensorOf(Value *v, Value *device, const Node *anchor) {
+    if (Rep *r = rep(v))
+      return r->value;
+    auto dtype = liftedDType(v->type());
+    return emit(graph, "aten::scalar_tensor", {v}, anchor,
+                {NamedValue("dtype", static_cast<int64_t>(*dtype)),
+                 NamedValue("device", device)});
+  }
+
+  Value *liftedDevice(Node *node) {
+    for (Value *in : node->inputs())
+      if (Rep *r = rep(in); r && r->kind == Rep::Kind::Lifted)
+        return deviceOf(r->value, node);
+    return nullptr;
+  }
+
+  bool liftScalarOp(Node *node) {
+    if (!isScalarOp(node))
+      return false;
+    Value *device = liftedDevice(node);
+    if (!device)
+      return false;
+    std::vector<Value *> operands;
+    for (Value *in : node->inputs()) {
+      Rep *r = rep(in);
+      if (r && r->kind != Rep::Kind::Lifted)
+        return false;
+      if (!r && !liftedDType(in->type()))
+        return false;
+      operands.push_back(tensorOf(in, device, node));
+    }
+    Rep out(Rep::Kind::Lifted);
+    out.range = rangeOfOp(node);
+    out.value = emitScalarOpOnTensors(graph, node, operands);
+    setRep(node->output(), out);
+    return true;
+  }
+
+  /// `prim::If` on a lifted bool with pure branches: both branches run,
+  /// their results are selected by where().
+  bool convertIf(Node *node) {
+    Rep *cond = rep(node->input(0));
+    if (cond->kind != Rep::Kind::Lifted || isDataAssert(node))
+      return false;
+    std::string why = unconvertibleReason(node, aliases);
+    for (size_t i = 0; why.empty() && i < node->outputs().size(); ++i) {
+      Value *a = node->blocks()[0]->outputs()[i];
+      Value *b = node->blocks()[1]->outputs()[i];
+      if (isScalar(node->output(i)))
+        continue;
+      if (!isTensor(node->output(i)))
+        why = "the if returns a value that is neither a tensor nor a number";
+      else if (analysis.info(a).shape != ShapeDep::Static ||
+               analysis.info(b).shape != ShapeDep::Static || !congruent(a, b))
+        why = "the branches' tensors are not provably of the same static "
+              "shape and dtype";
+    }
+    if (!why.empty()) {
+      ctx.declined(node, kRule, why);
+      return false;
+    }
+    std::vector<Node *> hoisted;
+    for (Block *b : node->blocks())
+      for (Node *n : b->nodes())
+        hoisted.push_back(n);
+    auto outs = hoistBranches(node);
+    for (Node *n : hoisted)
+      visit(n);
+    torch::jit::WithInsertPoint guard(node);
+    Value *c = cond->value;
+    Value *device = deviceOf(c, node);
+    for (size_t i = 0; i < outs.size(); ++i) {
+      auto [a, b] = outs[i];
+      Value *out = node->output(i);
+      if (isTensor(out)) {
+        replaceStatic(out, emit(graph, "aten::where", {c, a, b}, node));
+        continue;
+      }
+      Rep r(Rep::Kind::Lifted);
+      r.range = join(rangeOf(a), rangeOf(b), node);
+      r.value =
+          emit(graph, "aten::where",
+               {c, tensorOf(a, device, node), tensorOf(b, device, node)}, node);
+      setRep(out, r);
+    }
+    ctx.rewrote(node, "if-convert");
+    convertedIfs.push_back(node);
+    changed = true;
+    return true;
+  }
+
+  //===--------------------------------------------------------------------===//
+  // Roots: data-dependent shapes from static inputs
+  //===--------------------------------------------------------------------===//
+
+  bool writable(const Node *node) {
+    for (const Value *out : node->outputs())
+      if (aliases.hasWriters(out))
+        return false;
+    return true;
+  }
+
+  void setBounded(Value *v, Value *padded, Value *count, bool isIndex) {
+    Rep r(Rep::Kind::Bounded);
+    r.value = padded;
+    r.count = count;
+    r.isIndex = isIndex;
+    setRep(v, r);
+  }
+
+  Value *boundOf(const Rep &r, const Node *anchor) {
+    return emit(graph, "aten::size", {r.value, 0}, anchor);
+  }
+
+  bool root(Node *node) {
+    if (!writable(node))
+      return false;
+    if ((is(node, "aten::where") && node->inputs().size() == 1) ||
+        is(node, "aten::nonzero_numpy")) {
+      Rep r(Rep::Kind::WhereList);
+      r.value = node->input(0);
+      setRep(node->output(), r);
+      return true;
+    }
+    if ((is(node, "aten::nonzero") || is(node, "aten::argwhere")) &&
+        node->inputs().size() == 1) {
+      auto outs = insertForm(graph, "nonzero", {node->input(0)}, node);
+      setBounded(node->output(), outs[0], outs[1], true);
+      return true;
+    }
+    if (is(node, "aten::masked_select") || is(node, "aten::index")) {
+      auto sel = matchSelection(node->output(), analysis);
+      if (!sel)
+        return false;
+      auto outs =
+          insertForm(graph, sel->broadcasts ? "masked_select" : "select_rows",
+                     {sel->base, sel->mask}, node);
+      setBounded(node->output(), outs[0], outs[1], false);
+      return true;
+    }
+    if (is(node, "aten::_unique2") || is(node, "aten::unique_consecutive")) {
+      bool consecutive = is(node, "aten::unique_consecutive");
+      size_t flags = consecutive ? 1 : 2;
+      if (consecutive && !node->input(3)->mustBeNone())
+        return false; // unique_consecutive over a dim: not handled
+      auto inverse = torch::jit::toIValue(node->input(flags));
+      auto counts = torch::jit::toIValue(node->input(flags + 1));
+      if (!inverse || !counts)
+        return false;
+      auto outs = insertForm(
+          graph, consecutive ? "unique_consecutive" : "unique",
+          {node->input(0), node->input(flags), node->input(flags + 1)}, node);
+      setBounded(node->output(0), outs[0], outs[3], false);
+      replaceStatic(node->output(1), outs[1]);
+      if (counts->toBool())
+        setBounded(node->output(2), outs[2], outs[3], false);
+      else
+        replaceStatic(node->output(2), outs[2]);
+      return true;
+    }
+    if ((is(node, "aten::Int") || is(node, "aten::IntImplicit")) &&
+        isTensor(node->input(0)) && hintFor(node->output())) {
+      Rep r(Rep::Kind::Lifted);
+      r.value = castTo(graph,
+                       emit(graph, "aten::reshape",
+                            {node->input(0), std::vector<int64_t>{}}, node),
+                       c10::ScalarType::Long, node);
+      setRep(node->output(), r);
+      return true;
+    }
+    return false;
+  }
+
+  //===--------------------------------------------------------------------===//
+  // Rules: ops on bounded and lifted values
+  //===--------------------------------------------------------------------===//
+
+  bool rewrite(Node *node) {
+    if (!writable(node))
+      return false;
+    if (is(node, "aten::__getitem__") || is(node, "prim::ListUnpack"))
+      return whereElement(node);
+    if (liftScalarOp(node))
+      return true;
+    OpRole role = opRole(node);
+    if (role == OpRole::MetadataRead) {
+      for (size_t i = 0; i < node->inputs().size(); ++i)
+        if (Rep *r = rep(node->input(i)); r && r->kind == Rep::Kind::Bounded)
+          node->replaceInput(i, r->value); // rank, dtype, device: unchanged
+      return false;
+    }
+    if (role == OpRole::ShapeRead)
+      return sizeOf(node);
+    if (is(node, "aten::randperm"))
+      return randperm(node);
+    if (is(node, "aten::slice"))
+      return slice(node);
+    if (is(node, "aten::index") || is(node, "aten::index_select"))
+      return gather(node);
+    if (is(node, "aten::cat"))
+      return cat(node);
+    if (is(node, "aten::index_put_"))
+      return put(node);
+    if (role == OpRole::Reduction)
+      return reduce(node);
+    if (isElementwise(node))
+      return elementwise(node);
+    return false;
+  }
+
+  bool whereElement(Node *node) {
+    Rep *list = rep(node->input(0));
+    if (!list || list->kind != Rep::Kind::WhereList)
+      return false;
+    std::vector<std::pair<Value *, int64_t>> elements;
+    if (is(node, "prim::ListUnpack")) {
+      for (size_t i = 0; i < node->outputs().size(); ++i)
+        elements.emplace_back(node->output(i), static_cast<int64_t>(i));
+    } else {
+      auto k = constantInt(node->input(1));
+      if (!k)
+        return false;
+      elements.emplace_back(node->output(), *k);
+    }
+    for (auto [out, k] : elements) {
+      auto outs =
+          insertForm(graph, "where_index", {list->value, constant(k)}, node);
+      setBounded(out, outs[0], outs[1], true);
+    }
+    return true;
+  }
+
+  bool sizeOf(Node *node) {
+    Rep *r = rep(node->input(0));
+    if (!r || r->kind != Rep::Kind::Bounded)
+      return false;
+    Value *bound = boundOf(*r, node);
+    if (is(node, "aten::size")) {
+      if (node->inputs().size() != 2)
+        return false; // the whole size list
+      auto d = constantInt(node->input(1));
+      if (!d || *d < 0)
+        return false;
+      if (*d > 0) { // trailing sizes are the padded tensor's
+        replaceStatic(node->output(),
+                      emit(graph, "aten::size", {r->value, *d}, node));
+        return true;
+      }
+    }
+    Rep out(Rep::Kind::Lifted);
+    out.range.lo = 0;
+    out.range.hi = bound;
+    out.value = r->count;
+    if (is(node, "aten::numel")) {
+      // count * (numel / bound): the rows' size, 0 when there are none.
+      Value *numel = emit(graph, "aten::numel", {r->value}, node);
+      Value *rowSize =
+          hostOp("aten::floordiv", numel,
+                 hostOp("prim::max", bound, constant(1), node), node);
+      out.value = emit(graph, "aten::mul", {r->count, rowSize}, node);
+      out.range.hi = numel;
+    }
+    setRep(node->output(), out);
+    return true;
+  }
+
+  /// An int operand's range when it is a valid, non-negative length.
+  std::optional<Range> length(Value *v) {
+    if (v->type()->kind() != c10::TypeKind::IntType)
+      return std::nullopt;
+    Rep *r = rep(v);
+    if (r && r->kind != Rep::Kind::Lifted)
+      return std::nullopt;
+    Range range = rangeOf(v);
+    if (!range.lo || *range.lo < 0)
+      return std::nullopt; // a negative end counts from the end
+    return range;
+  }
+
+  /// min(count, k) for a 0-d count and a host or lifted k.
+  Value *minCount(Value *count, Value *k, const Node *anchor) {
+    if (Rep *r = rep(k))
+      return emit(graph, "aten::minimum", {count, r->value}, anchor);
+    return emit(graph, "aten::clamp", {count}, anchor, {NamedValue("max", k)});
+  }
+
+  bool randperm(Node *node) {
+    Rep *n = rep(node->input(0));
+    if (!n || n->kind != Rep::Kind::Lifted || node->inputs().size() != 5)
+      return false;
+    auto dtype = constantInt(node->input(1));
+    if (!node->input(1)->mustBeNone() &&
+        dtype != static_cast<int64_t>(c10::ScalarType::Long))
+      return false;
+    Value *bound = upper(n->range);
+    if (!bound || !n->range.lo)
+      return false;
+    // Its one use is [:k]: a top-k of the keys there. Otherwise a full
+    // random order of the keys.
+    const auto &uses = node->output()->uses();
+    if (uses.size() == 1 && is(uses[0].user, "aten::slice") &&
+        uses[0].offset == 0) {
+      Rep r(Rep::Kind::RandPerm);
+      r.value = n->value;
+      r.range = n->range;
+      r.origin = node;
+      setRep(node->output(), r);
+      return true;
+    }
+    auto outs = insertForm(graph, "random_prefix",
+                           {n->value, bound, bound, node->input(3)}, node);
+    setBounded(node->output(), outs[0], n->value, true);
+    return true;
+  }
+
+  bool slice(Node *node) {
+    if (node->inputs().size() != 5 || constantInt(node->input(1)) != 0 ||
+        constantInt(node->input(4)) != 1 ||
+        !(node->input(2)->mustBeNone() || constantInt(node->input(2)) == 0))
+      return false;
+    Value *end = node->input(3);
+    Rep *x = rep(node->input(0));
+    if (x && x->kind == Rep::Kind::WhereList)
+      return false;
+    if (end->mustBeNone()) {
+      if (!x || x->kind != Rep::Kind::Bounded)
+        return false;
+      setRep(node->output(), *x);
+      return true;
+    }
+    std::optional<Range> k = length(end);
+    if (!k)
+      return false;
+    if (x && x->kind == Rep::Kind::RandPerm) {
+      Node *perm = x->origin;
+      Value *bound = upper(x->range);
+      Value *hi = upper(*k);
+      Value *top = hi ? hostOp("prim::min", hi, bound, node) : bound;
+      auto outs = insertForm(graph, "random_prefix",
+                             {x->value, bound, top, perm->input(3)}, node);
+      setBounded(node->output(), outs[0], minCount(x->value, end, node), true);
+      return true;
+    }
+    Value *hi = upper(*k);
+    if (x) { // a bounded tensor: its first min(k, count) rows
+      Value *padded = x->value;
+      if (hi)
+        padded =
+            emit(graph, "aten::slice", {padded, 0, constant(0), hi, 1}, node);
+      setBounded(node->output(), padded, minCount(x->count, end, node),
+                 x->isIndex);
+      return true;
+    }
+    if (!rep(end))
+      return false; // a static tensor sliced by a host int: static
+    // A static tensor's first k rows, k lifted.
+    Value *x0 = node->input(0);
+    Value *size0 = emit(graph, "aten::size", {x0, 0}, node);
+    Value *padded =
+        hi ? emit(graph, "aten::slice", {x0, 0, constant(0), hi, 1}, node) : x0;
+    Value *count = emit(graph, "aten::clamp", {rep(end)->value}, node,
+                        {NamedValue("max", size0)});
+    setBounded(node->output(), padded, count,
+               analysis.info(x0).dtype == DTypeKind::Long);
+    return true;
+  }
+
+  /// Whether \p v is known to hold int64 indices.
+  bool isIndex(Value *v) {
+    if (Rep *r = rep(v))
+      return r->kind == Rep::Kind::Bounded && r->isIndex;
+    return analysis.info(v).dtype == DTypeKind::Long;
+  }
+
+  Value *none() { return graph.insertConstant(c10::IValue()); }
+
+  /// The count of a static tensor's rows, on its device.
+  Value *rowsOf(Value *x, const Node *anchor) {
+    return emit(graph, "aten::scalar_tensor",
+                {emit(graph, "aten::size", {x, 0}, anchor)}, anchor,
+                {NamedValue("dtype", static_cast<int64_t>(c10::kLong)),
+                 NamedValue("device", deviceOf(x, anchor))});
+  }
+
+  /// x[i] and index_select(x, 0, i) with one integer index.
+  bool gather(Node *node) {
+    Value *src, *index;
+    Node *list = nullptr;
+    if (is(node, "aten::index")) {
+      list = node->input(1)->node();
+      if (list->kind() != c10::prim::ListConstruct ||
+          list->inputs().size() != 1 || node->input(1)->uses().size() != 1)
+        return false;
+      src = node->input(0);
+      index = list->input(0);
+    } else {
+      if (constantInt(node->input(1)) != 0)
+        return false;
+      src = node->input(0);
+      index = node->input(2);
+    }
+    if (!isIndex(index))
+      return false;
+    Rep *s = rep(src), *i = rep(index);
+    if ((s && s->kind != Rep::Kind::Bounded) ||
+        (i && i->kind != Rep::Kind::Bounded))
+      return false;
+    Value *srcCount = s ? s->count : rowsOf(src, node);
+    Value *padded = s ? s->value : src;
+    Value *out = insertForm(
+        graph, "gather_rows",
+        {padded, srcCount, i ? i->value : index, i ? i->count : none()},
+        node)[0];
+    if (i)
+      setBounded(node->output(), out, i->count, s ? s->isIndex : isIndex(src));
+    else
+      replaceStatic(node->output(), out); // static again
+    if (list)
+      absorbed.insert(list);
+    return true;
+  }
+
+  bool cat(Node *node) {
+    Node *list = node->input(0)->node();
+    if (list->kind() != c10::prim::ListConstruct ||
+        node->input(0)->uses().size() != 1 || constantInt(node->input(1)) != 0)
+      return false;
+    std::vector<Value *> parts, counts;
+    bool allIndex = true;
+    for (Value *part : list->inputs()) {
+      Rep *r = rep(part);
+      if (r && r->kind != Rep::Kind::Bounded)
+        return false;
+      parts.push_back(r ? r->value : part);
+      counts.push_back(r ? r->count : rowsOf(part, node));
+      allIndex &= isIndex(part);
+    }
+    Value *partList =
+        graph.insertNode(graph.createList(c10::TensorType::get(), parts))
+            ->output();
+    Value *countList =
+        graph.insertNode(graph.createList(c10::TensorType::get(), counts))
+            ->output();
+    auto outs = insertForm(graph, "cat_rows", {partList, countList}, node);
+    setBounded(node->output(), outs[0], outs[1], allIndex);
+    absorbed.insert(list);
+    return true;
+  }
+
+  /// x[i] = v for a bounded 1-D index i and a 0-d v.
+  bool put(Node *node) {
+    Node *list = node->input(1)->node();
+    if (list->kind() != c10::prim::ListConstruct ||
+        list->inputs().size() != 1 || rep(node->input(0)) ||
+        rep(node->input(2)))
+      return false;
+    auto accumulate = torch::jit::toIValue(node->input(3));
+    if (!accumulate || !accumulate->isBool() || accumulate->toBool())
+      return false;
+    Rep *i = rep(list->input(0));
+    if (!i || i->kind != Rep::Kind::Bounded || !i->isIndex ||
+        !provablyZeroDim(node->input(2)))
+      return false;
+    Value *out = insertForm(
+        graph, "put_rows", {node->input(0), i->value, i->count, node->input(2)},
+        node)[0];
+    replaceStatic(node->output(), out);
+    ctx.rewrote(node, kRule);
+    node->destroy(); // it writes: never erased as dead
+    changed = true;
+    return false;
+  }
+
+  /// Whether reduction \p node reduces constant dimensions, none of them 0
+  /// (nor negative: a rank is not known).
+  static bool reducesOnlyTrailingDims(const Node *node) {
+    Value *dim = namedInput(node, "dim");
+    if (!dim || dim->mustBeNone())
+      return false;
+    std::optional<std::vector<int64_t>> dims = constantIntList(dim);
+    if (auto d = constantInt(dim))
+      dims = std::vector<int64_t>{*d};
+    return dims && !dims->empty() &&
+           std::all_of(dims->begin(), dims->end(),
+                       [](int64_t d) { return d > 0; });
+  }
+
+  bool reduce(Node *node) {
+    Rep *r = rep(node->input(0));
+    if (!r || r->kind != Rep::Kind::Bounded || countTensorInputs(node) != 1)
+      return false;
+    for (size_t i = 1; i < node->inputs().size(); ++i)
+      if (rep(node->input(i)))
+        return false;
+    RowView view{r->value,
+                 insertForm(graph, "keep_rows", {r->value, r->count}, node)[0]};
+    std::string why;
+    std::vector<Value *> outs = emitMaskedReduction(graph, node, view, why);
+    if (outs.empty() && reducesOnlyTrailingDims(node)) {
+      // Each row reduces on its own: the rows stay bounded by the count.
+      Node *copy = graph.insertNode(graph.createClone(
+          node, [&](Value *v) { return v == node->input(0) ? r->value : v; }));
+      for (size_t i = 0; i < node->outputs().size(); ++i)
+        setBounded(node->output(i), copy->output(i), r->count,
+                   analysis.info(node->output(i)).dtype == DTypeKind::Long);
+      return true;
+    }
+    if (outs.empty()) {
+      ctx.declined(node, kRule, why);
+      return false;
+    }
+    for (size_t i = 0; i < outs.size(); ++i)
+      replaceStatic(node->output(i), outs[i]);
+    return true;
+  }
+
+  bool elementwise(Node *node) {
+    Value *count = nullptr;
+    bool isIdx = false;
+    for (Value *in : node->inputs()) {
+      Rep *r = rep(in);
+      if (!r)
+        continue;
+      if (r->kind != Rep::Kind::Bounded || (count && r->count != count))
+        return false; // bounded operands must share their count
+      count = r->count;
+      isIdx = r->isIndex;
+    }
+    for (Value *in : node->inputs())
+      if (!rep(in) && isTensor(in) && !provablyZeroDim(in))
+        return false; // it would broadcast against the padding
+    if (!count)
+      return false;
+    Node *copy = graph.insertNode(graph.createClone(node, [&](Value *v) {
+      Rep *r = rep(v);
+      return r ? r->value : v;
+    }));
+    bool keepsIndex = isIdx && is(node, "aten::clone");
+    setBounded(node->output(), copy->output(), count,
+               keepsIndex ||
+                   analysis.info(node->output()).dtype == DTypeKind::Long);
+    return true;
+  }
+
+  //===--------------------------------------------------------------------===//
+  // Materialization
+  //===--------------------------------------------------------------------===//
+
+  std::unordered_map<Value *, Value *> materialized;
+  std::unordered_map<Value *, Value *> countsOnHost;
+
+  static bool returnedByGraph(const Node *user) {
+    return user->kind() == c10::prim::Return &&
+           user->owningBlock() == user->owningGraph()->block();
+  }
+
+  std::string reasonFor(const Node *user) {
+    if (returnedByGraph(user))
+      return "materialized: it is returned (--padded-outputs returns "
+             "(padded, count) instead)";
+    if (user->kind() == c10::prim::Return)
+      return "materialized: it leaves a loop or an if";
+    return "materialized: '" + std::string(user->kind().toQualString()) +
+           "' has no bounded form";
+  }
+
+  Value *materialize(Value *v, const Rep &r, const Node *user) {
+    if (auto it = materialized.find(v); it != materialized.end())
+      return it->second;
+    Node *def = v->node();
+    torch::jit::WithInsertPoint guard(def->next());
+    const Node *anchor = user->sourceRange().source() ? user : def;
+    std::string why = reasonFor(user);
+    Value *out;
+    if (r.kind == Rep::Kind::Lifted) {
+      const char *op = v->type()->kind() == c10::TypeKind::IntType ? "aten::Int"
+                       : v->type()->kind() == c10::TypeKind::BoolType
+                           ? "aten::Bool"
+                           : "aten::Float";
+      out = emit(graph, op, {r.value}, anchor);
+      ctx.declined(out->node(), kRule, why);
+    } else {
+      Value *&n = countsOnHost[r.count];
+      if (!n || !n->node()->isBefore(graph.insertPoint())) {
+        n = emit(graph, "aten::Int", {r.count}, anchor);
+        ctx.declined(n->node(), kRule, why);
+      }
+      out = emit(graph, "aten::slice", {r.value, 0, constant(0), n, 1}, anchor);
+      ctx.declined(out->node(), kRule, why);
+    }
+    materialized[v] = out;
+    return out;
+  }
+
+  /// `(padded, count)` in place of a bounded graph output.
+  bool returnPadded(Value *v, const Rep &r, const torch::jit::Use &use) {
+    if (!ctx.options.paddedOutputs || r.kind != Rep::Kind::Bounded)
+      return false;
+    Node *user = use.user;
+    bool inReturnedTuple = user->kind() == c10::prim::TupleConstruct &&
+                           user->output()->uses().size() == 1 &&
+                           returnedByGraph(user->output()->uses()[0].user);
+    if (!returnedByGraph(user) && !inReturnedTuple)
+      return false;
+    torch::jit::WithInsertPoint guard(user);
+    Value *pair =
+        graph.insertNode(graph.createTuple({r.value, r.count}))->output();
+    user->replaceInput(use.offset, pair);
+    if (inReturnedTuple) { // retype the tuple around it
+      std::vector<c10::TypePtr> types;
+      for (Value *in : user->inputs())
+        types.push_back(in->type());
+      user->output()->setType(c10::TupleType::create(types));
+    }
+    return true;
+  }
+
+  void materializeRest() {
+    for (Value *v : repOrder) {
+      const Rep r = reps.at(v);
+      if (r.kind == Rep::Kind::WhereList || r.kind == Rep::Kind::RandPerm)
+        continue; // their remaining uses keep the original op
+      std::vector<torch::jit::Use> uses = v->uses();
+      for (const torch::jit::Use &use : uses) {
+        if (absorbed.count(use.user) || returnPadded(v, r, use))
+          continue;
+        use.user->replaceInput(use.offset, materialize(v, r, use.user));
+      }
+    }
+  }
+};
+
+} // namespace
+
+bool boundShapes(std::shared_ptr<Graph> &graph, PassContext &ctx) {
+  AnalysisResult analysis = analyzeGraph(*graph);
+  torch::jit::AliasDb aliases(graph);
+  if (!Engine(*graph, ctx, analysis, aliases).run())
+    return false;
+  // The forms branch on host facts (None arguments, ranks): fold them.
+  torch::jit::ConstantPropagation(graph, /*ignore_custom_classes=*/true);
+  return true;
+}
+
+} // namespace staticify

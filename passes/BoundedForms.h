@@ -1,0 +1,34 @@
+//===- BoundedForms.h - The static TorchScript the bound pass inserts -----===//
+//
+// The bounded forms (nonzero, x[mask], unique, randperm(n)[:k], cat of
+// bounded tensors...) are written once, as TorchScript source, in
+// passes/forms/bounded_forms.py: readable, reviewable, testable from Python,
+// and checked static by staticify's own analysis. The bound pass inserts
+// their graphs where it rewrites an op.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include <torch/csrc/jit/ir/ir.h>
+
+#include <string>
+#include <vector>
+
+namespace staticify {
+
+/// Names of every form in bounded_forms.py.
+std::vector<std::string> boundedFormNames();
+
+/// The graph of form \p name, inlined, with tuple results flattened into
+/// several outputs. Throws std::out_of_range for an unknown name.
+std::shared_ptr<torch::jit::Graph> boundedFormGraph(const std::string &name);
+
+/// Inserts form \p name at \p graph's insertion point on \p inputs and
+/// returns its results; every inserted node takes \p anchor's source range,
+/// so that diagnostics keep pointing at the user's line.
+std::vector<torch::jit::Value *>
+insertForm(torch::jit::Graph &graph, const std::string &name,
+           const std::vector<torch::jit::Value *> &inputs,
+           const torch::jit::Node *anchor);
+
+} // namespace staticify

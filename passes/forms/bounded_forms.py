@@ -1,0 +1,193 @@
+# Bounded forms: the static-shape TorchScript the `bound` pass inserts.
+#
+# Each function computes a data-dependent-shape op (nonzero, x[mask],
+# unique, randperm(n)[:k], cat of bounded tensors...) as a *bounded* value:
+# a tensor padded to a size known on the host, plus `count`, a 0-d int64
+# tensor on the data's device holding how many leading rows are valid.
+# Every size here is computed from input sizes and host ints, never from
+# data, so each function is static: the unit tests run staticify's own
+# analysis over every one of them and require zero findings.
+#
+# This file is the single source: the C++ build embeds it (CMake turns it
+# into a string), and test/e2e/test_forms.py scripts and checks it directly.
+from typing import List, Optional, Tuple
+
+import torch
+from torch import Tensor
+
+Device = torch.device  # the name TorchScript gives the type in C++
+
+
+def compact(keep: Tensor) -> Tuple[Tensor, Tensor]:
+    """The positions of keep's true elements (1-D), in order, then zeros."""
+    n = keep.numel()
+    ones = keep.long()
+    rank = torch.cumsum(ones, 0)
+    # Every unselected element is sent to the extra slot n, dropped below.
+    slot = torch.where(keep, rank - 1, torch.full_like(rank, n))
+    positions = torch.arange(n, device=keep.device)
+    out = torch.zeros([n + 1], device=keep.device).long()
+    out = out.scatter(0, slot, positions)
+    return out[:n], ones.sum()
+
+
+def live_rows(bound: int, count: Tensor) -> Tensor:
+    """[bound] bool: which rows of a bounded value are valid."""
+    return torch.arange(bound, device=count.device) < count
+
+
+def coordinate(flat: Tensor, sizes: List[int], k: int) -> Tensor:
+    """Coordinate k of row-major flat positions in a tensor of `sizes`."""
+    if k < 0:
+        k = k + len(sizes)
+    stride = 1
+    for d in range(k + 1, len(sizes)):
+        stride = stride * max(sizes[d], 1)
+    c = flat
+    if stride != 1:
+        c = torch.div(c, stride, rounding_mode="floor")
+    if k > 0:
+        c = torch.remainder(c, max(sizes[k], 1))
+    return c
+
+
+def nonzero(x: Tensor) -> Tuple[Tensor, Tensor]:
+    """nonzero(x) / argwhere(x): [x.numel(), x.dim()] coordinates."""
+    flat, count = compact(x.reshape(-1) != 0)
+    sizes = x.size()
+    coords: List[Tensor] = []
+    for k in range(len(sizes)):
+        coords.append(coordinate(flat, sizes, k))
+    if len(coords) == 0:
+        return flat.reshape([-1, 1])[:, :0], count
+    return torch.stack(coords, 1), count
+
+
+def where_index(x: Tensor, k: int) -> Tuple[Tensor, Tensor]:
+    """where(x)[k] (nonzero(x)[:, k]): [x.numel()] indices."""
+    if x.dim() == 0:
+        x = x.reshape([1])
+    flat, count = compact(x.reshape(-1) != 0)
+    return coordinate(flat, x.size(), k), count
+
+
+def select_rows(x: Tensor, mask: Tensor) -> Tuple[Tensor, Tensor]:
+    """x[mask] for a mask over x's leading mask.dim() dimensions."""
+    n = mask.numel()
+    rows = x.reshape([n] + x.size()[mask.dim():])
+    pos, count = compact(mask.reshape(-1) != 0)
+    return rows.index_select(0, pos), count
+
+
+def masked_select(x: Tensor, mask: Tensor) -> Tuple[Tensor, Tensor]:
+    """masked_select(x, mask): x and mask broadcast, then flattened."""
+    both = torch.broadcast_tensors(x, mask)
+    return select_rows(both[0].reshape(-1), both[1].reshape(-1))
+
+
+def random_prefix(n: Tensor, bound: int, k: int,
+                  device: Optional[Device]) -> Tensor:
+    """randperm(n)[:k] for n <= bound: the k largest of n random keys.
+
+    Keys beyond n are -1, below every uniform key, so the first min(n, k)
+    rows are a uniformly random k-subset of range(n) in uniformly random
+    order: randperm's distribution. float64 keys make ties negligible.
+    """
+    keys = torch.empty([bound], device=device).double().uniform_()
+    live = torch.arange(bound, device=device) < n.to(keys.device)
+    keys = torch.where(live, keys, torch.full_like(keys, -1.0))
+    return torch.topk(keys, k).indices
+
+
+def gather_rows(src: Tensor, src_count: Tensor, index: Tensor,
+                index_count: Optional[Tensor]) -> Tensor:
+    """src[index] (an integer index of any shape into dimension 0) where
+    only src's first src_count rows are valid; padding rows of a bounded
+    index read row 0. A negative index counts from src_count, as it counted
+    from the original's length."""
+    i = torch.where(index < 0, index + src_count, index)
+    if index_count is not None:
+        live = live_rows(index.size(0), index_count)
+        live = live.reshape([index.size(0)] + [1] * (index.dim() - 1))
+        i = torch.where(live, i, torch.zeros_like(i))
+    shape = index.size() + src.size()[1:]
+    if src.size(0) == 0:
+        return src.new_zeros(shape)
+    return src.index_select(0, i.reshape(-1)).reshape(shape)
+
+
+def cat_rows(parts: List[Tensor], counts: List[Tensor]) -> Tuple[Tensor, Tensor]:
+    """cat(parts, 0) of bounded parts: the valid rows compacted in order."""
+    live: List[Tensor] = []
+    for i in range(len(parts)):
+        live.append(live_rows(parts[i].size(0), counts[i]))
+    pos, count = compact(torch.cat(live, 0))
+    return torch.cat(parts, 0).index_select(0, pos), count
+
+
+def put_rows(x: Tensor, index: Tensor, count: Tensor, value: Tensor) -> Tensor:
+    """x[index] = value (value 0-d) for a bounded 1-D index: its valid rows
+    mark a mask of x's rows (padding rows go to a dropped extra slot)."""
+    n = x.size(0)
+    i = torch.where(index < 0, index + n, index)
+    i = torch.where(live_rows(index.size(0), count), i, torch.full_like(i, n))
+    hit = torch.zeros([n + 1], device=x.device) != 0
+    hit = hit.index_fill(0, i, 1)[:n]
+    return x.masked_fill_(hit.reshape([n] + [1] * (x.dim() - 1)), value)
+
+
+def unique_groups(s: Tensor, first: Tensor) -> Tuple[Tensor, Tensor, Tensor, Tensor]:
+    """Values, group ids, counts and count for a 1-D s whose groups start
+    where `first` holds."""
+    group = torch.cumsum(first.long(), 0) - 1
+    # Every member of a group writes the same value: any order is right.
+    values = torch.zeros_like(s).scatter(0, group, s)
+    counts = torch.zeros_like(group).scatter_add(0, group, torch.ones_like(group))
+    return values, group, counts, first.sum()
+
+
+def group_starts(s: Tensor) -> Tensor:
+    first = torch.ones_like(s) != 0
+    if s.numel() > 1:
+        first = torch.cat([first[:1], s[1:] != s[:-1]])
+    return first
+
+
+def unique(x: Tensor, return_inverse: bool,
+           return_counts: bool) -> Tuple[Tensor, Tensor, Tensor, Tensor]:
+    """_unique2 (torch.unique without dim): values sorted ascending. As
+    PyTorch 1.13 does, the inverse is returned when either flag is set."""
+    s, perm = torch.sort(x.reshape(-1))
+    values, group, counts, count = unique_groups(s, group_starts(s))
+    empty = torch.zeros([0], device=x.device).long()
+    inverse = empty
+    if return_inverse or return_counts:
+        inverse = torch.zeros_like(group).scatter(0, perm, group).reshape(x.size())
+    if not return_counts:
+        counts = empty
+    return values, inverse, counts, count
+
+
+def unique_consecutive(x: Tensor, return_inverse: bool,
+                       return_counts: bool) -> Tuple[Tensor, Tensor, Tensor, Tensor]:
+    """unique_consecutive without dim."""
+    flat = x.reshape(-1)
+    values, group, counts, count = unique_groups(flat, group_starts(flat))
+    empty = torch.zeros([0], device=x.device).long()
+    inverse = empty
+    if return_inverse:
+        inverse = group.reshape(x.size())
+    if not return_counts:
+        counts = empty
+    return values, inverse, counts, count
+
+
+def keep_rows(padded: Tensor, count: Tensor) -> Tensor:
+    """The live-row mask of a bounded value, shaped to broadcast over it."""
+    bound = padded.size(0)
+    return live_rows(bound, count).reshape([bound] + [1] * (padded.dim() - 1))
+
+
+def cut(padded: Tensor, count: Tensor) -> Tensor:
+    """Materialization: the valid rows (one device-to-host read of count)."""
+    return padded[:int(count)]

@@ -114,6 +114,7 @@ private:
   std::vector<Value *> repOrder; // program order, for materialization
   std::unordered_set<Node *> absorbed;
   std::vector<Node *> convertedIfs;
+  std::unordered_map<Value *, Value *> whereCounts; // where list -> count
   bool changed = false;
 
   //===--------------------------------------------------------------------===//
@@ -326,10 +327,13 @@ private:
     return std::nullopt;
   }
 
+  /// A hint promises 0 <= value <= N.
   void applyHint(const Value *v, Range &range) {
     std::optional<int64_t> hint = hintFor(v);
     if (!hint)
       return;
+    if (!range.lo || *range.lo < 0)
+      range.lo = 0;
     if (!range.hiConst || *hint < *range.hiConst) {
       range.hiConst = *hint;
       range.hi = constant(*hint);
@@ -441,11 +445,74 @@ private:
   // Roots: data-dependent shapes from static inputs
   //===--------------------------------------------------------------------===//
 
-  bool writable(const Node *node) {
+  /// Whether \p node's results are never written to. They are fresh
+  /// tensors (a nonzero, a selection, a gather), so a write must go through
+  /// them or a view of them: uses are followed through views, index lists
+  /// and if results; a use that stores one where it could be written later
+  /// (a list append, an attribute) counts as a write. libtorch's alias
+  /// analysis would count any write to a tensor kept in a list as one.
+  static bool writable(const Node *node) {
     for (const Value *out : node->outputs())
-      if (aliases.hasWriters(out))
+      if (mayBeWritten(out, 0))
         return false;
     return true;
+  }
+
+  static bool mayBeWritten(const Value *v, int depth) {
+    c10::TypeKind kind = v->type()->kind();
+    if (kind != c10::TypeKind::TensorType && kind != c10::TypeKind::ListType &&
+        kind != c10::TypeKind::TupleType && kind != c10::TypeKind::OptionalType)
+      return false; // numbers, devices...: immutable
+    if (depth > 32)
+      return true;
+    for (const torch::jit::Use &use : v->uses()) {
+      const Node *user = use.user;
+      if (user->kind() == c10::prim::Return) {
+        const Node *owner = user->owningBlock()->owningNode();
+        if (!owner)
+          continue; // returned: the caller gets a fresh tensor either way
+        if (owner->kind() != c10::prim::If ||
+            mayBeWritten(owner->output(use.offset), depth + 1))
+          return true;
+        continue;
+      }
+      if (user->kind() == c10::prim::ListConstruct) {
+        for (const torch::jit::Use &consumer : user->output()->uses()) {
+          const Node *c = consumer.user;
+          bool readOnly =
+              ((c->kind() == c10::aten::index ||
+                c->kind() == c10::Symbol::fromQualString("aten::index_put_")) &&
+               consumer.offset == 1) ||
+              ((c->kind() == c10::aten::cat || c->kind() == c10::aten::stack) &&
+               consumer.offset == 0);
+          if (!readOnly)
+            return true;
+        }
+        continue;
+      }
+      if (user->kind() == c10::prim::ListUnpack ||
+          user->kind() == c10::prim::TupleConstruct ||
+          user->kind() == c10::prim::TupleUnpack ||
+          user->kind() == c10::aten::__getitem__) {
+        for (const Value *out : user->outputs())
+          if (mayBeWritten(out, depth + 1))
+            return true;
+        continue;
+      }
+      const c10::FunctionSchema *schema = user->maybeSchema();
+      if (!schema || use.offset >= schema->arguments().size())
+        return true; // an op we cannot see into
+      const c10::AliasInfo *alias =
+          schema->arguments()[use.offset].alias_info();
+      if (!alias)
+        continue; // read only; the results are new tensors
+      if (alias->isWrite())
+        return true;
+      for (const Value *out : user->outputs()) // a view of it
+        if (mayBeWritten(out, depth + 1))
+          return true;
+    }
+    return false;
   }
 
   void setBounded(Value *v, Value *padded, Value *count, bool isIndex) {
@@ -506,6 +573,13 @@ private:
         replaceStatic(node->output(2), outs[2]);
       return true;
     }
+    if (is(node, "aten::unique_dim") && constantInt(node->input(1)) == 0) {
+      auto outs = insertForm(graph, "unique_rows", {node->input(0)}, node);
+      setBounded(node->output(0), outs[0], outs[3], false);
+      replaceStatic(node->output(1), outs[1]);
+      setBounded(node->output(2), outs[2], outs[3], false);
+      return true;
+    }
     if ((is(node, "aten::Int") || is(node, "aten::IntImplicit")) &&
         isTensor(node->input(0)) && hintFor(node->output())) {
       Rep r(Rep::Kind::Lifted);
@@ -543,6 +617,8 @@ private:
       return randperm(node);
     if (is(node, "aten::slice"))
       return slice(node);
+    if (is(node, "aten::arange"))
+      return arange(node);
     if (is(node, "aten::index") || is(node, "aten::index_select"))
       return gather(node);
     if (is(node, "aten::cat"))
@@ -570,10 +646,15 @@ private:
         return false;
       elements.emplace_back(node->output(), *k);
     }
+    // At the where: its condition may be written to after it.
+    torch::jit::WithInsertPoint guard(node->input(0)->node());
+    Value *&count = whereCounts[node->input(0)];
     for (auto [out, k] : elements) {
       auto outs =
           insertForm(graph, "where_index", {list->value, constant(k)}, node);
-      setBounded(out, outs[0], outs[1], true);
+      if (!count) // every element has the same count: one is read
+        count = outs[1];
+      setBounded(out, outs[0], count, true);
     }
     return true;
   }
@@ -658,6 +739,23 @@ private:
     auto outs = insertForm(graph, "random_prefix",
                            {n->value, bound, bound, node->input(3)}, node);
     setBounded(node->output(), outs[0], n->value, true);
+    return true;
+  }
+
+  /// arange(k) with a lifted k: arange(upper bound of k), count max(k, 0).
+  bool arange(Node *node) {
+    Rep *k = rep(node->input(0));
+    if (!k || k->kind != Rep::Kind::Lifted || node->inputs().size() != 5)
+      return false;
+    Value *hi = upper(k->range);
+    if (!hi)
+      return false;
+    Node *copy = graph.insertNode(graph.createClone(
+        node, [&](Value *v) { return v == node->input(0) ? hi : v; }));
+    Value *count = emit(graph, "aten::clamp", {k->value}, node,
+                        {NamedValue("min", constant(0))});
+    setBounded(node->output(), copy->output(), count,
+               analysis.info(node->output()).dtype == DTypeKind::Long);
     return true;
   }
 
@@ -902,8 +1000,29 @@ private:
            user->owningBlock() == user->owningGraph()->block();
   }
 
+  /// \p node, or the first producer up its first inputs with a source
+  /// location (a list unpack has none; the where before it does).
+  static const Node *located(const Node *node) {
+    for (const Node *n = node; n;
+         n = n->inputs().empty() ? nullptr : n->input(0)->node()) {
+      if (n->sourceRange().source())
+        return n;
+      if (n->kind() == c10::prim::Param)
+        break;
+    }
+    return node;
+  }
+
+  /// A graph output, or an element of a returned tuple.
+  static bool isOutputPosition(const Node *user) {
+    return returnedByGraph(user) ||
+           (user->kind() == c10::prim::TupleConstruct &&
+            user->output()->uses().size() == 1 &&
+            returnedByGraph(user->output()->uses()[0].user));
+  }
+
   std::string reasonFor(const Node *user) {
-    if (returnedByGraph(user))
+    if (isOutputPosition(user))
       return "materialized: it is returned (--padded-outputs returns "
              "(padded, count) instead)";
     if (user->kind() == c10::prim::Return)
@@ -917,7 +1036,7 @@ private:
       return it->second;
     Node *def = v->node();
     torch::jit::WithInsertPoint guard(def->next());
-    const Node *anchor = user->sourceRange().source() ? user : def;
+    const Node *anchor = user->sourceRange().source() ? user : located(def);
     std::string why = reasonFor(user);
     Value *out;
     if (r.kind == Rep::Kind::Lifted) {
@@ -945,11 +1064,9 @@ private:
     if (!ctx.options.paddedOutputs || r.kind != Rep::Kind::Bounded)
       return false;
     Node *user = use.user;
-    bool inReturnedTuple = user->kind() == c10::prim::TupleConstruct &&
-                           user->output()->uses().size() == 1 &&
-                           returnedByGraph(user->output()->uses()[0].user);
-    if (!returnedByGraph(user) && !inReturnedTuple)
+    if (!isOutputPosition(user))
       return false;
+    bool inReturnedTuple = user->kind() == c10::prim::TupleConstruct;
     torch::jit::WithInsertPoint guard(user);
     Value *pair =
         graph.insertNode(graph.createTuple({r.value, r.count}))->output();

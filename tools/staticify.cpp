@@ -204,8 +204,16 @@ int run(const Options &opts) {
     // rewrite applies, so a static model is written back exactly as it came.
     PipelineResult result =
         runPipeline(graph->copy(), name, opts.passes, opts.passOptions);
-    if (result.rewritten)
+    if (result.rewritten) {
       runPipeline(graph, name, opts.passes, opts.passOptions);
+      // --padded-outputs may change what the method returns.
+      auto &fn = torch::jit::toGraphFunction(method->function());
+      const c10::FunctionSchema &schema = fn.getSchema();
+      if (schema.returns().size() == 1 && graph->outputs().size() == 1 &&
+          *schema.returns()[0].type() != *graph->outputs()[0]->type())
+        fn.setSchema(schema.cloneWithReturns(
+            {c10::Argument("", graph->outputs()[0]->type())}));
+    }
     report.methods.push_back(std::move(result.report));
   }
 

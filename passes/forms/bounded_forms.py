@@ -182,6 +182,27 @@ def unique_consecutive(x: Tensor, return_inverse: bool,
     return values, inverse, counts, count
 
 
+def unique_rows(x: Tensor) -> Tuple[Tensor, Tensor, Tensor, Tensor]:
+    """unique_dim(x, 0): rows sorted lexicographically (one stable sort per
+    column, last column first); inverse and counts always, as PyTorch."""
+    n = x.size(0)
+    rows = x.reshape([n, x.numel() // max(n, 1)])
+    order = torch.arange(n, device=x.device)
+    for j in range(rows.size(1) - 1, -1, -1):
+        key = rows.index_select(0, order).select(1, j)
+        order = order.index_select(0, torch.sort(key, stable=True)[1])
+    s = rows.index_select(0, order)
+    first = torch.ones([n], device=x.device) != 0
+    if n > 1:
+        first = torch.cat([first[:1], (s[1:] != s[:-1]).any(1)])
+    group = torch.cumsum(first.long(), 0) - 1
+    # Rows of a group are equal: any of them may land in its slot.
+    values = torch.zeros_like(s).index_copy(0, group, s)
+    counts = torch.zeros_like(group).scatter_add(0, group, torch.ones_like(group))
+    inverse = torch.zeros_like(group).scatter(0, order, group)
+    return values.reshape(x.size()), inverse, counts, first.sum()
+
+
 def keep_rows(padded: Tensor, count: Tensor) -> Tensor:
     """The live-row mask of a bounded value, shaped to broadcast over it."""
     bound = padded.size(0)

@@ -1,0 +1,126 @@
+"""Programs the bound pass must make static, or bound and materialize."""
+from typing import Final, List, Tuple
+
+import torch
+from torch import Tensor
+
+
+class MaskSampler(torch.nn.Module):
+    """torchvision's BalancedPositiveNegativeSampler: per-image label tensors
+    (>= 1 positive, == 0 negative, == -1 ignored) -> per-image masks."""
+    batch_size_per_image: Final[int]
+    positive_fraction: Final[float]
+
+    def __init__(self, batch_size_per_image: int = 64, positive_fraction: float = 0.25):
+        super().__init__()
+        self.batch_size_per_image = batch_size_per_image
+        self.positive_fraction = positive_fraction
+
+    def forward(self, matched_idxs: List[Tensor]) -> Tuple[List[Tensor], List[Tensor]]:
+        pos_idx = []
+        neg_idx = []
+        for matched_idxs_per_image in matched_idxs:
+            positive = torch.where(matched_idxs_per_image >= 1)[0]
+            negative = torch.where(matched_idxs_per_image == 0)[0]
+            num_pos = int(self.batch_size_per_image * self.positive_fraction)
+            num_pos = min(positive.numel(), num_pos)
+            num_neg = self.batch_size_per_image - num_pos
+            num_neg = min(negative.numel(), num_neg)
+            perm1 = torch.randperm(positive.numel(), device=positive.device)[:num_pos]
+            perm2 = torch.randperm(negative.numel(), device=negative.device)[:num_neg]
+            pos_idx_per_image = positive[perm1]
+            neg_idx_per_image = negative[perm2]
+            pos_mask = torch.zeros_like(matched_idxs_per_image, dtype=torch.uint8)
+            neg_mask = torch.zeros_like(matched_idxs_per_image, dtype=torch.uint8)
+            pos_mask[pos_idx_per_image] = 1
+            neg_mask[neg_idx_per_image] = 1
+            pos_idx.append(pos_mask)
+            neg_idx.append(neg_mask)
+        return pos_idx, neg_idx
+
+
+class IndexSampler(torch.nn.Module):
+    """The seed's balanced idiom per image, returning index tensors: the
+    labels are -1 (ignore), 0 (negative) or a class id >= 1 (positive)."""
+    sub_sample: Final[int]
+
+    def __init__(self, sub_sample: int = 32):
+        super().__init__()
+        self.sub_sample = sub_sample
+
+    def forward(self, labels: List[Tensor]) -> List[Tensor]:
+        out: List[Tensor] = []
+        for labels_per_image in labels:
+            positive = torch.where(labels_per_image >= 1)[0]
+            negative = torch.where(labels_per_image == 0)[0]
+            num_pos = min(positive.numel(), self.sub_sample // 2)
+            num_neg = min(negative.numel(), self.sub_sample // 2)
+            if num_neg < self.sub_sample // 2:
+                num_pos = self.sub_sample - num_neg
+            elif num_pos < self.sub_sample // 2:
+                num_neg = self.sub_sample - num_pos
+            perm1 = torch.randperm(positive.numel(), device=labels_per_image.device)[:num_pos]
+            perm2 = torch.randperm(negative.numel(), device=labels_per_image.device)[:num_neg]
+            idx = torch.cat([positive[perm1], negative[perm2]], dim=0)
+            order = torch.randperm(self.sub_sample, device=labels_per_image.device)
+            out.append(idx[order])
+        return out
+
+
+class Nonzero1D(torch.nn.Module):
+    def forward(self, x: Tensor) -> Tensor:
+        return torch.nonzero(x > 0)
+
+
+class NonzeroND(torch.nn.Module):
+    def forward(self, x: Tensor) -> Tensor:
+        return torch.argwhere(x > 0) * 2 + 1  # elementwise on the bounded rows
+
+
+class WhereCoords(torch.nn.Module):
+    def forward(self, x: Tensor) -> Tuple[Tensor, Tensor]:
+        rows, cols = torch.where(x > 0)
+        return rows, cols
+
+
+class MaskedSelect(torch.nn.Module):
+    def forward(self, x: Tensor, y: Tensor) -> Tensor:
+        return torch.masked_select(x, y > 0)  # y broadcasts against x
+
+
+class BoolIndex(torch.nn.Module):
+    def forward(self, x: Tensor, m: Tensor) -> Tensor:
+        return x[m.to(torch.bool)].abs()  # a 2-D mask over a 3-D tensor
+
+
+class Unique(torch.nn.Module):
+    def forward(self, x: Tensor) -> Tuple[Tensor, Tensor, Tensor]:
+        return torch.unique(x, sorted=True, return_inverse=True, return_counts=True)
+
+
+class UniqueValues(torch.nn.Module):
+    def forward(self, x: Tensor) -> Tensor:
+        return torch.unique(x)
+
+
+class UniqueConsecutive(torch.nn.Module):
+    def forward(self, x: Tensor) -> Tuple[Tensor, Tensor, Tensor]:
+        return torch.unique_consecutive(x, return_inverse=True, return_counts=True)
+
+
+class UniqueDim(torch.nn.Module):
+    def forward(self, x: Tensor) -> Tuple[Tensor, Tensor, Tensor]:
+        return torch.unique(x, dim=0, return_inverse=True, return_counts=True)
+
+
+class CountAfterNonzero(torch.nn.Module):
+    """numel() of a bounded value stays a device count until it is returned."""
+    def forward(self, x: Tensor) -> int:
+        return torch.nonzero(x > 0).numel() + 1
+
+
+class HintedArange(torch.nn.Module):
+    """A length read from data: only a --bound hint can bound it."""
+    def forward(self, x: Tensor) -> Tensor:
+        k = int(x.sum())
+        return torch.arange(k) * 2

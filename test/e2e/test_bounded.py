@@ -1,0 +1,242 @@
+"""The bound pass through the real binary: the seed sampler and its library
+variants become static and keep their distribution; bounded forms followed
+by a materializing output equal the original exactly."""
+import math
+import re
+
+import pytest
+import torch
+
+import bounded_models as bm
+import sampler
+from conftest import findings
+
+CALLS = 2000        # calls per statistical case
+Z_LIMIT = 4.0       # |z| above this fails: p < 1e-4 under the null hypothesis
+
+
+def static_output(staticify, save, tmp_path, module, *args):
+    """Scripts module, staticifies it, checks the report says static."""
+    path = save(module)
+    out = tmp_path / "static.pt"
+    staticify(path, "-o", out, *args)
+    report = staticify.report(path, *args)
+    method = report["methods"][0]
+    return path, out, method
+
+
+def expected_counts(num_pos_avail, num_neg_avail, sub=1000):
+    """sample_data's class counts, computed as the seed computes them."""
+    num_pos = min(num_pos_avail, sub // 2)
+    num_neg = min(num_neg_avail, sub // 2)
+    if num_neg < sub // 2:
+        num_pos = sub - num_neg
+    elif num_pos < sub // 2:
+        num_neg = sub - num_pos
+    return num_pos, num_neg
+
+
+def chi_square_z(counts, expected):
+    """The chi-square statistic of counts against one expected count, as a
+    z-score (normal approximation, df = len(counts) - 1). Sampling without
+    replacement makes the statistic smaller than a chi-square: conservative."""
+    df = len(counts) - 1
+    chi2 = float(((counts.double() - expected) ** 2).sum() / expected)
+    return (chi2 - df) / math.sqrt(2 * df)
+
+
+SAMPLER_CASES = {
+    # name: (N, labels builder)
+    "mixed": (4000, lambda g: (torch.rand(4000, generator=g) < 0.3).long()),
+    "all-positive": (4000, lambda g: torch.ones(4000, dtype=torch.long)),
+    "all-negative": (4000, lambda g: torch.zeros(4000, dtype=torch.long)),
+    "exactly-500": (4000, lambda g: (torch.randperm(4000, generator=g) < 500).long()),
+    "n-1000": (1000, lambda g: (torch.rand(1000, generator=g) < 0.35).long()),
+}
+
+
+def test_sampler_graph_is_static(staticify, save, tmp_path):
+    _, out, method = static_output(staticify, save, tmp_path, sampler.BalancedSampler())
+    assert method["after"]["static"] is True and method["after"]["counts"]["total"] == 0
+    assert method["before"]["counts"]["total"] == len(findings({"methods": [method]}))
+    # No materialization point: nothing introduced, everything rewritten.
+    assert all(f["action"] == "rewritten" for f in method["findings"])
+    graph = str(torch.jit.load(str(out)).forward.graph)
+    for op in ("aten::nonzero", "aten::Int", "aten::item", "aten::Bool"):
+        assert op not in graph, op
+    assert not re.search(r"aten::where\(%[\w.]+\)", graph)  # where(cond)
+    assert graph.count("aten::randperm(") == 1  # randperm(1000) alone is left
+    assert "aten::topk" in graph
+
+
+@pytest.mark.parametrize("case", sorted(SAMPLER_CASES))
+def test_sampler_keeps_its_distribution(staticify, save, tmp_path, case):
+    n, build = SAMPLER_CASES[case]
+    _, out, _ = static_output(staticify, save, tmp_path, sampler.BalancedSampler())
+    original, result = torch.jit.load(str(save(sampler.BalancedSampler(), "o.pt"))), \
+        torch.jit.load(str(out))
+    gen = torch.Generator().manual_seed(1)
+    labels = build(gen)
+    x = torch.arange(n, dtype=torch.float32).unsqueeze(1).repeat(1, 16)  # row id
+    num_pos, num_neg = expected_counts(int(labels.sum()), int((labels == 0).sum()))
+    z = {}
+    for name, model in (("original", original), ("staticified", result)):
+        torch.manual_seed(7)
+        picks = torch.zeros(n, dtype=torch.long)
+        first_is_pos = 0
+        for _ in range(CALLS):
+            rows, out_labels = model(x, labels)
+            assert rows.shape == (1000, 16) and out_labels.shape == (1000,)
+            ids = rows[:, 0].long()
+            assert torch.equal(rows, x[ids]), "an output row is not an input row"
+            assert torch.equal(out_labels, labels[ids])
+            assert ids.unique().numel() == 1000, "a row was picked twice"
+            assert int(out_labels.sum()) == num_pos and int((out_labels == 0).sum()) == num_neg
+            picks[ids] += 1
+            first_is_pos += int(out_labels[0])
+        # Output order is random: the first row is positive num_pos/1000 of
+        # the time (a binomial z-test).
+        p = num_pos / 1000
+        if 0 < p < 1:
+            z_order = (first_is_pos - CALLS * p) / math.sqrt(CALLS * p * (1 - p))
+            assert abs(z_order) < Z_LIMIT, (name, z_order)
+        # Every row of a class is picked equally often.
+        for cls, k in ((1, num_pos), (0, num_neg)):
+            members = picks[labels == cls]
+            if 0 < k < members.numel():
+                z[name, cls] = chi_square_z(members, CALLS * k / members.numel())
+                assert z[name, cls] < Z_LIMIT, (name, cls, z[name, cls])
+            elif k:
+                assert torch.all(members == CALLS)  # every member, every call
+
+
+def test_sampler_with_too_few_rows_fails_like_the_original(staticify, save, tmp_path):
+    """N < 1000: the original raises (rand_perm indexes past the end); the
+    rewrite returns padding rows instead (docs/passes.md, bound)."""
+    _, out, _ = static_output(staticify, save, tmp_path, sampler.BalancedSampler())
+    x, labels = torch.randn(600, 16), torch.randint(0, 2, (600,))
+    with pytest.raises(Exception):
+        torch.jit.load(str(save(sampler.BalancedSampler(), "o.pt")))(x, labels)
+    rows, out_labels = torch.jit.load(str(out))(x, labels)
+    assert rows.shape == (1000, 16)
+
+
+def random_images(gen, count):
+    sizes = torch.randint(0, 200, (count,), generator=gen).tolist()
+    return [torch.randint(-1, 3, (s,), generator=gen) for s in sizes]
+
+
+def test_torchvision_mask_sampler_is_static(staticify, save, tmp_path):
+    _, out, method = static_output(staticify, save, tmp_path, bm.MaskSampler())
+    assert method["after"]["static"] is True
+    result = torch.jit.load(str(out))
+    gen = torch.Generator().manual_seed(3)
+    for _ in range(200):
+        images = random_images(gen, 3)
+        pos, neg = result(images)
+        for labels, p, q in zip(images, pos, neg):
+            assert p.shape == labels.shape and p.dtype == torch.uint8
+            n_pos = min(int((labels >= 1).sum()), 16)
+            n_neg = min(int((labels == 0).sum()), 64 - n_pos)
+            assert int(p.sum()) == n_pos and int(q.sum()) == n_neg
+            assert torch.all(labels[p.bool()] >= 1) and torch.all(labels[q.bool()] == 0)
+
+
+def test_seed_idiom_per_image_returns_static_index_tensors(staticify, save, tmp_path):
+    _, out, method = static_output(staticify, save, tmp_path, bm.IndexSampler())
+    assert method["after"]["static"] is True
+    result = torch.jit.load(str(out))
+    gen = torch.Generator().manual_seed(4)
+    for _ in range(200):
+        images = [torch.randint(-1, 3, (int(torch.randint(40, 200, (1,), generator=gen)),),
+                                generator=gen) for _ in range(3)]
+        for labels, idx in zip(images, result(images)):
+            n_pos, n_neg = expected_counts(int((labels >= 1).sum()),
+                                           int((labels == 0).sum()), 32)
+            if n_pos > int((labels >= 1).sum()) or n_neg > int((labels == 0).sum()):
+                continue  # the original raises: too few candidates
+            assert idx.shape == (32,) and idx.unique().numel() == 32
+            assert int((labels[idx] >= 1).sum()) == n_pos
+            assert int((labels[idx] == 0).sum()) == n_neg
+
+
+def mask_input(gen, shape, kind):
+    if kind == "none":
+        return -torch.ones(shape)
+    if kind == "all":
+        return torch.ones(shape)
+    return torch.randn(shape, generator=gen)
+
+
+EXACT_CASES = {
+    "nonzero-1d": (bm.Nonzero1D, lambda g, k: (mask_input(g, (17,), k),)),
+    "argwhere-3d": (bm.NonzeroND, lambda g, k: (mask_input(g, (3, 4, 5), k),)),
+    "where-coords": (bm.WhereCoords, lambda g, k: (mask_input(g, (6, 7), k),)),
+    "masked-select": (bm.MaskedSelect,
+                      lambda g, k: (torch.randn(5, 6, generator=g), mask_input(g, (6,), k))),
+    "bool-index": (bm.BoolIndex,
+                   lambda g, k: (torch.randn(4, 5, 3, generator=g),
+                                 mask_input(g, (4, 5), k) > 0)),
+    "unique": (bm.Unique, lambda g, k: (torch.randint(0, 9, (4, 6), generator=g),)),
+    "unique-values": (bm.UniqueValues, lambda g, k: (torch.randint(-3, 3, (25,), generator=g),)),
+    "unique-consecutive": (bm.UniqueConsecutive,
+                           lambda g, k: (torch.randint(0, 3, (30,), generator=g),)),
+    "unique-dim": (bm.UniqueDim, lambda g, k: (torch.randint(0, 2, (12, 3), generator=g),)),
+    "count-after-nonzero": (bm.CountAfterNonzero, lambda g, k: (mask_input(g, (9, 2), k),)),
+}
+
+
+@pytest.mark.parametrize("case", sorted(EXACT_CASES))
+def test_bounded_forms_then_materialized_equal_the_original(staticify, save, tmp_path,
+                                                            case):
+    cls, inputs = EXACT_CASES[case]
+    path, out, method = static_output(staticify, save, tmp_path, cls())
+    roots = [f for f in method["findings"]
+             if f["role"] == "root" and f["action"] != "introduced"]
+    assert roots and all(f["action"] == "rewritten" and f["rule"] for f in roots), roots
+    cuts = [f for f in method["findings"] if f["action"] == "introduced"]
+    assert cuts, "the returned value must be materialized, and reported"
+    for f in cuts:
+        assert f["reason"].startswith("bound: materialized: it is returned"), f
+        assert f["location"] and f["location"]["line"] > 0
+    original, result = torch.jit.load(str(path)), torch.jit.load(str(out))
+    gen = torch.Generator().manual_seed(5)
+    for trial in range(1000):
+        kind = ("none", "all", "random")[trial % 3] if trial < 6 else "random"
+        args = inputs(gen, kind)
+        a, b = original(*args), result(*args)
+        for p, q in zip(a if isinstance(a, tuple) else (a,), b if isinstance(b, tuple) else (b,)):
+            if isinstance(p, torch.Tensor):
+                assert p.dtype == q.dtype and torch.equal(p, q), (case, args, p, q)
+            else:
+                assert p == q
+
+
+def test_padded_outputs_return_padded_and_count(staticify, save, tmp_path):
+    path, out, method = static_output(staticify, save, tmp_path, bm.BoolIndex(),
+                                      "--padded-outputs")
+    assert method["after"]["static"] is True
+    result = torch.jit.load(str(out))
+    x, m = torch.randn(4, 5, 3), torch.randn(4, 5) > 0
+    padded, count = result(x, m)
+    assert padded.shape == (20, 3) and count.dim() == 0
+    assert torch.equal(padded[:int(count)], x[m].abs())
+
+
+def test_bound_hint_bounds_a_length_read_from_data(staticify, save, tmp_path):
+    path = save(bm.HintedArange())
+    plain = staticify.report(path)
+    assert plain["methods"][0]["after"]["counts"]["total"] > 0
+    _, out, method = static_output(staticify, save, tmp_path, bm.HintedArange(),
+                                   "--bound", "k=8", "--padded-outputs")
+    assert method["after"]["static"] is True
+    padded, count = torch.jit.load(str(out))(torch.tensor([2.0, 3.0]))
+    assert padded.shape == (8,) and int(count) == 5
+    assert torch.equal(padded[:5], torch.arange(5) * 2)
+
+
+def test_bad_bound_option_is_a_usage_error(staticify, save):
+    path = save(bm.HintedArange())
+    for bad in ("k", "k=", "=3", "k=-1", "k=3x"):
+        proc = staticify(path, "--bound", bad, check=False)
+        assert proc.returncode == 2 and "--bound" in proc.stderr, bad

@@ -208,7 +208,3 @@ def keep_rows(padded: Tensor, count: Tensor) -> Tensor:
     bound = padded.size(0)
     return live_rows(bound, count).reshape([bound] + [1] * (padded.dim() - 1))
 
-
-def cut(padded: Tensor, count: Tensor) -> Tensor:
-    """Materialization: the valid rows (one device-to-host read of count)."""
-    return padded[:int(count)]

@@ -1,0 +1,88 @@
+"""The bounded forms (passes/forms/bounded_forms.py), scripted from the very
+file the C++ build embeds, against the PyTorch ops they stand for: the valid
+rows of every padded result must equal the op's result exactly."""
+import pathlib
+
+import pytest
+import torch
+
+FORMS = pathlib.Path(__file__).resolve().parents[2] / "passes" / "forms" / "bounded_forms.py"
+
+
+@pytest.fixture(scope="module")
+def cu():
+    source = FORMS.read_text()
+    return torch.jit.CompilationUnit(source[source.index("\ndef ") + 1:])
+
+
+def shapes(gen, trials=300):
+    for _ in range(trials):
+        rank = int(torch.randint(0, 4, (), generator=gen))
+        yield [int(s) for s in torch.randint(0, 5, (rank,), generator=gen)]
+
+
+def valid(padded, count):
+    return padded[:int(count)]
+
+
+def test_nonzero_where_and_selections(cu):
+    gen = torch.Generator().manual_seed(0)
+    for shape in shapes(gen):
+        x = torch.randint(0, 3, shape, generator=gen)
+        m = x > 0
+        assert torch.equal(valid(*cu.nonzero(m)), torch.nonzero(m)), shape
+        for k in range(m.dim()):
+            assert torch.equal(valid(*cu.where_index(m, k)), torch.where(m)[k])
+        if m.dim() >= 1:
+            assert torch.equal(valid(*cu.select_rows(x.float(), m)), x.float()[m])
+        assert torch.equal(valid(*cu.masked_select(x, m)), torch.masked_select(x, m))
+
+
+def test_unique_family(cu):
+    gen = torch.Generator().manual_seed(1)
+    for shape in shapes(gen):
+        x = torch.randint(0, 3, shape, generator=gen)
+        for inverse in (False, True):
+            for counts in (False, True):
+                v, inv, cnt, c = cu.unique(x, inverse, counts)
+                ev, einv, ecnt = torch.ops.aten._unique2(x, True, inverse, counts)
+                assert torch.equal(valid(v, c), ev) and torch.equal(inv, einv)
+                assert torch.equal(valid(cnt, c) if counts else cnt, ecnt)
+        v, inv, cnt, c = cu.unique_consecutive(x, True, True)
+        ev, einv, ecnt = torch.unique_consecutive(x, return_inverse=True,
+                                                  return_counts=True)
+        assert torch.equal(valid(v, c), ev) and torch.equal(inv, einv)
+        assert torch.equal(valid(cnt, c), ecnt)
+    for _ in range(300):
+        n, m = int(torch.randint(0, 6, (), generator=gen)), int(torch.randint(1, 3, (), generator=gen))
+        x = torch.randint(0, 2, (n, m, 2), generator=gen)
+        v, inv, cnt, c = cu.unique_rows(x)
+        ev, einv, ecnt = torch.ops.aten.unique_dim(x, 0, True, True, True)
+        assert torch.equal(valid(v, c), ev) and torch.equal(inv, einv)
+        assert torch.equal(valid(cnt, c), ecnt)
+
+
+def test_random_prefix_is_a_prefix_of_a_permutation(cu):
+    torch.manual_seed(0)
+    for n in (0, 1, 5, 10):
+        for k in (0, 3, 10):
+            idx = cu.random_prefix(torch.tensor(n), 10, k, None)
+            assert idx.shape == (k,)
+            live = idx[:min(n, k)]
+            assert live.unique().numel() == live.numel() and bool((live < n).all())
+
+
+def test_gather_cat_put(cu):
+    src = torch.arange(10) * 10
+    # Negative indices count from the valid length (4), padding reads row 0.
+    assert cu.gather_rows(src, torch.tensor(4), torch.tensor([0, -1, 2]), None).tolist() == [0, 30, 20]
+    assert cu.gather_rows(src, torch.tensor(4), torch.tensor([3, 1, 7]),
+                          torch.tensor(2)).tolist() == [30, 10, 0]
+    assert cu.gather_rows(src[:0], torch.tensor(0), torch.zeros(2, dtype=torch.long),
+                          torch.tensor(0)).shape == (2,)
+    padded, count = cu.cat_rows([torch.tensor([1, 2, 0, 0]), torch.tensor([7, 8, 9])],
+                                [torch.tensor(2), torch.tensor(3)])
+    assert valid(padded, count).tolist() == [1, 2, 7, 8, 9] and padded.shape == (7,)
+    x = torch.zeros(6, dtype=torch.uint8)
+    cu.put_rows(x, torch.tensor([1, -1, 5, 0]), torch.tensor(2), torch.tensor(1, dtype=torch.uint8))
+    assert x.tolist() == [0, 1, 0, 0, 0, 1]  # the padding rows (5, 0) are not written

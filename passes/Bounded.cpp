@@ -64,8 +64,16 @@ struct Rep {
   Value *value = nullptr; // Lifted: the tensor; Bounded: padded rows;
                           // WhereList: c; RandPerm: the lifted n
   Value *count = nullptr; // Bounded: valid rows, 0-d int64
+  Value *bound = nullptr; // Bounded: a host int for its rows, when cheaper
+                          // than reading the padded tensor's size
   Range range;            // Lifted ints; RandPerm: n's range
   bool isIndex = false;   // Bounded: holds int64 indices
+  bool is1D = false;      // Bounded: a vector (numel is its count)
+  // Bounded, where(c)[k]: c and k. Bounded, randperm(n)[:top]: n and top.
+  Value *whereCond = nullptr;
+  int64_t whereDim = 0;
+  Value *drawOf = nullptr;
+  Value *drawTop = nullptr;
   Node *origin = nullptr; // RandPerm: the randperm node
 };
 
@@ -94,13 +102,7 @@ public:
     if (!changed)
       return false;
     materializeRest();
-    eraseDeadNodes(graph, ctx, kRule);
-    for (Node *n : convertedIfs)
-      if (std::none_of(n->outputs().begin(), n->outputs().end(),
-                       [](const Value *v) { return v->hasUses(); })) {
-        ctx.rewrote(n, kRule);
-        n->destroy();
-      }
+    // What the rewrites replaced, converted ifs included, is now dead.
     eraseDeadNodes(graph, ctx, kRule);
     return true;
   }
@@ -113,7 +115,6 @@ private:
   std::unordered_map<Value *, Rep> reps;
   std::vector<Value *> repOrder; // program order, for materialization
   std::unordered_set<Node *> absorbed;
-  std::vector<Node *> convertedIfs;
   std::unordered_map<Value *, Value *> whereCounts; // where list -> count
   bool changed = false;
 
@@ -436,7 +437,6 @@ private:
       setRep(out, r);
     }
     ctx.rewrote(node, "if-convert");
-    convertedIfs.push_back(node);
     changed = true;
     return true;
   }
@@ -524,7 +524,7 @@ private:
   }
 
   Value *boundOf(const Rep &r, const Node *anchor) {
-    return emit(graph, "aten::size", {r.value, 0}, anchor);
+    return r.bound ? r.bound : emit(graph, "aten::size", {r.value, 0}, anchor);
   }
 
   bool root(Node *node) {
@@ -655,6 +655,11 @@ private:
       if (!count) // every element has the same count: one is read
         count = outs[1];
       setBounded(out, outs[0], count, true);
+      Rep &r = reps.at(out);
+      r.is1D = true;
+      r.bound = emit(graph, "aten::numel", {list->value}, node);
+      r.whereCond = list->value;
+      r.whereDim = k;
     }
     return true;
   }
@@ -680,7 +685,7 @@ private:
     out.range.lo = 0;
     out.range.hi = bound;
     out.value = r->count;
-    if (is(node, "aten::numel")) {
+    if (is(node, "aten::numel") && !r->is1D) {
       // count * (numel / bound): the rows' size, 0 when there are none.
       Value *numel = emit(graph, "aten::numel", {r->value}, node);
       Value *rowSize =
@@ -739,6 +744,7 @@ private:
     auto outs = insertForm(graph, "random_prefix",
                            {n->value, bound, bound, node->input(3)}, node);
     setBounded(node->output(), outs[0], n->value, true);
+    reps.at(node->output()).is1D = true;
     return true;
   }
 
@@ -785,6 +791,10 @@ private:
       auto outs = insertForm(graph, "random_prefix",
                              {x->value, bound, top, perm->input(3)}, node);
       setBounded(node->output(), outs[0], minCount(x->value, end, node), true);
+      Rep &r = reps.at(node->output());
+      r.is1D = true;
+      r.drawOf = x->value;
+      r.drawTop = top;
       return true;
     }
     Value *hi = upper(*k);
@@ -795,6 +805,7 @@ private:
             emit(graph, "aten::slice", {padded, 0, constant(0), hi, 1}, node);
       setBounded(node->output(), padded, minCount(x->count, end, node),
                  x->isIndex);
+      reps.at(node->output()).is1D = x->is1D;
       return true;
     }
     if (!rep(end))
@@ -851,15 +862,28 @@ private:
     if ((s && s->kind != Rep::Kind::Bounded) ||
         (i && i->kind != Rep::Kind::Bounded))
       return false;
+    if (s && i && s->whereCond && i->drawOf == s->count) {
+      // where(c)[k][randperm(count)[:top]]: `top` random true positions of
+      // c, one top-k over c's masked keys (no compaction of c).
+      Value *out = insertForm(graph, "random_true_positions",
+                              {s->whereCond, constant(s->whereDim), i->drawTop},
+                              node)[0];
+      setBounded(node->output(), out, i->count, true);
+      reps.at(node->output()).is1D = true;
+      if (list)
+        absorbed.insert(list);
+      return true;
+    }
     Value *srcCount = s ? s->count : rowsOf(src, node);
     Value *padded = s ? s->value : src;
     Value *out = insertForm(
         graph, "gather_rows",
         {padded, srcCount, i ? i->value : index, i ? i->count : none()},
         node)[0];
-    if (i)
+    if (i) {
       setBounded(node->output(), out, i->count, s ? s->isIndex : isIndex(src));
-    else
+      reps.at(node->output()).is1D = i->is1D && s && s->is1D;
+    } else
       replaceStatic(node->output(), out); // static again
     if (list)
       absorbed.insert(list);
@@ -872,7 +896,7 @@ private:
         node->input(0)->uses().size() != 1 || constantInt(node->input(1)) != 0)
       return false;
     std::vector<Value *> parts, counts;
-    bool allIndex = true;
+    bool allIndex = true, all1D = true;
     for (Value *part : list->inputs()) {
       Rep *r = rep(part);
       if (r && r->kind != Rep::Kind::Bounded)
@@ -880,6 +904,7 @@ private:
       parts.push_back(r ? r->value : part);
       counts.push_back(r ? r->count : rowsOf(part, node));
       allIndex &= isIndex(part);
+      all1D &= r && r->is1D;
     }
     Value *partList =
         graph.insertNode(graph.createList(c10::TensorType::get(), parts))
@@ -889,6 +914,7 @@ private:
             ->output();
     auto outs = insertForm(graph, "cat_rows", {partList, countList}, node);
     setBounded(node->output(), outs[0], outs[1], allIndex);
+    reps.at(node->output()).is1D = all1D;
     absorbed.insert(list);
     return true;
   }

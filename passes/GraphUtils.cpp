@@ -68,9 +68,16 @@ Value *namedInput(const Node *node, std::string_view name) {
 }
 
 static bool isErasable(const Node *node) {
-  return node->kind() != c10::prim::Param &&
-         node->kind() != c10::prim::Return && !node->hasSideEffects() &&
-         node->blocks().empty() && !mutatesFirstInput(node);
+  if (node->kind() == c10::prim::Param || node->kind() == c10::prim::Return ||
+      node->hasSideEffects() || mutatesFirstInput(node))
+    return false;
+  // An if or a loop goes with its blocks: only when nothing in them writes
+  // or has a side effect.
+  for (const torch::jit::Block *b : node->blocks())
+    for (const Node *n : b->nodes())
+      if (!isErasable(n))
+        return false;
+  return true;
 }
 
 /// Adds \p node to \p dead if every use of its outputs is by a dead node,

@@ -21,14 +21,12 @@ Device = torch.device  # the name TorchScript gives the type in C++
 def compact(keep: Tensor) -> Tuple[Tensor, Tensor]:
     """The positions of keep's true elements (1-D), in order, then zeros."""
     n = keep.numel()
-    ones = keep.long()
-    rank = torch.cumsum(ones, 0)
-    # Every unselected element is sent to the extra slot n, dropped below.
-    slot = torch.where(keep, rank - 1, torch.full_like(rank, n))
+    rank = torch.cumsum(keep, 0)  # int64 for a bool input
     positions = torch.arange(n, device=keep.device)
-    out = torch.zeros([n + 1], device=keep.device).long()
-    out = out.scatter(0, slot, positions)
-    return out[:n], ones.sum()
+    # Every unselected element is sent to the extra slot n, dropped below.
+    slot = torch.where(keep, rank - 1, positions.new_full([1], n))
+    out = positions.new_zeros([n + 1]).scatter(0, slot, positions)
+    return out[:n], keep.sum()
 
 
 def live_rows(bound: int, count: Tensor) -> Tensor:
@@ -93,10 +91,25 @@ def random_prefix(n: Tensor, bound: int, k: int,
     rows are a uniformly random k-subset of range(n) in uniformly random
     order: randperm's distribution. float64 keys make ties negligible.
     """
-    keys = torch.empty([bound], device=device).double().uniform_()
-    live = torch.arange(bound, device=device) < n.to(keys.device)
-    keys = torch.where(live, keys, torch.full_like(keys, -1.0))
-    return torch.topk(keys, k).indices
+    dead = torch.arange(bound, device=device) >= n.to(device)
+    return torch.topk(random_keys(dead), k).indices
+
+
+def random_keys(dead: Tensor) -> Tensor:
+    """Uniform float64 keys (ties negligible), -1 where `dead` holds: below
+    every live key."""
+    keys = torch.rand(dead.size(), dtype=7, device=dead.device)  # float64
+    return keys.masked_fill(dead, -1.0)
+
+
+def random_true_positions(c: Tensor, dim: int, k: int) -> Tensor:
+    """where(c)[dim][randperm(count)[:k]], k <= c.numel(): coordinate dim of
+    k random true elements of c, in random order, from one top-k of c's
+    masked keys; rows past the count of true elements are padding."""
+    if c.dim() == 0:
+        c = c.reshape([1])
+    keys = random_keys(c.reshape(-1) == 0)
+    return coordinate(torch.topk(keys, k).indices, c.size(), dim)
 
 
 def gather_rows(src: Tensor, src_count: Tensor, index: Tensor,

@@ -61,8 +61,9 @@ TEST(BoundedFormsTest, InsertedNodesPointAtTheAnchor) {
   auto outs = insertForm(*graph, "nonzero", {x}, anchor);
   ASSERT_EQ(outs.size(), 2u);
   for (torch::jit::Node *n : graph->nodes())
-    if (n != anchor && n->kind() != c10::prim::Constant)
+    if (n != anchor && n->kind() != c10::prim::Constant) {
       EXPECT_EQ(n->sourceRange().start(), anchor->sourceRange().start());
+    }
   EXPECT_THROW(insertForm(*graph, "nonzero", {x, x}, anchor),
                std::invalid_argument);
 }

@@ -1,0 +1,281 @@
+"""Seed 000's table, side by side: the original `sample_data` (scripted),
+the article's hand-written `opt_sample_data`, and staticify's output of the
+original, for N in 1e4..1e7 and batch 1 and 32, in one process.
+
+    /usr/bin/python3 bench/seed000.py [--device cpu|cuda] [--sizes 1e4 1e5 1e6 1e7]
+        [--batches 1 32] [--out bench/results] [--docs docs] [--smoke]
+
+As in the article, SUB_SAMPLE = N // 10 and inputs are [N, 16] floats with
+0/1 labels; batch 32 runs the original (and staticify's output, which keeps
+the original's 1-D signature) in a Python loop over the batch, as the
+article's `batched_sample_data` does, and the hand-written sampler on the
+batch at once. On PyTorch 2.x each variant is also timed under
+torch.compile. Every configuration is warmed up, then timed over interleaved
+repetitions (median and interquartile range); on a GPU with CUDA events, and
+host syncs per call are counted with torch.cuda.set_sync_debug_mode. Ratios
+are against the original, measured in the same run. Writes
+OUT/sampler-DEVICE.json and .csv, and with --docs the table into
+docs/benchmarks.md and the plot docs/sampler-DEVICE.png.
+
+--smoke runs tiny sizes with few repetitions (the test suite does) and
+writes nothing unless --out is given."""
+import argparse
+import csv
+import json
+import pathlib
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import warnings
+
+import torch
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "examples"))
+sys.path.insert(0, str(ROOT / "bench"))
+import handwritten  # noqa: E402
+import sampler  # noqa: E402
+
+FEATURES = 16
+MAX_INPUT_BYTES = {"cpu": 3 << 30, "cuda": 24 << 30}
+
+
+def batched(fn):
+    """The article's batched_sample_data: a Python loop over the batch."""
+    def run(inputs, labels):
+        outs = [fn(inputs[i], labels[i]) for i in range(inputs.size(0))]
+        return torch.stack([o[0] for o in outs]), torch.stack([o[1] for o in outs])
+    return run
+
+
+def build_variants(n, staticify_bin, workdir):
+    sub = max(n // 10, 2)
+    original = torch.jit.script(sampler.BalancedSampler(sub))
+    path = workdir / f"sampler-{n}.pt"
+    out = workdir / f"sampler-{n}-static.pt"
+    original.save(str(path))
+    subprocess.run([str(staticify_bin), str(path), "-o", str(out)], check=True,
+                   capture_output=True)
+    variants = {
+        "original": original,
+        "handwritten": torch.jit.script(handwritten.OptSampler(sub)),
+        "staticify": torch.jit.load(str(out)),
+    }
+    if hasattr(torch, "compile"):  # PyTorch 2.x: the eager modules, compiled
+        variants["original+compile"] = torch.compile(sampler.BalancedSampler(sub))
+        variants["handwritten+compile"] = torch.compile(handwritten.OptSampler(sub))
+    return variants
+
+
+def timer(device):
+    if device == "cuda":
+        def measure(fn, args):
+            start = torch.cuda.Event(enable_timing=True)
+            end = torch.cuda.Event(enable_timing=True)
+            start.record()
+            fn(*args)
+            end.record()
+            torch.cuda.synchronize()
+            return start.elapsed_time(end) * 1e3  # us
+        return measure
+
+    def measure(fn, args):
+        start = time.perf_counter()
+        fn(*args)
+        return (time.perf_counter() - start) * 1e6
+    return measure
+
+
+def count_syncs(fn, args):
+    """Host syncs in one call, as torch.cuda.set_sync_debug_mode reports."""
+    torch.cuda.synchronize()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        torch.cuda.set_sync_debug_mode("warn")
+        try:
+            fn(*args)
+        finally:
+            torch.cuda.set_sync_debug_mode("default")
+    return sum("synchroniz" in str(w.message) for w in caught)
+
+
+def run(args):
+    device = args.device
+    sizes = [int(float(s)) for s in args.sizes]
+    measure = timer(device)
+    staticify_bin = pathlib.Path(args.bin) / "staticify"
+    rows = []
+    gen = torch.Generator(device="cpu").manual_seed(0)
+    with tempfile.TemporaryDirectory() as tmp:
+        for n in sizes:
+            variants = build_variants(n, staticify_bin, pathlib.Path(tmp))
+            for batch in args.batches:
+                nbytes = batch * n * FEATURES * 4
+                if nbytes > MAX_INPUT_BYTES[device]:
+                    rows.append({"n": n, "batch": batch, "variant": "all",
+                                 "skipped": f"input of {nbytes / 2**30:.1f} GiB "
+                                            "exceeds this machine's budget"})
+                    continue
+                shape = (n,) if batch == 1 else (batch, n)
+                x = torch.randn(shape + (FEATURES,), generator=gen).to(device)
+                labels = torch.randint(0, 2, shape, generator=gen).to(device)
+                fns = {}
+                for name, module in variants.items():
+                    native = name.startswith("handwritten")
+                    fns[name] = module if batch == 1 or native else batched(module)
+                samples = {name: [] for name in fns}
+                # Warm-up (compilation, caches), then interleaved repetitions.
+                for fn in fns.values():
+                    for _ in range(args.warmup):
+                        fn(x, labels)
+                if device == "cuda":
+                    torch.cuda.synchronize()
+                budget = args.seconds
+                reps = 0
+                start = time.perf_counter()
+                while reps < args.min_repeats or (
+                        reps < args.max_repeats and time.perf_counter() - start < budget):
+                    for name, fn in fns.items():
+                        samples[name].append(measure(fn, (x, labels)))
+                    reps += 1
+                base = statistics.median(samples["original"])
+                for name, s in samples.items():
+                    q = statistics.quantiles(s, n=4) if len(s) > 1 else [s[0]] * 3
+                    row = {"n": n, "batch": batch, "variant": name,
+                           "loop": batch > 1 and not name.startswith("handwritten"),
+                           "median_us": statistics.median(s),
+                           "iqr_us": q[2] - q[0], "repeats": len(s),
+                           "ratio_vs_original": statistics.median(s) / base}
+                    if device == "cuda":
+                        row["syncs_per_call"] = count_syncs(fns[name], (x, labels))
+                    rows.append(row)
+                    print(f"N={n:>8} batch={batch:>2} {name:<20} "
+                          f"{row['median_us']:>12.1f} us  x{row['ratio_vs_original']:.2f}",
+                          flush=True)
+    return rows
+
+
+def machine(device):
+    info = {"python": platform.python_version(), "torch": torch.__version__,
+            "platform": platform.platform(), "processor": platform.processor(),
+            "threads": torch.get_num_threads()}
+    try:
+        info["cpu"] = next(line.split(":", 1)[1].strip()
+                           for line in open("/proc/cpuinfo") if line.startswith("model name"))
+    except (OSError, StopIteration):
+        pass
+    if device == "cuda":
+        info["gpu"] = torch.cuda.get_device_name()
+        info["cuda"] = torch.version.cuda
+    return info
+
+
+def table(rows):
+    lines = ["| N | batch | variant | median | IQR | vs original | syncs/call |",
+             "|---:|---:|---|---:|---:|---:|---:|"]
+    for r in rows:
+        if "skipped" in r:
+            lines.append(f"| {r['n']:.0e} | {r['batch']} | (all) | skipped: {r['skipped']} | | | |")
+            continue
+        name = r["variant"] + (" (loop)" if r["loop"] else "")
+        med = r["median_us"]
+        shown = f"{med / 1e3:.2f} ms" if med >= 1000 else f"{med:.1f} us"
+        iqr = r["iqr_us"]
+        iqr_shown = f"{iqr / 1e3:.2f} ms" if iqr >= 1000 else f"{iqr:.1f} us"
+        lines.append(f"| {r['n']:.0e} | {r['batch']} | {name} | {shown} | {iqr_shown} | "
+                     f"{r['ratio_vs_original']:.2f}x | {r.get('syncs_per_call', '')} |")
+    return "\n".join(lines)
+
+
+def plot(rows, path, device):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    keys = sorted({(r["variant"], r["batch"]) for r in rows if "skipped" not in r})
+    for variant, batch in keys:
+        pts = sorted((r["n"], r["median_us"] / 1e3) for r in rows
+                     if r.get("variant") == variant and r["batch"] == batch)
+        ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o",
+                linestyle="-" if batch == 1 else "--", label=f"{variant}, batch {batch}")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("N (input rows)")
+    ax.set_ylabel("time per call (ms)")
+    ax.set_title(f"seed 000 sampler on {device}: time per call vs N")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+
+
+def update_docs(docs, device, rows, info, command):
+    doc = docs / "benchmarks.md"
+    begin, end = f"<!-- sampler:{device}:begin -->", f"<!-- sampler:{device}:end -->"
+    text = doc.read_text()
+    body = "\n".join([
+        begin,
+        f"Machine: {info.get('cpu', info['processor'])}"
+        + (f", {info['gpu']} (CUDA {info['cuda']})" if "gpu" in info else "")
+        + f"; {info['platform']}; PyTorch {info['torch']}, Python {info['python']}, "
+          f"{info['threads']} threads.",
+        "",
+        f"Command: `{command}`",
+        "",
+        table(rows),
+        "",
+        f"![time per call vs N](sampler-{device}.png)",
+        end])
+    if begin in text:
+        text = text[:text.index(begin)] + body + text[text.index(end) + len(end):]
+    else:
+        text = text.rstrip() + "\n\n" + body + "\n"
+    doc.write_text(text)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
+    parser.add_argument("--sizes", nargs="+", default=["1e4", "1e5", "1e6", "1e7"])
+    parser.add_argument("--batches", nargs="+", type=int, default=[1, 32])
+    parser.add_argument("--bin", default=str(ROOT / "build" / "bin"))
+    parser.add_argument("--out")
+    parser.add_argument("--docs")
+    parser.add_argument("--warmup", type=int, default=3)
+    parser.add_argument("--min-repeats", type=int, default=5)
+    parser.add_argument("--max-repeats", type=int, default=200)
+    parser.add_argument("--seconds", type=float, default=8.0,
+                        help="time budget per configuration")
+    parser.add_argument("--smoke", action="store_true",
+                        help="tiny sizes, few repetitions: checks the harness runs")
+    args = parser.parse_args()
+    if args.smoke:
+        args.sizes, args.batches = ["2e3"], [1, 2]
+        args.warmup, args.min_repeats, args.max_repeats, args.seconds = 1, 2, 2, 0.0
+    command = "/usr/bin/python3 bench/seed000.py " + " ".join(sys.argv[1:])
+    rows = run(args)
+    info = machine(args.device)
+    if args.out:
+        out = pathlib.Path(args.out)
+        out.mkdir(parents=True, exist_ok=True)
+        (out / f"sampler-{args.device}.json").write_text(json.dumps(
+            {"machine": info, "command": command, "rows": rows}, indent=1))
+        with open(out / f"sampler-{args.device}.csv", "w", newline="") as f:
+            fields = ["n", "batch", "variant", "loop", "median_us", "iqr_us", "repeats",
+                      "ratio_vs_original", "syncs_per_call", "skipped"]
+            writer = csv.DictWriter(f, fieldnames=fields)
+            writer.writeheader()
+            for r in rows:
+                writer.writerow({k: r.get(k, "") for k in fields})
+    if args.docs:
+        docs = pathlib.Path(args.docs)
+        plot(rows, docs / f"sampler-{args.device}.png", args.device)
+        update_docs(docs, args.device, rows, info, command)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -4,7 +4,8 @@
 // Generates graphs of about 1k, 10k and 100k nodes (elementwise chains with a
 // dynamic island every 20 steps: nonzero, a size read, a branch on it, and a
 // full reduction that makes the result static again, as in real models) and
-// times the dynamism analysis and the normalize pass on each. Reports the
+// times the dynamism analysis, the normalize pass and the whole default
+// pipeline (every rewrite, both analyses) on each. Reports the
 // median of several runs and the time per node: linear scaling shows as a flat
 // ns/node column. Not a test: no assertion on time.
 //
@@ -82,8 +83,9 @@ template <typename F> double medianSeconds(int runs, F &&f) {
 
 int main(int argc, char **argv) {
   int runs = argc > 1 ? std::atoi(argv[1]) : 5;
-  std::printf("%-8s %9s %12s %10s %14s %10s\n", "nodes", "findings",
-              "analysis_ms", "ns/node", "normalize_ms", "ns/node");
+  std::printf("%-8s %9s %12s %10s %14s %10s %13s %10s\n", "nodes", "findings",
+              "analysis_ms", "ns/node", "normalize_ms", "ns/node",
+              "pipeline_ms", "ns/node");
   for (size_t target : {1000u, 10000u, 100000u}) {
     auto graph = makeGraph(target);
     size_t nodes = countNodes(graph->block());
@@ -95,9 +97,15 @@ int main(int argc, char **argv) {
       PassContext ctx;
       findPass("normalize")->run(copy, ctx);
     });
-    std::printf("%-8zu %9zu %12.2f %10.0f %14.2f %10.0f\n", nodes, findings,
-                analysis * 1e3, analysis * 1e9 / nodes, normalize * 1e3,
-                normalize * 1e9 / nodes);
+    // The whole default pipeline, every rewrite included, with its two
+    // analyses: what `staticify` spends between loading and saving.
+    double pipeline = medianSeconds(runs, [&] {
+      runPipeline(graph->copy(), "bench", defaultPipeline(false));
+    });
+    std::printf("%-8zu %9zu %12.2f %10.0f %14.2f %10.0f %13.2f %10.0f\n", nodes,
+                findings, analysis * 1e3, analysis * 1e9 / nodes,
+                normalize * 1e3, normalize * 1e9 / nodes, pipeline * 1e3,
+                pipeline * 1e9 / nodes);
   }
   return 0;
 }

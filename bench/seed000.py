@@ -221,7 +221,7 @@ def update_docs(docs, device, rows, info, command):
         f"Machine: {info.get('cpu', info['processor'])}"
         + (f", {info['gpu']} (CUDA {info['cuda']})" if "gpu" in info else "")
         + f"; {info['platform']}; PyTorch {info['torch']}, Python {info['python']}, "
-          f"{info['threads']} threads.",
+          f"torch threads: {info['threads']}.",
         "",
         f"Command: `{command}`",
         "",

@@ -1061,7 +1061,15 @@ private:
     if (auto it = materialized.find(v); it != materialized.end())
       return it->second;
     Node *def = v->node();
-    torch::jit::WithInsertPoint guard(def->next());
+    // Right after the definition, or after the count's read when another
+    // value with the same count was cut there already: one sync each.
+    Node *at = def->next();
+    Value *&n = countsOnHost[r.count];
+    if (r.kind == Rep::Kind::Bounded && n &&
+        n->node()->owningBlock() == def->owningBlock() &&
+        (n->node() == at || at->isBefore(n->node())))
+      at = n->node()->next();
+    torch::jit::WithInsertPoint guard(at);
     const Node *anchor = user->sourceRange().source() ? user : located(def);
     std::string why = reasonFor(user);
     Value *out;
@@ -1073,8 +1081,7 @@ private:
       out = emit(graph, op, {r.value}, anchor);
       ctx.declined(out->node(), kRule, why);
     } else {
-      Value *&n = countsOnHost[r.count];
-      if (!n || !n->node()->isBefore(graph.insertPoint())) {
+      if (!n || !n->node()->isBefore(at)) {
         n = emit(graph, "aten::Int", {r.count}, anchor);
         ctx.declined(n->node(), kRule, why);
       }
@@ -1123,14 +1130,45 @@ private:
 
 } // namespace
 
-bool boundShapes(std::shared_ptr<Graph> &graph, PassContext &ctx) {
-  AnalysisResult analysis = analyzeGraph(*graph);
+/// Where data reaches the host: every root finding syncs (a nonzero, an
+/// item(), a branch on data); what derives from one does not sync again.
+static size_t syncPoints(const AnalysisResult &analysis) {
+  return std::count_if(analysis.findings.begin(), analysis.findings.end(),
+                       [](const Finding &f) { return f.role == Role::Root; });
+}
+
+static bool bound(std::shared_ptr<Graph> &graph, PassContext &ctx,
+                  const AnalysisResult &analysis) {
   torch::jit::AliasDb aliases(graph);
   if (!Engine(*graph, ctx, analysis, aliases).run())
     return false;
   // The forms branch on host facts (None arguments, ranks): fold them.
   torch::jit::ConstantPropagation(graph, /*ignore_custom_classes=*/true);
   return true;
+}
+
+bool boundShapes(std::shared_ptr<Graph> &graph, PassContext &ctx) {
+  AnalysisResult analysis = analyzeGraph(*graph);
+  // Materializations cost a sync each: a graph whose bounded form would
+  // read the host more often than the original stays as it is.
+  std::shared_ptr<Graph> trial = graph->copy();
+  PassContext scratch;
+  scratch.options = ctx.options;
+  if (!bound(trial, scratch, analyzeGraph(*trial)))
+    return false;
+  size_t before = syncPoints(analysis),
+         after = syncPoints(analyzeGraph(*trial));
+  if (after > before) {
+    std::string why = "bounded, the graph would reach the host at " +
+                      std::to_string(after) + " points instead of " +
+                      std::to_string(before) +
+                      " (uses with no bounded form materialize)";
+    for (size_t i = 0; i < analysis.findings.size(); ++i)
+      if (analysis.findings[i].role == Role::Root)
+        ctx.declined(analysis.findingNodes[i], kRule, why);
+    return false;
+  }
+  return bound(graph, ctx, analysis);
 }
 
 } // namespace staticify

@@ -26,6 +26,8 @@ struct PassOptions {
   /// bound: a bounded graph output is returned as `(padded, count)` instead
   /// of being cut to its count (which reads count on the host).
   bool paddedOutputs = false;
+  /// The pipeline renders the final graph's partition as DOT (--dot).
+  bool renderDot = false;
 };
 
 class PassContext {

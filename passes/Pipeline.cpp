@@ -11,6 +11,7 @@
 #include "passes/MaskPropagate.h"
 #include "passes/MaskStore.h"
 #include "passes/MaskedReduce.h"
+#include "passes/Partition.h"
 
 #include <torch/csrc/jit/passes/constant_propagation.h>
 #include <torch/csrc/jit/passes/dead_code_elimination.h>
@@ -22,6 +23,7 @@
 namespace staticify {
 
 using torch::jit::Graph;
+using torch::jit::Node;
 
 size_t countNodes(const torch::jit::Block *block) {
   size_t n = 0;
@@ -186,6 +188,7 @@ PipelineResult runPipeline(std::shared_ptr<Graph> graph,
     if (pass->rewrites && !before) {
       before = analyzeGraph(*graph);
       ctx.track(*before);
+      result.report.before.partition = partitionGraph(*graph, *before).segments;
     }
     bool changed = runPass(*pass, graph, ctx);
     if (pass->name == "inline")
@@ -193,8 +196,11 @@ PipelineResult runPipeline(std::shared_ptr<Graph> graph,
     result.rewritten |= changed && pass->rewrites;
   }
   AnalysisResult after = analyzeGraph(*graph);
-  if (!before)
+  PartitionResult partition = partitionGraph(*graph, after);
+  if (!before) {
     before = after;
+    result.report.before.partition = partition.segments;
+  }
   result.report.findings = before->findings;
   for (Finding &f : result.report.findings) {
     if (auto it = ctx.rewritten().find(f.id); it != ctx.rewritten().end()) {
@@ -220,8 +226,16 @@ PipelineResult runPipeline(std::shared_ptr<Graph> graph,
       result.report.findings.push_back(std::move(f));
     }
   }
+  std::vector<Segment> beforeSegments =
+      std::move(result.report.before.partition);
   result.report.before = summarize(*before);
+  result.report.before.partition = std::move(beforeSegments);
   result.report.after = summarize(after);
+  result.report.after.partition = partition.segments;
+  if (options.renderDot)
+    result.dot = renderDot(*graph, partition, name, [&](const Node *n) {
+      return ctx.reasonForNewNode(n).find("materialized") != std::string::npos;
+    });
   return result;
 }
 

@@ -55,6 +55,8 @@ struct PipelineResult {
   /// Whether a rewriting pass changed the graph: only then does the output
   /// need the new graph (normalization alone never replaces a method).
   bool rewritten = false;
+  /// The final graph as Graphviz DOT, when PassOptions::renderDot is set.
+  std::string dot;
 };
 
 /// Runs \p passes on \p graph, in place, and reports on method \p name.

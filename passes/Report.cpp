@@ -121,6 +121,45 @@ static std::string pad(std::string s, size_t width) {
   return s;
 }
 
+static std::string spanOf(const Segment &seg) {
+  if (!seg.firstLine)
+    return "no source location";
+  std::string file = seg.file.substr(seg.file.rfind('/') + 1);
+  return seg.firstLine == seg.lastLine
+             ? file + ":" + std::to_string(seg.firstLine)
+             : file + ":" + std::to_string(seg.firstLine) + "-" +
+                   std::to_string(seg.lastLine);
+}
+
+/// `partition after: 1 static region, no dynamic island` and one line per
+/// segment.
+static std::string renderPartition(const char *when,
+                                   const std::vector<Segment> &segments) {
+  size_t regions =
+      std::count_if(segments.begin(), segments.end(), [](const Segment &s) {
+        return s.kind == Segment::Kind::StaticRegion;
+      });
+  size_t islands = segments.size() - regions;
+  std::ostringstream os;
+  os << "  partition " << when << ": " << regions << " static region"
+     << (regions == 1 ? "" : "s") << ", " << islands << " dynamic island"
+     << (islands == 1 ? "" : "s") << "\n";
+  for (const Segment &seg : segments) {
+    bool island = seg.kind == Segment::Kind::DynamicIsland;
+    os << "    " << (island ? "dynamic island " : "static region  ")
+       << seg.number << ": " << spanOf(seg) << ", " << seg.numNodes << " node"
+       << (seg.numNodes == 1 ? "" : "s");
+    if (island && !seg.ops.empty()) {
+      os << " (";
+      for (size_t i = 0; i < seg.ops.size(); ++i)
+        os << (i ? ", " : "") << seg.ops[i];
+      os << ")";
+    }
+    os << "\n";
+  }
+  return os.str();
+}
+
 static std::string renderSummary(const MethodReport &m) {
   std::ostringstream os;
   size_t roots =
@@ -146,6 +185,20 @@ static std::string renderSummary(const MethodReport &m) {
                         ? " data-dependent value remains)"
                         : " data-dependent values remain)"))
      << "\n";
+  auto same = [](const std::vector<Segment> &a, const std::vector<Segment> &b) {
+    return std::equal(a.begin(), a.end(), b.begin(), b.end(),
+                      [](const Segment &x, const Segment &y) {
+                        return x.kind == y.kind && x.numNodes == y.numNodes &&
+                               x.firstLine == y.firstLine &&
+                               x.lastLine == y.lastLine;
+                      });
+  };
+  if (same(m.before.partition, m.after.partition)) {
+    os << renderPartition("(unchanged by rewriting)", m.after.partition);
+  } else {
+    os << renderPartition("before rewriting", m.before.partition);
+    os << renderPartition("after", m.after.partition);
+  }
   return os.str();
 }
 
@@ -236,11 +289,31 @@ static std::string jsonCounts(const CategoryCounts &counts) {
   return out + "\"total\": " + std::to_string(counts.total()) + "}";
 }
 
+static std::string jsonSegment(const Segment &seg) {
+  std::string ops = "[";
+  for (size_t i = 0; i < seg.ops.size(); ++i)
+    ops += (i ? ", " : "") + quote(seg.ops[i]);
+  return "{\"kind\": " +
+         quote(seg.kind == Segment::Kind::StaticRegion ? "static" : "dynamic") +
+         ", \"number\": " + std::to_string(seg.number) +
+         ", \"nodes\": " + std::to_string(seg.numNodes) +
+         ", \"file\": " + (seg.firstLine ? quote(seg.file) : "null") +
+         ", \"lines\": " +
+         (seg.firstLine ? "[" + std::to_string(seg.firstLine) + ", " +
+                              std::to_string(seg.lastLine) + "]"
+                        : "null") +
+         ", \"ops\": " + ops + "]}";
+}
+
 static std::string jsonSummary(const GraphSummary &s) {
+  std::string partition = "[";
+  for (size_t i = 0; i < s.partition.size(); ++i)
+    partition += (i ? ", " : "") + jsonSegment(s.partition[i]);
   return "{\"nodes\": " + std::to_string(s.numNodes) +
          ", \"counts\": " + jsonCounts(s.counts) +
          ", \"outputs_static\": " + jsonBool(s.outputsStatic) +
-         ", \"static\": " + jsonBool(s.isStatic()) + "}";
+         ", \"static\": " + jsonBool(s.isStatic()) +
+         ", \"partition\": " + partition + "]}";
 }
 
 static std::string jsonFinding(const Finding &f) {

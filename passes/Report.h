@@ -17,11 +17,24 @@ namespace staticify {
 /// Bump when a field changes meaning or disappears; adding fields is fine.
 inline constexpr int kReportSchemaVersion = 1;
 
+/// One part of a graph's partition (DESIGN §2, partition): a maximal run of
+/// static nodes in program order, or a connected group of data-dependent
+/// nodes.
+struct Segment {
+  enum class Kind { StaticRegion, DynamicIsland } kind = Kind::StaticRegion;
+  size_t number = 0;   // 1-based, per kind, in program order
+  size_t numNodes = 0; // constants not counted; nested blocks counted
+  std::string file;    // the source span, when known
+  size_t firstLine = 0, lastLine = 0;
+  std::vector<std::string> ops; // an island's data-dependent ops, in order
+};
+
 /// The state of one method's graph at one point of the pipeline.
 struct GraphSummary {
   size_t numNodes = 0;
   CategoryCounts counts;
   bool outputsStatic = false; // every output has a host-static shape
+  std::vector<Segment> partition;
   bool isStatic() const { return counts.total() == 0; }
 };
 

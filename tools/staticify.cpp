@@ -36,6 +36,10 @@ options:
                         summary (the default when neither -o nor --report-json
                         is given)
   --report-json FILE    write the report as JSON (docs/report-format.md)
+  --dot FILE            write the final graph as Graphviz DOT: static regions,
+                        dynamic islands and materialization points in colour
+                        (`dot -Tsvg FILE -o graph.svg`); one method only. For
+                        the picture before rewriting: --passes inline,normalize
   --method NAME         method to process; repeatable (default: forward)
   --load-library PATH   dlopen a custom-op library before loading, e.g.
                         torchvision's _C.so for torchvision::nms; repeatable
@@ -72,6 +76,7 @@ struct Options {
   std::string input;
   std::string output;
   std::string reportJson;
+  std::string dot;
   bool report = false;
   bool inlineCalls = true;
   PassOptions passOptions;
@@ -120,7 +125,8 @@ int parseOptions(int argc, char **argv, Options &opts) {
       return 0;
     }
     if (cl.option("-o", opts.output) || cl.option("--output", opts.output) ||
-        cl.option("--report-json", opts.reportJson))
+        cl.option("--report-json", opts.reportJson) ||
+        cl.option("--dot", opts.dot))
       continue;
     if (cl.flag("--report")) {
       opts.report = true;
@@ -166,7 +172,9 @@ int parseOptions(int argc, char **argv, Options &opts) {
     opts.methods.push_back("forward");
   if (!opts.passesGiven)
     opts.passes = defaultPipeline(opts.inlineCalls);
-  if (opts.output.empty() && opts.reportJson.empty())
+  if (!opts.dot.empty() && opts.methods.size() != 1)
+    throw std::invalid_argument("--dot draws one method; give --method once");
+  if (opts.output.empty() && opts.reportJson.empty() && opts.dot.empty())
     opts.report = true;
   return -1;
 }
@@ -180,6 +188,16 @@ int run(const Options &opts) {
       throw UserError("-o and --report-json both name '" + opts.output +
                       "'; give them different paths");
   }
+  if (!opts.dot.empty()) {
+    checkOutputPath(opts.dot, opts.input);
+    if (opts.dot == opts.output || opts.dot == opts.reportJson)
+      throw UserError("--dot names '" + opts.dot +
+                      "', which another output also names; give it its own "
+                      "path");
+  }
+  PassOptions passOptions = opts.passOptions;
+  passOptions.renderDot = !opts.dot.empty();
+  std::string dot;
   for (const std::string &lib : opts.libraries)
     loadLibrary(lib);
   LoadedModule loaded = loadModule(opts.input);
@@ -203,7 +221,8 @@ int run(const Options &opts) {
     // Analyse and rewrite a copy; the module's own graph changes only when a
     // rewrite applies, so a static model is written back exactly as it came.
     PipelineResult result =
-        runPipeline(graph->copy(), name, opts.passes, opts.passOptions);
+        runPipeline(graph->copy(), name, opts.passes, passOptions);
+    dot = result.dot;
     if (result.rewritten) {
       runPipeline(graph, name, opts.passes, opts.passOptions);
       // --padded-outputs may change what the method returns.
@@ -222,6 +241,8 @@ int run(const Options &opts) {
     std::cout << renderText(report);
   if (!opts.reportJson.empty())
     writeFileAtomically(opts.reportJson, json);
+  if (!opts.dot.empty())
+    writeFileAtomically(opts.dot, dot);
   if (!opts.output.empty()) {
     torch::jit::ExtraFilesMap extra = loaded.extraFiles;
     extra["staticify_report.json"] = json;

@@ -39,7 +39,9 @@ def test_report_json_schema(staticify, save):
     assert method["passes"][0] == "inline"
     for key in ("before", "after"):
         s = method[key]
-        assert set(s) == {"nodes", "counts", "outputs_static", "static"}
+        assert set(s) == {"nodes", "counts", "outputs_static", "static", "partition"}
+        for seg in s["partition"]:
+            assert seg["kind"] in {"static", "dynamic"} and seg["nodes"] > 0
         assert s["counts"]["total"] == sum(
             v for k, v in s["counts"].items() if k != "total")
     assert method["before"]["counts"]["total"] == len(method["findings"])

@@ -1,0 +1,262 @@
+//===- Partition.cpp - Static regions and dynamic islands -----------------===//
+
+#include "passes/Partition.h"
+
+#include <algorithm>
+#include <functional>
+#include <numeric>
+#include <set>
+#include <sstream>
+#include <unordered_set>
+
+namespace staticify {
+
+using torch::jit::Block;
+using torch::jit::Graph;
+using torch::jit::Node;
+using torch::jit::Value;
+
+namespace {
+
+/// The node of \p block that \p node is, or is nested in.
+const Node *topLevel(const Node *node, const Block *block) {
+  while (node && node->owningBlock() != block)
+    node = node->owningBlock()->owningNode();
+  return node;
+}
+
+bool isDynamic(const Node *node, const AnalysisResult &analysis,
+               const std::unordered_set<const Node *> &found) {
+  if (found.count(node))
+    return true;
+  for (const Value *out : node->outputs())
+    if (analysis.info(out).isDataDependent())
+      return true;
+  for (const Block *b : node->blocks())
+    for (const Node *n : b->nodes())
+      if (isDynamic(n, analysis, found))
+        return true;
+  return false;
+}
+
+size_t countNodes(const Node *node) {
+  size_t n = 1;
+  for (const Block *b : node->blocks())
+    for (const Node *inner : b->nodes())
+      n += countNodes(inner);
+  return n;
+}
+
+void widenSpan(Segment &seg, const Node *node) {
+  if (std::optional<Location> loc = locationOf(node)) {
+    if (!seg.firstLine) {
+      seg.file = loc->file;
+      seg.firstLine = seg.lastLine = loc->line;
+    } else if (loc->file == seg.file) {
+      seg.firstLine = std::min(seg.firstLine, loc->line);
+      seg.lastLine = std::max(seg.lastLine, loc->line);
+    }
+  }
+  for (const Block *b : node->blocks())
+    for (const Node *n : b->nodes())
+      widenSpan(seg, n);
+}
+
+} // namespace
+
+PartitionResult partitionGraph(const Graph &graph,
+                               const AnalysisResult &analysis) {
+  std::unordered_set<const Node *> found(analysis.findingNodes.begin(),
+                                         analysis.findingNodes.end());
+  const Block *top = graph.block();
+  std::vector<const Node *> nodes;
+  for (const Node *n : top->nodes())
+    if (n->kind() != c10::prim::Constant)
+      nodes.push_back(n);
+  std::unordered_map<const Node *, size_t> index;
+  for (size_t i = 0; i < nodes.size(); ++i)
+    index[nodes[i]] = i;
+  std::vector<bool> dynamic(nodes.size());
+  for (size_t i = 0; i < nodes.size(); ++i)
+    dynamic[i] = isDynamic(nodes[i], analysis, found);
+
+  // Islands: dynamic nodes joined by def-use edges (uses from inside a
+  // node's blocks count as its own).
+  std::vector<size_t> parent(nodes.size());
+  std::iota(parent.begin(), parent.end(), 0);
+  std::function<size_t(size_t)> find = [&](size_t i) {
+    return parent[i] == i ? i : parent[i] = find(parent[i]);
+  };
+  std::function<void(const Node *, size_t)> joinInputs = [&](const Node *n,
+                                                             size_t owner) {
+    for (const Value *in : n->inputs()) {
+      const Node *producer = topLevel(in->node(), top);
+      auto it = producer ? index.find(producer) : index.end();
+      if (it != index.end() && dynamic[it->second])
+        parent[find(owner)] = find(it->second);
+    }
+    for (const Block *b : n->blocks())
+      for (const Node *inner : b->nodes())
+        joinInputs(inner, owner);
+  };
+  for (size_t i = 0; i < nodes.size(); ++i)
+    if (dynamic[i])
+      joinInputs(nodes[i], i);
+
+  PartitionResult result;
+  std::unordered_map<size_t, size_t> islandOf; // union root -> segment
+  size_t regions = 0, islands = 0;
+  bool inRegion = false;
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    size_t seg;
+    if (dynamic[i]) {
+      inRegion = false;
+      auto [it, added] = islandOf.emplace(find(i), result.segments.size());
+      if (added) {
+        Segment s;
+        s.kind = Segment::Kind::DynamicIsland;
+        s.number = ++islands;
+        result.segments.push_back(s);
+      }
+      seg = it->second;
+      if (found.count(nodes[i]) ||
+          std::any_of(nodes[i]->outputs().begin(), nodes[i]->outputs().end(),
+                      [&](const Value *v) {
+                        return analysis.info(v).isDataDependent();
+                      })) {
+        std::string op = nodes[i]->kind().toQualString();
+        auto &ops = result.segments[seg].ops;
+        if (std::find(ops.begin(), ops.end(), op) == ops.end())
+          ops.push_back(op);
+      }
+    } else {
+      if (!inRegion) {
+        Segment s;
+        s.kind = Segment::Kind::StaticRegion;
+        s.number = ++regions;
+        result.segments.push_back(s);
+        inRegion = true;
+      }
+      seg = result.segments.size() - 1;
+    }
+    result.segmentOf[nodes[i]] = seg;
+    result.segments[seg].numNodes += countNodes(nodes[i]);
+    widenSpan(result.segments[seg], nodes[i]);
+  }
+  return result;
+}
+
+//===----------------------------------------------------------------------===//
+// DOT
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+std::string escape(const std::string &s) {
+  std::string out;
+  for (char c : s) {
+    if (c == '\n') {
+      out += "\\n";
+      continue;
+    }
+    if (c == '"' || c == '\\')
+      out += '\\';
+    out += c;
+  }
+  return out;
+}
+
+std::string labelOf(const Node *node) {
+  std::string label = node->kind().toQualString();
+  size_t inner = 0;
+  for (const Block *b : node->blocks())
+    for (const Node *n : b->nodes())
+      inner += countNodes(n);
+  if (inner)
+    label += " (" + std::to_string(inner) + " inside)";
+  if (std::optional<Location> loc = locationOf(node))
+    label += "\nline " + std::to_string(loc->line);
+  return label;
+}
+
+} // namespace
+
+std::string renderDot(const Graph &graph, const PartitionResult &partition,
+                      const std::string &name,
+                      const std::function<bool(const Node *)> &isCut) {
+  const Block *top = graph.block();
+  std::ostringstream os;
+  os << "digraph \"" << escape(name) << "\" {\n"
+     << "  label=\"" << escape(name)
+     << "\"; labelloc=t; fontname=\"Helvetica\"; rankdir=TB;\n"
+     << "  node [shape=box, style=\"rounded,filled\", fontname=\"Helvetica\", "
+        "fontsize=10, fillcolor=white];\n"
+     << "  edge [color=\"#777777\", arrowsize=0.6];\n";
+  // Legend.
+  os << "  subgraph cluster_legend {\n    label=\"legend\"; fontsize=10; "
+        "style=dashed;\n"
+     << "    legend_static [label=\"static region\", fillcolor=\"#d9f2d9\"];\n"
+     << "    legend_dynamic [label=\"dynamic island\", "
+        "fillcolor=\"#f8d0d0\"];\n"
+     << "    legend_cut [label=\"materialization (sync)\", "
+        "fillcolor=\"#ffd08a\"];\n"
+     << "    legend_static -> legend_dynamic -> legend_cut [style=invis];\n"
+     << "  }\n";
+  os << "  inputs [shape=ellipse, label=\"inputs\", fillcolor=\"#eeeeee\"];\n"
+     << "  outputs [shape=ellipse, label=\"outputs\", "
+        "fillcolor=\"#eeeeee\"];\n";
+  std::unordered_map<const Node *, size_t> id;
+  for (const Node *n : top->nodes())
+    if (partition.segmentOf.count(n))
+      id.emplace(n, id.size());
+  for (size_t s = 0; s < partition.segments.size(); ++s) {
+    const Segment &seg = partition.segments[s];
+    bool island = seg.kind == Segment::Kind::DynamicIsland;
+    os << "  subgraph cluster_" << s << " {\n    label=\""
+       << (island ? "dynamic island " : "static region ") << seg.number << " ("
+       << seg.numNodes << " nodes";
+    if (seg.firstLine)
+      os << ", lines " << seg.firstLine << "-" << seg.lastLine;
+    os << ")\"; fontsize=11; style=\"rounded,filled\"; fillcolor=\""
+       << (island ? "#fdecec" : "#eef8ee") << "\"; color=\""
+       << (island ? "#d04040" : "#40a040") << "\";\n";
+    for (const Node *n : top->nodes()) {
+      auto it = partition.segmentOf.find(n);
+      if (it == partition.segmentOf.end() || it->second != s)
+        continue;
+      std::string fill = isCut(n) ? "#ffd08a" : island ? "#f8d0d0" : "#d9f2d9";
+      os << "    n" << id.at(n) << " [label=\"" << escape(labelOf(n))
+         << "\", fillcolor=\"" << fill << "\"];\n";
+    }
+    os << "  }\n";
+  }
+  // Edges between top-level nodes (a value used inside a block counts as a
+  // use by the node owning the block); constants are left out.
+  std::set<std::pair<std::string, std::string>> edges;
+  std::function<void(const Node *, const std::string &)> addEdges =
+      [&](const Node *n, const std::string &to) {
+        for (const Value *in : n->inputs()) {
+          const Node *producer = topLevel(in->node(), top);
+          if (!producer)
+            continue;
+          if (producer->kind() == c10::prim::Param)
+            edges.emplace("inputs", to);
+          else if (id.count(producer) && producer != n)
+            edges.emplace("n" + std::to_string(id.at(producer)), to);
+        }
+        for (const Block *b : n->blocks())
+          for (const Node *inner : b->nodes())
+            addEdges(inner, to);
+      };
+  for (const Node *n : top->nodes())
+    if (id.count(n))
+      addEdges(n, "n" + std::to_string(id.at(n)));
+  addEdges(top->return_node(), "outputs");
+  for (const auto &[from, to] : edges)
+    if (from != to)
+      os << "  " << from << " -> " << to << ";\n";
+  os << "}\n";
+  return os.str();
+}
+
+} // namespace staticify

@@ -10,6 +10,11 @@ PACKAGES=(
   libgtest-dev graphviz
 )
 
+# `scripts/setup.sh --bench` adds what bench/ needs (the plot).
+if [ "${1:-}" = "--bench" ]; then
+  PACKAGES+=(python3-matplotlib)
+fi
+
 missing=()
 for p in "${PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

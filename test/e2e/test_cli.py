@@ -193,7 +193,8 @@ def test_passes_option(staticify, save):
 def test_help_and_version(staticify):
     help_text = staticify("--help").stdout
     for option in ("-o", "--report", "--report-json", "--method", "--load-library",
-                   "--no-inline", "--passes", "--help", "--version", "examples:"):
+                   "--no-inline", "--passes", "--help", "--version", "examples:",
+                   "--dot", "--bound", "--padded-outputs"):
         assert option in help_text, option
     version = staticify("--version").stdout
     assert version.startswith("staticify 0.1.0 (libtorch ")

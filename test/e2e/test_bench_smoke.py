@@ -1,0 +1,23 @@
+"""The benchmark harness runs (tiny sizes, two repetitions): never a timing
+assertion, only that every variant ran and its ratio is a number."""
+import json
+import os
+import pathlib
+import subprocess
+import sys
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+
+
+def test_seed000_harness_smoke(tmp_path):
+    bin_dir = os.environ.get("STATICIFY_BIN", str(ROOT / "build" / "bin"))
+    subprocess.run([sys.executable, str(ROOT / "bench" / "seed000.py"), "--smoke",
+                    "--bin", bin_dir, "--out", str(tmp_path)], check=True,
+                   capture_output=True, timeout=300)
+    rows = json.loads((tmp_path / "sampler-cpu.json").read_text())["rows"]
+    variants = {(r["variant"], r["batch"]) for r in rows}
+    for batch in (1, 2):
+        for v in ("original", "handwritten", "staticify"):
+            assert (v, batch) in variants
+    assert all(r["ratio_vs_original"] > 0 for r in rows)
+    assert (tmp_path / "sampler-cpu.csv").read_text().startswith("n,batch,variant")

@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "passes/Compat.h"
+#include "passes/Outline.h"
 #include "passes/Pipeline.h"
 #include "passes/Report.h"
 #include "tools/CommandLine.h"
@@ -53,6 +54,9 @@ options:
   --padded-outputs      return a bounded output as (padded, count) instead of
                         cutting it to count rows (a host sync); this changes
                         the method's signature (docs/passes.md, bound)
+  --outline             make each static region of a method a method of its own
+                        (`forward_region_1`...), called where the region was, so
+                        that each can be compiled or captured on its own
   --passes LIST         run this comma-separated pipeline instead of the
                         default; known passes: %PASSES%
   --help                print this help
@@ -79,6 +83,7 @@ struct Options {
   std::string dot;
   bool report = false;
   bool inlineCalls = true;
+  bool outline = false;
   PassOptions passOptions;
   bool passesGiven = false;
   std::vector<std::string> passes;
@@ -134,6 +139,8 @@ int parseOptions(int argc, char **argv, Options &opts) {
       opts.inlineCalls = false;
     } else if (cl.flag("--drop-data-asserts")) {
       opts.passOptions.dropDataAsserts = true;
+    } else if (cl.flag("--outline")) {
+      opts.outline = true;
     } else if (cl.flag("--padded-outputs")) {
       opts.passOptions.paddedOutputs = true;
     } else if (cl.option("--bound", value)) {
@@ -223,7 +230,7 @@ int run(const Options &opts) {
     PipelineResult result =
         runPipeline(graph->copy(), name, opts.passes, passOptions);
     dot = result.dot;
-    if (result.rewritten) {
+    if (result.rewritten || opts.outline) {
       runPipeline(graph, name, opts.passes, opts.passOptions);
       // --padded-outputs may change what the method returns.
       auto &fn = torch::jit::toGraphFunction(method->function());
@@ -232,6 +239,14 @@ int run(const Options &opts) {
           *schema.returns()[0].type() != *graph->outputs()[0]->type())
         fn.setSchema(schema.cloneWithReturns(
             {c10::Argument("", graph->outputs()[0]->type())}));
+      if (opts.outline) {
+        auto outlined =
+            outlineRegions(loaded.module, name, *graph,
+                           partitionGraph(*graph, analyzeGraph(*graph)));
+        for (const OutlinedRegion &r : outlined)
+          std::cerr << "staticify: " << name << ": static region " << r.region
+                    << " is now method '" << r.method << "'\n";
+      }
     }
     report.methods.push_back(std::move(result.report));
   }

@@ -80,3 +80,31 @@ def test_dot_takes_one_method_and_its_own_path(staticify, save, tmp_path):
     out = tmp_path / "o.pt"
     proc = staticify(path, "-o", out, "--dot", out, check=False)
     assert proc.returncode == 1 and not out.exists()
+
+
+class MixedModel(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.Linear(4, 4)
+
+    def forward(self, x):
+        h = torch.relu(self.lin(x))
+        total = h[h > 0].sum()           # rewritable
+        u = torch.unique(x.round())      # returned: stays dynamic (cut)
+        return total * 2 + h.mean(), u + 1
+
+
+def test_outline_makes_static_regions_methods_and_matches(staticify, save, tmp_path):
+    path = save(MixedModel())
+    out = tmp_path / "outlined.pt"
+    proc = staticify(path, "-o", out, "--outline")
+    assert "is now method 'forward_region_1'" in proc.stderr
+    original, result = torch.jit.load(str(path)), torch.jit.load(str(out))
+    assert result._c._has_method("forward_region_1")
+    assert "forward_region_1" in result.code
+    gen = torch.Generator().manual_seed(0)
+    for _ in range(200):
+        x = torch.randn(int(torch.randint(0, 9, (1,), generator=gen)), 4, generator=gen)
+        a, b = original(x), result(x)
+        torch.testing.assert_close(a[0], b[0], equal_nan=True)
+        assert torch.equal(a[1], b[1])

@@ -158,6 +158,7 @@ std::vector<OutlinedRegion> outlineRegions(torch::jit::Module &module,
       r.inputs.push_back(v->type());
     r.outputs = outTypes;
     r.graph = sub;
+    r.call = call;
     result.push_back(std::move(r));
   }
   return result;

@@ -25,6 +25,7 @@ struct OutlinedRegion {
   std::vector<c10::TypePtr> inputs;  // after self
   std::vector<c10::TypePtr> outputs; // what the call returns, flattened
   std::shared_ptr<torch::jit::Graph> graph;
+  torch::jit::Node *call = nullptr; // the prim::CallMethod in the caller
 };
 
 /// Outlines the static regions of \p graph (the graph of \p module's method

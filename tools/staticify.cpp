@@ -11,11 +11,14 @@
 #include "passes/Pipeline.h"
 #include "passes/Report.h"
 #include "tools/CommandLine.h"
+#include "tools/CudaGraphs.h"
 #include "tools/ModuleIO.h"
 
 #include <torch/csrc/jit/api/function_impl.h>
 
 #include <iostream>
+
+#include <unistd.h>
 
 using namespace staticify;
 
@@ -57,6 +60,13 @@ options:
   --outline             make each static region of a method a method of its own
                         (`forward_region_1`...), called where the region was, so
                         that each can be compiled or captured on its own
+  --cuda-graphs         outline the static regions and run each through the
+                        runtime's RegionRunner, which captures it into a CUDA
+                        graph per input signature on a GPU and runs it plainly
+                        on CPU. The output then needs libstaticify_runtime.so:
+                        torch.ops.load_library(PATH) before torch.jit.load
+  --runtime PATH        the runtime library for --cuda-graphs (default:
+                        ../lib/libstaticify_runtime.so next to this program)
   --passes LIST         run this comma-separated pipeline instead of the
                         default; known passes: %PASSES%
   --help                print this help
@@ -84,6 +94,8 @@ struct Options {
   bool report = false;
   bool inlineCalls = true;
   bool outline = false;
+  bool cudaGraphs = false;
+  std::string runtime;
   PassOptions passOptions;
   bool passesGiven = false;
   std::vector<std::string> passes;
@@ -139,6 +151,10 @@ int parseOptions(int argc, char **argv, Options &opts) {
       opts.inlineCalls = false;
     } else if (cl.flag("--drop-data-asserts")) {
       opts.passOptions.dropDataAsserts = true;
+    } else if (cl.flag("--cuda-graphs")) {
+      opts.cudaGraphs = opts.outline = true;
+    } else if (cl.option("--runtime", value)) {
+      opts.runtime = value;
     } else if (cl.flag("--outline")) {
       opts.outline = true;
     } else if (cl.flag("--padded-outputs")) {
@@ -207,6 +223,17 @@ int run(const Options &opts) {
   std::string dot;
   for (const std::string &lib : opts.libraries)
     loadLibrary(lib);
+  if (opts.cudaGraphs) {
+    std::string runtime =
+        opts.runtime.empty() ? defaultRuntimeLibrary() : opts.runtime;
+    if (runtime.empty() || access(runtime.c_str(), R_OK) != 0)
+      throw UserError("--cuda-graphs needs the staticify runtime library, "
+                      "not found at '" +
+                      runtime +
+                      "'; build it (target staticify_runtime) or "
+                      "pass --runtime PATH");
+    loadLibrary(runtime);
+  }
   LoadedModule loaded = loadModule(opts.input);
 
   Report report;
@@ -246,6 +273,12 @@ int run(const Options &opts) {
         for (const OutlinedRegion &r : outlined)
           std::cerr << "staticify: " << name << ": static region " << r.region
                     << " is now method '" << r.method << "'\n";
+        if (opts.cudaGraphs)
+          for (size_t region :
+               runRegionsWithCudaGraphs(loaded.module, *graph, outlined))
+            std::cerr << "staticify: " << name << ": static region " << region
+                      << " runs through staticify::RegionRunner (CUDA graphs "
+                         "on GPU)\n";
       }
     }
     report.methods.push_back(std::move(result.report));

@@ -1,6 +1,7 @@
 """Seed 000's table, side by side: the original `sample_data` (scripted),
 the article's hand-written `opt_sample_data`, and staticify's output of the
-original, for N in 1e4..1e7 and batch 1 and 32, in one process.
+original (and its --cuda-graphs form), for N in 1e4..1e7 and batch 1 and
+32, in one process.
 
     /usr/bin/python3 bench/seed000.py [--device cpu|cuda] [--sizes 1e4 1e5 1e6 1e7]
         [--batches 1 32] [--out bench/results] [--docs docs] [--smoke]
@@ -57,12 +58,19 @@ def build_variants(n, staticify_bin, workdir):
     path = workdir / f"sampler-{n}.pt"
     out = workdir / f"sampler-{n}-static.pt"
     original.save(str(path))
+    graphed = workdir / f"sampler-{n}-graphs.pt"
     subprocess.run([str(staticify_bin), str(path), "-o", str(out)], check=True,
                    capture_output=True)
+    subprocess.run([str(staticify_bin), str(path), "-o", str(graphed), "--cuda-graphs"],
+                   check=True, capture_output=True)
+    runtime = staticify_bin.parent.parent / "lib" / "libstaticify_runtime.so"
+    torch.ops.load_library(str(runtime))
     variants = {
         "original": original,
         "handwritten": torch.jit.script(handwritten.OptSampler(sub)),
         "staticify": torch.jit.load(str(out)),
+        # CUDA graphs on a GPU; on a CPU the runner's fallback (plain run).
+        "staticify+cuda-graphs": torch.jit.load(str(graphed)),
     }
     if hasattr(torch, "compile"):  # PyTorch 2.x: the eager modules, compiled
         variants["original+compile"] = torch.compile(sampler.BalancedSampler(sub))

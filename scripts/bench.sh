@@ -10,5 +10,4 @@ cd "$(dirname "$0")/.."
 device=cpu
 /usr/bin/python3 -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' && device=cuda
 /usr/bin/python3 bench/seed000.py --device "$device" --out bench/results --docs docs
-build/bin/staticify-bench-analysis 3
-/usr/bin/python3 bench/fasterrcnn.py --runs 3
+/usr/bin/python3 bench/compiler_time.py --docs docs --runs 3

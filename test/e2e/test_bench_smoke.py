@@ -17,7 +17,7 @@ def test_seed000_harness_smoke(tmp_path):
     rows = json.loads((tmp_path / "sampler-cpu.json").read_text())["rows"]
     variants = {(r["variant"], r["batch"]) for r in rows}
     for batch in (1, 2):
-        for v in ("original", "handwritten", "staticify"):
+        for v in ("original", "handwritten", "staticify", "staticify+cuda-graphs"):
             assert (v, batch) in variants
     assert all(r["ratio_vs_original"] > 0 for r in rows)
     assert (tmp_path / "sampler-cpu.csv").read_text().startswith("n,batch,variant")

@@ -29,14 +29,6 @@ void collectUses(Node *node, std::vector<Value *> &inputs) {
       inputs.push_back(out);
 }
 
-/// The node of \p top that \p node is, or is nested in (a block's return
-/// node counts as its owner's).
-const Node *topLevel(const Node *node, const Block *top) {
-  while (node && node->owningBlock() != top)
-    node = node->owningBlock()->owningNode();
-  return node;
-}
-
 bool isInside(const Value *v, const std::unordered_set<const Node *> &region,
               const Block *top) {
   const Node *n = topLevel(v->node(), top);

@@ -16,14 +16,13 @@ using torch::jit::Graph;
 using torch::jit::Node;
 using torch::jit::Value;
 
-namespace {
-
-/// The node of \p block that \p node is, or is nested in.
 const Node *topLevel(const Node *node, const Block *block) {
   while (node && node->owningBlock() != block)
     node = node->owningBlock()->owningNode();
   return node;
 }
+
+namespace {
 
 bool isDynamic(const Node *node, const AnalysisResult &analysis,
                const std::unordered_set<const Node *> &found) {

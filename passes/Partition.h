@@ -28,6 +28,11 @@ struct PartitionResult {
   std::unordered_map<const torch::jit::Node *, size_t> segmentOf;
 };
 
+/// The node of \p block that \p node is, or is nested in (a block's return
+/// node counts as its owner's); null when \p node is outside \p block.
+const torch::jit::Node *topLevel(const torch::jit::Node *node,
+                                 const torch::jit::Block *block);
+
 PartitionResult partitionGraph(const torch::jit::Graph &graph,
                                const AnalysisResult &analysis);
 

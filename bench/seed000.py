@@ -63,8 +63,6 @@ def build_variants(n, staticify_bin, workdir):
                    capture_output=True)
     subprocess.run([str(staticify_bin), str(path), "-o", str(graphed), "--cuda-graphs"],
                    check=True, capture_output=True)
-    runtime = staticify_bin.parent.parent / "lib" / "libstaticify_runtime.so"
-    torch.ops.load_library(str(runtime))
     variants = {
         "original": original,
         "handwritten": torch.jit.script(handwritten.OptSampler(sub)),
@@ -115,6 +113,9 @@ def run(args):
     sizes = [int(float(s)) for s in args.sizes]
     measure = timer(device)
     staticify_bin = pathlib.Path(args.bin) / "staticify"
+    # The --cuda-graphs outputs need the runtime library: loaded once.
+    torch.ops.load_library(str(staticify_bin.parent.parent / "lib" /
+                               "libstaticify_runtime.so"))
     rows = []
     gen = torch.Generator(device="cpu").manual_seed(0)
     with tempfile.TemporaryDirectory() as tmp:

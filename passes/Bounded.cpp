@@ -29,14 +29,9 @@ namespace {
 
 constexpr const char *kRule = "bound";
 
-bool isTensor(const Value *v) {
-  return v->type()->kind() == c10::TypeKind::TensorType;
-}
-
-bool isScalar(const Value *v) {
-  c10::TypeKind k = v->type()->kind();
-  return k == c10::TypeKind::IntType || k == c10::TypeKind::FloatType ||
-         k == c10::TypeKind::BoolType;
+/// Python's floor division of \p x by a positive \p d.
+int64_t floorDiv(int64_t x, int64_t d) {
+  return x >= 0 ? x / d : -((-x + d - 1) / d);
 }
 
 bool is(const Node *node, const char *op) {
@@ -192,7 +187,7 @@ private:
       if (o == "aten::mul")
         return constant(*ca * *cb);
       if (o == "aten::floordiv" && *cb > 0)
-        return constant(*ca >= 0 ? *ca / *cb : -((-*ca + *cb - 1) / *cb));
+        return constant(floorDiv(*ca, *cb));
     }
     return emit(graph, op, {a, b}, anchor);
   }
@@ -267,8 +262,8 @@ private:
         out.hi = hostOp("aten::sub", ha, constant(*b.lo), node);
       out.hiConst =
           both(a.hiConst, b.lo, [](int64_t x, int64_t y) { return x - y; });
-    } else if (is(node, "aten::mul") && a.lo >= 0 && b.lo >= 0 && a.lo &&
-               b.lo) {
+    } else if (is(node, "aten::mul") && a.lo && b.lo && *a.lo >= 0 &&
+               *b.lo >= 0) {
       out.lo = *a.lo * *b.lo;
       if (ha && hb)
         out.hi = hostOp("aten::mul", ha, hb, node);
@@ -277,15 +272,12 @@ private:
     } else if (is(node, "aten::floordiv") && b.lo && b.hiConst &&
                *b.lo == *b.hiConst && *b.lo > 0) {
       int64_t d = *b.lo;
-      auto floorDiv = [d](int64_t x) {
-        return x >= 0 ? x / d : -((-x + d - 1) / d);
-      };
       if (a.lo)
-        out.lo = floorDiv(*a.lo);
+        out.lo = floorDiv(*a.lo, d);
       if (ha)
         out.hi = hostOp("aten::floordiv", ha, constant(d), node);
       if (a.hiConst)
-        out.hiConst = floorDiv(*a.hiConst);
+        out.hiConst = floorDiv(*a.hiConst, d);
     }
     return out;
   }
@@ -304,6 +296,8 @@ private:
 
   /// A user bound (`--bound NAME=N`) for \p v, if one names it.
   std::optional<int64_t> hintFor(const Value *v) {
+    if (ctx.options.bounds.empty())
+      return std::nullopt; // the usual case: no name or location to compute
     std::string name = v->debugName();
     if (size_t dot = name.find('.'); dot != std::string::npos)
       name.resize(dot);
@@ -399,8 +393,8 @@ private:
     for (size_t i = 0; why.empty() && i < node->outputs().size(); ++i) {
       Value *a = node->blocks()[0]->outputs()[i];
       Value *b = node->blocks()[1]->outputs()[i];
-      if (isScalar(node->output(i)))
-        continue;
+      if (liftedDType(node->output(i)->type()))
+        continue; // an int, float or bool: selected as a 0-d tensor
       if (!isTensor(node->output(i)))
         why = "the if returns a value that is neither a tensor nor a number";
       else if (analysis.info(a).shape != ShapeDep::Static ||
@@ -1149,6 +1143,8 @@ static bool bound(std::shared_ptr<Graph> &graph, PassContext &ctx,
 
 bool boundShapes(std::shared_ptr<Graph> &graph, PassContext &ctx) {
   AnalysisResult analysis = analyzeGraph(*graph);
+  if (analysis.findings.empty())
+    return false; // nothing data-dependent: no trial copy, no second run
   // Materializations cost a sync each: a graph whose bounded form would
   // read the host more often than the original stays as it is.
   std::shared_ptr<Graph> trial = graph->copy();

@@ -32,6 +32,10 @@ Value *emitIf(torch::jit::Graph &graph, Value *cond, const Node *anchor,
   return branch->output();
 }
 
+bool isTensor(const Value *v) {
+  return v->type()->kind() == c10::TypeKind::TensorType;
+}
+
 std::optional<int64_t> constantInt(const Value *v) {
   auto iv = torch::jit::toIValue(v);
   if (!iv || !iv->isInt())

@@ -30,6 +30,9 @@ emitIf(torch::jit::Graph &graph, torch::jit::Value *cond,
        const std::function<torch::jit::Value *()> &then,
        const std::function<torch::jit::Value *()> &otherwise);
 
+/// Whether \p v is a tensor (by its TorchScript type).
+bool isTensor(const torch::jit::Value *v);
+
 /// The constant int of \p v, if it is one.
 std::optional<int64_t> constantInt(const torch::jit::Value *v);
 /// The constant int list of \p v, if it is one (a constant, or a list of

@@ -22,10 +22,6 @@ namespace {
 
 constexpr const char *kRule = "lift-scalars";
 
-bool isTensor(const Value *v) {
-  return v->type()->kind() == c10::TypeKind::TensorType;
-}
-
 } // namespace
 
 std::optional<c10::ScalarType> liftedDType(const c10::TypePtr &t) {

@@ -3,6 +3,8 @@
 
 #include "passes/OpCatalogue.h"
 
+#include "passes/GraphUtils.h"
+
 #include <unordered_map>
 #include <unordered_set>
 
@@ -124,10 +126,6 @@ const std::unordered_map<Symbol, const Entry *> &entryTable() {
     return t;
   }();
   return table;
-}
-
-bool isTensor(const torch::jit::Value *v) {
-  return v->type()->kind() == c10::TypeKind::TensorType;
 }
 
 bool hasTensorInput(const Node *node, size_t index) {

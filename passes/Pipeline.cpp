@@ -181,6 +181,7 @@ PipelineResult runPipeline(std::shared_ptr<Graph> graph,
   PassContext ctx;
   ctx.options = options;
   std::optional<AnalysisResult> before;
+  std::vector<Segment> beforeSegments;
   for (const std::string &passName : passes) {
     const PassInfo *pass = findPass(passName);
     if (!pass)
@@ -188,7 +189,7 @@ PipelineResult runPipeline(std::shared_ptr<Graph> graph,
     if (pass->rewrites && !before) {
       before = analyzeGraph(*graph);
       ctx.track(*before);
-      result.report.before.partition = partitionGraph(*graph, *before).segments;
+      beforeSegments = partitionGraph(*graph, *before).segments;
     }
     bool changed = runPass(*pass, graph, ctx);
     if (pass->name == "inline")
@@ -196,10 +197,11 @@ PipelineResult runPipeline(std::shared_ptr<Graph> graph,
     result.rewritten |= changed && pass->rewrites;
   }
   AnalysisResult after = analyzeGraph(*graph);
-  PartitionResult partition = partitionGraph(*graph, after);
+  PartitionResult &partition = result.partition;
+  partition = partitionGraph(*graph, after);
   if (!before) {
     before = after;
-    result.report.before.partition = partition.segments;
+    beforeSegments = partition.segments;
   }
   result.report.findings = before->findings;
   for (Finding &f : result.report.findings) {
@@ -226,8 +228,6 @@ PipelineResult runPipeline(std::shared_ptr<Graph> graph,
       result.report.findings.push_back(std::move(f));
     }
   }
-  std::vector<Segment> beforeSegments =
-      std::move(result.report.before.partition);
   result.report.before = summarize(*before);
   result.report.before.partition = std::move(beforeSegments);
   result.report.after = summarize(after);

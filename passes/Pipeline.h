@@ -11,6 +11,7 @@
 #pragma once
 
 #include "passes/Analysis.h"
+#include "passes/Partition.h"
 #include "passes/PassContext.h"
 #include "passes/Report.h"
 
@@ -55,6 +56,8 @@ struct PipelineResult {
   /// Whether a rewriting pass changed the graph: only then does the output
   /// need the new graph (normalization alone never replaces a method).
   bool rewritten = false;
+  /// The final graph's partition (its nodes: the graph the pipeline ran on).
+  PartitionResult partition;
   /// The final graph as Graphviz DOT, when PassOptions::renderDot is set.
   std::string dot;
 };

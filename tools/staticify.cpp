@@ -258,7 +258,8 @@ int run(const Options &opts) {
         runPipeline(graph->copy(), name, opts.passes, passOptions);
     dot = result.dot;
     if (result.rewritten || opts.outline) {
-      runPipeline(graph, name, opts.passes, opts.passOptions);
+      PipelineResult inPlace =
+          runPipeline(graph, name, opts.passes, opts.passOptions);
       // --padded-outputs may change what the method returns.
       auto &fn = torch::jit::toGraphFunction(method->function());
       const c10::FunctionSchema &schema = fn.getSchema();
@@ -268,8 +269,7 @@ int run(const Options &opts) {
             {c10::Argument("", graph->outputs()[0]->type())}));
       if (opts.outline) {
         auto outlined =
-            outlineRegions(loaded.module, name, *graph,
-                           partitionGraph(*graph, analyzeGraph(*graph)));
+            outlineRegions(loaded.module, name, *graph, inPlace.partition);
         for (const OutlinedRegion &r : outlined)
           std::cerr << "staticify: " << name << ": static region " << r.region
                     << " is now method '" << r.method << "'\n";

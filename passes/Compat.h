@@ -12,6 +12,8 @@
 
 #include <optional>
 #include <string>
+#include <string_view>
+#include <type_traits>
 #include <tuple>
 
 namespace staticify::compat {
@@ -26,10 +28,20 @@ fileLineCol(const torch::jit::SourceRange &range) {
                          std::get<2>(*flc));
 }
 
+/// A StringCordView (1.13's get_line; it has str()) or a string view.
+template <typename Text> std::string toString(const Text &text) {
+  if constexpr (std::is_convertible_v<Text, std::string_view>) {
+    std::string_view view = text;
+    return std::string(view);
+  } else {
+    return text.str();
+  }
+}
+
 /// The text of the source line (0-based, within its Source) as a std::string,
 /// without its trailing newline.
 inline std::string sourceLine(const torch::jit::Source &source, size_t line) {
-  std::string text = source.get_line(line).str();
+  std::string text = toString(source.get_line(line));
   while (!text.empty() && (text.back() == '\n' || text.back() == '\r'))
     text.pop_back();
   return text;

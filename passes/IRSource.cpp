@@ -3,6 +3,8 @@
 
 #include "passes/IRSource.h"
 
+#include "passes/Compat.h"
+
 #include <torch/csrc/jit/ir/irparser.h>
 
 #include <cctype>
@@ -84,7 +86,7 @@ parseIRWithLocations(const std::string &text, const std::string &filename) {
                                                      /*starting_line_no=*/1);
   std::vector<Statement> statements;
   for (size_t line = 0; line < source->num_lines(); ++line) {
-    std::string lineText = source->get_line(line).str();
+    std::string lineText = compat::sourceLine(*source, line);
     if (auto s = statementAt(lineText, line))
       statements.push_back(*s);
   }

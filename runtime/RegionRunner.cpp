@@ -5,7 +5,9 @@
 #include <torch/csrc/jit/serialization/import.h>
 
 #ifdef STATICIFY_WITH_CUDA
+#include <ATen/cuda/CUDAEvent.h>
 #include <ATen/cuda/CUDAGraph.h>
+#include <cuda_runtime_api.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
 #endif
@@ -50,11 +52,71 @@ int64_t RegionRunner::capturedSignatures() const {
   return n;
 }
 
+#ifdef STATICIFY_WITH_CUDA
+namespace {
+
+/// TorchScript's profiling executor specializes a graph on its first runs
+/// (and may compile fused kernels): warm up past that before capturing, so
+/// that nothing is compiled or profiled inside the capture.
+constexpr int kWarmupRuns = 3;
+
+/// Makes \p waiter wait (on the device) for what is queued on \p producer.
+void streamWaits(const c10::cuda::CUDAStream &waiter,
+                 const c10::cuda::CUDAStream &producer) {
+  at::cuda::CUDAEvent event;
+  event.record(producer);
+  event.block(waiter);
+}
+
+} // namespace
+
+bool RegionRunner::capture(Captured &slot) {
+  c10::cuda::CUDAStream caller = c10::cuda::getCurrentCUDAStream();
+  c10::cuda::CUDAStream side = c10::cuda::getStreamFromPool();
+  streamWaits(side, caller);
+  bool ok = true;
+  {
+    c10::cuda::CUDAStreamGuard guard(side);
+    try {
+      for (int i = 0; i < kWarmupRuns; ++i)
+        runPlain(slot.inputs);
+    } catch (const std::exception &) {
+      ok = false; // the region fails plainly too: let the plain run report it
+    }
+    if (ok) {
+      try {
+        slot.graph.capture_begin();
+      } catch (const std::exception &) {
+        ok = false;
+      }
+    }
+    if (ok) {
+      try {
+        slot.outputs = runPlain(slot.inputs);
+      } catch (const std::exception &) {
+        ok = false; // e.g. an op that syncs: the capture is invalidated
+      }
+      try {
+        slot.graph.capture_end(); // ends the capture, valid or not
+      } catch (const std::exception &) {
+        ok = false;
+      }
+      if (!ok) {
+        (void)cudaGetLastError(); // the failed capture's sticky-free error
+        slot.outputs.clear();
+      }
+    }
+  }
+  streamWaits(caller, side);
+  return ok;
+}
+#endif
+
 std::vector<at::Tensor> RegionRunner::run(std::vector<at::Tensor> inputs) {
+#ifdef STATICIFY_WITH_CUDA
   bool cuda = !inputs.empty();
   for (const at::Tensor &t : inputs)
     cuda &= t.is_cuda();
-#ifdef STATICIFY_WITH_CUDA
   if (cuda) {
     std::ostringstream key;
     for (const at::Tensor &t : inputs)
@@ -64,21 +126,7 @@ std::vector<at::Tensor> RegionRunner::run(std::vector<at::Tensor> inputs) {
       slot = std::make_shared<Captured>();
       for (const at::Tensor &t : inputs)
         slot->inputs.push_back(t.clone());
-      try {
-        // Warm up on a side stream (allocations, lazy init), then capture.
-        c10::cuda::CUDAStream side = c10::cuda::getStreamFromPool();
-        side.wait(c10::cuda::getCurrentCUDAStream());
-        {
-          c10::cuda::CUDAStreamGuard guard(side);
-          runPlain(slot->inputs);
-          slot->graph.capture_begin();
-          slot->outputs = runPlain(slot->inputs);
-          slot->graph.capture_end();
-        }
-        c10::cuda::getCurrentCUDAStream().wait(side);
-      } catch (const std::exception &) {
-        slot->failed = true; // a region that cannot be captured runs plainly
-      }
+      slot->failed = !capture(*slot);
     }
     if (!slot->failed) {
       for (size_t i = 0; i < inputs.size(); ++i)
@@ -90,8 +138,6 @@ std::vector<at::Tensor> RegionRunner::run(std::vector<at::Tensor> inputs) {
       return out;
     }
   }
-#else
-  (void)cuda;
 #endif
   return runPlain(inputs);
 }

@@ -43,6 +43,11 @@ private:
   std::map<std::string, std::shared_ptr<Captured>> captured_;
 
   std::vector<at::Tensor> runPlain(const std::vector<at::Tensor> &inputs);
+#ifdef STATICIFY_WITH_CUDA
+  /// Warms up on a side stream, then captures the region's run on
+  /// slot.inputs into slot.graph; false (and no graph) if it cannot be.
+  bool capture(Captured &slot);
+#endif
 };
 
 } // namespace staticify

@@ -13,6 +13,9 @@ from conftest import findings
 
 CALLS = 2000        # calls per statistical case
 Z_LIMIT = 4.0       # |z| above this fails: p < 1e-4 under the null hypothesis
+# The rewritten programs run where the inputs are: on the GPU machine the
+# same checks run on CUDA tensors too.
+DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
 
 
 def static_output(staticify, save, tmp_path, module, *args):
@@ -69,20 +72,21 @@ def test_sampler_graph_is_static(staticify, save, tmp_path):
     assert "aten::topk" in graph
 
 
+@pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("case", sorted(SAMPLER_CASES))
-def test_sampler_keeps_its_distribution(staticify, save, tmp_path, case):
+def test_sampler_keeps_its_distribution(staticify, save, tmp_path, case, device):
     n, build = SAMPLER_CASES[case]
     _, out, _ = static_output(staticify, save, tmp_path, sampler.BalancedSampler())
     original, result = torch.jit.load(str(save(sampler.BalancedSampler(), "o.pt"))), \
         torch.jit.load(str(out))
     gen = torch.Generator().manual_seed(1)
-    labels = build(gen)
-    x = torch.arange(n, dtype=torch.float32).unsqueeze(1).repeat(1, 16)  # row id
+    labels = build(gen).to(device)
+    x = torch.arange(n, dtype=torch.float32, device=device).unsqueeze(1).repeat(1, 16)
     num_pos, num_neg = expected_counts(int(labels.sum()), int((labels == 0).sum()))
     z = {}
     for name, model in (("original", original), ("staticified", result)):
         torch.manual_seed(7)
-        picks = torch.zeros(n, dtype=torch.long)
+        picks = torch.zeros(n, dtype=torch.long, device=device)
         first_is_pos = 0
         for _ in range(CALLS):
             rows, out_labels = model(x, labels)
@@ -186,9 +190,10 @@ EXACT_CASES = {
 }
 
 
+@pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("case", sorted(EXACT_CASES))
 def test_bounded_forms_then_materialized_equal_the_original(staticify, save, tmp_path,
-                                                            case):
+                                                            case, device):
     cls, inputs = EXACT_CASES[case]
     path, out, method = static_output(staticify, save, tmp_path, cls())
     roots = [f for f in method["findings"]
@@ -203,7 +208,7 @@ def test_bounded_forms_then_materialized_equal_the_original(staticify, save, tmp
     gen = torch.Generator().manual_seed(5)
     for trial in range(1000):
         kind = ("none", "all", "random")[trial % 3] if trial < 6 else "random"
-        args = inputs(gen, kind)
+        args = [t.to(device) for t in inputs(gen, kind)]
         a, b = original(*args), result(*args)
         for p, q in zip(a if isinstance(a, tuple) else (a,), b if isinstance(b, tuple) else (b,)):
             if isinstance(p, torch.Tensor):

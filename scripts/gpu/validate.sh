@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# Run on the GPU machine (a PyTorch 2.x wheel with CUDA, nvcc, CMake and
+# Ninja; no package registry), from the repository root, with .gpu/ carried
+# in (scripts/gpu/bundle.sh makes it here):
+#
+#   scripts/gpu/validate.sh [build] [test] [bench]     (default: all three)
+#
+#  build  configures and builds build-gpu/ against the wheel's libtorch, CUDA
+#         on, GoogleTest from .gpu/googletest; packs the binaries into
+#         $OUT/gpu-build.tar.gz (a later call can carry them back in instead
+#         of rebuilding: unpack to build-gpu/ and skip `build`).
+#  test   lit + FileCheck, the GoogleTest units, the pytest suite (its GPU
+#         tests run here), then the cross-version check of the models that
+#         Debian's PyTorch scripted and the Debian build rewrote.
+#  bench  bench/seed000.py --device cuda, results under $OUT/bench.
+#
+# Logs and results go to $OUT (default gpu-out/); $OUT/summary.txt says what
+# passed. Each stage runs under a time limit so the whole fits one call.
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+OUT=${OUT:-gpu-out}
+mkdir -p "$OUT"
+ROOT=$PWD
+TOOLS=$ROOT/.gpu
+PY=$(command -v python3)
+stages=${*:-build test bench}
+summary=$OUT/summary.txt
+note() { echo "$*" | tee -a "$summary"; }
+
+{
+  date -u
+  nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
+  "$PY" -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda,
+"cudnn", torch.backends.cudnn.version(), "device", torch.cuda.get_device_name())'
+  nvcc --version | tail -2
+  cmake --version | head -1; echo "ninja $(ninja --version)"; g++ --version | head -1
+  "$PY" --version; nproc
+} >"$OUT/env.txt" 2>&1
+cat "$OUT/env.txt"
+
+if [[ " $stages " == *" build "* ]]; then
+  prefix=$("$PY" -c 'import torch; print(torch.utils.cmake_prefix_path)')
+  nvcc=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
+  if timeout 120 cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release \
+      -DCMAKE_PREFIX_PATH="$prefix" -DCMAKE_CUDA_COMPILER="$nvcc" \
+      -DCMAKE_CUDA_ARCHITECTURES=90 -DSTATICIFY_PYTHON="$PY" \
+      -DLLVM_TOOLS_DIR="$TOOLS/bin" -DSTATICIFY_GTEST_SOURCE="$TOOLS/googletest" \
+      >"$OUT/build.log" 2>&1; then
+    note "configure: ok"
+  else
+    note "configure: FAILED (build.log)"
+  fi
+  start=$(date +%s)
+  timeout 420 ninja -C build-gpu -k 0 all staticify-unittests >>"$OUT/build.log" 2>&1 \
+    && note "build: ok in $(( $(date +%s) - start )) s" \
+    || note "build: FAILED after $(( $(date +%s) - start )) s (build.log)"
+  grep -E "error|FAILED" "$OUT/build.log" | head -40
+  grep "staticify runtime:" "$OUT/build.log"
+  tar -C build-gpu -czf "$OUT/gpu-build.tar.gz" bin lib 2>/dev/null
+fi
+
+if [[ " $stages " == *" test "* ]]; then
+  export PATH=$TOOLS/bin:$PATH
+  timeout 120 lit -sv build-gpu/test >"$OUT/test.log" 2>&1 \
+    && note "lit: ok" || note "lit: FAILED"
+  tail -4 "$OUT/test.log"
+  timeout 120 build-gpu/bin/staticify-unittests --gtest_brief=1 >>"$OUT/test.log" 2>&1 \
+    && note "gtest: ok" || note "gtest: FAILED"
+  xdist=$("$PY" -c 'import xdist' 2>/dev/null && echo "-n 8")
+  STATICIFY_BIN=$ROOT/build-gpu/bin timeout 480 "$PY" -m pytest -q -rfEs $xdist \
+      -p no:cacheprovider test/e2e >>"$OUT/test.log" 2>&1 \
+    && note "pytest: ok" || note "pytest: FAILED"
+  grep -E "passed|failed|^FAILED|^ERROR|SKIPPED" "$OUT/test.log" | tail -40
+  timeout 300 "$PY" test/e2e/cross_version.py check "$TOOLS/models" \
+      >"$OUT/cross-version.log" 2>&1 \
+    && note "cross-version: ok" || note "cross-version: FAILED"
+  cat "$OUT/cross-version.log" | tail -25
+fi
+
+if [[ " $stages " == *" bench "* ]]; then
+  PYTHONUNBUFFERED=1 timeout "${BENCH_SECONDS:-540}" "$PY" bench/seed000.py --device cuda \
+      --bin build-gpu/bin --out "$OUT/bench" ${BENCH_ARGS:-} 2>&1 | tee "$OUT/bench.log" \
+    | tail -60
+  [ -f "$OUT/bench/sampler-cuda.json" ] && note "bench: ok" || note "bench: FAILED"
+fi
+cat "$summary"

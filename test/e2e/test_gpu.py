@@ -1,0 +1,105 @@
+"""On a GPU (skipped elsewhere): the staticified sampler runs with no host
+sync, and its --cuda-graphs form captures once per signature and replays
+with fresh random numbers. The sync checks use PyTorch's own detector
+(torch.cuda.set_sync_debug_mode), which raises on any synchronizing call."""
+import os
+import pathlib
+
+import pytest
+import torch
+
+import sampler
+
+pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+
+RUNTIME = pathlib.Path(os.environ.get("STATICIFY_BIN", "build/bin")).resolve().parent \
+    / "lib" / "libstaticify_runtime.so"
+N, SUB = 4000, 1000
+
+
+def inputs(gen):
+    x = torch.arange(N, dtype=torch.float32, device="cuda").unsqueeze(1).repeat(1, 16)
+    labels = (torch.rand(N, generator=gen) < 0.3).long().cuda()
+    return x, labels
+
+
+def check_sample(x, labels, rows, out_labels):
+    ids = rows[:, 0].long()
+    assert rows.shape == (SUB, 16) and torch.equal(rows, x[ids])
+    assert torch.equal(out_labels, labels[ids]) and ids.unique().numel() == SUB
+    assert int(out_labels.sum()) == SUB // 2
+    return ids
+
+
+def calls_that_sync(model, x, labels):
+    """Runs model once with the detector set to raise; the error, if any."""
+    torch.cuda.synchronize()
+    torch.cuda.set_sync_debug_mode("error")
+    try:
+        model(x, labels)
+        return None
+    except RuntimeError as e:
+        return str(e)
+    finally:
+        torch.cuda.set_sync_debug_mode("default")
+
+
+def staticified(staticify, save, tmp_path, *flags):
+    path = save(sampler.BalancedSampler())
+    out = tmp_path / "static.pt"
+    staticify(path, "-o", out, *flags)
+    return torch.jit.load(str(path)), torch.jit.load(str(out))
+
+
+def test_original_syncs_and_staticified_does_not(staticify, save, tmp_path):
+    original, result = staticified(staticify, save, tmp_path)
+    x, labels = inputs(torch.Generator().manual_seed(0))
+    for _ in range(3):  # the profiling executor specializes on its first runs
+        original(x, labels)
+        result(x, labels)
+    # The detector sees the original's syncs (the test can fail) ...
+    assert "synchroniz" in (calls_that_sync(original, x, labels) or "")
+    # ... and none in the rewritten program.
+    assert calls_that_sync(result, x, labels) is None
+    check_sample(x, labels, *result(x, labels))
+
+
+def test_cuda_graphs_capture_once_and_replay_fresh_draws(staticify, save, tmp_path):
+    torch.ops.load_library(str(RUNTIME))
+    _, graphed = staticified(staticify, save, tmp_path, "--cuda-graphs")
+    runner = graphed._staticify_region_1
+    gen = torch.Generator().manual_seed(1)
+    x, labels = inputs(gen)
+    first = check_sample(x, labels, *graphed(x, labels))
+    assert runner.captured_signatures() == 1, "the sampler's region was not captured"
+    draws = [first]
+    for _ in range(50):
+        draws.append(check_sample(x, labels, *graphed(x, labels)))
+    # RNG inside the graph advances on every replay: draws differ.
+    assert len({tuple(d.tolist()) for d in draws}) == len(draws)
+    # Replays copy new inputs into the captured buffers.
+    x2, labels2 = inputs(gen)
+    check_sample(x2, labels2, *graphed(x2, labels2))
+    assert runner.captured_signatures() == 1
+    assert calls_that_sync(graphed, x2, labels2) is None
+    # A new signature is captured on its own.
+    x3 = x[:3000].contiguous()
+    check_sample(x3, labels[:3000].contiguous(), *graphed(x3, labels[:3000].contiguous()))
+    assert runner.captured_signatures() == 2
+
+
+def test_cuda_graphs_keep_the_distribution(staticify, save, tmp_path):
+    """Per-row pick counts over replays: every positive row equally likely."""
+    torch.ops.load_library(str(RUNTIME))
+    _, graphed = staticified(staticify, save, tmp_path, "--cuda-graphs")
+    x, labels = inputs(torch.Generator().manual_seed(2))
+    calls = 2000
+    picks = torch.zeros(N, dtype=torch.long, device="cuda")
+    for _ in range(calls):
+        rows, _ = graphed(x, labels)
+        picks[rows[:, 0].long()] += 1
+    members = picks[labels == 1].double()
+    expected = calls * (SUB // 2) / members.numel()
+    df = members.numel() - 1
+    z = (float(((members - expected) ** 2).sum() / expected) - df) / (2 * df) ** 0.5
+    assert z < 4.0, z

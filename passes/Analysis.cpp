@@ -860,6 +860,11 @@ private:
 
 } // namespace
 
+size_t countSyncPoints(const AnalysisResult &analysis) {
+  return std::count_if(analysis.findings.begin(), analysis.findings.end(),
+                       [](const Finding &f) { return f.role == Role::Root; });
+}
+
 AnalysisResult analyzeGraph(const Graph &graph) {
   AnalysisResult result;
   Analyzer(result).run(graph);

@@ -64,6 +64,11 @@ struct AnalysisResult {
 /// Analyses \p graph (which is not modified).
 AnalysisResult analyzeGraph(const torch::jit::Graph &graph);
 
+/// Where data reaches the host: every root finding syncs (a nonzero, an
+/// item(), a branch on data); what derives from one does not sync again.
+/// The rewrites that could trade one sync for several compare this count.
+size_t countSyncPoints(const AnalysisResult &analysis);
+
 /// Where \p node came from, when TorchScript recorded it.
 std::optional<Location> locationOf(const torch::jit::Node *node);
 

@@ -1124,13 +1124,6 @@ private:
 
 } // namespace
 
-/// Where data reaches the host: every root finding syncs (a nonzero, an
-/// item(), a branch on data); what derives from one does not sync again.
-static size_t syncPoints(const AnalysisResult &analysis) {
-  return std::count_if(analysis.findings.begin(), analysis.findings.end(),
-                       [](const Finding &f) { return f.role == Role::Root; });
-}
-
 static bool bound(std::shared_ptr<Graph> &graph, PassContext &ctx,
                   const AnalysisResult &analysis) {
   torch::jit::AliasDb aliases(graph);
@@ -1152,8 +1145,8 @@ bool boundShapes(std::shared_ptr<Graph> &graph, PassContext &ctx) {
   scratch.options = ctx.options;
   if (!bound(trial, scratch, analyzeGraph(*trial)))
     return false;
-  size_t before = syncPoints(analysis),
-         after = syncPoints(analyzeGraph(*trial));
+  size_t before = countSyncPoints(analysis),
+         after = countSyncPoints(analyzeGraph(*trial));
   if (after > before) {
     std::string why = "bounded, the graph would reach the host at " +
                       std::to_string(after) + " points instead of " +

@@ -3,11 +3,17 @@
 #include "passes/IndexToMask.h"
 
 #include "passes/GraphUtils.h"
+#include "passes/MaskPropagate.h"
+#include "passes/MaskStore.h"
+#include "passes/MaskedReduce.h"
 #include "passes/Selection.h"
 
 #include <torch/csrc/jit/ir/alias_analysis.h>
 
+#include <algorithm>
+#include <string>
 #include <unordered_map>
+#include <vector>
 
 namespace staticify {
 
@@ -149,15 +155,30 @@ Value *emitGatherable(Graph &graph, Value *x, const Node *anchor) {
       });
 }
 
-} // namespace
+/// One row gather by where(m)[0].
+struct Site {
+  Node *node;
+  std::string op;
+  Value *index; // where(m)[0]
+};
 
-bool indexToMask(std::shared_ptr<Graph> &graph, PassContext &ctx) {
-  bool changed = false;
+/// The sites of one mask, in program order.
+struct Group {
+  Value *mask;
+  std::vector<Site> sites;
+};
+
+/// Every row gather by where(m)[0] of an unwritten mask, grouped by mask
+/// (groups in the order of their first site). The order depends only on the
+/// graph's node order, so a copy of the graph yields the same groups.
+std::vector<Group> collectGroups(const std::shared_ptr<Graph> &graph,
+                                 PassContext *ctx) {
   torch::jit::AliasDb aliases(graph);
-  std::unordered_map<Value *, Compacted> compacted; // by the mask
+  std::vector<Group> groups;
+  std::unordered_map<Value *, size_t> groupOf;
   for (Node *node : collectNodes(graph->block())) {
     Value *index = nullptr;
-    const std::string op = node->kind().toQualString();
+    std::string op = node->kind().toQualString();
     if ((op == "aten::gather" || op == "aten::index_select") &&
         constantInt(node->input(1)) == 0)
       index = node->input(2);
@@ -172,45 +193,71 @@ bool indexToMask(std::shared_ptr<Graph> &graph, PassContext &ctx) {
       continue;
     if (aliases.hasWriters(mask)) {
       // The compaction is computed where the mask is defined.
-      ctx.declined(node, kRule, "the mask is written to in place");
+      if (ctx)
+        ctx->declined(node, kRule, "the mask is written to in place");
       continue;
     }
-    auto it = compacted.find(mask);
-    if (it == compacted.end()) {
-      // Emitted once per mask, right where the mask is defined, so that it
-      // dominates every user (several `where(m)[0]` reads share it).
-      Node *def = mask->node();
-      Node *at = def->kind() == c10::prim::Param
-                     ? def->owningBlock()->nodes().front() // a block input
-                     : def->next();
-      torch::jit::WithInsertPoint guard(at);
-      it = compacted.emplace(mask, emitCompaction(*graph, mask, node)).first;
-    }
+    auto [it, fresh] = groupOf.emplace(mask, groups.size());
+    if (fresh)
+      groups.push_back({mask, {}});
+    groups[it->second].sites.push_back({node, std::move(op), index});
+  }
+  return groups;
+}
+
+/// Whether rewriting \p group can only remove syncs: one site, the only use
+/// of its where(m), which then dies (one nonzero becomes at most one
+/// selection). Otherwise the where may stay, or one nonzero becomes several
+/// selections, each of which syncs unless a later pass absorbs it.
+bool neverAddsSyncs(const Group &group) {
+  if (group.sites.size() != 1)
+    return false;
+  const Value *index = group.sites.front().index;
+  const Node *where = index->node()->input(0)->node();
+  return index->uses().size() == 1 && where->outputs().size() == 1 &&
+         where->output()->uses().size() == 1;
+}
+
+/// Rewrites every site of \p group in \p graph.
+void rewriteGroup(Graph &graph, const Group &group, PassContext &ctx) {
+  Value *mask = group.mask;
+  // Emitted once per mask, right where the mask is defined, so that it
+  // dominates every user (several `where(m)[0]` reads share it).
+  Node *def = mask->node();
+  Node *at = def->kind() == c10::prim::Param
+                 ? def->owningBlock()->nodes().front() // a block input
+                 : def->next();
+  Compacted c;
+  {
+    torch::jit::WithInsertPoint guard(at);
+    c = emitCompaction(graph, mask, group.sites.front().node);
+  }
+  for (const Site &site : group.sites) {
+    Node *node = site.node;
     torch::jit::WithInsertPoint guard(node);
-    const Compacted &c = it->second;
     Value *rows = emitIf(
-        *graph, c.isVector, node,
+        graph, c.isVector, node,
         [&] {
-          Value *n = emit(*graph, "aten::numel", {mask}, node);
-          Value *aligned = emitAligned(*graph, node->input(0), n, node);
-          if (op != "aten::gather")
+          Value *n = emit(graph, "aten::numel", {mask}, node);
+          Value *aligned = emitAligned(graph, node->input(0), n, node);
+          if (site.op != "aten::gather")
             return aligned;
           // gather(x, 0, i) needs x.dim() == i.dim() == 1: say so, for the
           // rank proofs of mask-propagate (a no-op view where it succeeds).
-          return emit(*graph, "aten::reshape",
+          return emit(graph, "aten::reshape",
                       {aligned, std::vector<int64_t>{-1}}, node);
         },
         [&] {
-          Value *source = emitGatherable(*graph, node->input(0), node);
+          Value *source = emitGatherable(graph, node->input(0), node);
           // Every input first, then the node that reads them.
-          Value *list = op == "aten::index"
+          Value *list = site.op == "aten::index"
                             ? graph
-                                  ->insertNode(graph->createList(
+                                  .insertNode(graph.createList(
                                       c10::OptionalType::ofTensor(), {c.rows}))
                                   ->output()
                             : nullptr;
-          Node *padded = graph->insertNode(
-              graph->createClone(node, [](Value *v) { return v; }));
+          Node *padded = graph.insertNode(
+              graph.createClone(node, [](Value *v) { return v; }));
           padded->replaceInput(0, source);
           if (list)
             padded->replaceInput(1, list);
@@ -219,13 +266,75 @@ bool indexToMask(std::shared_ptr<Graph> &graph, PassContext &ctx) {
           padded->output()->setType(c10::TensorType::get());
           return padded->output();
         });
-    Value *result = emitSelect(*graph, rows, c.valid, node);
+    Value *result = emitSelect(graph, rows, c.valid, node);
     node->output()->replaceAllUsesWith(result);
     ctx.rewrote(node, kRule);
     node->destroy();
-    changed = true;
   }
-  return changed;
+}
+
+/// The graph's sync points once the groups numbered in \p chosen are
+/// rewritten and the passes that absorb selections have run: what the
+/// pipeline would make of that choice.
+size_t syncsAfter(Graph &graph, const std::vector<size_t> &chosen,
+                  const PassOptions &options) {
+  std::shared_ptr<Graph> trial = graph.copy();
+  PassContext scratch;
+  scratch.options = options;
+  std::vector<Group> groups = collectGroups(trial, nullptr);
+  for (size_t k : chosen)
+    rewriteGroup(*trial, groups[k], scratch);
+  eraseDeadNodes(*trial, scratch, kRule);
+  for (auto absorb : {maskPropagate, maskedReduce, maskStore}) {
+    if (absorb(trial, scratch))
+      eraseDeadNodes(*trial, scratch, kRule);
+  }
+  return countSyncPoints(analyzeGraph(*trial));
+}
+
+/// Trials are whole-graph pipeline runs: a graph with more groups that need
+/// one than this keeps the rest as they are (and says so).
+constexpr size_t kMaxTrials = 16;
+
+} // namespace
+
+bool indexToMask(std::shared_ptr<Graph> &graph, PassContext &ctx) {
+  std::vector<Group> groups = collectGroups(graph, &ctx);
+  std::vector<size_t> chosen;
+  std::vector<size_t> uncertain;
+  for (size_t k = 0; k < groups.size(); ++k)
+    (neverAddsSyncs(groups[k]) ? chosen : uncertain).push_back(k);
+  // A group that may add syncs is rewritten only if, with the later mask
+  // passes, the graph syncs no more often than without it.
+  if (!uncertain.empty()) {
+    size_t base = syncsAfter(*graph, chosen, ctx.options);
+    for (size_t i = 0; i < uncertain.size(); ++i) {
+      const Group &group = groups[uncertain[i]];
+      std::string why;
+      if (i >= kMaxTrials) {
+        why = "not tried: more than " + std::to_string(kMaxTrials) +
+              " masks whose rewrite could add syncs";
+      } else {
+        std::vector<size_t> with = chosen;
+        with.push_back(uncertain[i]);
+        size_t syncs = syncsAfter(*graph, with, ctx.options);
+        if (syncs <= base) {
+          chosen = std::move(with);
+          base = syncs;
+          continue;
+        }
+        why = "rewritten, the graph would sync at " + std::to_string(syncs) +
+              " points instead of " + std::to_string(base) +
+              " (the selections are not absorbed by a reduction or a store)";
+      }
+      for (const Site &site : group.sites)
+        ctx.declined(site.node, kRule, why);
+    }
+  }
+  std::sort(chosen.begin(), chosen.end()); // rewrite in program order
+  for (size_t k : chosen)
+    rewriteGroup(*graph, groups[k], ctx);
+  return !chosen.empty();
 }
 
 } // namespace staticify

@@ -8,8 +8,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include <torch/library.h>
 #include <ATen/ATen.h>
+#include <torch/library.h>
 
 #ifdef STATICIFY_WITH_CUDA
 #include "runtime/kernels/compact.cuh"
@@ -52,7 +52,8 @@ std::tuple<at::Tensor, at::Tensor> compactCuda(const at::Tensor &keep) {
                       c10::cuda::getCurrentCUDAStream().stream());
   C10_CUDA_KERNEL_LAUNCH_CHECK();
   // The count stays on the device: no host sync.
-  at::Tensor count = k.numel() ? rank[-1].clone() : at::zeros({}, rank.options());
+  at::Tensor count =
+      k.numel() ? rank[-1].clone() : at::zeros({}, rank.options());
   return {out, count};
 }
 #endif

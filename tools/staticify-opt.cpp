@@ -26,7 +26,9 @@ torch::jit::parseIR) and prints the resulting graph.
 
 options:
   --pass NAME      run pass NAME; repeatable, runs in the order given
-  --analyze        print the dynamism analysis of the final graph instead of it
+  --analyze        print the report instead of the graph: the findings before
+                   the passes, what each rule rewrote or declined and why, and
+                   the summary after them (as staticify --report does)
   --print-graph    with --analyze, print the graph too (after the findings)
   --print-classes  with --analyze, print every value's class, shape
                    dependence and dtype (`%x: data-dependent leading long`)
@@ -143,9 +145,9 @@ int main(int argc, char **argv) {
   try {
     auto graph =
         parseIRWithLocations(text.str(), input == "-" ? "<stdin>" : input);
-    PassContext ctx;
-    for (const std::string &name : passes)
-      runPass(*findPass(name), graph, ctx);
+    // The pipeline driver, as staticify runs it: the report then says what
+    // each rule rewrote and why it declined the rest.
+    PipelineResult result = runPipeline(graph, "graph", passes);
     if (!analyze) {
       graph->print(std::cout, /*print_source_locations=*/false);
       return 0;
@@ -153,17 +155,10 @@ int main(int argc, char **argv) {
     Report report;
     report.toolVersion = STATICIFY_VERSION;
     report.input = input;
-    AnalysisResult analysis = analyzeGraph(*graph);
-    MethodReport method;
-    method.name = "graph";
-    method.inlined = false;
-    method.passes = passes;
-    method.findings = analysis.findings;
-    method.before = method.after = summarize(analysis);
-    report.methods.push_back(std::move(method));
+    report.methods.push_back(std::move(result.report));
     std::cout << renderText(report);
     if (printClasses)
-      printValueClasses(std::cout, *graph->block(), analysis);
+      printValueClasses(std::cout, *graph->block(), analyzeGraph(*graph));
     if (printGraph)
       graph->print(std::cout, /*print_source_locations=*/false);
     if (!reportJson.empty())

@@ -86,6 +86,63 @@ bool isElementwise(const Node *node) {
   return neverRaisesOnValues(node); // padding rows are computed too
 }
 
+/// Whether every dimension argument of \p node named in \p names that it
+/// has is a constant >= 1 (at least one is there): the op then works within
+/// each row of dimension 0. Negative dimensions are refused, since the rank
+/// is not known (-1 is dimension 0 of a vector).
+bool onlyTrailingDims(const Node *node,
+                      const std::vector<const char *> &names) {
+  bool any = false;
+  for (const char *name : names) {
+    Value *dim = namedInput(node, name);
+    if (!dim)
+      continue;
+    std::optional<std::vector<int64_t>> dims = constantIntList(dim);
+    if (auto d = constantInt(dim))
+      dims = std::vector<int64_t>{*d};
+    if (!dims || dims->empty() ||
+        !std::all_of(dims->begin(), dims->end(),
+                     [](int64_t d) { return d > 0; }))
+      return false;
+    any = true;
+  }
+  return any;
+}
+
+/// Ops that, given dimension arguments >= 1, compute each row of dimension
+/// 0 from that row alone (of each tensor operand): a bounded value's padded
+/// rows can go through them as they are, the count unchanged. A list, not a
+/// property of every op with a `dim`: renorm and weight_norm take one and
+/// mix rows. None raises on the values in the padding rows (gather by a
+/// padded index would). Reductions are handled with the masked reductions
+/// (`reduce`).
+const std::vector<std::pair<const char *, std::vector<const char *>>> &
+perRowOps() {
+  static const std::vector<std::pair<const char *, std::vector<const char *>>>
+      ops = {
+          {"aten::select", {"dim"}},
+          {"aten::slice", {"dim"}},
+          {"aten::narrow", {"dim"}},
+          {"aten::unsqueeze", {"dim"}},
+          {"aten::squeeze", {"dim"}},
+          {"aten::transpose", {"dim0", "dim1"}},
+          {"aten::flip", {"dims"}},
+          {"aten::roll", {"dims"}},
+          {"aten::sort", {"dim"}},
+          {"aten::argsort", {"dim"}},
+          {"aten::topk", {"dim"}},
+          {"aten::kthvalue", {"dim"}},
+          {"aten::cumsum", {"dim"}},
+          {"aten::cumprod", {"dim"}},
+          {"aten::logcumsumexp", {"dim"}},
+          {"aten::softmax", {"dim"}},
+          {"aten::log_softmax", {"dim"}},
+          {"aten::stack", {"dim"}},
+          {"aten::cat", {"dim"}},
+      };
+  return ops;
+}
+
 class Engine {
 public:
   Engine(Graph &graph, PassContext &ctx, const AnalysisResult &analysis,
@@ -607,6 +664,8 @@ private:
     }
     if (role == OpRole::ShapeRead)
       return sizeOf(node);
+    if (perRow(node))
+      return true;
     if (is(node, "aten::randperm"))
       return randperm(node);
     if (is(node, "aten::slice"))
@@ -937,18 +996,73 @@ private:
     return false;
   }
 
-  /// Whether reduction \p node reduces constant dimensions, none of them 0
-  /// (nor negative: a rank is not known).
-  static bool reducesOnlyTrailingDims(const Node *node) {
-    Value *dim = namedInput(node, "dim");
-    if (!dim || dim->mustBeNone())
+  /// An op of perRowOps() on trailing dimensions: the padded rows go
+  /// through it, the count stays. Every tensor operand is bounded with the
+  /// one count (a list's elements too: cat and stack on dim >= 1) or 0-d.
+  bool perRow(Node *node) {
+    const auto &ops = perRowOps();
+    auto entry = std::find_if(ops.begin(), ops.end(),
+                              [&](const auto &e) { return is(node, e.first); });
+    if (entry == ops.end() || !onlyTrailingDims(node, entry->second))
       return false;
-    std::optional<std::vector<int64_t>> dims = constantIntList(dim);
-    if (auto d = constantInt(dim))
-      dims = std::vector<int64_t>{*d};
-    return dims && !dims->empty() &&
-           std::all_of(dims->begin(), dims->end(),
-                       [](int64_t d) { return d > 0; });
+    for (Value *out : node->outputs())
+      if (!isTensor(out))
+        return false;
+    Value *count = nullptr;
+    bool isIdx = false;
+    // The padded stand-in of one operand, or null if it cannot go through.
+    auto padded = [&](Value *v) -> Value * {
+      Rep *r = rep(v);
+      if (!r)
+        return isTensor(v) && !provablyZeroDim(v) ? nullptr : v;
+      if (r->kind != Rep::Kind::Bounded || (count && r->count != count))
+        return nullptr;
+      count = r->count;
+      isIdx = r->isIndex;
+      return r->value;
+    };
+    std::unordered_map<Value *, Value *> replaced;
+    Node *list = nullptr;
+    std::vector<Value *> parts;
+    for (Value *in : node->inputs()) {
+      Node *def = in->node();
+      if (in->type()->kind() == c10::TypeKind::ListType &&
+          def->kind() == c10::prim::ListConstruct && def->inputs().size() &&
+          isTensor(def->input(0))) {
+        if (list || in->uses().size() != 1)
+          return false;
+        for (Value *e : def->inputs()) {
+          Value *p = padded(e);
+          if (!p || !rep(e))
+            return false; // every element bounded, with the one count
+          parts.push_back(p);
+        }
+        list = def;
+        continue;
+      }
+      Value *p = padded(in);
+      if (!p)
+        return false;
+      replaced[in] = p;
+    }
+    if (!count)
+      return false;
+    if (list)
+      replaced[list->output()] =
+          graph.insertNode(graph.createList(c10::TensorType::get(), parts))
+              ->output();
+    Node *copy = graph.insertNode(graph.createClone(node, [&](Value *v) {
+      auto it = replaced.find(v);
+      return it == replaced.end() ? v : it->second;
+    }));
+    for (size_t i = 0; i < node->outputs().size(); ++i) {
+      bool index = analysis.info(node->output(i)).dtype == DTypeKind::Long;
+      setBounded(node->output(i), copy->output(i), count,
+                 index || (isIdx && i == 0 && !is(node, "aten::argsort")));
+    }
+    if (list)
+      absorbed.insert(list);
+    return true;
   }
 
   bool reduce(Node *node) {
@@ -962,7 +1076,7 @@ private:
                  insertForm(graph, "keep_rows", {r->value, r->count}, node)[0]};
     std::string why;
     std::vector<Value *> outs = emitMaskedReduction(graph, node, view, why);
-    if (outs.empty() && reducesOnlyTrailingDims(node)) {
+    if (outs.empty() && onlyTrailingDims(node, {"dim"})) {
       // Each row reduces on its own: the rows stay bounded by the count.
       Node *copy = graph.insertNode(graph.createClone(
           node, [&](Value *v) { return v == node->input(0) ? r->value : v; }));

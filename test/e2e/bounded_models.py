@@ -113,6 +113,20 @@ class UniqueDim(torch.nn.Module):
         return torch.unique(x, dim=0, return_inverse=True, return_counts=True)
 
 
+class RowOps(torch.nn.Module):
+    """Detection-style post-processing of a selection: columns, widths,
+    stacks and cats along dim 1, a softmax and a sort within each row. Every
+    op works row by row, so the selection stays bounded until it is
+    returned."""
+    def forward(self, boxes: Tensor, scores: Tensor) -> Tuple[Tensor, Tensor, Tensor, Tensor]:
+        b = boxes[scores > 0]
+        x0, y1 = b[:, 0], b[:, 3]
+        wh = b[:, 2:4] - b[:, 0:2]
+        c = torch.cat([torch.stack([x0, y1], dim=1), wh], dim=1)
+        v, i = torch.sort(c, dim=1, descending=True)
+        return torch.softmax(c, dim=1), v, i, torch.cumsum(c.unsqueeze(2), dim=1)
+
+
 class CountAfterNonzero(torch.nn.Module):
     """numel() of a bounded value stays a device count until it is returned."""
     def forward(self, x: Tensor) -> int:

@@ -578,6 +578,18 @@ private:
     return r.bound ? r.bound : emit(graph, "aten::size", {r.value, 0}, anchor);
   }
 
+  /// m, when \p t is `m.sum()` or `count_nonzero(m)` over all of a bool m.
+  Value *countedMask(Value *t) {
+    Node *def = t->node();
+    bool sum = is(def, "aten::sum") && def->inputs().size() == 2;
+    bool nonzeros = is(def, "aten::count_nonzero") &&
+                    def->inputs().size() == 2 && def->input(1)->mustBeNone();
+    if (!(sum || nonzeros) ||
+        analysis.info(def->input(0)).dtype != DTypeKind::Bool)
+      return nullptr;
+    return def->input(0);
+  }
+
   bool root(Node *node) {
     if (!writable(node))
       return false;
@@ -632,12 +644,21 @@ private:
       return true;
     }
     if ((is(node, "aten::Int") || is(node, "aten::IntImplicit")) &&
-        isTensor(node->input(0)) && hintFor(node->output())) {
+        isTensor(node->input(0))) {
+      // A count of a mask's true elements lies in [0, mask.numel()]: bounded
+      // with no hint. Any other int read from data needs --bound.
+      Value *mask = countedMask(node->input(0));
+      if (!mask && !hintFor(node->output()))
+        return false;
       Rep r(Rep::Kind::Lifted);
       r.value = castTo(graph,
                        emit(graph, "aten::reshape",
                             {node->input(0), std::vector<int64_t>{}}, node),
                        c10::ScalarType::Long, node);
+      if (mask) {
+        r.range.lo = 0;
+        r.range.hi = emit(graph, "aten::numel", {mask}, node);
+      }
       setRep(node->output(), r);
       return true;
     }
@@ -668,7 +689,7 @@ private:
       return true;
     if (is(node, "aten::randperm"))
       return randperm(node);
-    if (is(node, "aten::slice"))
+    if (is(node, "aten::slice") || is(node, "aten::narrow"))
       return slice(node);
     if (is(node, "aten::arange"))
       return arange(node);
@@ -818,9 +839,14 @@ private:
     return true;
   }
 
+  /// A prefix of dim 0: x[:k] (`slice(x, 0, 0|None, k, 1)`), or
+  /// `narrow(x, 0, 0, k)`, the same rows (narrow raises where k is past the
+  /// rows; the prefix has the rows there are).
   bool slice(Node *node) {
-    if (node->inputs().size() != 5 || constantInt(node->input(1)) != 0 ||
-        constantInt(node->input(4)) != 1 ||
+    bool isSlice = is(node, "aten::slice") && node->inputs().size() == 5 &&
+                   constantInt(node->input(4)) == 1;
+    bool isNarrow = is(node, "aten::narrow") && node->inputs().size() == 4;
+    if (!(isSlice || isNarrow) || constantInt(node->input(1)) != 0 ||
         !(node->input(2)->mustBeNone() || constantInt(node->input(2)) == 0))
       return false;
     Value *end = node->input(3);

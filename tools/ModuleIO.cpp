@@ -129,7 +129,7 @@ LoadedModule loadModule(const std::string &path) {
         loaded.extraFiles.emplace(record.substr(6), "");
   }
   try {
-    loaded.module = torch::jit::load(path, c10::nullopt, loaded.extraFiles);
+    loaded.module = torch::jit::load(path, /*device=*/{}, loaded.extraFiles);
   } catch (const std::exception &e) {
     // c10::Error and the frontend's ErrorReport both land here.
     auto *c10Error = dynamic_cast<const c10::Error *>(&e);

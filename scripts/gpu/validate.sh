@@ -43,7 +43,7 @@ if [[ " $stages " == *" build "* ]]; then
   nvcc=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
   if timeout 120 cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release \
       -DCMAKE_PREFIX_PATH="$prefix" -DCMAKE_CUDA_COMPILER="$nvcc" \
-      -DCMAKE_CUDA_ARCHITECTURES=90 -DSTATICIFY_PYTHON="$PY" \
+      -DTORCH_CUDA_ARCH_LIST=9.0 -DSTATICIFY_PYTHON="$PY" \
       -DLLVM_TOOLS_DIR="$TOOLS/bin" -DSTATICIFY_GTEST_SOURCE="$TOOLS/googletest" \
       >"$OUT/build.log" 2>&1; then
     note "configure: ok"

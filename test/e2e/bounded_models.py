@@ -127,6 +127,14 @@ class RowOps(torch.nn.Module):
         return torch.softmax(c, dim=1), v, i, torch.cumsum(c.unsqueeze(2), dim=1)
 
 
+class NarrowByCount(torch.nn.Module):
+    """The first k rows, k counted from data, then reduced: bounded by x's
+    rows, masked by the count, static end to end."""
+    def forward(self, x: Tensor, t: Tensor) -> Tensor:
+        k = min(int((t > 0).sum()), x.size(0))
+        return x.narrow(0, 0, k).sum(0)
+
+
 class CountAfterNonzero(torch.nn.Module):
     """numel() of a bounded value stays a device count until it is returned."""
     def forward(self, x: Tensor) -> int:

@@ -230,6 +230,18 @@ def test_padded_outputs_return_padded_and_count(staticify, save, tmp_path):
     assert torch.equal(padded[:int(count)], x[m].abs())
 
 
+def test_narrow_by_a_count_is_static_and_exact(staticify, save, tmp_path):
+    path, out, method = static_output(staticify, save, tmp_path, bm.NarrowByCount())
+    assert method["before"]["counts"]["host-sync"] > 0
+    assert method["after"]["static"] is True, method["after"]
+    original, result = torch.jit.load(str(path)), torch.jit.load(str(out))
+    gen = torch.Generator().manual_seed(9)
+    for trial in range(300):
+        x = torch.randn(int(torch.randint(0, 9, (), generator=gen)), 3, generator=gen)
+        t = torch.randn(int(torch.randint(0, 12, (), generator=gen)), generator=gen)
+        assert torch.allclose(original(x, t), result(x, t), atol=1e-6), trial
+
+
 def test_bound_hint_bounds_a_length_read_from_data(staticify, save, tmp_path):
     path = save(bm.HintedArange())
     plain = staticify.report(path)

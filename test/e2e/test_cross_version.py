@@ -8,6 +8,8 @@ import sys
 
 import torch
 
+from test_bounded import EXACT_CASES
+
 SCRIPT = pathlib.Path(__file__).resolve().parent / "cross_version.py"
 
 
@@ -21,7 +23,8 @@ def test_write_then_check(staticify, tmp_path):
     assert run("write", tmp_path, "--bin", bin_dir).returncode == 0
     proc = run("check", tmp_path, "--devices", "cpu")
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert proc.stdout.count("ok  ") == 11 and "0 failure(s)" in proc.stdout
+    models = 1 + len(EXACT_CASES)  # the sampler and the exact models
+    assert proc.stdout.count("ok  ") == models and "0 failure(s)" in proc.stdout
 
 
 def test_check_catches_a_wrong_model(staticify, tmp_path):

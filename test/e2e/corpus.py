@@ -375,7 +375,8 @@ class LiftNumelOfWhere(torch.nn.Module):
 
 
 class LiftToSizeKept(torch.nn.Module):
-    """n is a size (randperm): the bounded engine's job, kept here."""
+    """n is a size (randperm): lift-scalars keeps it; bound makes it static
+    (a count of a mask lies in [0, t.numel()])."""
 
     def forward(self, x, t):
         n = int((t > 0).sum())
@@ -383,6 +384,8 @@ class LiftToSizeKept(torch.nn.Module):
 
 
 class LiftReturnedKept(torch.nn.Module):
+    """A count returned as an int: lifted, then read once at the return."""
+
     def forward(self, x, t) -> int:
         return int((t > 0).sum()) + 1
 
@@ -558,8 +561,8 @@ CASES = [
     ("lift-item", LiftItem(), _same((8,)), "static"),
     ("lift-item-of-ints", LiftItemOfInts(), _same((8,)), "static"),
     ("lift-numel-of-where", LiftNumelOfWhere(), _same((8,)), "static"),
-    ("lift-to-size-kept", LiftToSizeKept(), _same((12,)), "kept:lift-scalars"),
-    ("lift-returned-kept", LiftReturnedKept(), _same((12,)), "kept:lift-scalars"),
+    ("lift-to-size-kept", LiftToSizeKept(), _same((12,)), "static"),
+    ("lift-returned-kept", LiftReturnedKept(), _same((12,)), "materialized"),
     ("write-to-selection", WriteToSelection(), _1d(20), "safe"),
     ("restore-after-write", RestoreAfterWrite(), _1d(20), "safe"),
     ("mask-written-after-where", MaskWrittenAfterWhere(), _1d(20), "safe"),

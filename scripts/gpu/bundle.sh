@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Run here (Debian, with scripts/setup.sh done and build/ built): packs into
 # .gpu/ what the GPU machine lacks and cannot download (it has no package
-# registry): lit, FileCheck and not (with the one library FileCheck needs
+# registry): lit, FileCheck, not and split-file (with the one library FileCheck needs
 # that is not in every glibc system), GoogleTest's sources, and models
 # scripted by Debian's PyTorch and rewritten by the Debian build, for the
 # cross-version check. The device tool carries .gpu/ (it is git-ignored);
@@ -9,9 +9,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 rm -rf .gpu && mkdir -p .gpu/bin .gpu/libexec .gpu/lib
-cp /usr/lib/llvm-22/bin/FileCheck /usr/lib/llvm-22/bin/not .gpu/libexec/
+cp /usr/lib/llvm-22/bin/FileCheck /usr/lib/llvm-22/bin/not /usr/lib/llvm-22/bin/split-file .gpu/libexec/
 cp /lib/x86_64-linux-gnu/libz3.so.4 .gpu/lib/
-for tool in FileCheck not; do
+for tool in FileCheck not split-file; do
   cat > .gpu/bin/$tool <<EOS
 #!/bin/sh
 here=\$(dirname "\$0")

@@ -581,11 +581,15 @@ private:
   /// m, when \p t is `m.sum()` or `count_nonzero(m)` over all of a bool m.
   Value *countedMask(Value *t) {
     Node *def = t->node();
-    bool sum = is(def, "aten::sum") && def->inputs().size() == 2;
+    // sum in the default dtype (int64 for bool: a dtype could wrap or
+    // round), and a count nothing writes to afterwards.
+    bool sum = is(def, "aten::sum") && def->inputs().size() == 2 &&
+               def->input(1)->mustBeNone();
     bool nonzeros = is(def, "aten::count_nonzero") &&
                     def->inputs().size() == 2 && def->input(1)->mustBeNone();
     if (!(sum || nonzeros) ||
-        analysis.info(def->input(0)).dtype != DTypeKind::Bool)
+        analysis.info(def->input(0)).dtype != DTypeKind::Bool ||
+        aliases.hasWriters(t))
       return nullptr;
     return def->input(0);
   }
@@ -1035,7 +1039,7 @@ private:
       if (!isTensor(out))
         return false;
     Value *count = nullptr;
-    bool isIdx = false;
+    bool allIndex = true; // every bounded operand holds indices
     // The padded stand-in of one operand, or null if it cannot go through.
     auto padded = [&](Value *v) -> Value * {
       Rep *r = rep(v);
@@ -1044,7 +1048,7 @@ private:
       if (r->kind != Rep::Kind::Bounded || (count && r->count != count))
         return nullptr;
       count = r->count;
-      isIdx = r->isIndex;
+      allIndex &= r->isIndex;
       return r->value;
     };
     std::unordered_map<Value *, Value *> replaced;
@@ -1081,10 +1085,16 @@ private:
       auto it = replaced.find(v);
       return it == replaced.end() ? v : it->second;
     }));
+    // Indices in, indices out (values of a select, a sort, a stack), unless
+    // the analysis knows the dtype or a dtype argument changes it.
+    Value *dtype = namedInput(node, "dtype");
+    bool keepsDtype = !dtype || dtype->mustBeNone();
     for (size_t i = 0; i < node->outputs().size(); ++i) {
-      bool index = analysis.info(node->output(i)).dtype == DTypeKind::Long;
-      setBounded(node->output(i), copy->output(i), count,
-                 index || (isIdx && i == 0 && !is(node, "aten::argsort")));
+      DTypeKind known = analysis.info(node->output(i)).dtype;
+      bool index = known == DTypeKind::Long ||
+                   (known == DTypeKind::Unknown && allIndex && keepsDtype &&
+                    i == 0 && !is(node, "aten::argsort"));
+      setBounded(node->output(i), copy->output(i), count, index);
     }
     if (list)
       absorbed.insert(list);

@@ -273,6 +273,15 @@ void rewriteGroup(Graph &graph, const Group &group, PassContext &ctx) {
   }
 }
 
+/// Orders groups last first. A group's mask may be the result of an earlier
+/// group's gather (`f = flags[where(m)[0]]; boxes[where(f)[0]]`): rewritten
+/// first, the later group reads that gather's node, whose result the earlier
+/// group then replaces by one defined before it (so it still dominates) and
+/// only then destroys.
+void rewriteInReverse(std::vector<size_t> &groups) {
+  std::sort(groups.rbegin(), groups.rend());
+}
+
 /// The graph's sync points once the groups numbered in \p chosen are
 /// rewritten and the passes that absorb selections have run: what the
 /// pipeline would make of that choice.
@@ -282,7 +291,9 @@ size_t syncsAfter(Graph &graph, const std::vector<size_t> &chosen,
   PassContext scratch;
   scratch.options = options;
   std::vector<Group> groups = collectGroups(trial, nullptr);
-  for (size_t k : chosen)
+  std::vector<size_t> order = chosen;
+  rewriteInReverse(order);
+  for (size_t k : order)
     rewriteGroup(*trial, groups[k], scratch);
   eraseDeadNodes(*trial, scratch, kRule);
   for (auto absorb : {maskPropagate, maskedReduce, maskStore}) {
@@ -331,7 +342,7 @@ bool indexToMask(std::shared_ptr<Graph> &graph, PassContext &ctx) {
         ctx.declined(site.node, kRule, why);
     }
   }
-  std::sort(chosen.begin(), chosen.end()); // rewrite in program order
+  rewriteInReverse(chosen);
   for (size_t k : chosen)
     rewriteGroup(*graph, groups[k], ctx);
   return !chosen.empty();

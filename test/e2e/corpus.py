@@ -392,6 +392,15 @@ class LiftReturnedKept(torch.nn.Module):
 
 # --- soundness regressions (each once a wrong rewrite) --------------------
 
+class ChainedWhereMasks(torch.nn.Module):
+    """The second mask is the first gather's result: rewriting the first
+    gather before the second read its mask was a use after free."""
+
+    def forward(self, x, t):
+        f = t[torch.where(t > 0)[0]]
+        return x[torch.where(f)[0]].sum(0)
+
+
 class WriteToSelection(torch.nn.Module):
     def forward(self, x, t):
         m = t > 0
@@ -564,6 +573,7 @@ CASES = [
     ("lift-to-size-kept", LiftToSizeKept(), _same((12,)), "static"),
     ("lift-returned-kept", LiftReturnedKept(), _same((12,)), "materialized"),
     ("write-to-selection", WriteToSelection(), _1d(20), "safe"),
+    ("chained-where-masks", ChainedWhereMasks(), _rows((12, 3)), "safe"),
     ("restore-after-write", RestoreAfterWrite(), _1d(20), "safe"),
     ("mask-written-after-where", MaskWrittenAfterWhere(), _1d(20), "safe"),
     ("max-of-two", MaxOfTwo(), _1d(20), "safe"),

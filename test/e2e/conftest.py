@@ -19,6 +19,10 @@ def _bin_dir():
     return pathlib.Path(os.environ.get("STATICIFY_BIN", ROOT / "build" / "bin"))
 
 
+# The runtime library the --cuda-graphs outputs and the staticify:: ops need.
+RUNTIME = _bin_dir().resolve().parent / "lib" / "libstaticify_runtime.so"
+
+
 class Staticify:
     """Runs the staticify binary and reads what it wrote."""
 

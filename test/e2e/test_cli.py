@@ -1,13 +1,12 @@
 """The staticify CLI on real scripted modules: findings, report, output."""
 import json
-import zipfile
 
 import pytest
 import torch
 
 import models
 import sampler
-from conftest import archive_names, findings, lines_of
+from conftest import findings, lines_of
 
 
 def test_sampler_report_cites_every_dynamic_line_of_the_seed(staticify, save):

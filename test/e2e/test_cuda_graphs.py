@@ -1,17 +1,14 @@
 """`--cuda-graphs`: the static regions run through the runtime library's
 RegionRunner. Here (no GPU) the CPU fallback path: the output loads with the
 library, runs the sampler correctly, and fails clearly without it."""
-import os
-import pathlib
 import subprocess
 import sys
 
 import torch
 
 import sampler
+from conftest import RUNTIME
 
-RUNTIME = pathlib.Path(os.environ.get("STATICIFY_BIN", "build/bin")).resolve().parent \
-    / "lib" / "libstaticify_runtime.so"
 
 
 def test_sampler_with_cuda_graphs_runs_on_cpu_through_the_runtime(staticify, save, tmp_path):

@@ -2,18 +2,15 @@
 sync, and its --cuda-graphs form captures once per signature and replays
 with fresh random numbers. The sync checks use PyTorch's own detector
 (torch.cuda.set_sync_debug_mode), which raises on any synchronizing call."""
-import os
-import pathlib
 
 import pytest
 import torch
 
 import sampler
+from conftest import RUNTIME
 
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 
-RUNTIME = pathlib.Path(os.environ.get("STATICIFY_BIN", "build/bin")).resolve().parent \
-    / "lib" / "libstaticify_runtime.so"
 N, SUB = 4000, 1000
 
 

@@ -1,16 +1,13 @@
 """The runtime library's ops against the bounded forms they implement:
 staticify::compact equals the TorchScript `compact` form exactly, on CPU
 here and also on CUDA on the GPU machine (where a CUDA kernel runs)."""
-import os
-import pathlib
 
 import pytest
 import torch
 
+from conftest import RUNTIME
 from test_forms import FORMS
 
-RUNTIME = pathlib.Path(os.environ.get("STATICIFY_BIN", "build/bin")).resolve().parent \
-    / "lib" / "libstaticify_runtime.so"
 DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
 
 

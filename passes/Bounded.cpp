@@ -578,18 +578,42 @@ private:
     return r.bound ? r.bound : emit(graph, "aten::size", {r.value, 0}, anchor);
   }
 
+  /// Whether \p mask is a comparison of \p x with a scalar or a 0-d tensor:
+  /// then it has x's shape, and x[mask] is a vector.
+  bool maskOfItself(const Value *mask, const Value *x) {
+    const Node *cmp = mask->node();
+    static const char *const comparisons[] = {
+        "aten::gt", "aten::ge", "aten::lt", "aten::le", "aten::eq", "aten::ne"};
+    if (std::none_of(std::begin(comparisons), std::end(comparisons),
+                     [&](const char *op) { return is(cmp, op); }) ||
+        cmp->inputs().size() != 2 || cmp->input(0) != x)
+      return false;
+    const Value *other = cmp->input(1);
+    return !isTensor(other) || provablyZeroDim(other);
+  }
+
   /// m, when \p t is `m.sum()` or `count_nonzero(m)` over all of a bool m.
   Value *countedMask(Value *t) {
     Node *def = t->node();
-    // sum in the default dtype (int64 for bool: a dtype could wrap or
+    // sum in int64 (the default for bool; another dtype could wrap or
     // round), and a count nothing writes to afterwards.
     bool sum = is(def, "aten::sum") && def->inputs().size() == 2 &&
-               def->input(1)->mustBeNone();
+               (def->input(1)->mustBeNone() ||
+                constantInt(def->input(1)) ==
+                    static_cast<int64_t>(c10::ScalarType::Long));
     bool nonzeros = is(def, "aten::count_nonzero") &&
                     def->inputs().size() == 2 && def->input(1)->mustBeNone();
-    if (!(sum || nonzeros) ||
-        analysis.info(def->input(0)).dtype != DTypeKind::Bool ||
-        aliases.hasWriters(t))
+    if (!(sum || nonzeros) || aliases.hasWriters(t))
+      return nullptr;
+    // Through the views masked-reduce puts on a mask (reshape, expand_as):
+    // they keep its dtype.
+    Value *source = def->input(0);
+    while (is(source->node(), "aten::reshape") ||
+           is(source->node(), "aten::view") ||
+           is(source->node(), "aten::expand_as") ||
+           is(source->node(), "aten::expand"))
+      source = source->node()->input(0);
+    if (analysis.info(source).dtype != DTypeKind::Bool)
       return nullptr;
     return def->input(0);
   }
@@ -618,6 +642,10 @@ private:
           insertForm(graph, sel->broadcasts ? "masked_select" : "select_rows",
                      {sel->base, sel->mask}, node);
       setBounded(node->output(), outs[0], outs[1], false);
+      // masked_select is always a vector; so is x[m] for a mask of x's own
+      // shape (x > 0, x == v, ...).
+      reps.at(node->output()).is1D =
+          is(node, "aten::masked_select") || maskOfItself(sel->mask, sel->base);
       return true;
     }
     if (is(node, "aten::_unique2") || is(node, "aten::unique_consecutive")) {
@@ -691,6 +719,9 @@ private:
       return sizeOf(node);
     if (perRow(node))
       return true;
+    if (is(node, "aten::sort") || is(node, "aten::argsort") ||
+        is(node, "aten::topk"))
+      return sortRows(node);
     if (is(node, "aten::randperm"))
       return randperm(node);
     if (is(node, "aten::slice") || is(node, "aten::narrow"))
@@ -1098,6 +1129,75 @@ private:
     }
     if (list)
       absorbed.insert(list);
+    return true;
+  }
+
+  /// sort and argsort of a bounded value along any constant dim, and topk
+  /// along dim 0: along dim 0 the live rows sorted first (the sort_rows form:
+  /// stable, so ties keep their order, and NaN and infinities sort as
+  /// PyTorch sorts them); topk takes the first k rows of that order (sorted,
+  /// which topk(sorted=False) allows). A negative dim of a sort is resolved
+  /// on the host by the form (the rank is not known here); a topk's must be
+  /// dim 0 of a vector, since along other dims the result is not bounded.
+  bool sortRows(Node *node) {
+    Rep *r = rep(node->input(0));
+    bool topk = is(node, "aten::topk");
+    if (!r || r->kind != Rep::Kind::Bounded)
+      return false;
+    for (size_t i = 1; i < node->inputs().size(); ++i)
+      if (rep(node->input(i)) && !(topk && i == 1))
+        return false;
+    Value *dimArg = namedInput(node, "dim");
+    std::optional<int64_t> dim = dimArg ? constantInt(dimArg) : std::nullopt;
+    if (!dim || (topk && !(*dim == 0 || (*dim == -1 && r->is1D))))
+      return false;
+    Value *descArg = namedInput(node, topk ? "largest" : "descending");
+    std::optional<c10::IValue> desc;
+    if (descArg)
+      if (auto v = torch::jit::toIValue(descArg))
+        desc = *v;
+    if (!desc || !desc->isBool())
+      return false;
+    auto outs = insertForm(graph, "sort_dim",
+                           {r->value, r->count, constant(topk ? 0 : *dim),
+                            graph.insertConstant(desc->toBool())},
+                           node);
+    auto bounded = [&](Value *out, Value *padded, Value *count, bool index) {
+      setBounded(out, padded, count, index);
+      reps.at(out).is1D = r->is1D;
+    };
+    if (is(node, "aten::argsort")) {
+      bounded(node->output(), outs[1], r->count, true);
+      return true;
+    }
+    if (!topk) {
+      bounded(node->output(0), outs[0], r->count, r->isIndex);
+      bounded(node->output(1), outs[1], r->count, true);
+      return true;
+    }
+    Value *k = node->input(1);
+    if (!rep(k) && analysis.info(k).isDataDependent())
+      return false; // k was read from data: the rows are cut to it there
+    if (!rep(k)) {  // k rows, known on the host: static again
+      replaceStatic(
+          node->output(0),
+          emit(graph, "aten::slice", {outs[0], 0, constant(0), k, 1}, node));
+      replaceStatic(
+          node->output(1),
+          emit(graph, "aten::slice", {outs[1], 0, constant(0), k, 1}, node));
+      return true;
+    }
+    std::optional<Range> range = length(k);
+    if (!range)
+      return false;
+    Value *hi = upper(*range);
+    Value *count = minCount(r->count, k, node);
+    for (size_t i = 0; i < 2; ++i) {
+      Value *padded = hi ? emit(graph, "aten::slice",
+                                {outs[i], 0, constant(0), hi, 1}, node)
+                         : outs[i];
+      bounded(node->output(i), padded, count, i == 1 || r->isIndex);
+    }
     return true;
   }
 

@@ -221,3 +221,28 @@ def keep_rows(padded: Tensor, count: Tensor) -> Tensor:
     bound = padded.size(0)
     return live_rows(bound, count).reshape([bound] + [1] * (padded.dim() - 1))
 
+
+
+def sort_rows(padded: Tensor, count: Tensor, descending: bool) -> Tuple[Tensor, Tensor]:
+    """sort(x, dim=0) of a bounded value: the live rows sorted (stably, each
+    column on its own), then the padding rows. Two stable sorts, no
+    sentinel value, so NaN, infinities and every dtype keep their order: by
+    value first, then live rows before padding rows."""
+    live = keep_rows(padded, count).expand_as(padded)
+    _, by_value = torch.sort(padded, dim=0, descending=descending, stable=True)
+    dead = (~live).gather(0, by_value).long()
+    _, live_first = torch.sort(dead, dim=0, stable=True)
+    order = by_value.gather(0, live_first)
+    return padded.gather(0, order), order
+
+
+def sort_dim(padded: Tensor, count: Tensor, dim: int,
+             descending: bool) -> Tuple[Tensor, Tensor]:
+    """sort(x, dim) of a bounded value, dim of any sign: along dim 0 the live
+    rows first (sort_rows), along another dim within each row. Which one is
+    known on the host (the rank), so the branch costs no sync."""
+    if dim < 0:
+        dim = dim + padded.dim()
+    if dim == 0:
+        return sort_rows(padded, count, descending)
+    return torch.sort(padded, dim=dim, descending=descending, stable=True)

@@ -127,6 +127,18 @@ class RowOps(torch.nn.Module):
         return torch.softmax(c, dim=1), v, i, torch.cumsum(c.unsqueeze(2), dim=1)
 
 
+class SortSelection(torch.nn.Module):
+    """Keep the positive scores, sort them, take the top 3, order the boxes
+    by score: sorts and topk along dim 0 of bounded values."""
+    def forward(self, scores: Tensor, boxes: Tensor
+                ) -> Tuple[Tensor, Tensor, Tensor, Tensor, Tensor]:
+        keep = scores > 0
+        s, b = scores[keep], boxes[keep]
+        v, order = s.sort(descending=True)
+        top_v, top_i = s.topk(min(3, s.numel()))
+        return v, b[order], top_v, b[top_i], torch.argsort(s)
+
+
 class NarrowByCount(torch.nn.Module):
     """The first k rows, k counted from data, then reduced: bounded by x's
     rows, masked by the count, static end to end."""

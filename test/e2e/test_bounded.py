@@ -187,6 +187,10 @@ EXACT_CASES = {
                            lambda g, k: (torch.randint(0, 3, (30,), generator=g),)),
     "unique-dim": (bm.UniqueDim, lambda g, k: (torch.randint(0, 2, (12, 3), generator=g),)),
     "count-after-nonzero": (bm.CountAfterNonzero, lambda g, k: (mask_input(g, (9, 2), k),)),
+    # Distinct scores (no ties: PyTorch's sort is not stable unless asked).
+    "sort-selection": (bm.SortSelection,
+                       lambda g, k: (mask_input(g, (12,), k) + torch.arange(12) * 1e-3,
+                                     torch.randn(12, 4, generator=g))),
     "row-ops": (bm.RowOps, lambda g, k: (torch.randn(12, 4, generator=g),
                                          mask_input(g, (12,), k))),
 }

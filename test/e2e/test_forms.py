@@ -86,3 +86,31 @@ def test_gather_cat_put(cu):
     x = torch.zeros(6, dtype=torch.uint8)
     cu.put_rows(x, torch.tensor([1, -1, 5, 0]), torch.tensor(2), torch.tensor(1, dtype=torch.uint8))
     assert x.tolist() == [0, 1, 0, 0, 0, 1]  # the padding rows (5, 0) are not written
+
+
+def test_sort_rows_sorts_the_live_rows_first(cu):
+    """Against torch.sort(stable=True) of the live rows alone, padding rows
+    holding anything (NaN, infinities, extremes, ties), any dtype and rank."""
+    gen = torch.Generator().manual_seed(3)
+    pool = torch.tensor([float("nan"), float("inf"), -float("inf"), 0.0, -0.0, 1.0, 1.0, 2.5])
+    for trial in range(400):
+        rows = int(torch.randint(0, 7, (), generator=gen))
+        count = int(torch.randint(0, rows + 1, (), generator=gen))
+        shape = [rows] + [int(s) for s in torch.randint(1, 3, (trial % 3,), generator=gen)]
+        picks = torch.randint(0, len(pool), shape, generator=gen)
+        padded = pool[picks]
+        if trial % 4 == 1:
+            padded = (padded.nan_to_num(0.0, 100.0, -100.0) * 3).to(torch.int64)
+        elif trial % 4 == 2:
+            padded = padded > 0.5
+        for descending in (False, True):
+            values, order = cu.sort_rows(padded, torch.tensor(count), descending)
+            want_values, want_order = torch.sort(padded[:count], dim=0,
+                                                 descending=descending, stable=True)
+            assert torch.equal(order[:count], want_order), (padded, count, descending)
+            got = values[:count]
+            if got.is_floating_point():
+                assert torch.equal(got.isnan(), want_values.isnan())
+                got, want_values = got.nan_to_num(7.0), want_values.nan_to_num(7.0)
+            assert torch.equal(got, want_values)
+            assert values.shape == padded.shape and order.dtype == torch.long

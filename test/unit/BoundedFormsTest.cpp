@@ -28,6 +28,8 @@ const std::pair<const char *, size_t> kForms[] = {
     {"unique_consecutive", 4},
     {"unique_rows", 4},
     {"keep_rows", 1},
+    {"sort_rows", 2},
+    {"sort_dim", 2},
 };
 
 TEST(BoundedFormsTest, EveryFormIsStaticUnderOurOwnAnalysis) {

@@ -24,7 +24,7 @@ def test_write_then_check(staticify, tmp_path):
     proc = run("check", tmp_path, "--devices", "cpu")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     models = 1 + len(EXACT_CASES)  # the sampler and the exact models
-    assert proc.stdout.count("ok  ") == models and "0 failure(s)" in proc.stdout
+    assert proc.stdout.count("ok  ") == models and f"{models} models, 0 failure(s)" in proc.stdout
 
 
 def test_check_catches_a_wrong_model(staticify, tmp_path):

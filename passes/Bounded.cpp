@@ -115,32 +115,28 @@ bool onlyTrailingDims(const Node *node,
 /// property of every op with a `dim`: renorm and weight_norm take one and
 /// mix rows. None raises on the values in the padding rows (gather by a
 /// padded index would). Reductions are handled with the masked reductions
-/// (`reduce`).
-const std::vector<std::pair<const char *, std::vector<const char *>>> &
-perRowOps() {
-  static const std::vector<std::pair<const char *, std::vector<const char *>>>
-      ops = {
-          {"aten::select", {"dim"}},
-          {"aten::slice", {"dim"}},
-          {"aten::narrow", {"dim"}},
-          {"aten::unsqueeze", {"dim"}},
-          {"aten::squeeze", {"dim"}},
-          {"aten::transpose", {"dim0", "dim1"}},
-          {"aten::flip", {"dims"}},
-          {"aten::roll", {"dims"}},
-          {"aten::sort", {"dim"}},
-          {"aten::argsort", {"dim"}},
-          {"aten::topk", {"dim"}},
-          {"aten::kthvalue", {"dim"}},
-          {"aten::cumsum", {"dim"}},
-          {"aten::cumprod", {"dim"}},
-          {"aten::logcumsumexp", {"dim"}},
-          {"aten::softmax", {"dim"}},
-          {"aten::log_softmax", {"dim"}},
-          {"aten::stack", {"dim"}},
-          {"aten::cat", {"dim"}},
-      };
-  return ops;
+/// (`reduce`). The names of \p node's dimension arguments, if it is one.
+const std::vector<const char *> *perRowDims(const Node *node) {
+  static const auto *ops = [] {
+    auto *m = new std::unordered_map<c10::Symbol, std::vector<const char *>>;
+    const std::pair<const char *, std::vector<const char *>> table[] = {
+        {"aten::select", {"dim"}},       {"aten::slice", {"dim"}},
+        {"aten::narrow", {"dim"}},       {"aten::unsqueeze", {"dim"}},
+        {"aten::squeeze", {"dim"}},      {"aten::transpose", {"dim0", "dim1"}},
+        {"aten::flip", {"dims"}},        {"aten::roll", {"dims"}},
+        {"aten::sort", {"dim"}},         {"aten::argsort", {"dim"}},
+        {"aten::topk", {"dim"}},         {"aten::kthvalue", {"dim"}},
+        {"aten::cumsum", {"dim"}},       {"aten::cumprod", {"dim"}},
+        {"aten::logcumsumexp", {"dim"}}, {"aten::softmax", {"dim"}},
+        {"aten::log_softmax", {"dim"}},  {"aten::stack", {"dim"}},
+        {"aten::cat", {"dim"}},
+    };
+    for (const auto &[op, dims] : table)
+      m->emplace(c10::Symbol::fromQualString(op), dims);
+    return m;
+  }();
+  auto it = ops->find(node->kind());
+  return it == ops->end() ? nullptr : &it->second;
 }
 
 class Engine {
@@ -566,11 +562,13 @@ private:
     return false;
   }
 
-  void setBounded(Value *v, Value *padded, Value *count, bool isIndex) {
+  void setBounded(Value *v, Value *padded, Value *count, bool isIndex,
+                  bool is1D = false) {
     Rep r(Rep::Kind::Bounded);
     r.value = padded;
     r.count = count;
     r.isIndex = isIndex;
+    r.is1D = is1D;
     setRep(v, r);
   }
 
@@ -641,11 +639,11 @@ private:
       auto outs =
           insertForm(graph, sel->broadcasts ? "masked_select" : "select_rows",
                      {sel->base, sel->mask}, node);
-      setBounded(node->output(), outs[0], outs[1], false);
       // masked_select is always a vector; so is x[m] for a mask of x's own
       // shape (x > 0, x == v, ...).
-      reps.at(node->output()).is1D =
-          is(node, "aten::masked_select") || maskOfItself(sel->mask, sel->base);
+      setBounded(node->output(), outs[0], outs[1], false,
+                 is(node, "aten::masked_select") ||
+                     maskOfItself(sel->mask, sel->base));
       return true;
     }
     if (is(node, "aten::_unique2") || is(node, "aten::unique_consecutive")) {
@@ -736,8 +734,8 @@ private:
       return put(node);
     if (role == OpRole::Reduction)
       return reduce(node);
-    if (isElementwise(node))
-      return elementwise(node);
+    if (isElementwise(node)) // a clone keeps indices; add(i, 0.5) would not
+      return passRows(node, /*keepsDtype=*/is(node, "aten::clone"));
     return false;
   }
 
@@ -758,15 +756,15 @@ private:
     // At the where: its condition may be written to after it.
     torch::jit::WithInsertPoint guard(node->input(0)->node());
     Value *&count = whereCounts[node->input(0)];
+    Value *bound = emit(graph, "aten::numel", {list->value}, node);
     for (auto [out, k] : elements) {
       auto outs =
           insertForm(graph, "where_index", {list->value, constant(k)}, node);
       if (!count) // every element has the same count: one is read
         count = outs[1];
-      setBounded(out, outs[0], count, true);
+      setBounded(out, outs[0], count, true, /*is1D=*/true);
       Rep &r = reps.at(out);
-      r.is1D = true;
-      r.bound = emit(graph, "aten::numel", {list->value}, node);
+      r.bound = bound;
       r.whereCond = list->value;
       r.whereDim = k;
     }
@@ -852,8 +850,7 @@ private:
     }
     auto outs = insertForm(graph, "random_prefix",
                            {n->value, bound, bound, node->input(3)}, node);
-    setBounded(node->output(), outs[0], n->value, true);
-    reps.at(node->output()).is1D = true;
+    setBounded(node->output(), outs[0], n->value, true, /*is1D=*/true);
     return true;
   }
 
@@ -904,9 +901,9 @@ private:
       Value *top = hi ? hostOp("prim::min", hi, bound, node) : bound;
       auto outs = insertForm(graph, "random_prefix",
                              {x->value, bound, top, perm->input(3)}, node);
-      setBounded(node->output(), outs[0], minCount(x->value, end, node), true);
+      setBounded(node->output(), outs[0], minCount(x->value, end, node), true,
+                 /*is1D=*/true);
       Rep &r = reps.at(node->output());
-      r.is1D = true;
       r.drawOf = x->value;
       r.drawTop = top;
       return true;
@@ -918,8 +915,7 @@ private:
         padded =
             emit(graph, "aten::slice", {padded, 0, constant(0), hi, 1}, node);
       setBounded(node->output(), padded, minCount(x->count, end, node),
-                 x->isIndex);
-      reps.at(node->output()).is1D = x->is1D;
+                 x->isIndex, x->is1D);
       return true;
     }
     if (!rep(end))
@@ -982,8 +978,7 @@ private:
       Value *out = insertForm(graph, "random_true_positions",
                               {s->whereCond, constant(s->whereDim), i->drawTop},
                               node)[0];
-      setBounded(node->output(), out, i->count, true);
-      reps.at(node->output()).is1D = true;
+      setBounded(node->output(), out, i->count, true, /*is1D=*/true);
       if (list)
         absorbed.insert(list);
       return true;
@@ -995,8 +990,8 @@ private:
         {padded, srcCount, i ? i->value : index, i ? i->count : none()},
         node)[0];
     if (i) {
-      setBounded(node->output(), out, i->count, s ? s->isIndex : isIndex(src));
-      reps.at(node->output()).is1D = i->is1D && s && s->is1D;
+      setBounded(node->output(), out, i->count, s ? s->isIndex : isIndex(src),
+                 i->is1D && s && s->is1D);
     } else
       replaceStatic(node->output(), out); // static again
     if (list)
@@ -1027,8 +1022,7 @@ private:
         graph.insertNode(graph.createList(c10::TensorType::get(), counts))
             ->output();
     auto outs = insertForm(graph, "cat_rows", {partList, countList}, node);
-    setBounded(node->output(), outs[0], outs[1], allIndex);
-    reps.at(node->output()).is1D = all1D;
+    setBounded(node->output(), outs[0], outs[1], allIndex, all1D);
     absorbed.insert(list);
     return true;
   }
@@ -1057,20 +1051,31 @@ private:
     return false;
   }
 
-  /// An op of perRowOps() on trailing dimensions: the padded rows go
-  /// through it, the count stays. Every tensor operand is bounded with the
-  /// one count (a list's elements too: cat and stack on dim >= 1) or 0-d.
+  /// An op of perRowDims() on trailing dimensions.
   bool perRow(Node *node) {
-    const auto &ops = perRowOps();
-    auto entry = std::find_if(ops.begin(), ops.end(),
-                              [&](const auto &e) { return is(node, e.first); });
-    if (entry == ops.end() || !onlyTrailingDims(node, entry->second))
+    const std::vector<const char *> *dims = perRowDims(node);
+    if (!dims || !onlyTrailingDims(node, *dims))
       return false;
+    Value *dtype = namedInput(node, "dtype");
+    return passRows(node, (!dtype || dtype->mustBeNone()) &&
+                              !is(node, "aten::argsort"));
+  }
+
+  /// The padded rows of \p node's bounded operands go through it as they
+  /// are, and its results keep their count: for ops that compute each row of
+  /// dimension 0 from the same rows of their operands (elementwise ops,
+  /// perRowDims() on trailing dims, reductions over trailing dims). Every
+  /// tensor operand is bounded with the one count (a list's elements too:
+  /// cat and stack on dim >= 1) or 0-d: a larger static operand could
+  /// broadcast against the padding. A result holds indices when the
+  /// analysis says int64, or, its dtype unknown, when every bounded operand
+  /// holds indices and the op keeps the dtype of its first (\p keepsDtype).
+  bool passRows(Node *node, bool keepsDtype) {
     for (Value *out : node->outputs())
       if (!isTensor(out))
         return false;
     Value *count = nullptr;
-    bool allIndex = true; // every bounded operand holds indices
+    bool allIndex = true;
     // The padded stand-in of one operand, or null if it cannot go through.
     auto padded = [&](Value *v) -> Value * {
       Rep *r = rep(v);
@@ -1116,15 +1121,11 @@ private:
       auto it = replaced.find(v);
       return it == replaced.end() ? v : it->second;
     }));
-    // Indices in, indices out (values of a select, a sort, a stack), unless
-    // the analysis knows the dtype or a dtype argument changes it.
-    Value *dtype = namedInput(node, "dtype");
-    bool keepsDtype = !dtype || dtype->mustBeNone();
     for (size_t i = 0; i < node->outputs().size(); ++i) {
       DTypeKind known = analysis.info(node->output(i)).dtype;
-      bool index = known == DTypeKind::Long ||
-                   (known == DTypeKind::Unknown && allIndex && keepsDtype &&
-                    i == 0 && !is(node, "aten::argsort"));
+      bool index =
+          known == DTypeKind::Long ||
+          (known == DTypeKind::Unknown && allIndex && keepsDtype && i == 0);
       setBounded(node->output(i), copy->output(i), count, index);
     }
     if (list)
@@ -1162,17 +1163,13 @@ private:
                            {r->value, r->count, constant(topk ? 0 : *dim),
                             graph.insertConstant(desc->toBool())},
                            node);
-    auto bounded = [&](Value *out, Value *padded, Value *count, bool index) {
-      setBounded(out, padded, count, index);
-      reps.at(out).is1D = r->is1D;
-    };
     if (is(node, "aten::argsort")) {
-      bounded(node->output(), outs[1], r->count, true);
+      setBounded(node->output(), outs[1], r->count, true, r->is1D);
       return true;
     }
     if (!topk) {
-      bounded(node->output(0), outs[0], r->count, r->isIndex);
-      bounded(node->output(1), outs[1], r->count, true);
+      setBounded(node->output(0), outs[0], r->count, r->isIndex, r->is1D);
+      setBounded(node->output(1), outs[1], r->count, true, r->is1D);
       return true;
     }
     Value *k = node->input(1);
@@ -1196,7 +1193,7 @@ private:
       Value *padded = hi ? emit(graph, "aten::slice",
                                 {outs[i], 0, constant(0), hi, 1}, node)
                          : outs[i];
-      bounded(node->output(i), padded, count, i == 1 || r->isIndex);
+      setBounded(node->output(i), padded, count, i == 1 || r->isIndex, r->is1D);
     }
     return true;
   }
@@ -1212,49 +1209,14 @@ private:
                  insertForm(graph, "keep_rows", {r->value, r->count}, node)[0]};
     std::string why;
     std::vector<Value *> outs = emitMaskedReduction(graph, node, view, why);
-    if (outs.empty() && onlyTrailingDims(node, {"dim"})) {
-      // Each row reduces on its own: the rows stay bounded by the count.
-      Node *copy = graph.insertNode(graph.createClone(
-          node, [&](Value *v) { return v == node->input(0) ? r->value : v; }));
-      for (size_t i = 0; i < node->outputs().size(); ++i)
-        setBounded(node->output(i), copy->output(i), r->count,
-                   analysis.info(node->output(i)).dtype == DTypeKind::Long);
-      return true;
-    }
+    if (outs.empty() && onlyTrailingDims(node, {"dim"}))
+      return passRows(node, /*keepsDtype=*/false); // each row on its own
     if (outs.empty()) {
       ctx.declined(node, kRule, why);
       return false;
     }
     for (size_t i = 0; i < outs.size(); ++i)
       replaceStatic(node->output(i), outs[i]);
-    return true;
-  }
-
-  bool elementwise(Node *node) {
-    Value *count = nullptr;
-    bool isIdx = false;
-    for (Value *in : node->inputs()) {
-      Rep *r = rep(in);
-      if (!r)
-        continue;
-      if (r->kind != Rep::Kind::Bounded || (count && r->count != count))
-        return false; // bounded operands must share their count
-      count = r->count;
-      isIdx = r->isIndex;
-    }
-    for (Value *in : node->inputs())
-      if (!rep(in) && isTensor(in) && !provablyZeroDim(in))
-        return false; // it would broadcast against the padding
-    if (!count)
-      return false;
-    Node *copy = graph.insertNode(graph.createClone(node, [&](Value *v) {
-      Rep *r = rep(v);
-      return r ? r->value : v;
-    }));
-    bool keepsIndex = isIdx && is(node, "aten::clone");
-    setBounded(node->output(), copy->output(), count,
-               keepsIndex ||
-                   analysis.info(node->output()).dtype == DTypeKind::Long);
     return true;
   }
 

@@ -121,6 +121,20 @@ static void collectInto(torch::jit::Block *block, std::vector<Node *> &out) {
   }
 }
 
+size_t countNodes(const torch::jit::Block *block) {
+  size_t n = 0;
+  for (const Node *node : block->nodes())
+    n += countNodes(node);
+  return n;
+}
+
+size_t countNodes(const Node *node) {
+  size_t n = 1;
+  for (const torch::jit::Block *b : node->blocks())
+    n += countNodes(b);
+  return n;
+}
+
 std::vector<Node *> collectNodes(torch::jit::Block *block) {
   std::vector<Node *> nodes;
   collectInto(block, nodes);

@@ -67,4 +67,9 @@ bool writtenByOthers(torch::jit::Graph &graph,
 /// walk while mutating.
 std::vector<torch::jit::Node *> collectNodes(torch::jit::Block *block);
 
+/// Counts every node of \p block, nested blocks included.
+size_t countNodes(const torch::jit::Block *block);
+/// \p node and every node nested in its blocks.
+size_t countNodes(const torch::jit::Node *node);
+
 } // namespace staticify

@@ -45,15 +45,15 @@ std::vector<OutlinedRegion> outlineRegions(torch::jit::Module &module,
   std::vector<OutlinedRegion> result;
   Block *top = graph.block();
   Value *self = graph.inputs().at(0);
+  std::vector<std::vector<Node *>> members(partition.segments.size());
+  for (Node *n : top->nodes())
+    if (auto it = partition.segmentOf.find(n); it != partition.segmentOf.end())
+      members[it->second].push_back(n);
   for (size_t s = 0; s < partition.segments.size(); ++s) {
     const Segment &seg = partition.segments[s];
     if (seg.kind != Segment::Kind::StaticRegion || seg.numNodes < minNodes)
       continue;
-    std::vector<Node *> nodes;
-    for (Node *n : top->nodes())
-      if (auto it = partition.segmentOf.find(n);
-          it != partition.segmentOf.end() && it->second == s)
-        nodes.push_back(n);
+    const std::vector<Node *> &nodes = members[s];
     std::unordered_set<const Node *> region(nodes.begin(), nodes.end());
     // Inputs: values from outside (constants are copied in instead).
     std::vector<Value *> inputs;

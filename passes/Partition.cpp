@@ -2,6 +2,8 @@
 
 #include "passes/Partition.h"
 
+#include "passes/GraphUtils.h"
+
 #include <algorithm>
 #include <functional>
 #include <numeric>
@@ -36,14 +38,6 @@ bool isDynamic(const Node *node, const AnalysisResult &analysis,
       if (isDynamic(n, analysis, found))
         return true;
   return false;
-}
-
-size_t countNodes(const Node *node) {
-  size_t n = 1;
-  for (const Block *b : node->blocks())
-    for (const Node *inner : b->nodes())
-      n += countNodes(inner);
-  return n;
 }
 
 void widenSpan(Segment &seg, const Node *node) {
@@ -167,10 +161,7 @@ std::string escape(const std::string &s) {
 
 std::string labelOf(const Node *node) {
   std::string label = node->kind().toQualString();
-  size_t inner = 0;
-  for (const Block *b : node->blocks())
-    for (const Node *n : b->nodes())
-      inner += countNodes(n);
+  size_t inner = countNodes(node) - 1;
   if (inner)
     label += " (" + std::to_string(inner) + " inside)";
   if (std::optional<Location> loc = locationOf(node))
@@ -205,9 +196,13 @@ std::string renderDot(const Graph &graph, const PartitionResult &partition,
      << "  outputs [shape=ellipse, label=\"outputs\", "
         "fillcolor=\"#eeeeee\"];\n";
   std::unordered_map<const Node *, size_t> id;
+  std::vector<std::vector<const Node *>> members(partition.segments.size());
   for (const Node *n : top->nodes())
-    if (partition.segmentOf.count(n))
+    if (auto it = partition.segmentOf.find(n);
+        it != partition.segmentOf.end()) {
       id.emplace(n, id.size());
+      members[it->second].push_back(n);
+    }
   for (size_t s = 0; s < partition.segments.size(); ++s) {
     const Segment &seg = partition.segments[s];
     bool island = seg.kind == Segment::Kind::DynamicIsland;
@@ -219,10 +214,7 @@ std::string renderDot(const Graph &graph, const PartitionResult &partition,
     os << ")\"; fontsize=11; style=\"rounded,filled\"; fillcolor=\""
        << (island ? "#fdecec" : "#eef8ee") << "\"; color=\""
        << (island ? "#d04040" : "#40a040") << "\";\n";
-    for (const Node *n : top->nodes()) {
-      auto it = partition.segmentOf.find(n);
-      if (it == partition.segmentOf.end() || it->second != s)
-        continue;
+    for (const Node *n : members[s]) {
       std::string fill = isCut(n) ? "#ffd08a" : island ? "#f8d0d0" : "#d9f2d9";
       os << "    n" << id.at(n) << " [label=\"" << escape(labelOf(n))
          << "\", fillcolor=\"" << fill << "\"];\n";

@@ -25,16 +25,6 @@ namespace staticify {
 using torch::jit::Graph;
 using torch::jit::Node;
 
-size_t countNodes(const torch::jit::Block *block) {
-  size_t n = 0;
-  for (const torch::jit::Node *node : block->nodes()) {
-    ++n;
-    for (const torch::jit::Block *b : node->blocks())
-      n += countNodes(b);
-  }
-  return n;
-}
-
 static bool hasCalls(const torch::jit::Block *block) {
   for (const torch::jit::Node *node : block->nodes()) {
     if (node->kind() == c10::prim::CallMethod ||

@@ -11,6 +11,7 @@
 #pragma once
 
 #include "passes/Analysis.h"
+#include "passes/GraphUtils.h"
 #include "passes/Partition.h"
 #include "passes/PassContext.h"
 #include "passes/Report.h"
@@ -71,8 +72,5 @@ PipelineResult runPipeline(std::shared_ptr<torch::jit::Graph> graph,
 /// The summary of one analysis: node count, findings per category, whether
 /// the outputs are static.
 GraphSummary summarize(const AnalysisResult &analysis);
-
-/// Counts every node, nested blocks included.
-size_t countNodes(const torch::jit::Block *block);
 
 } // namespace staticify

@@ -125,8 +125,9 @@ def test_sampler_with_too_few_rows_fails_like_the_original(staticify, save, tmp_
     assert rows.shape == (1000, 16)
 
 
-def random_images(gen, count):
-    sizes = torch.randint(0, 200, (count,), generator=gen).tolist()
+def random_images(gen, count, low=0):
+    """count label tensors in {-1, 0, 1, 2} of random lengths in [low, 200)."""
+    sizes = torch.randint(low, 200, (count,), generator=gen).tolist()
     return [torch.randint(-1, 3, (s,), generator=gen) for s in sizes]
 
 
@@ -152,8 +153,7 @@ def test_seed_idiom_per_image_returns_static_index_tensors(staticify, save, tmp_
     result = torch.jit.load(str(out))
     gen = torch.Generator().manual_seed(4)
     for _ in range(200):
-        images = [torch.randint(-1, 3, (int(torch.randint(40, 200, (1,), generator=gen)),),
-                                generator=gen) for _ in range(3)]
+        images = random_images(gen, 3, low=40)
         for labels, idx in zip(images, result(images)):
             n_pos, n_neg = expected_counts(int((labels >= 1).sum()),
                                            int((labels == 0).sum()), 32)

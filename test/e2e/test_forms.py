@@ -9,10 +9,16 @@ import torch
 FORMS = pathlib.Path(__file__).resolve().parents[2] / "passes" / "forms" / "bounded_forms.py"
 
 
-@pytest.fixture(scope="module")
-def cu():
+def compile_forms():
+    """The forms scripted from their file (its imports and aliases left out,
+    as the C++ build leaves them)."""
     source = FORMS.read_text()
     return torch.jit.CompilationUnit(source[source.index("\ndef ") + 1:])
+
+
+@pytest.fixture(scope="module")
+def cu():
+    return compile_forms()
 
 
 def shapes(gen, trials=300):

@@ -8,6 +8,7 @@ import torch
 
 import sampler
 from conftest import RUNTIME
+from test_bounded import Z_LIMIT, chi_square_z
 
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 
@@ -95,8 +96,6 @@ def test_cuda_graphs_keep_the_distribution(staticify, save, tmp_path):
     for _ in range(calls):
         rows, _ = graphed(x, labels)
         picks[rows[:, 0].long()] += 1
-    members = picks[labels == 1].double()
-    expected = calls * (SUB // 2) / members.numel()
-    df = members.numel() - 1
-    z = (float(((members - expected) ** 2).sum() / expected) - df) / (2 * df) ** 0.5
-    assert z < 4.0, z
+    members = picks[labels == 1]
+    z = chi_square_z(members, calls * (SUB // 2) / members.numel())
+    assert z < Z_LIMIT, z

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from conftest import RUNTIME
-from test_forms import FORMS
+from test_forms import compile_forms
 
 DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
 
@@ -14,8 +14,7 @@ DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
 @pytest.fixture(scope="module")
 def ops():
     torch.ops.load_library(str(RUNTIME))
-    source = FORMS.read_text()
-    return torch.ops.staticify, torch.jit.CompilationUnit(source[source.index("\ndef ") + 1:])
+    return torch.ops.staticify, compile_forms()
 
 
 @pytest.mark.parametrize("device", DEVICES)

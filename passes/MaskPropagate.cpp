@@ -8,6 +8,7 @@
 
 #include <torch/csrc/jit/ir/alias_analysis.h>
 
+#include <algorithm>
 #include <unordered_map>
 
 namespace staticify {
@@ -98,8 +99,14 @@ bool propagateThrough(Graph &graph, Node *node, const AnalysisResult &analysis,
   node->output()->replaceAllUsesWith(result);
   ctx.rewrote(node, kRule);
   node->destroy();
+  // `s * s` selects once for two operands: erase each selection once.
+  std::vector<Node *> selections;
   for (auto &[index, sel] : selected)
-    eraseIfDead(sel.node, ctx, kRule);
+    if (std::find(selections.begin(), selections.end(), sel.node) ==
+        selections.end())
+      selections.push_back(sel.node);
+  for (Node *selection : selections)
+    eraseIfDead(selection, ctx, kRule);
   return true;
 }
 

@@ -66,8 +66,15 @@ std::optional<Location> locationOf(const Node *node) {
   // A module loaded from an archive has ranges in its re-printed code; its
   // debug records map them back to the user's Python source.
   torch::jit::SourceRange range = node->sourceRange();
-  if (auto original = range.findSourceRangeThatGenerated())
-    range = *original;
+  // The debug records are read lazily, here: one libtorch cannot parse
+  // costs the location, not the run (the loader has dropped those it knows
+  // would crash it).
+  try {
+    if (auto original = range.findSourceRangeThatGenerated())
+      range = *original;
+  } catch (const std::exception &) {
+    return std::nullopt;
+  }
   auto flc = compat::fileLineCol(range);
   if (!flc || std::get<0>(*flc).empty())
     return std::nullopt;

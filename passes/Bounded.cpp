@@ -351,27 +351,9 @@ private:
   std::optional<int64_t> hintFor(const Value *v) {
     if (ctx.options.bounds.empty())
       return std::nullopt; // the usual case: no name or location to compute
-    std::string name = v->debugName();
-    if (size_t dot = name.find('.'); dot != std::string::npos)
-      name.resize(dot);
-    std::optional<Location> loc = locationOf(v->node());
-    for (const auto &[key, bound] : ctx.options.bounds) {
-      if (v->hasDebugName() && key == name)
+    for (const auto &[key, bound] : ctx.options.bounds)
+      if (boundKeyNames(key, v))
         return bound;
-      if (loc) {
-        std::string line = ":" + std::to_string(loc->line);
-        if (key.size() > line.size() &&
-            key.compare(key.size() - line.size(), line.size(), line) == 0) {
-          std::string file = key.substr(0, key.size() - line.size());
-          if (loc->file == file ||
-              (loc->file.size() > file.size() &&
-               loc->file.compare(loc->file.size() - file.size(), file.size(),
-                                 file) == 0 &&
-               loc->file[loc->file.size() - file.size() - 1] == '/'))
-            return bound;
-        }
-      }
-    }
     return std::nullopt;
   }
 
@@ -1344,6 +1326,28 @@ static bool bound(std::shared_ptr<Graph> &graph, PassContext &ctx,
   // The forms branch on host facts (None arguments, ranks): fold them.
   torch::jit::ConstantPropagation(graph, /*ignore_custom_classes=*/true);
   return true;
+}
+
+bool boundKeyNames(const std::string &key, const Value *v) {
+  if (v->hasDebugName()) {
+    std::string name = v->debugName();
+    if (size_t dot = name.find('.'); dot != std::string::npos)
+      name.resize(dot);
+    if (key == name)
+      return true;
+  }
+  size_t colon = key.rfind(':');
+  if (colon == std::string::npos || colon == 0)
+    return false;
+  std::optional<Location> loc = locationOf(v->node());
+  if (!loc || key.substr(colon + 1) != std::to_string(loc->line))
+    return false;
+  std::string file = key.substr(0, colon);
+  return loc->file == file ||
+         (loc->file.size() > file.size() &&
+          loc->file.compare(loc->file.size() - file.size(), file.size(),
+                            file) == 0 &&
+          loc->file[loc->file.size() - file.size() - 1] == '/');
 }
 
 bool boundShapes(std::shared_ptr<Graph> &graph, PassContext &ctx) {

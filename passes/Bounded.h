@@ -41,4 +41,8 @@ namespace staticify {
 
 bool boundShapes(std::shared_ptr<torch::jit::Graph> &graph, PassContext &ctx);
 
+/// Whether the `--bound` key \p key (a Python variable name, or FILE:LINE)
+/// names \p v.
+bool boundKeyNames(const std::string &key, const torch::jit::Value *v);
+
 } // namespace staticify

@@ -11,6 +11,7 @@
 #include "passes/MaskPropagate.h"
 #include "passes/MaskStore.h"
 #include "passes/MaskedReduce.h"
+#include "passes/OpCatalogue.h"
 #include "passes/Partition.h"
 
 #include <torch/csrc/jit/passes/constant_propagation.h>
@@ -18,6 +19,7 @@
 #include <torch/csrc/jit/passes/inliner.h>
 #include <torch/csrc/jit/passes/lower_tuples.h>
 
+#include <algorithm>
 #include <stdexcept>
 
 namespace staticify {
@@ -159,6 +161,53 @@ GraphSummary summarize(const AnalysisResult &analysis) {
   return s;
 }
 
+namespace {
+
+/// Nodes that make a value data-dependent (a dynamic shape or a host read).
+size_t countDynamicOps(torch::jit::Block *block) {
+  size_t n = 0;
+  for (Node *node : block->nodes()) {
+    OpRole role = opRole(node);
+    n += role == OpRole::DynamicShapeRoot || role == OpRole::SyncRead;
+    for (torch::jit::Block *b : node->blocks())
+      n += countDynamicOps(b);
+  }
+  return n;
+}
+
+void collectValues(torch::jit::Block *block,
+                   std::vector<const torch::jit::Value *> &values) {
+  for (const torch::jit::Value *v : block->inputs())
+    values.push_back(v);
+  for (Node *node : block->nodes()) {
+    for (const torch::jit::Value *v : node->outputs())
+      values.push_back(v);
+    for (torch::jit::Block *b : node->blocks())
+      collectValues(b, values);
+  }
+}
+
+std::vector<std::string> boundKeysNamingValues(
+    torch::jit::Graph &graph,
+    const std::vector<std::pair<std::string, int64_t>> &bounds) {
+  std::vector<std::string> matched;
+  if (bounds.empty())
+    return matched;
+  std::vector<const torch::jit::Value *> values;
+  collectValues(graph.block(), values);
+  for (const auto &bound : bounds) {
+    const std::string &key = bound.first;
+    if (std::any_of(values.begin(), values.end(),
+                    [&](const torch::jit::Value *v) {
+                      return boundKeyNames(key, v);
+                    }))
+      matched.push_back(key);
+  }
+  return matched;
+}
+
+} // namespace
+
 PipelineResult runPipeline(std::shared_ptr<Graph> graph,
                            const std::string &name,
                            const std::vector<std::string> &passes,
@@ -172,20 +221,34 @@ PipelineResult runPipeline(std::shared_ptr<Graph> graph,
   ctx.options = options;
   std::optional<AnalysisResult> before;
   std::vector<Segment> beforeSegments;
+  // Data-dependent ops once calls are inlined, and when the analysis first
+  // looks: fewer means normalization erased dead ones.
+  std::optional<size_t> dynamicOpsInlined;
+  auto normalized = [&] {
+    if (dynamicOpsInlined)
+      result.droppedDeadDynamicOps =
+          countDynamicOps(graph->block()) < *dynamicOpsInlined;
+    result.boundsMatched = boundKeysNamingValues(*graph, options.bounds);
+  };
   for (const std::string &passName : passes) {
     const PassInfo *pass = findPass(passName);
     if (!pass)
       throw std::invalid_argument("unknown pass '" + passName + "'");
     if (pass->rewrites && !before) {
+      normalized();
       before = analyzeGraph(*graph);
       ctx.track(*before);
       beforeSegments = partitionGraph(*graph, *before).segments;
     }
+    if (!pass->rewrites && !dynamicOpsInlined && pass->name != "inline")
+      dynamicOpsInlined = countDynamicOps(graph->block());
     bool changed = runPass(*pass, graph, ctx);
     if (pass->name == "inline")
       result.report.inlined = true;
     result.rewritten |= changed && pass->rewrites;
   }
+  if (!before)
+    normalized();
   AnalysisResult after = analyzeGraph(*graph);
   PartitionResult &partition = result.partition;
   partition = partitionGraph(*graph, after);

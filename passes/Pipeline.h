@@ -57,6 +57,11 @@ struct PipelineResult {
   /// Whether a rewriting pass changed the graph: only then does the output
   /// need the new graph (normalization alone never replaces a method).
   bool rewritten = false;
+  /// Whether normalization erased data-dependent ops nothing used: the
+  /// report describes the graph without them, so the output needs it too.
+  bool droppedDeadDynamicOps = false;
+  /// The `--bound` keys that name a value of the graph.
+  std::vector<std::string> boundsMatched;
   /// The final graph's partition (its nodes: the graph the pipeline ran on).
   PartitionResult partition;
   /// The final graph as Graphviz DOT, when PassOptions::renderDot is set.

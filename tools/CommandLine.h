@@ -31,16 +31,23 @@ public:
     if (arg.rfind(prefix, 0) == 0) {
       value = arg.substr(prefix.size());
       ++pos;
-      return true;
-    }
-    if (arg != name)
+    } else if (arg == name) {
+      if (pos + 1 >= args.size())
+        throw std::invalid_argument(std::string(name) + " needs a value");
+      value = args[pos + 1];
+      pos += 2;
+    } else {
       return false;
-    if (pos + 1 >= args.size())
-      throw std::invalid_argument(std::string(name) + " needs a value");
-    value = args[pos + 1];
-    pos += 2;
+    }
+    last = name;
+    if (value.empty())
+      throw std::invalid_argument(std::string(name) +
+                                  " needs a value, got an empty one");
     return true;
   }
+
+  /// The option consumed last, as the user spelled it.
+  const std::string &lastOption() const { return last; }
 
   /// Consumes a positional argument or throws on an unknown option.
   std::string positional() {
@@ -53,6 +60,7 @@ public:
 private:
   std::vector<std::string> args;
   size_t pos = 0;
+  std::string last;
 };
 
 } // namespace staticify

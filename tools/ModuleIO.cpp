@@ -1,12 +1,16 @@
-//===- ModuleIO.cpp - Loading and saving TorchScript modules safely
-//--------===//
+//===- ModuleIO.cpp - Loading and saving TorchScript modules safely -------===//
 
 #include "tools/ModuleIO.h"
 
 #include <caffe2/serialize/inline_container.h>
+#include <caffe2/serialize/read_adapter_interface.h>
+#include <torch/csrc/jit/serialization/export.h>
 #include <torch/csrc/jit/serialization/import.h>
+#include <torch/csrc/jit/mobile/type_parser.h>
+#include <torch/csrc/jit/serialization/pickle.h>
 
 #include <dlfcn.h>
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -14,9 +18,8 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
-#include <fstream>
+#include <iostream>
 #include <regex>
-#include <sstream>
 
 namespace staticify {
 
@@ -24,6 +27,9 @@ namespace {
 
 const char *const kExportHint =
     "export it with torch.jit.script(model).save(path)";
+const char *const kCopyHint = "copy or export it again";
+
+std::string inQuotes(const std::string &path) { return "'" + path + "'"; }
 
 } // namespace
 
@@ -38,6 +44,432 @@ std::string firstLine(const std::string &text) {
   return line;
 }
 
+std::string printable(const std::string &text, bool keepNewlines) {
+  std::string out;
+  auto escape = [&](unsigned char c) {
+    const char *hex = "0123456789abcdef";
+    out += "\\x";
+    out += hex[c >> 4];
+    out += hex[c & 15];
+  };
+  for (size_t i = 0; i < text.size();) {
+    unsigned char c = static_cast<unsigned char>(text[i]);
+    if (c < 0x80) {
+      if ((c < 0x20 && !(keepNewlines && c == '\n')) || c == 0x7f)
+        escape(c);
+      else
+        out += static_cast<char>(c);
+      ++i;
+      continue;
+    }
+    // A UTF-8 sequence: a lead byte and its continuation bytes.
+    size_t length = c >= 0xf0 && c < 0xf5 ? 4 : c >= 0xe0 ? 3 : c >= 0xc2 ? 2 : 0;
+    bool valid = length > 0 && i + length <= text.size();
+    for (size_t k = 1; valid && k < length; ++k)
+      valid = (static_cast<unsigned char>(text[i + k]) & 0xc0) == 0x80;
+    if (!valid) {
+      escape(c);
+      ++i;
+      continue;
+    }
+    out.append(text, i, length);
+    i += length;
+  }
+  return out;
+}
+
+std::string libtorchText(const std::exception &e) {
+  auto *c10Error = dynamic_cast<const c10::Error *>(&e);
+  return c10Error ? c10Error->what_without_backtrace() : e.what();
+}
+
+void loadLibrary(const std::string &path) {
+  if (!dlopen(path.c_str(), RTLD_NOW | RTLD_GLOBAL)) {
+    const char *why = dlerror();
+    throw UserError("cannot load library " + inQuotes(path) + ": " +
+                    (why ? why : "unknown error") +
+                    "; check the path given to --load-library");
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// Reading
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// An archive on disk, read with pread: no stdio buffer, no seek state.
+class FileReader final : public caffe2::serialize::ReadAdapterInterface {
+public:
+  FileReader(int fd, size_t size) : fd(fd), bytes(size) {}
+  ~FileReader() override { ::close(fd); }
+  size_t size() const override { return bytes; }
+  size_t read(uint64_t pos, void *buf, size_t n,
+              const char * /*what*/ = "") const override {
+    size_t done = 0;
+    while (done < n) {
+      ssize_t got = ::pread(fd, static_cast<char *>(buf) + done, n - done,
+                            static_cast<off_t>(pos + done));
+      if (got < 0 && errno == EINTR)
+        continue;
+      if (got <= 0)
+        break;
+      done += static_cast<size_t>(got);
+    }
+    return done;
+  }
+
+private:
+  int fd;
+  size_t bytes;
+};
+
+/// An archive held in memory (the fuzzer's, or one rebuilt without its bad
+/// debug records).
+class BytesReader final : public caffe2::serialize::ReadAdapterInterface {
+public:
+  explicit BytesReader(std::string bytes) : bytes(std::move(bytes)) {}
+  size_t size() const override { return bytes.size(); }
+  size_t read(uint64_t pos, void *buf, size_t n,
+              const char * /*what*/ = "") const override {
+    if (pos >= bytes.size())
+      return 0;
+    n = std::min<size_t>(n, bytes.size() - pos);
+    std::memcpy(buf, bytes.data() + pos, n);
+    return n;
+  }
+
+private:
+  std::string bytes;
+};
+
+using Reader = std::shared_ptr<caffe2::serialize::ReadAdapterInterface>;
+
+/// Opens \p path for reading if it is a regular file. O_NONBLOCK: opening a
+/// FIFO must not wait for a writer before it can be refused.
+Reader openRegularFile(const std::string &path) {
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0)
+    throw UserError("cannot open " + inQuotes(path) + ": " +
+                    std::strerror(errno) + "; check the path");
+  if (S_ISDIR(st.st_mode))
+    throw UserError(inQuotes(path) +
+                    " is a directory; give the path of a TorchScript .pt file");
+  int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0)
+    throw UserError("cannot read " + inQuotes(path) + ": " +
+                    std::strerror(errno) + "; check its permissions");
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    const char *kind = S_ISFIFO(st.st_mode)   ? "a FIFO"
+                       : S_ISCHR(st.st_mode)  ? "a character device"
+                       : S_ISBLK(st.st_mode)  ? "a block device"
+                       : S_ISSOCK(st.st_mode) ? "a socket"
+                                              : "not a regular file";
+    throw UserError(inQuotes(path) + " is " + kind +
+                    "; give the path of a TorchScript .pt file");
+  }
+  return std::make_shared<FileReader>(fd, static_cast<size_t>(st.st_size));
+}
+
+/// Turns libtorch's failure to load into our words; its own text is printed
+/// only with --verbose. Known causes get their own remedy.
+[[noreturn]] void failedToLoad(const std::string &name, const std::string &text,
+                               const LoadOptions &options) {
+  if (options.verbose)
+    std::cerr << "staticify: note: libtorch says:\n"
+              << printable(text, /*keepNewlines=*/true) << "\n";
+  std::smatch m;
+  static const std::regex unknownOp(
+      R"(Unknown (?:builtin )?op: ([A-Za-z_0-9]+)::([A-Za-z_0-9]+))");
+  if (std::regex_search(text, m, unknownOp)) {
+    if (m[1].str() != "aten" && m[1].str() != "prim")
+      throw UserError(inQuotes(name) + " uses the unknown custom op '" +
+                      m[1].str() + "::" + m[2].str() +
+                      "'; load the library that registers it with "
+                      "--load-library PATH (for torchvision ops: "
+                      "torchvision's _C.so)");
+    throw UserError(inQuotes(name) + " uses the op '" + m[1].str() +
+                    "::" + m[2].str() +
+                    "', which this libtorch does not have; export it with "
+                    "the PyTorch version staticify is built against");
+  }
+  bool archive = text.find("PytorchStreamReader") != std::string::npos ||
+                 text.find("inline_container") != std::string::npos ||
+                 text.find("crc32") != std::string::npos;
+  throw UserError(
+      inQuotes(name) +
+      (archive ? " is truncated or corrupt (a record cannot be read); "
+               : " is not a TorchScript module libtorch can load (its code, "
+                 "constants or attributes are malformed); ") +
+      kCopyHint + " (--verbose shows libtorch's message)");
+}
+
+/// The record \p name, read through libtorch's zip reader (which inflates
+/// and checks the CRC).
+std::string readRecord(caffe2::serialize::PyTorchStreamReader &reader,
+                       const std::string &archive, const std::string &name,
+                       const LoadOptions &options) {
+  try {
+    auto [data, size] = reader.getRecord(name);
+    return std::string(static_cast<const char *>(data.get()), size);
+  } catch (const std::exception &e) {
+    if (options.verbose)
+      std::cerr << "staticify: note: libtorch says:\n"
+                << printable(libtorchText(e), /*keepNewlines=*/true) << "\n";
+    throw UserError(inQuotes(archive) + " is truncated or corrupt (record '" +
+                    name + "' cannot be read); " + kCopyHint);
+  }
+}
+
+/// What libtorch's source-range reader would index out of bounds in a debug
+/// record that parses as a pickle (it checks none of it, and the records are
+/// read lazily, when a location is first asked for or the module is saved).
+/// Returns the problem, or nothing. Formats: a tuple of (offset, range, tag)
+/// records, or ("FORMAT_WITH_STRING_TABLE", texts, records); a range is
+/// (source, start, end); a source is (text, file, line) or, with a string
+/// table, (line indices, file index, line).
+std::optional<std::string> checkSourceRanges(const std::string &bytes) {
+  c10::IValue root;
+  try {
+    root = torch::jit::unpickle(bytes.data(), bytes.size(), nullptr, {},
+                                c10::parseType);
+  } catch (const std::exception &) {
+    return "it does not unpickle";
+  }
+  auto tupleOf = [](const c10::IValue &v,
+                    size_t n) -> const c10::ivalue::TupleElements * {
+    if (!v.isTuple())
+      return nullptr;
+    const auto &e = v.toTupleRef().elements();
+    return e.size() >= n ? &e : nullptr;
+  };
+  const auto *top = tupleOf(root, 1);
+  if (!top)
+    return "it is not a non-empty tuple";
+  std::vector<size_t> textSizes;
+  const c10::IValue *records = &root;
+  if ((*top)[0].isString() &&
+      (*top)[0].toStringRef() == "FORMAT_WITH_STRING_TABLE") {
+    const auto *texts = top->size() >= 3 ? tupleOf((*top)[1], 0) : nullptr;
+    if (!texts)
+      return "its string table is malformed";
+    for (const c10::IValue &t : *texts) {
+      if (!t.isString())
+        return "its string table holds a non-string";
+      textSizes.push_back(t.toStringRef().size());
+    }
+    records = &(*top)[2];
+  }
+  const auto *entries = tupleOf(*records, 0);
+  if (!entries)
+    return "its records are not a tuple";
+  for (const c10::IValue &entry : *entries) {
+    const auto *e = tupleOf(entry, 2);
+    const auto *range = e ? tupleOf((*e)[1], 3) : nullptr;
+    const auto *source = range ? tupleOf((*range)[0], 3) : nullptr;
+    if (!e || !(*e)[0].isInt() || !range || range->size() != 3 ||
+        !(*range)[1].isInt() || !(*range)[2].isInt() || !source ||
+        source->size() != 3 || !(*source)[2].isInt())
+      return "a record is malformed";
+    int64_t length = 0;
+    if (!textSizes.empty()) {
+      if (!(*source)[0].isIntList() || !(*source)[1].isInt())
+        return "a source is malformed";
+      auto inTable = [&](int64_t i) {
+        return i >= 0 && static_cast<size_t>(i) < textSizes.size();
+      };
+      if (!inTable((*source)[1].toInt()))
+        return "a file name is outside the string table";
+      for (int64_t i : (*source)[0].toIntList()) {
+        if (!inTable(i))
+          return "a source line is outside the string table";
+        length += static_cast<int64_t>(textSizes[i]);
+      }
+    } else {
+      if (!(*source)[0].isString() ||
+          !((*source)[1].isString() || (*source)[1].isNone()))
+        return "a source is malformed";
+      length = static_cast<int64_t>((*source)[0].toStringRef().size());
+    }
+    // torch.jit.save itself writes ranges one past a source's end (an empty
+    // line's range is 0..1): allow a newline per line and one more.
+    int64_t start = (*range)[1].toInt(), end = (*range)[2].toInt();
+    int64_t slack = 1 + (textSizes.empty()
+                             ? 0
+                             : static_cast<int64_t>(
+                                   (*source)[0].toIntList().size()));
+    if (start < 0 || start > end || end > length + slack)
+      return "a range lies outside its source";
+  }
+  return std::nullopt;
+}
+
+/// Whether each storage a pickle refers to is in a record that holds it:
+/// libtorch reads numel * itemsize bytes from a record of any size.
+std::optional<std::string>
+checkStorages(const std::string &pickle,
+              const std::vector<StorageRef> &storages,
+              const std::vector<ArchiveRecord> &records) {
+  std::string folder = pickle.substr(0, pickle.size() - 4) + "/"; // ".pkl"
+  for (const StorageRef &s : storages) {
+    std::string name = folder + s.key;
+    auto it = std::find_if(records.begin(), records.end(),
+                           [&](const ArchiveRecord &r) { return r.name == name; });
+    if (s.numel == 0)
+      continue;
+    if (it == records.end())
+      return "record '" + name + "', which holds a tensor, is missing";
+    if (s.numel > it->size / s.itemSize)
+      return "record '" + name + "' holds " + std::to_string(it->size) +
+             " bytes, but its tensor needs " + std::to_string(s.numel) + " x " +
+             std::to_string(s.itemSize);
+  }
+  return std::nullopt;
+}
+
+/// A copy of the archive without the records in \p drop.
+Reader rebuildWithout(caffe2::serialize::PyTorchStreamReader &reader,
+                      const std::vector<std::string> &drop) {
+  std::string bytes;
+  {
+    caffe2::serialize::PyTorchStreamWriter writer(
+        [&](const void *data, size_t n) {
+          bytes.append(static_cast<const char *>(data), n);
+          return n;
+        });
+    writer.setMinVersion(reader.version());
+    for (const std::string &name : reader.getAllRecords()) {
+      // The writer adds its own version record.
+      if (name == "version" ||
+          std::find(drop.begin(), drop.end(), name) != drop.end())
+        continue;
+      auto [data, size] = reader.getRecord(name);
+      writer.writeRecord(name, data.get(), size);
+    }
+    writer.writeEndOfFile();
+  }
+  return std::make_shared<BytesReader>(std::move(bytes));
+}
+
+LoadedModule loadArchive(Reader in, const std::string &name,
+                         const LoadOptions &options) {
+  char magic[4] = {};
+  size_t got = in->read(0, magic, 4);
+  if (got < 4 || std::memcmp(magic, "PK\x03\x04", 4) != 0) {
+    bool pickle = got >= 1 && static_cast<unsigned char>(magic[0]) == 0x80;
+    throw UserError(inQuotes(name) + " is not a TorchScript archive (" +
+                    (pickle ? "a legacy torch.save pickle" : "not a zip file") +
+                    "); " + kExportHint);
+  }
+
+  std::vector<ArchiveRecord> records;
+  try {
+    records = readArchiveDirectory(
+        [&](uint64_t offset, size_t n, char *out) {
+          return in->read(offset, out, n);
+        },
+        in->size(), options.limits);
+  } catch (const ArchiveProblem &p) {
+    if (p.exceedsLimit())
+      throw UserError(inQuotes(name) + " exceeds a safety limit (" + p.what() +
+                      "); torch.jit.save does not write such archives: "
+                      "export it again (docs/reliability.md lists the limits)");
+    throw UserError(inQuotes(name) + " is truncated or corrupt (" + p.what() +
+                    "); " + kCopyHint);
+  }
+  auto has = [&](auto predicate) {
+    return std::any_of(records.begin(), records.end(), predicate);
+  };
+  bool hasCode =
+      has([](const ArchiveRecord &r) { return r.name.rfind("code/", 0) == 0; });
+  bool hasConstants =
+      has([](const ArchiveRecord &r) { return r.name == "constants.pkl"; });
+  if (!hasCode || !hasConstants) {
+    bool checkpoint =
+        has([](const ArchiveRecord &r) { return r.name == "data.pkl"; });
+    throw UserError(
+        inQuotes(name) + " is a zip archive but not a TorchScript module" +
+        (checkpoint ? " (it looks like a torch.save checkpoint)" : "") + "; " +
+        kExportHint);
+  }
+
+  std::shared_ptr<caffe2::serialize::PyTorchStreamReader> reader;
+  try {
+    reader = std::make_shared<caffe2::serialize::PyTorchStreamReader>(in);
+  } catch (const std::exception &e) {
+    failedToLoad(name, libtorchText(e), options);
+  }
+
+  // What libtorch parses recursively is checked first. Source locations are
+  // a convenience: a bad debug record is dropped with a warning.
+  LoadedModule loaded;
+  std::vector<std::string> badDebugRecords;
+  for (const ArchiveRecord &r : records) {
+    RecordKind kind = recordKind(r.name);
+    if (r.name.rfind("extra/", 0) == 0)
+      loaded.extraFiles.emplace(r.name.substr(6), "");
+    if (kind == RecordKind::Other)
+      continue;
+    std::string bytes = readRecord(*reader, name, r.name, options);
+    std::vector<StorageRef> storages;
+    std::optional<std::string> problem =
+        kind == RecordKind::Code ? checkCode(bytes, options.limits)
+                                 : checkPickle(bytes, options.limits, &storages);
+    if (!problem && kind == RecordKind::Pickle)
+      problem = checkStorages(r.name, storages, records);
+    if (!problem && kind == RecordKind::DebugPickle)
+      problem = checkSourceRanges(bytes);
+    if (!problem)
+      continue;
+    if (kind == RecordKind::DebugPickle) {
+      badDebugRecords.push_back(r.name);
+      loaded.warnings.push_back(inQuotes(name) + ": record '" + r.name +
+                                "' is unusable (" + *problem +
+                                "); findings point into the archive's code, not the Python "
+                                "source");
+      continue;
+    }
+    throw UserError(inQuotes(name) + " cannot be loaded safely: record '" +
+                    r.name + "': " + *problem +
+                    "; torch.jit.save does not write this: " + kCopyHint);
+  }
+  if (!badDebugRecords.empty()) {
+    try {
+      in = rebuildWithout(*reader, badDebugRecords);
+    } catch (const std::exception &e) {
+      failedToLoad(name, libtorchText(e), options);
+    }
+  }
+  reader.reset();
+
+  try {
+    loaded.module = torch::jit::load(in, /*device=*/{}, loaded.extraFiles);
+  } catch (const std::bad_alloc &) {
+    throw UserError("not enough memory to load " + inQuotes(name));
+  } catch (const std::exception &e) {
+    // c10::Error and the frontend's ErrorReport both land here.
+    failedToLoad(name, libtorchText(e), options);
+  }
+  return loaded;
+}
+
+} // namespace
+
+LoadedModule loadModule(const std::string &path, const LoadOptions &options) {
+  return loadArchive(openRegularFile(path), path, options);
+}
+
+LoadedModule loadModuleFromBytes(std::string bytes, const std::string &name,
+                                 const LoadOptions &options) {
+  return loadArchive(std::make_shared<BytesReader>(std::move(bytes)), name,
+                     options);
+}
+
+//===----------------------------------------------------------------------===//
+// Writing
+//===----------------------------------------------------------------------===//
+
 namespace {
 
 std::string parentDirectory(const std::string &path) {
@@ -47,165 +479,137 @@ std::string parentDirectory(const std::string &path) {
   return slash == 0 ? "/" : path.substr(0, slash);
 }
 
-std::string readTail(std::ifstream &in, std::streamoff size, size_t n) {
-  std::streamoff start = std::max<std::streamoff>(0, size - (std::streamoff)n);
-  in.seekg(start);
-  std::string tail(static_cast<size_t>(size - start), '\0');
-  in.read(tail.data(), (std::streamsize)tail.size());
-  return tail;
-}
+/// A file written through write(2), every error kept: libtorch's writer
+/// throws from its destructor on a short write (std::terminate), so the
+/// callback it gets always accepts and the error is read afterwards.
+class TemporaryFile {
+public:
+  TemporaryFile(const std::string &temporary, const std::string &path)
+      : path(path) {
+    fd = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC,
+                0666);
+    if (fd < 0)
+      throw UserError("cannot write " + inQuotes(path) + ": " +
+                      std::strerror(errno));
+  }
+  ~TemporaryFile() {
+    if (fd >= 0)
+      ::close(fd);
+  }
+
+  size_t write(const void *data, size_t n) {
+    const char *p = static_cast<const char *>(data);
+    for (size_t left = n; left > 0 && error == 0;) {
+      ssize_t done = ::write(fd, p, left);
+      if (done < 0 && errno == EINTR)
+        continue;
+      if (done <= 0) {
+        error = done < 0 ? errno : ENOSPC;
+        break;
+      }
+      p += done;
+      left -= static_cast<size_t>(done);
+    }
+    return n;
+  }
+
+  /// Flushes to disk and closes; throws UserError on any error seen.
+  void finish() {
+    if (error == 0 && ::fsync(fd) != 0 && errno != EINVAL)
+      error = errno;
+    if (::close(fd) != 0 && error == 0)
+      error = errno;
+    fd = -1;
+    if (error != 0)
+      throw UserError("cannot write " + inQuotes(path) + ": " +
+                      std::strerror(error) +
+                      "; free space or choose another place (nothing was "
+                      "written)");
+  }
+
+private:
+  std::string path;
+  int fd = -1;
+  int error = 0;
+};
 
 } // namespace
 
-void loadLibrary(const std::string &path) {
-  if (!dlopen(path.c_str(), RTLD_NOW | RTLD_GLOBAL)) {
-    const char *why = dlerror();
-    throw UserError("cannot load library '" + path +
-                    "': " + (why ? why : "unknown error") +
-                    "; check the path given to --load-library");
-  }
-}
-
-void checkTorchScriptArchive(const std::string &path) {
-  struct stat st;
-  if (stat(path.c_str(), &st) != 0)
-    throw UserError("cannot open '" + path + "': " + std::strerror(errno) +
-                    "; check the path");
-  if (S_ISDIR(st.st_mode))
-    throw UserError(
-        "'" + path +
-        "' is a directory; give the path of a TorchScript .pt file");
-  std::ifstream in(path, std::ios::binary);
-  if (!in || access(path.c_str(), R_OK) != 0)
-    throw UserError("cannot read '" + path + "': " + std::strerror(EACCES) +
-                    "; check its permissions");
-
-  char magic[4] = {};
-  in.read(magic, 4);
-  if (in.gcount() < 4 || std::memcmp(magic, "PK\x03\x04", 4) != 0) {
-    bool pickle =
-        in.gcount() >= 1 && static_cast<unsigned char>(magic[0]) == 0x80;
-    throw UserError("'" + path + "' is not a TorchScript archive (" +
-                    (pickle ? "a legacy torch.save pickle" : "not a zip file") +
-                    "); " + kExportHint);
-  }
-  // The end-of-central-directory record sits in the last 64 KiB + 22 bytes;
-  // a truncated archive has lost it.
-  std::string tail = readTail(in, st.st_size, 65536 + 22);
-  if (tail.find("PK\x05\x06") == std::string::npos)
-    throw UserError("'" + path +
-                    "' is truncated or corrupt (its zip directory is missing); "
-                    "copy or export it again");
-
-  std::vector<std::string> records;
-  try {
-    caffe2::serialize::PyTorchStreamReader reader(path);
-    records = reader.getAllRecords();
-  } catch (const std::exception &e) {
-    throw UserError("'" + path + "' is a corrupt archive (" +
-                    firstLine(e.what()) + "); copy or export it again");
-  }
-  bool hasCode = std::any_of(records.begin(), records.end(),
-                             [](auto &r) { return r.rfind("code/", 0) == 0; });
-  bool hasConstants = std::find(records.begin(), records.end(),
-                                "constants.pkl") != records.end();
-  if (!hasCode || !hasConstants) {
-    bool checkpoint =
-        std::find(records.begin(), records.end(), "data.pkl") != records.end();
-    throw UserError(
-        "'" + path + "' is a zip archive but not a TorchScript module" +
-        (checkpoint ? " (it looks like a torch.save checkpoint)" : "") + "; " +
-        kExportHint);
-  }
-}
-
-LoadedModule loadModule(const std::string &path) {
-  checkTorchScriptArchive(path);
-  LoadedModule loaded;
-  {
-    caffe2::serialize::PyTorchStreamReader reader(path);
-    for (const std::string &record : reader.getAllRecords())
-      if (record.rfind("extra/", 0) == 0)
-        loaded.extraFiles.emplace(record.substr(6), "");
-  }
-  try {
-    loaded.module = torch::jit::load(path, /*device=*/{}, loaded.extraFiles);
-  } catch (const std::exception &e) {
-    // c10::Error and the frontend's ErrorReport both land here.
-    auto *c10Error = dynamic_cast<const c10::Error *>(&e);
-    std::string what = c10Error ? c10Error->what_without_backtrace() : e.what();
-    std::smatch m;
-    static const std::regex unknownOp(
-        R"(Unknown (?:builtin )?op: ([A-Za-z_0-9]+::[A-Za-z_0-9]+))");
-    if (std::regex_search(what, m, unknownOp))
-      throw UserError("'" + path + "' uses the unknown custom op '" +
-                      m[1].str() +
-                      "'; load the library that registers it with "
-                      "--load-library PATH (for torchvision ops: torchvision's "
-                      "_C.so)");
-    throw UserError("cannot load '" + path +
-                    "' as TorchScript: " + firstLine(what));
-  }
-  return loaded;
-}
-
-void checkOutputPath(const std::string &output, const std::string &input) {
+void checkOutputPath(const std::string &output, const std::string &input,
+                     const std::string &option) {
   std::string dir = parentDirectory(output);
   struct stat st;
-  if (stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
-    throw UserError("cannot write '" + output + "': directory '" + dir +
-                    "' does not exist; create it first");
+  if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
+    throw UserError("cannot write " + inQuotes(output) + " (" + option +
+                    "): directory '" + dir + "' does not exist; create it "
+                    "first");
   struct stat out, in;
-  if (stat(output.c_str(), &out) == 0) {
+  if (::stat(output.c_str(), &out) == 0) {
     if (S_ISDIR(out.st_mode))
-      throw UserError("cannot write '" + output +
-                      "': it is a directory; give a file path to -o");
-    if (stat(input.c_str(), &in) == 0 && in.st_dev == out.st_dev &&
+      throw UserError("cannot write " + inQuotes(output) + ": it is a "
+                      "directory; give a file path to " + option);
+    if (!S_ISREG(out.st_mode))
+      throw UserError("cannot write " + inQuotes(output) + ": it is not a "
+                      "regular file; give a file path to " + option);
+    if (::stat(input.c_str(), &in) == 0 && in.st_dev == out.st_dev &&
         in.st_ino == out.st_ino)
-      throw UserError("refusing to overwrite the input '" + input +
-                      "'; give -o a different path");
+      throw UserError("refusing to overwrite the input " + inQuotes(input) +
+                      "; give " + option + " a different path");
   }
 }
 
-/// A temporary path next to \p path, so that rename() stays on one
-/// filesystem and is atomic.
-static std::string temporaryPathFor(const std::string &path) {
-  return path + ".tmp." + std::to_string(getpid());
+std::string OutputFiles::temporaryPath(const std::string &path, long pid) {
+  // Next to the file, so that rename() stays on one filesystem.
+  return path + ".tmp." + std::to_string(pid);
 }
 
-static void commit(const std::string &tmp, const std::string &path) {
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    std::string why = std::strerror(errno);
-    std::remove(tmp.c_str());
-    throw UserError("cannot write '" + path + "': " + why);
+OutputFiles::~OutputFiles() {
+  for (const Pending &p : pending)
+    std::remove(p.temporary.c_str());
+}
+
+void OutputFiles::addText(const std::string &path,
+                          const std::string &contents) {
+  std::string temporary = temporaryPath(path, ::getpid());
+  TemporaryFile file(temporary, path);
+  pending.push_back({temporary, path});
+  file.write(contents.data(), contents.size());
+  file.finish();
+}
+
+void OutputFiles::addModule(const std::string &path,
+                            const torch::jit::Module &module,
+                            const torch::jit::ExtraFilesMap &extraFiles) {
+  std::string temporary = temporaryPath(path, ::getpid());
+  TemporaryFile file(temporary, path);
+  pending.push_back({temporary, path});
+  try {
+    torch::jit::ExportModule(
+        module,
+        [&](const void *data, size_t n) { return file.write(data, n); },
+        extraFiles);
+  } catch (const std::exception &e) {
+    if (verbose)
+      std::cerr << "staticify: note: libtorch says:\n"
+                << printable(libtorchText(e), /*keepNewlines=*/true) << "\n";
+    throw UserError("cannot save " + inQuotes(path) +
+                    ": libtorch could not serialize the module (--verbose "
+                    "shows its message)");
   }
+  file.finish();
 }
 
-void writeFileAtomically(const std::string &path, const std::string &contents) {
-  std::string tmp = temporaryPathFor(path);
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    out << contents;
-    out.close();
-    if (!out) {
-      std::remove(tmp.c_str());
-      throw UserError("cannot write '" + path + "': " + std::strerror(errno));
+void OutputFiles::commit() {
+  for (size_t i = 0; i < pending.size(); ++i) {
+    const Pending &p = pending[i];
+    if (std::rename(p.temporary.c_str(), p.path.c_str()) != 0) {
+      std::string why = std::strerror(errno);
+      // What was renamed already stays (it is complete); the rest goes.
+      pending.erase(pending.begin(), pending.begin() + i);
+      throw UserError("cannot write " + inQuotes(p.path) + ": " + why);
     }
   }
-  commit(tmp, path);
-}
-
-void saveModuleAtomically(const torch::jit::Module &module,
-                          const std::string &path,
-                          const torch::jit::ExtraFilesMap &extraFiles) {
-  std::string tmp = temporaryPathFor(path);
-  try {
-    module.save(tmp, extraFiles);
-  } catch (const std::exception &e) {
-    std::remove(tmp.c_str());
-    throw UserError("cannot save '" + path + "': " + firstLine(e.what()));
-  }
-  commit(tmp, path);
+  pending.clear();
 }
 
 std::vector<std::string> methodNames(const torch::jit::Module &module) {

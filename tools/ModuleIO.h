@@ -1,12 +1,16 @@
-//===- ModuleIO.h - Loading and saving TorchScript modules safely
-//----------===//
+//===- ModuleIO.h - Loading and saving TorchScript modules safely ---------===//
 //
 // Every way an input can be wrong becomes a one-line UserError naming the
-// problem and the fix; saving goes through a temporary file and a rename, so a
-// failure never leaves a partial output and the input is never overwritten.
+// file, the problem and the fix; libtorch's own text goes only to --verbose.
+// An archive is checked (tools/ArchiveGuard.h) before libtorch parses it.
+// Outputs are written to temporary files and renamed together at the end, so
+// a failure never leaves a partial or stray file and the input is never
+// overwritten.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
+
+#include "tools/ArchiveGuard.h"
 
 #include <torch/csrc/jit/api/module.h>
 
@@ -26,32 +30,73 @@ public:
 /// punctuation: libtorch messages start with a newline and end in a backtrace.
 std::string firstLine(const std::string &text);
 
+/// \p text with control characters and bytes that are not UTF-8 written as
+/// \xNN, so that a message stays one readable line whatever a file or record
+/// name holds (\p keepNewlines: several lines, for --verbose notes).
+std::string printable(const std::string &text, bool keepNewlines = false);
+
+/// The text of an exception libtorch threw, without its backtrace.
+std::string libtorchText(const std::exception &e);
+
 /// dlopen()s a custom-op library (torchvision's _C.so for torchvision::nms).
 void loadLibrary(const std::string &path);
 
-/// Checks that \p path can be read and is a TorchScript archive; throws
-/// UserError otherwise. Cheap: reads only the zip directory.
-void checkTorchScriptArchive(const std::string &path);
+struct LoadOptions {
+  ArchiveLimits limits;
+  /// Print libtorch's own text for a failed load (--verbose).
+  bool verbose = false;
+};
 
 struct LoadedModule {
   torch::jit::Module module;
   /// Every extra file of the archive (kept in the output).
   torch::jit::ExtraFilesMap extraFiles;
+  /// What was wrong but could be worked around (unusable source locations),
+  /// one line each, for `staticify: warning:`.
+  std::vector<std::string> warnings;
 };
 
-/// Loads \p path as TorchScript with all its extra files.
-LoadedModule loadModule(const std::string &path);
+/// Loads the TorchScript archive at \p path with all its extra files; throws
+/// UserError. Refuses what is not a regular file before opening it for long.
+LoadedModule loadModule(const std::string &path,
+                        const LoadOptions &options = {});
 
-/// Checks that \p output can be written and is not \p input.
-void checkOutputPath(const std::string &output, const std::string &input);
+/// Loads an archive held in memory; \p name stands for it in messages.
+LoadedModule loadModuleFromBytes(std::string bytes, const std::string &name,
+                                 const LoadOptions &options = {});
 
-/// Writes \p contents to \p path through a temporary file and a rename.
-void writeFileAtomically(const std::string &path, const std::string &contents);
+/// Checks that \p output (given to option \p option) can be written and is
+/// not \p input.
+void checkOutputPath(const std::string &output, const std::string &input,
+                     const std::string &option = "-o");
 
-/// Saves \p module to \p path through a temporary file and a rename.
-void saveModuleAtomically(const torch::jit::Module &module,
-                          const std::string &path,
-                          const torch::jit::ExtraFilesMap &extraFiles);
+/// The files a run writes, made all at once: each is written to a temporary
+/// file next to it as it is added, and commit() renames them all into place.
+/// Destroying it without commit() removes every temporary file.
+class OutputFiles {
+public:
+  /// \p verbose: print libtorch's text when saving fails.
+  explicit OutputFiles(bool verbose = false) : verbose(verbose) {}
+  OutputFiles(const OutputFiles &) = delete;
+  OutputFiles &operator=(const OutputFiles &) = delete;
+  ~OutputFiles();
+
+  void addText(const std::string &path, const std::string &contents);
+  void addModule(const std::string &path, const torch::jit::Module &module,
+                 const torch::jit::ExtraFilesMap &extraFiles);
+  void commit();
+
+  /// The temporary path a file is written to before its rename, for
+  /// process \p pid (the supervisor removes a crashed child's).
+  static std::string temporaryPath(const std::string &path, long pid);
+
+private:
+  struct Pending {
+    std::string temporary, path;
+  };
+  std::vector<Pending> pending;
+  bool verbose;
+};
 
 /// The names of the module's methods, for "unknown method" messages.
 std::vector<std::string> methodNames(const torch::jit::Module &module);

@@ -13,10 +13,13 @@
 #include "tools/CommandLine.h"
 #include "tools/CudaGraphs.h"
 #include "tools/ModuleIO.h"
+#include "tools/Supervisor.h"
 
 #include <torch/csrc/jit/api/function_impl.h>
 
+#include <csignal>
 #include <iostream>
+#include <set>
 
 #include <unistd.h>
 
@@ -69,6 +72,7 @@ options:
                         ../lib/libstaticify_runtime.so next to this program)
   --passes LIST         run this comma-separated pipeline instead of the
                         default; known passes: %PASSES%
+  --verbose             with an error, also print libtorch's own message
   --help                print this help
   --version             print the version
 
@@ -81,7 +85,8 @@ examples:
   staticify model.pt -o out.pt --bound num_boxes=300 --padded-outputs
 
 exit status: 0 on success (findings are not errors), 1 on a bad input or
-output, 2 on a bad command line.
+output, 2 on a bad command line. Outputs (-o, --report-json, --dot) are
+written together at the end: a failed run leaves none of them.
 )";
 
 namespace {
@@ -89,9 +94,12 @@ namespace {
 struct Options {
   std::string input;
   std::string output;
+  /// How the user spelled the output option (-o or --output), for messages.
+  std::string outputOption = "-o";
   std::string reportJson;
   std::string dot;
   bool report = false;
+  bool verbose = false;
   bool inlineCalls = true;
   bool outline = false;
   bool cudaGraphs = false;
@@ -128,6 +136,32 @@ std::string versionString() {
          std::to_string(compat::kTorchMinor) + ")";
 }
 
+/// An output option given twice is a mistake, not "the last one wins".
+void setOnce(const CommandLine &cl, std::string &slot,
+             const std::string &value) {
+  if (!slot.empty())
+    throw std::invalid_argument(cl.lastOption() + " is given twice ('" + slot +
+                                "' and '" + value + "')");
+  slot = value;
+}
+
+/// `--bound NAME=N`: NAME a Python variable or FILE:LINE, N a non-negative
+/// integer; no spaces anywhere (a shell quoting slip is an error, not a
+/// different name).
+std::pair<std::string, int64_t> parseBound(const std::string &value) {
+  size_t eq = value.rfind('=');
+  if (eq == std::string::npos || eq == 0 || eq + 1 == value.size() ||
+      value.find_first_of(" \t") != std::string::npos)
+    throw std::invalid_argument("--bound needs NAME=N with no spaces, got '" +
+                                value + "'");
+  std::string digits = value.substr(eq + 1);
+  if (digits.size() > 18 ||
+      digits.find_first_not_of("0123456789") != std::string::npos)
+    throw std::invalid_argument("--bound " + value +
+                                ": N must be a non-negative integer");
+  return {value.substr(0, eq), std::stoll(digits)};
+}
+
 /// Returns an exit code to stop with, or -1 to go on.
 int parseOptions(int argc, char **argv, Options &opts) {
   CommandLine cl(argc, argv);
@@ -141,12 +175,17 @@ int parseOptions(int argc, char **argv, Options &opts) {
       std::cout << versionString() << "\n";
       return 0;
     }
-    if (cl.option("-o", opts.output) || cl.option("--output", opts.output) ||
-        cl.option("--report-json", opts.reportJson) ||
-        cl.option("--dot", opts.dot))
-      continue;
-    if (cl.flag("--report")) {
+    if (cl.option("-o", value) || cl.option("--output", value)) {
+      setOnce(cl, opts.output, value);
+      opts.outputOption = cl.lastOption();
+    } else if (cl.option("--report-json", value)) {
+      setOnce(cl, opts.reportJson, value);
+    } else if (cl.option("--dot", value)) {
+      setOnce(cl, opts.dot, value);
+    } else if (cl.flag("--report")) {
       opts.report = true;
+    } else if (cl.flag("--verbose")) {
+      opts.verbose = true;
     } else if (cl.flag("--no-inline")) {
       opts.inlineCalls = false;
     } else if (cl.flag("--drop-data-asserts")) {
@@ -160,22 +199,12 @@ int parseOptions(int argc, char **argv, Options &opts) {
     } else if (cl.flag("--padded-outputs")) {
       opts.passOptions.paddedOutputs = true;
     } else if (cl.option("--bound", value)) {
-      size_t eq = value.rfind('=');
-      if (eq == std::string::npos || eq == 0 || eq + 1 == value.size())
-        throw std::invalid_argument("--bound needs NAME=N, got '" + value +
-                                    "'");
-      size_t used = 0;
-      int64_t n = -1;
-      try {
-        n = std::stoll(value.substr(eq + 1), &used);
-      } catch (const std::exception &) {
-      }
-      if (n < 0 || used != value.size() - eq - 1)
-        throw std::invalid_argument("--bound " + value +
-                                    ": N must be a non-negative integer");
-      opts.passOptions.bounds.emplace_back(value.substr(0, eq), n);
+      opts.passOptions.bounds.push_back(parseBound(value));
     } else if (cl.option("--method", value)) {
-      opts.methods.push_back(value);
+      // Each method once, in the order first given.
+      if (std::find(opts.methods.begin(), opts.methods.end(), value) ==
+          opts.methods.end())
+        opts.methods.push_back(value);
     } else if (cl.option("--load-library", value)) {
       opts.libraries.push_back(value);
     } else if (cl.option("--passes", value)) {
@@ -202,17 +231,30 @@ int parseOptions(int argc, char **argv, Options &opts) {
   return -1;
 }
 
+/// Whether each `--bound` key names something in one of the methods.
+void checkBoundsMatched(const Options &opts,
+                        const std::set<std::string> &matched) {
+  for (const auto &[key, bound] : opts.passOptions.bounds)
+    if (!matched.count(key))
+      throw UserError("--bound " + key + "=" + std::to_string(bound) +
+                      " names no variable and no FILE:LINE of the method" +
+                      (opts.methods.size() == 1 ? " '" : "s '") +
+                      opts.methods.front() +
+                      (opts.methods.size() == 1 ? "'" : "'...") +
+                      "; use a name or line the report shows");
+}
+
 int run(const Options &opts) {
   if (!opts.output.empty())
-    checkOutputPath(opts.output, opts.input);
+    checkOutputPath(opts.output, opts.input, opts.outputOption);
   if (!opts.reportJson.empty()) {
-    checkOutputPath(opts.reportJson, opts.input);
+    checkOutputPath(opts.reportJson, opts.input, "--report-json");
     if (opts.reportJson == opts.output)
-      throw UserError("-o and --report-json both name '" + opts.output +
-                      "'; give them different paths");
+      throw UserError(opts.outputOption + " and --report-json both name '" +
+                      opts.output + "'; give them different paths");
   }
   if (!opts.dot.empty()) {
-    checkOutputPath(opts.dot, opts.input);
+    checkOutputPath(opts.dot, opts.input, "--dot");
     if (opts.dot == opts.output || opts.dot == opts.reportJson)
       throw UserError("--dot names '" + opts.dot +
                       "', which another output also names; give it its own "
@@ -234,7 +276,11 @@ int run(const Options &opts) {
                       "pass --runtime PATH");
     loadLibrary(runtime);
   }
-  LoadedModule loaded = loadModule(opts.input);
+  LoadOptions loadOptions;
+  loadOptions.verbose = opts.verbose;
+  LoadedModule loaded = loadModule(opts.input, loadOptions);
+  for (const std::string &warning : loaded.warnings)
+    std::cerr << "staticify: warning: " << printable(warning) << "\n";
 
   Report report;
   report.toolVersion = STATICIFY_VERSION;
@@ -242,6 +288,7 @@ int run(const Options &opts) {
                         std::to_string(compat::kTorchMinor);
   report.input = opts.input;
   report.output = opts.output;
+  std::set<std::string> boundsMatched;
   for (const std::string &name : opts.methods) {
     auto method = loaded.module.find_method(name);
     if (!method) {
@@ -252,12 +299,15 @@ int run(const Options &opts) {
                       "'; its methods are: " + known);
     }
     auto graph = torch::jit::toGraphFunction(method->function()).graph();
-    // Analyse and rewrite a copy; the module's own graph changes only when a
-    // rewrite applies, so a static model is written back exactly as it came.
+    // Analyse and rewrite a copy; the module's own graph changes only when
+    // the result differs in what the report describes, so a static model is
+    // written back exactly as it came.
     PipelineResult result =
         runPipeline(graph->copy(), name, opts.passes, passOptions);
+    boundsMatched.insert(result.boundsMatched.begin(),
+                         result.boundsMatched.end());
     dot = result.dot;
-    if (result.rewritten || opts.outline) {
+    if (result.rewritten || result.droppedDeadDynamicOps || opts.outline) {
       PipelineResult inPlace =
           runPipeline(graph, name, opts.passes, opts.passOptions);
       // --padded-outputs may change what the method returns.
@@ -283,27 +333,55 @@ int run(const Options &opts) {
     }
     report.methods.push_back(std::move(result.report));
   }
+  checkBoundsMatched(opts, boundsMatched);
 
+  // Every output is written to a temporary file, then all are renamed: a
+  // failure anywhere leaves none of them.
   std::string json = renderJson(report);
-  if (opts.report)
-    std::cout << renderText(report);
+  OutputFiles outputs(opts.verbose);
   if (!opts.reportJson.empty())
-    writeFileAtomically(opts.reportJson, json);
+    outputs.addText(opts.reportJson, json);
   if (!opts.dot.empty())
-    writeFileAtomically(opts.dot, dot);
+    outputs.addText(opts.dot, dot);
   if (!opts.output.empty()) {
     torch::jit::ExtraFilesMap extra = loaded.extraFiles;
     extra["staticify_report.json"] = json;
-    saveModuleAtomically(loaded.module, opts.output, extra);
-    if (!opts.report)
-      for (const MethodReport &m : report.methods)
-        std::cerr << "staticify: " << opts.output << ": " << m.name << ": "
-                  << m.before.counts.total() << " finding"
-                  << (m.before.counts.total() == 1 ? "" : "s") << ", "
-                  << m.after.counts.total() << " left; graph "
-                  << (m.after.isStatic() ? "static" : "not static") << "\n";
+    outputs.addModule(opts.output, loaded.module, extra);
   }
+  outputs.commit();
+  if (opts.report)
+    std::cout << renderText(report);
+  if (!opts.output.empty() && !opts.report)
+    for (const MethodReport &m : report.methods)
+      std::cerr << "staticify: " << opts.output << ": " << m.name << ": "
+                << m.before.counts.total() << " finding"
+                << (m.before.counts.total() == 1 ? "" : "s") << ", "
+                << m.after.counts.total() << " left; graph "
+                << (m.after.isStatic() ? "static" : "not static") << "\n";
   return 0;
+}
+
+/// Runs \p opts and turns every failure into one line and an exit code.
+int runReportingErrors(const Options &opts) {
+  try {
+    return run(opts);
+  } catch (const UserError &e) {
+    std::cerr << "staticify: error: " << printable(e.what()) << "\n";
+  } catch (const std::bad_alloc &) {
+    std::cerr << "staticify: error: out of memory while processing '"
+              << opts.input << "'\n";
+  } catch (const std::exception &e) {
+    // Not a problem we know how to name: libtorch's text only with
+    // --verbose, one line always.
+    if (opts.verbose)
+      std::cerr << "staticify: note: "
+                << printable(libtorchText(e), /*keepNewlines=*/true) << "\n";
+    std::cerr << "staticify: error: internal error while processing '"
+              << opts.input
+              << "'; please report it with the input (--verbose shows "
+                 "libtorch's message)\n";
+  }
+  return 1;
 }
 
 } // namespace
@@ -315,19 +393,13 @@ int main(int argc, char **argv) {
     if (code >= 0)
       return code;
   } catch (const std::invalid_argument &e) {
-    std::cerr << "staticify: error: " << e.what()
+    std::cerr << "staticify: error: " << printable(e.what())
               << "; see 'staticify --help'\n";
     return 2;
   }
-  try {
-    return run(opts);
-  } catch (const UserError &e) {
-    std::cerr << "staticify: error: " << e.what() << "\n";
-  } catch (const c10::Error &e) {
-    std::cerr << "staticify: error: " << firstLine(e.what_without_backtrace())
-              << "\n";
-  } catch (const std::exception &e) {
-    std::cerr << "staticify: error: " << firstLine(e.what()) << "\n";
-  }
-  return 1;
+  // A file too large for RLIMIT_FSIZE is a write error to report, not a
+  // signal that kills the process.
+  std::signal(SIGXFSZ, SIG_IGN);
+  return runSupervised([&] { return runReportingErrors(opts); }, opts.input,
+                       {opts.output, opts.reportJson, opts.dot});
 }

@@ -75,7 +75,7 @@ def test_dot_renders_regions_islands_and_cuts(staticify, save, tmp_path):
 def test_dot_takes_one_method_and_its_own_path(staticify, save, tmp_path):
     path = save(sampler.BalancedSampler())
     proc = staticify(path, "--dot", tmp_path / "a.dot", "--method", "forward",
-                     "--method", "forward", check=False)
+                     "--method", "sample", check=False)
     assert proc.returncode == 2 and "--dot" in proc.stderr
     out = tmp_path / "o.pt"
     proc = staticify(path, "-o", out, "--dot", out, check=False)

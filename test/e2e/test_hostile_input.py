@@ -1,0 +1,243 @@
+"""Regression tests for each class of defect the hostile-archive campaign
+found (issue 19, docs/reliability.md): crashes on nested pickles, empty
+REDUCEs and deep expressions, hangs on zip bombs and FIFOs, libtorch's text
+in messages, leftover files after a failed save, refused archives that
+torch.jit.load loads, and the command-line oddities. Each hostile archive is
+a valid one with one record replaced and the zip rewritten with correct
+CRCs, so it reaches the parser it is aimed at."""
+import io
+import json
+import os
+import pathlib
+import resource
+import signal
+import subprocess
+import sys
+import time
+import zipfile
+
+import pytest
+import torch
+
+import models
+from test_bad_input import assert_clean_failure
+
+INTERNALS = ("INTERNAL ASSERT", "please report a bug to PyTorch", "enforce fail",
+             "Exception raised from", "inline_container", "frame #")
+
+
+@pytest.fixture
+def good_model(save):
+    return save(models.Seed002Example2())
+
+
+def with_record(src, dst, suffix, replace, compress=False):
+    """Copies archive src to dst, replacing the record ending in suffix by
+    replace(old bytes)."""
+    with zipfile.ZipFile(src) as z, zipfile.ZipFile(dst, "w") as w:
+        hits = 0
+        for info in z.infolist():
+            data = z.read(info.filename)
+            if info.filename.endswith(suffix):
+                data = replace(data)
+                hits += 1
+            w.writestr(info.filename, data,
+                       compress_type=zipfile.ZIP_DEFLATED if compress else zipfile.ZIP_STORED)
+    assert hits == 1, suffix
+    return dst
+
+
+def run_hostile(staticify, path, tmp_path, message):
+    out = tmp_path / "out.pt"
+    report = tmp_path / "report.json"
+    start = time.monotonic()
+    proc = staticify(path, "-o", out, "--report-json", report, check=False)
+    assert time.monotonic() - start < 20
+    assert proc.returncode == 1 and proc.returncode > 0, proc  # not a signal
+    assert not any(s in proc.stderr for s in INTERNALS), proc.stderr
+    assert "internal error" not in proc.stderr, proc.stderr
+    assert_clean_failure(proc, tmp_path, message, out)
+    assert not report.exists()
+    return proc
+
+
+def test_deeply_nested_pickle_is_refused(staticify, good_model, tmp_path):
+    deep = b"\x80\x02" + b"](" * 100000 + b"e" * 100000 + b"."
+    bad = with_record(good_model, tmp_path / "bad.pt", "/constants.pkl", lambda _: deep)
+    run_hostile(staticify, bad, tmp_path, "a pickle nests values more than 2000 deep")
+
+
+def test_reduce_on_an_empty_stack_is_refused(staticify, good_model, tmp_path):
+    bad = with_record(good_model, tmp_path / "bad.pt", "/data.pkl", lambda _: b"\x80\x02R.")
+    run_hostile(staticify, bad, tmp_path, "REDUCE finds 0 values on the stack")
+
+
+@pytest.mark.parametrize("expression", ["(" * 30000 + "x" + ")" * 30000,
+                                        " + ".join(["x"] * 30000),
+                                        "not " * 30000 + "x"])
+def test_deep_expressions_are_refused(staticify, good_model, tmp_path, expression):
+    def deepen(code):
+        text = code.decode()
+        head, sep, tail = text.partition("    return ")
+        assert sep
+        return (head + "    _deep = " + expression + "\n" + sep + tail).encode()
+    bad = with_record(good_model, tmp_path / "bad.pt", "/code/__torch__/models.py", deepen)
+    run_hostile(staticify, bad, tmp_path, "code nests an expression more than 1000 deep")
+
+
+def test_zip_bomb_is_refused_at_once(staticify, good_model, tmp_path):
+    # 512 MiB of zeros deflates to about 500 KiB.
+    bomb = tmp_path / "bomb.pt"
+    with zipfile.ZipFile(good_model) as z, \
+            zipfile.ZipFile(bomb, "w", zipfile.ZIP_DEFLATED, compresslevel=1) as w:
+        for info in z.infolist():
+            w.writestr(info.filename, z.read(info.filename), compress_type=zipfile.ZIP_STORED)
+        prefix = z.namelist()[0].split("/")[0]
+        with w.open(prefix + "/extra/bomb", "w", force_zip64=True) as entry:
+            chunk = bytes(1 << 20)
+            for _ in range(512):
+                entry.write(chunk)
+    assert bomb.stat().st_size < 8 << 20
+    run_hostile(staticify, bomb, tmp_path, "(a zip bomb?)")
+
+
+def test_fifo_is_refused_at_once(staticify, tmp_path):
+    fifo = tmp_path / "model.pt"
+    os.mkfifo(fifo)
+    proc = run_hostile(staticify, fifo, tmp_path, "is a FIFO; give the path of a TorchScript .pt file")
+    assert proc.stderr.count("\n") == 1
+
+
+def test_corrupt_pickle_is_in_our_words(staticify, good_model, tmp_path):
+    """libtorch skips zip CRCs: a flipped byte reaches its unpickler, whose
+    complaint stays behind --verbose."""
+    data = bytearray(good_model.read_bytes())
+    with zipfile.ZipFile(good_model) as z:
+        info = next(i for i in z.infolist() if i.filename.endswith("/data.pkl"))
+    local = info.header_offset
+    name_length, extra_length = (int.from_bytes(data[local + k:local + k + 2], "little")
+                                 for k in (26, 28))
+    data[local + 30 + name_length + extra_length + 3] ^= 0xFF
+    bad = tmp_path / "crc.pt"
+    bad.write_bytes(bytes(data))
+    run_hostile(staticify, bad, tmp_path, "is not a TorchScript module libtorch can load")
+    verbose = staticify(bad, "--report", "--verbose", check=False)
+    assert verbose.returncode == 1
+    assert "libtorch says" in verbose.stderr  # its own text, on request only
+
+
+@pytest.mark.parametrize("debug", [lambda d: d[: len(d) // 2],
+                                   lambda d: b"\x80\x02garbage",
+                                   lambda d: b"\x80\x02" + b"](" * 100000 + b".",
+                                   lambda d: b"\x80\x02(K\x01X\x03\x00\x00\x00abct."])
+def test_bad_debug_records_cost_a_warning(staticify, good_model, tmp_path, debug):
+    """torch.jit.load reads debug records lazily and loads all of these; so
+    does staticify, with a warning and locations in the archive's code."""
+    bad = with_record(good_model, tmp_path / "bad.pt", ".debug_pkl", debug)
+    loaded = subprocess.run([sys.executable, "-c", f"import torch; torch.jit.load({str(bad)!r})"],
+                            capture_output=True, timeout=60)
+    assert loaded.returncode == 0, loaded.stderr
+    out = tmp_path / "out.pt"
+    proc = staticify(bad, "-o", out, "--report", check=False)
+    assert proc.returncode == 0, proc.stderr
+    assert not any(s in proc.stderr for s in INTERNALS), proc.stderr
+    if "warning" in proc.stderr:
+        assert "findings point into the archive's code" in proc.stderr
+    gen = torch.Generator().manual_seed(0)
+    args = (torch.randn(50, generator=gen), torch.randn(50, generator=gen),
+            torch.randint(-1, 2, (50,), generator=gen))
+    assert torch.equal(torch.jit.load(str(out))(*args), torch.jit.load(str(good_model))(*args))
+
+
+def _limit_file_size(limit):
+    def apply():
+        signal.signal(signal.SIGXFSZ, signal.SIG_DFL)  # the binary ignores it itself
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+    return apply
+
+
+def test_full_disk_leaves_nothing(staticify, save, tmp_path):
+    """A write that fails (RLIMIT_FSIZE: EFBIG, as a full disk gives ENOSPC)
+    while saving: one line, exit 1, and neither the module nor the report
+    nor a temporary file is left, although the report alone would fit."""
+    model = save(models.SmallCNN())
+    out, report = tmp_path / "out.pt", tmp_path / "report.json"
+    proc = subprocess.run([str(staticify.path), model, "-o", out, "--report-json", report],
+                          capture_output=True, text=True, timeout=120,
+                          preexec_fn=_limit_file_size(16 << 10))
+    assert proc.returncode == 1, proc
+    assert_clean_failure(proc, tmp_path, "cannot write", out)
+    assert "File too large" in proc.stderr
+    assert not report.exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["model.pt"]
+
+
+def test_empty_option_values_are_refused(staticify, good_model):
+    for option in ("-o", "--report-json", "--dot", "--method", "--output"):
+        proc = staticify(good_model, option, "", check=False)
+        assert proc.returncode == 2, (option, proc)
+        assert f"{option} needs a value, got an empty one" in proc.stderr
+
+
+@pytest.mark.parametrize("bound", ["x= 5", "x=5 ", " x=5", "x=-1", "x=5x", "=5", "x="])
+def test_malformed_bounds_are_refused(staticify, good_model, bound):
+    proc = staticify(good_model, "--bound", bound, check=False)
+    assert proc.returncode == 2, (bound, proc)
+    assert "--bound" in proc.stderr
+
+
+def test_bound_naming_nothing_is_refused(staticify, good_model, tmp_path):
+    out = tmp_path / "out.pt"
+    proc = staticify(good_model, "-o", out, "--bound", "no_such_name=5", check=False)
+    assert_clean_failure(proc, tmp_path, "--bound no_such_name=5 names no variable", out)
+    # A name the method has is accepted.
+    staticify(good_model, "-o", out, "--bound", "indices=5")
+
+
+def test_repeated_method_runs_once(staticify, good_model, tmp_path):
+    report = tmp_path / "r.json"
+    staticify(good_model, "--method", "forward", "--method", "forward", "--report-json", report)
+    assert [m["name"] for m in json.loads(report.read_text())["methods"]] == ["forward"]
+
+
+def test_messages_name_the_option_given(staticify, good_model, tmp_path):
+    proc = staticify(good_model, "--report-json", tmp_path, check=False)
+    assert_clean_failure(proc, tmp_path, "give a file path to --report-json")
+    proc = staticify(good_model, "--output", tmp_path / "a.pt", "--report-json",
+                     tmp_path / "a.pt", check=False)
+    assert_clean_failure(proc, tmp_path, "--output and --report-json both name")
+    proc = staticify(good_model, "-o", tmp_path / "a.pt", "-o", tmp_path / "b.pt", check=False)
+    assert proc.returncode == 2 and "-o is given twice" in proc.stderr
+
+
+class Positives(torch.nn.Module):
+    def forward(self, x):
+        return torch.nonzero(x > 0)
+
+
+class DeadCall(torch.nn.Module):
+    """Scripting keeps a call whose result is unused (a call may have
+    effects); once inlined, its nonzero is dead code."""
+
+    def __init__(self):
+        super().__init__()
+        self.positives = Positives()
+
+    def forward(self, x):
+        unused = self.positives(x)
+        return x * 2
+
+
+def test_dead_data_dependent_code_is_not_saved(staticify, save, tmp_path):
+    """The report calls the graph static; the saved graph must be that graph,
+    not the input with its dead nonzero."""
+    model = save(DeadCall())
+    assert "aten::nonzero" in str(torch.jit.load(str(model)).forward.inlined_graph)
+    out, report = tmp_path / "out.pt", tmp_path / "r.json"
+    staticify(model, "-o", out, "--report-json", report)
+    method = json.loads(report.read_text())["methods"][0]
+    assert method["after"]["static"] is True
+    saved = torch.jit.load(str(out))
+    assert "aten::nonzero" not in str(saved.forward.inlined_graph)
+    x = torch.randn(10)
+    assert torch.equal(saved(x), x * 2)

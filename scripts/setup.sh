@@ -8,6 +8,7 @@ PACKAGES=(
   libtorch-dev python3-torch python3-torchvision python3-pytest
   libmlir-22-dev mlir-22-tools llvm-22-dev llvm-22-tools
   libgtest-dev graphviz
+  clang libclang-rt-14-dev
 )
 
 # `scripts/setup.sh --bench` adds what bench/ needs (the plot).

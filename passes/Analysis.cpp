@@ -9,7 +9,7 @@
 
 #include <algorithm>
 #include <fstream>
-#include <regex>
+#include <cctype>
 #include <sstream>
 
 namespace staticify {
@@ -62,6 +62,35 @@ const ValueInfo &AnalysisResult::info(const Value *v) const {
 // Locations
 //===----------------------------------------------------------------------===//
 
+namespace {
+
+/// "path.py(12): forward" -> ("path.py", 12): the form of a traced module's
+/// Python stack frames.
+std::optional<std::pair<std::string, size_t>>
+tracedFrame(const std::string &line) {
+  size_t colon = line.rfind("): ");
+  if (colon == std::string::npos || colon == 0)
+    return std::nullopt;
+  std::string_view name(line.data() + colon + 3, line.size() - colon - 3);
+  auto identifierChar = [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
+  };
+  if (name.empty() || std::isdigit(static_cast<unsigned char>(name[0])) ||
+      !std::all_of(name.begin(), name.end(), identifierChar))
+    return std::nullopt;
+  size_t open = line.rfind('(', colon);
+  if (open == std::string::npos || open == 0 || open + 1 == colon ||
+      colon - open - 1 > 9)
+    return std::nullopt;
+  std::string digits = line.substr(open + 1, colon - open - 1);
+  if (!std::all_of(digits.begin(), digits.end(),
+                   [](char c) { return std::isdigit(static_cast<unsigned char>(c)); }))
+    return std::nullopt;
+  return std::make_pair(line.substr(0, open), std::stoul(digits));
+}
+
+} // namespace
+
 std::optional<Location> locationOf(const Node *node) {
   // A module loaded from an archive has ranges in its re-printed code; its
   // debug records map them back to the user's Python source.
@@ -87,11 +116,11 @@ std::optional<Location> locationOf(const Node *node) {
   loc.sourceLine = compat::sourceLine(source, lineIndex);
   // A traced module records Python stack frames, "path.py(12): forward":
   // the place is the frame's file and line, its text is on disk.
-  static const std::regex frame(R"(^(.+)\((\d+)\): [A-Za-z_][A-Za-z0-9_]*$)");
-  std::smatch m;
-  if (std::regex_match(loc.sourceLine, m, frame)) {
-    loc.file = m[1].str();
-    loc.line = std::stoul(m[2].str());
+  // Matched by hand: libstdc++'s std::regex recurses per character and
+  // overflows the stack on a long line (a hostile archive's).
+  if (auto frame = tracedFrame(loc.sourceLine)) {
+    loc.file = frame->first;
+    loc.line = frame->second;
     loc.sourceLine.clear();
     std::ifstream in(loc.file);
     for (size_t n = 1; in && std::getline(in, loc.sourceLine) && n < loc.line;

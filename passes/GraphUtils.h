@@ -63,6 +63,26 @@ bool writtenByOthers(torch::jit::Graph &graph,
                      const torch::jit::Value *v,
                      const torch::jit::Node *except);
 
+/// The nodes a rule inserts right before \p anchor (where WithInsertPoint
+/// puts them). rollback() destroys them, last first, so that a rule that
+/// finds out late that it does not apply leaves no half rewrite behind
+/// (staticify-opt --verify-each catches one that does).
+class InsertedBefore {
+public:
+  explicit InsertedBefore(torch::jit::Node *anchor)
+      : anchor(anchor), before(anchor->prev()) {}
+  void rollback() {
+    for (torch::jit::Node *n = anchor->prev(); n != before;) {
+      torch::jit::Node *prev = n->prev();
+      n->destroy();
+      n = prev;
+    }
+  }
+
+private:
+  torch::jit::Node *anchor, *before;
+};
+
 /// Nodes of \p block and its nested blocks, in program order: a snapshot to
 /// walk while mutating.
 std::vector<torch::jit::Node *> collectNodes(torch::jit::Block *block);

@@ -207,10 +207,12 @@ bool maskedReduce(std::shared_ptr<Graph> &graph, PassContext &ctx) {
       continue;
     }
     torch::jit::WithInsertPoint guard(node);
+    InsertedBefore emitted(node);
     std::string why;
     std::vector<Value *> outs =
         emitMaskedReduction(*graph, node, emitRowView(*graph, *sel, node), why);
     if (outs.empty()) {
+      emitted.rollback(); // the row view, emitted before the reduction said no
       ctx.declined(sel->node, kRule, why);
       continue;
     }

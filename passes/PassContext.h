@@ -28,6 +28,9 @@ struct PassOptions {
   bool paddedOutputs = false;
   /// The pipeline renders the final graph's partition as DOT (--dot).
   bool renderDot = false;
+  /// After every pass, lint the graph and check that a pass reporting no
+  /// change left it as it was (staticify-opt --verify-each; every lit test).
+  bool verifyEach = false;
 };
 
 class PassContext {

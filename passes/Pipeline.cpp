@@ -208,6 +208,25 @@ std::vector<std::string> boundKeysNamingValues(
 
 } // namespace
 
+/// --verify-each: the graph is well formed after \p pass, and a pass that
+/// says it changed nothing changed nothing (a rule that mutates and then
+/// declines would leave half a rewrite behind).
+void verifyAfter(const PassInfo &pass, Graph &graph, bool changed,
+                 const std::string &before) {
+  try {
+    graph.lint();
+  } catch (const std::exception &e) {
+    std::string what = e.what();
+    throw std::runtime_error("after pass '" + pass.name +
+                             "': the graph fails lint: " +
+                             what.substr(0, what.find('\n')));
+  }
+  if (!changed &&
+      graph.toString(/*print_source_locations=*/false) != before)
+    throw std::runtime_error("pass '" + pass.name +
+                             "' changed the graph but reported no change");
+}
+
 PipelineResult runPipeline(std::shared_ptr<Graph> graph,
                            const std::string &name,
                            const std::vector<std::string> &passes,
@@ -242,7 +261,12 @@ PipelineResult runPipeline(std::shared_ptr<Graph> graph,
     }
     if (!pass->rewrites && !dynamicOpsInlined && pass->name != "inline")
       dynamicOpsInlined = countDynamicOps(graph->block());
+    std::string unchanged;
+    if (options.verifyEach)
+      unchanged = graph->toString(/*print_source_locations=*/false);
     bool changed = runPass(*pass, graph, ctx);
+    if (options.verifyEach)
+      verifyAfter(*pass, *graph, changed, unchanged);
     if (pass->name == "inline")
       result.report.inlined = true;
     result.rewritten |= changed && pass->rewrites;

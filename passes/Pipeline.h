@@ -44,6 +44,12 @@ const PassInfo *findPass(std::string_view name);
 bool runPass(const PassInfo &pass, std::shared_ptr<torch::jit::Graph> &graph,
              PassContext &ctx);
 
+/// --verify-each, after \p pass ran on \p graph: the graph lints, and if the
+/// pass said it changed nothing, it still prints as \p before. Throws
+/// std::runtime_error naming the pass otherwise.
+void verifyAfter(const PassInfo &pass, torch::jit::Graph &graph, bool changed,
+                 const std::string &before);
+
 /// The default pipeline: `inline` (unless \p inlineCalls is false), then
 /// normalization, then every rewrite.
 std::vector<std::string> defaultPipeline(bool inlineCalls);

@@ -198,14 +198,18 @@ std::vector<ArchiveRecord> readArchiveDirectory(const ReadAt &read,
 }
 
 RecordKind recordKind(std::string_view name) {
+  // libtorch's zip reader finds records ignoring ASCII case: so does this.
+  std::string lower(name);
+  for (char &c : lower)
+    c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   auto endsWith = [&](std::string_view suffix) {
-    return name.size() >= suffix.size() &&
-           name.compare(name.size() - suffix.size(), suffix.size(), suffix) ==
-               0;
+    return lower.size() >= suffix.size() &&
+           lower.compare(lower.size() - suffix.size(), suffix.size(),
+                         suffix) == 0;
   };
   if (endsWith(".debug_pkl"))
     return RecordKind::DebugPickle;
-  if (name.rfind("code/", 0) == 0 && endsWith(".py"))
+  if (lower.rfind("code/", 0) == 0 && endsWith(".py"))
     return RecordKind::Code;
   if (endsWith(".pkl"))
     return RecordKind::Pickle;

@@ -4,6 +4,8 @@
 
 #include <caffe2/serialize/inline_container.h>
 #include <caffe2/serialize/read_adapter_interface.h>
+#include <torch/csrc/jit/api/function_impl.h>
+#include <torch/csrc/jit/ir/constants.h>
 #include <torch/csrc/jit/serialization/export.h>
 #include <torch/csrc/jit/serialization/import.h>
 #include <torch/csrc/jit/mobile/type_parser.h>
@@ -15,11 +17,13 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
+#include <functional>
+#include <unordered_set>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <iostream>
-#include <regex>
 
 namespace staticify {
 
@@ -172,6 +176,28 @@ Reader openRegularFile(const std::string &path) {
   return std::make_shared<FileReader>(fd, static_cast<size_t>(st.st_size));
 }
 
+/// "ns::name" from libtorch's "Unknown builtin op: ns::name" (or "Unknown
+/// op: ..."). By hand, not std::regex: the text may quote a hostile line.
+std::optional<std::string> unknownOp(const std::string &text) {
+  for (const char *prefix : {"Unknown builtin op: ", "Unknown op: "}) {
+    size_t at = text.find(prefix);
+    if (at == std::string::npos)
+      continue;
+    size_t start = at + std::strlen(prefix), end = start;
+    auto opChar = [](char c) {
+      return std::isalnum(static_cast<unsigned char>(c)) || c == '_' ||
+             c == ':';
+    };
+    while (end < text.size() && end - start < 256 && opChar(text[end]))
+      ++end;
+    std::string op = text.substr(start, end - start);
+    size_t sep = op.find("::");
+    if (sep != std::string::npos && sep > 0 && sep + 2 < op.size())
+      return op;
+  }
+  return std::nullopt;
+}
+
 /// Turns libtorch's failure to load into our words; its own text is printed
 /// only with --verbose. Known causes get their own remedy.
 [[noreturn]] void failedToLoad(const std::string &name, const std::string &text,
@@ -179,18 +205,13 @@ Reader openRegularFile(const std::string &path) {
   if (options.verbose)
     std::cerr << "staticify: note: libtorch says:\n"
               << printable(text, /*keepNewlines=*/true) << "\n";
-  std::smatch m;
-  static const std::regex unknownOp(
-      R"(Unknown (?:builtin )?op: ([A-Za-z_0-9]+)::([A-Za-z_0-9]+))");
-  if (std::regex_search(text, m, unknownOp)) {
-    if (m[1].str() != "aten" && m[1].str() != "prim")
-      throw UserError(inQuotes(name) + " uses the unknown custom op '" +
-                      m[1].str() + "::" + m[2].str() +
+  if (auto op = unknownOp(text)) {
+    if (op->rfind("aten::", 0) != 0 && op->rfind("prim::", 0) != 0)
+      throw UserError(inQuotes(name) + " uses the unknown custom op '" + *op +
                       "'; load the library that registers it with "
                       "--load-library PATH (for torchvision ops: "
                       "torchvision's _C.so)");
-    throw UserError(inQuotes(name) + " uses the op '" + m[1].str() +
-                    "::" + m[2].str() +
+    throw UserError(inQuotes(name) + " uses the op '" + *op +
                     "', which this libtorch does not have; export it with "
                     "the PyTorch version staticify is built against");
   }
@@ -305,6 +326,15 @@ std::optional<std::string> checkSourceRanges(const std::string &bytes) {
   return std::nullopt;
 }
 
+/// libtorch's zip reader finds records ignoring ASCII case.
+bool sameRecordName(const std::string &a, const std::string &b) {
+  return a.size() == b.size() &&
+         std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
+           return std::tolower(static_cast<unsigned char>(x)) ==
+                  std::tolower(static_cast<unsigned char>(y));
+         });
+}
+
 /// Whether each storage a pickle refers to is in a record that holds it:
 /// libtorch reads numel * itemsize bytes from a record of any size.
 std::optional<std::string>
@@ -315,7 +345,9 @@ checkStorages(const std::string &pickle,
   for (const StorageRef &s : storages) {
     std::string name = folder + s.key;
     auto it = std::find_if(records.begin(), records.end(),
-                           [&](const ArchiveRecord &r) { return r.name == name; });
+                           [&](const ArchiveRecord &r) {
+                             return sameRecordName(r.name, name);
+                           });
     if (s.numel == 0)
       continue;
     if (it == records.end())
@@ -326,6 +358,68 @@ checkStorages(const std::string &pickle,
              std::to_string(s.itemSize);
   }
   return std::nullopt;
+}
+
+/// Whether every tensor reachable from the module (its attributes, and the
+/// constants of every function) lies inside its storage. The unpickler sets
+/// sizes, strides and offsets from the file without checking them; a tensor
+/// past its storage reads memory that is not its own.
+std::optional<std::string> checkTensors(const torch::jit::Module &module) {
+  std::unordered_set<const void *> seen;
+  std::optional<std::string> problem;
+  std::function<void(const c10::IValue &)> visit = [&](const c10::IValue &v) {
+    if (problem)
+      return;
+    if (v.isTensor()) {
+      const at::Tensor &t = v.toTensor();
+      if (!t.defined() || t.layout() != at::kStrided || !t.has_storage() ||
+          t.numel() == 0)
+        return;
+      // The last element's offset, in elements, with overflow checked.
+      __int128 last = t.storage_offset();
+      bool ok = last >= 0;
+      for (int64_t d = 0; ok && d < t.dim(); ++d) {
+        ok = t.size(d) > 0 && t.stride(d) >= 0;
+        last += static_cast<__int128>(t.size(d) - 1) * t.stride(d);
+      }
+      __int128 bytes = (last + 1) * static_cast<__int128>(t.element_size());
+      if (!ok || bytes > static_cast<__int128>(t.storage().nbytes()))
+        problem = "a tensor of sizes " + c10::str(t.sizes()) + " and strides " +
+                  c10::str(t.strides()) + " reads past its storage of " +
+                  std::to_string(t.storage().nbytes()) + " bytes";
+      return;
+    }
+    if (v.isObject() || v.isList() || v.isGenericDict() || v.isTuple()) {
+      if (!seen.insert(v.internalToPointer()).second)
+        return;
+      if (v.isObject())
+        for (const c10::IValue &slot : v.toObjectRef().slots())
+          visit(slot);
+      else if (v.isList())
+        for (const c10::IValue &item : v.toListRef())
+          visit(item);
+      else if (v.isTuple())
+        for (const c10::IValue &item : v.toTupleRef().elements())
+          visit(item);
+      else
+        for (const auto &entry : v.toGenericDict()) {
+          visit(entry.key());
+          visit(entry.value());
+        }
+    }
+  };
+  visit(module._ivalue());
+  for (torch::jit::Function *f :
+       module._ivalue()->compilation_unit()->get_functions()) {
+    if (!f->isGraphFunction())
+      continue;
+    for (torch::jit::Node *node :
+         torch::jit::toGraphFunction(*f).graph()->nodes())
+      if (node->kind() == c10::prim::Constant && node->outputs().size() == 1)
+        if (auto value = torch::jit::toIValue(node->output()))
+          visit(*value);
+  }
+  return problem;
 }
 
 /// A copy of the archive without the records in \p drop.
@@ -381,13 +475,16 @@ LoadedModule loadArchive(Reader in, const std::string &name,
   auto has = [&](auto predicate) {
     return std::any_of(records.begin(), records.end(), predicate);
   };
-  bool hasCode =
-      has([](const ArchiveRecord &r) { return r.name.rfind("code/", 0) == 0; });
-  bool hasConstants =
-      has([](const ArchiveRecord &r) { return r.name == "constants.pkl"; });
+  bool hasCode = has([](const ArchiveRecord &r) {
+    return recordKind(r.name) == RecordKind::Code;
+  });
+  bool hasConstants = has([](const ArchiveRecord &r) {
+    return sameRecordName(r.name, "constants.pkl");
+  });
   if (!hasCode || !hasConstants) {
-    bool checkpoint =
-        has([](const ArchiveRecord &r) { return r.name == "data.pkl"; });
+    bool checkpoint = has([](const ArchiveRecord &r) {
+      return sameRecordName(r.name, "data.pkl");
+    });
     throw UserError(
         inQuotes(name) + " is a zip archive but not a TorchScript module" +
         (checkpoint ? " (it looks like a torch.save checkpoint)" : "") + "; " +
@@ -451,6 +548,9 @@ LoadedModule loadArchive(Reader in, const std::string &name,
     // c10::Error and the frontend's ErrorReport both land here.
     failedToLoad(name, libtorchText(e), options);
   }
+  if (auto problem = checkTensors(loaded.module))
+    throw UserError(inQuotes(name) + " is truncated or corrupt (" + *problem +
+                    "); " + kCopyHint);
   return loaded;
 }
 

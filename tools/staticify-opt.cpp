@@ -19,7 +19,7 @@
 using namespace staticify;
 
 static const char *const kUsage =
-    R"(usage: staticify-opt [--pass=NAME]... [--analyze [--print-graph]] INPUT.ir|-
+    R"(usage: staticify-opt [--pass=NAME]... [--verify-each] [--analyze [--print-graph]] INPUT.ir|-
 
 Runs staticify passes on textual TorchScript IR (the format of
 torch::jit::parseIR) and prints the resulting graph.
@@ -33,6 +33,8 @@ options:
   --print-classes  with --analyze, print every value's class, shape
                    dependence and dtype (`%x: data-dependent leading long`)
   --report-json F  with --analyze, also write the report as JSON to F
+  --verify-each    after every pass, lint the graph and check that a pass
+                   that reports no change left it as it was (every lit test)
   --help           print this help
 )";
 
@@ -100,6 +102,7 @@ int main(int argc, char **argv) {
   std::vector<std::string> passes;
   std::string input, reportJson;
   bool analyze = false, printGraph = false, printClasses = false;
+  PassOptions options;
   try {
     CommandLine cl(argc, argv);
     std::string value;
@@ -110,6 +113,8 @@ int main(int argc, char **argv) {
       }
       if (cl.flag("--analyze"))
         analyze = true;
+      else if (cl.flag("--verify-each"))
+        options.verifyEach = true;
       else if (cl.flag("--print-graph"))
         printGraph = true;
       else if (cl.flag("--print-classes"))
@@ -147,7 +152,7 @@ int main(int argc, char **argv) {
         parseIRWithLocations(text.str(), input == "-" ? "<stdin>" : input);
     // The pipeline driver, as staticify runs it: the report then says what
     // each rule rewrote and why it declined the rest.
-    PipelineResult result = runPipeline(graph, "graph", passes);
+    PipelineResult result = runPipeline(graph, "graph", passes, options);
     if (!analyze) {
       graph->print(std::cout, /*print_source_locations=*/false);
       return 0;

@@ -56,3 +56,18 @@ def test_classifier_catches_fake_binaries(tmp_path, expected):
     assert (problems[0] if problems else "ok") == expected, (problems, outcome)
     if expected == "leftover":
         assert outcome.tmp_files == ["out.pt.tmp.123"]
+
+
+# Cases the 5,000-case campaign of seed 1 found crashing (docs/reliability.md),
+# each rerun exactly: a debug record with a 100,000-character line (std::regex
+# overflowed the stack on it), a debug record renamed `.deBug_pkl` (libtorch's
+# zip reader ignores case; the guard did not), a tensor whose stride reads past
+# its storage.
+@pytest.mark.parametrize("case_id", [501, 664, 757])
+def test_campaign_regressions(staticify, tmp_path, case_id):
+    report = cli_fuzz.run(cases=case_id + 1, seed=1, binary=staticify.path,
+                          out=tmp_path / "fuzz", jobs=1, timeout=20,
+                          case_ids=[case_id], log=lambda *a: None)
+    assert [r.id for r in report.results] == [case_id]
+    if report.fatal():
+        pytest.fail(report.summary(), pytrace=False)

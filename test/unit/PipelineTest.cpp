@@ -67,3 +67,34 @@ TEST(Pipeline, NormalizationKeepsRandomOpsApart) {
   ASSERT_NE(first, std::string::npos);
   EXPECT_NE(text.find("aten::randperm", first + 1), std::string::npos) << text;
 }
+
+TEST(Pipeline, VerifyEachCatchesSilentChangesAndBrokenGraphs) {
+  auto graph = parseIRWithLocations(R"IR(graph(%x : Tensor):
+  %y : Tensor = aten::relu(%x)
+  return (%y)
+)IR",
+                                    "verify.ir");
+  PassInfo fake{"fake", "a pass under test", true, nullptr};
+  std::string before = graph->toString(false);
+  EXPECT_NO_THROW(verifyAfter(fake, *graph, /*changed=*/false, before));
+  // A pass that mutates and then says it did nothing.
+  torch::jit::WithInsertPoint guard(graph->return_node());
+  torch::jit::Node *neg = graph->insertNode(graph->create(c10::aten::neg, 1));
+  neg->addInput(graph->inputs()[0]);
+  try {
+    verifyAfter(fake, *graph, /*changed=*/false, before);
+    FAIL() << "a silent change passed";
+  } catch (const std::runtime_error &e) {
+    EXPECT_NE(std::string(e.what()).find("pass 'fake' changed the graph"),
+              std::string::npos);
+  }
+  EXPECT_NO_THROW(verifyAfter(fake, *graph, /*changed=*/true, before));
+  // A use before its definition fails lint: relu now reads neg's result.
+  graph->nodes().front()->replaceInput(0, neg->output());
+  try {
+    verifyAfter(fake, *graph, /*changed=*/true, before);
+    FAIL() << "a broken graph passed lint";
+  } catch (const std::runtime_error &e) {
+    EXPECT_NE(std::string(e.what()).find("fails lint"), std::string::npos);
+  }
+}

@@ -166,25 +166,11 @@ namespace {
 /// Nodes that make a value data-dependent (a dynamic shape or a host read).
 size_t countDynamicOps(torch::jit::Block *block) {
   size_t n = 0;
-  for (Node *node : block->nodes()) {
+  for (Node *node : collectNodes(block)) {
     OpRole role = opRole(node);
     n += role == OpRole::DynamicShapeRoot || role == OpRole::SyncRead;
-    for (torch::jit::Block *b : node->blocks())
-      n += countDynamicOps(b);
   }
   return n;
-}
-
-void collectValues(torch::jit::Block *block,
-                   std::vector<const torch::jit::Value *> &values) {
-  for (const torch::jit::Value *v : block->inputs())
-    values.push_back(v);
-  for (Node *node : block->nodes()) {
-    for (const torch::jit::Value *v : node->outputs())
-      values.push_back(v);
-    for (torch::jit::Block *b : node->blocks())
-      collectValues(b, values);
-  }
 }
 
 std::vector<std::string> boundKeysNamingValues(
@@ -193,8 +179,14 @@ std::vector<std::string> boundKeysNamingValues(
   std::vector<std::string> matched;
   if (bounds.empty())
     return matched;
-  std::vector<const torch::jit::Value *> values;
-  collectValues(graph.block(), values);
+  std::vector<const torch::jit::Value *> values(graph.inputs().begin(),
+                                                graph.inputs().end());
+  for (Node *node : collectNodes(graph.block())) {
+    for (const torch::jit::Value *v : node->outputs())
+      values.push_back(v);
+    for (torch::jit::Block *b : node->blocks())
+      values.insert(values.end(), b->inputs().begin(), b->inputs().end());
+  }
   for (const auto &bound : bounds) {
     const std::string &key = bound.first;
     if (std::any_of(values.begin(), values.end(),

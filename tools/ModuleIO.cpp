@@ -19,6 +19,7 @@
 #include <algorithm>
 #include <cctype>
 #include <functional>
+#include <unordered_map>
 #include <unordered_set>
 #include <cerrno>
 #include <cstdio>
@@ -327,12 +328,14 @@ std::optional<std::string> checkSourceRanges(const std::string &bytes) {
 }
 
 /// libtorch's zip reader finds records ignoring ASCII case.
+std::string lowerCase(std::string name) {
+  for (char &c : name)
+    c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return name;
+}
+
 bool sameRecordName(const std::string &a, const std::string &b) {
-  return a.size() == b.size() &&
-         std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
-           return std::tolower(static_cast<unsigned char>(x)) ==
-                  std::tolower(static_cast<unsigned char>(y));
-         });
+  return lowerCase(a) == lowerCase(b);
 }
 
 /// Whether each storage a pickle refers to is in a record that holds it:
@@ -340,20 +343,17 @@ bool sameRecordName(const std::string &a, const std::string &b) {
 std::optional<std::string>
 checkStorages(const std::string &pickle,
               const std::vector<StorageRef> &storages,
-              const std::vector<ArchiveRecord> &records) {
+              const std::unordered_map<std::string, uint64_t> &recordSizes) {
   std::string folder = pickle.substr(0, pickle.size() - 4) + "/"; // ".pkl"
   for (const StorageRef &s : storages) {
     std::string name = folder + s.key;
-    auto it = std::find_if(records.begin(), records.end(),
-                           [&](const ArchiveRecord &r) {
-                             return sameRecordName(r.name, name);
-                           });
     if (s.numel == 0)
       continue;
-    if (it == records.end())
+    auto it = recordSizes.find(lowerCase(name));
+    if (it == recordSizes.end())
       return "record '" + name + "', which holds a tensor, is missing";
-    if (s.numel > it->size / s.itemSize)
-      return "record '" + name + "' holds " + std::to_string(it->size) +
+    if (s.numel > it->second / s.itemSize)
+      return "record '" + name + "' holds " + std::to_string(it->second) +
              " bytes, but its tensor needs " + std::to_string(s.numel) + " x " +
              std::to_string(s.itemSize);
   }
@@ -500,6 +500,10 @@ LoadedModule loadArchive(Reader in, const std::string &name,
 
   // What libtorch parses recursively is checked first. Source locations are
   // a convenience: a bad debug record is dropped with a warning.
+  // Record sizes by name, once: every tensor storage is looked up here.
+  std::unordered_map<std::string, uint64_t> recordSizes;
+  for (const ArchiveRecord &r : records)
+    recordSizes.emplace(lowerCase(r.name), r.size);
   LoadedModule loaded;
   std::vector<std::string> badDebugRecords;
   for (const ArchiveRecord &r : records) {
@@ -514,7 +518,7 @@ LoadedModule loadArchive(Reader in, const std::string &name,
         kind == RecordKind::Code ? checkCode(bytes, options.limits)
                                  : checkPickle(bytes, options.limits, &storages);
     if (!problem && kind == RecordKind::Pickle)
-      problem = checkStorages(r.name, storages, records);
+      problem = checkStorages(r.name, storages, recordSizes);
     if (!problem && kind == RecordKind::DebugPickle)
       problem = checkSourceRanges(bytes);
     if (!problem)

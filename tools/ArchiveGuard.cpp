@@ -627,11 +627,60 @@ private:
   std::vector<Frame> frames{Frame{}};
 };
 
+/// The classes whose bodies a logical line may be directly in. libtorch's
+/// class parser reads an assignment in a class body as a typed constant
+/// (`NAME : Final[T] = v`) and dereferences the missing type of an untyped one
+/// (`NAME = v`), except for the module's `__parameters__`/`__buffers__` lists
+/// and an `Enum`'s members, which torch.jit.save writes untyped.
+class ClassBodies {
+public:
+  /// Returns the problem of the logical line at \p start, indented \p width.
+  std::optional<std::string> line(std::string_view src, size_t start,
+                                  size_t width) {
+    while (!open.empty() && width <= open.back().header)
+      open.pop_back();
+    if (!open.empty() && open.back().body == kUnknown)
+      open.back().body = width;
+    std::string_view text = src.substr(start);
+    text = text.substr(0, text.find('\n'));
+    if (text.substr(0, 6) == "class ") {
+      size_t base = text.find('(');
+      bool isEnum = base != std::string_view::npos &&
+                    text.substr(base + 1, 5) == "Enum)";
+      open.push_back({width, kUnknown, isEnum});
+      return std::nullopt;
+    }
+    if (open.empty() || open.back().body != width || open.back().isEnum)
+      return std::nullopt;
+    size_t end = 0;
+    while (end < text.size() && isIdentifierChar(text[end]))
+      ++end;
+    std::string_view name = text.substr(0, end);
+    size_t next = text.find_first_not_of(" \t", end);
+    bool untypedAssign = end > 0 && next != std::string_view::npos &&
+                         text[next] == '=' &&
+                         (next + 1 == text.size() || text[next + 1] != '=');
+    if (!untypedAssign || name == "__parameters__" || name == "__buffers__")
+      return std::nullopt;
+    return "code assigns class attribute '" + std::string(name) +
+           "' without a type";
+  }
+
+private:
+  static constexpr size_t kUnknown = ~size_t{0};
+  struct Class {
+    size_t header, body;
+    bool isEnum;
+  };
+  std::vector<Class> open;
+};
+
 } // namespace
 
 std::optional<std::string> checkCode(std::string_view src,
                                      const ArchiveLimits &limits) {
   ExpressionDepth expression;
+  ClassBodies classes;
   std::vector<size_t> indents{0};
   size_t line = 1, i = 0;
   bool lineStart = true;
@@ -654,6 +703,8 @@ std::optional<std::string> checkCode(std::string_view src,
       if (indents.size() - 1 > limits.maxBlockDepth)
         return "code nests blocks more than " +
                std::to_string(limits.maxBlockDepth) + " deep" + where();
+      if (auto problem = classes.line(src, j, width))
+        return *problem + where();
       continue;
     }
     if (c == '\n') {

@@ -107,7 +107,8 @@ std::optional<std::string> checkPickle(std::string_view data,
                                        std::vector<StorageRef> *storages = nullptr);
 
 /// Checks that TorchScript source stays within the expression and block depth
-/// libtorch's recursive parser and emitter handle. Returns the problem (with a
+/// libtorch's recursive parser and emitter handle, and has no class-body
+/// assignment libtorch's class parser crashes on. Returns the problem (with a
 /// 1-based line), or nothing.
 std::optional<std::string> checkCode(std::string_view source,
                                      const ArchiveLimits &limits);

@@ -58,14 +58,16 @@ def test_classifier_catches_fake_binaries(tmp_path, expected):
         assert outcome.tmp_files == ["out.pt.tmp.123"]
 
 
-# Cases the 5,000-case campaign of seed 1 found crashing (docs/reliability.md),
-# each rerun exactly: a debug record with a 100,000-character line (std::regex
+# Cases the CLI campaigns found crashing (docs/reliability.md), each rerun
+# exactly. Seed 1: a debug record with a 100,000-character line (std::regex
 # overflowed the stack on it), a debug record renamed `.deBug_pkl` (libtorch's
 # zip reader ignores case; the guard did not), a tensor whose stride reads past
-# its storage.
-@pytest.mark.parametrize("case_id", [501, 664, 757])
-def test_campaign_regressions(staticify, tmp_path, case_id):
-    report = cli_fuzz.run(cases=case_id + 1, seed=1, binary=staticify.path,
+# its storage. Seed 2: a duplicated `__buffers__` token, an untyped class
+# attribute libtorch's class parser dereferences the missing type of.
+@pytest.mark.parametrize("seed,case_id", [(1, 501), (1, 664), (1, 757),
+                                          (2, 4218)])
+def test_campaign_regressions(staticify, tmp_path, seed, case_id):
+    report = cli_fuzz.run(cases=case_id + 1, seed=seed, binary=staticify.path,
                           out=tmp_path / "fuzz", jobs=1, timeout=20,
                           case_ids=[case_id], log=lambda *a: None)
     assert [r.id for r in report.results] == [case_id]

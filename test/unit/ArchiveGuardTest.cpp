@@ -226,6 +226,41 @@ TEST(ArchiveGuardTest, CodeDepth) {
   EXPECT_TRUE(ok(many));
 }
 
+// libtorch 1.13 dereferences the missing type of an untyped class-body
+// assignment (CLI campaign seed 2, case 4218: a duplicated `__buffers__`
+// token). What torch.jit.save itself writes must still pass.
+TEST(ArchiveGuardTest, UntypedClassAttributes) {
+  ArchiveLimits limits;
+  auto problem = [&](const std::string &src) {
+    return checkCode(src, limits).value_or("");
+  };
+  std::string module = "class M(Module):\n"
+                       "  __parameters__ = [\"weight\", ]\n"
+                       "  __buffers__ = []\n"
+                       "  weight : Tensor\n"
+                       "  C : Final[int] = 3\n"
+                       "  __annotations__[\"0\"] = __torch__.Sub\n"
+                       "  def forward(self: __torch__.M, x: Tensor) -> Tensor:\n"
+                       "    y = x\n"
+                       "    return y\n";
+  EXPECT_EQ(problem(module), "");
+  EXPECT_EQ(problem("class Color(Enum):\n  RED = 1\n  GREEN = 2\n"), "");
+  // Assignments in methods and at module level are not class attributes.
+  EXPECT_EQ(problem(module + "x = 1\nclass N(Module):\n  def f(self):\n"
+                             "    z = 2\n    return z\n"),
+            "");
+  EXPECT_EQ(problem("class M(Module):\n  __parameters__ = []\n"
+                    "  __buffers____buffers__ = [\"offset\", ]\n"),
+            "code assigns class attribute '__buffers____buffers__' without a "
+            "type at line 3");
+  EXPECT_NE(problem(module + "class N(Module):\n  limit = 3\n"), "");
+  // A comparison is not an assignment; a class after an Enum is checked.
+  EXPECT_EQ(problem("class M(Module):\n  x == 1\n"), "");
+  EXPECT_NE(problem("class Color(Enum):\n  RED = 1\nclass M(Module):\n"
+                    "  RED = 1\n"),
+            "");
+}
+
 TEST(ArchiveGuardTest, RecordKinds) {
   EXPECT_EQ(recordKind("code/__torch__.py"), RecordKind::Code);
   EXPECT_EQ(recordKind("code/__torch__/m.py.debug_pkl"), RecordKind::DebugPickle);

@@ -1,0 +1,261 @@
+//===- Context.cpp - What bound's rules may do: reps, emitting, ranges ----===//
+
+#include "passes/bound/Rules.h"
+
+#include "passes/Bounded.h"
+#include "passes/GraphUtils.h"
+#include "passes/LiftScalars.h"
+#include "passes/OpCatalogue.h"
+
+namespace staticify::bound {
+
+using torch::jit::NamedValue;
+using torch::jit::Node;
+using torch::jit::Value;
+
+bool is(const Node *node, const char *op) {
+  return node->kind() == c10::Symbol::fromQualString(op);
+}
+
+std::vector<c10::Symbol> ops(std::initializer_list<const char *> names) {
+  std::vector<c10::Symbol> symbols;
+  for (const char *name : names)
+    symbols.push_back(c10::Symbol::fromQualString(name));
+  return symbols;
+}
+
+namespace {
+
+/// Python's floor division of \p x by a positive \p d.
+int64_t floorDiv(int64_t x, int64_t d) {
+  return x >= 0 ? x / d : -((-x + d - 1) / d);
+}
+
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// Representations
+//===----------------------------------------------------------------------===//
+
+void RuleContext::setRep(Value *v, Rep r) {
+  if (r.kind == Rep::Kind::Lifted)
+    applyHint(v, r.range);
+  if (reps.emplace(v, r).second)
+    repOrder.push_back(v);
+}
+
+Rep &RuleContext::setBounded(Value *v, Value *padded, Value *count,
+                             bool isIndex, bool is1D) {
+  Rep r(Rep::Kind::Bounded);
+  r.value = padded;
+  r.count = count;
+  r.isIndex = isIndex;
+  r.is1D = is1D;
+  setRep(v, r);
+  return reps.at(v);
+}
+
+void RuleContext::replaceWriter(Node *node) {
+  ctx.rewrote(node, kRule);
+  replacedWriter = node;
+}
+
+bool RuleContext::isIndex(Value *v) {
+  if (Rep *r = rep(v))
+    return r->kind == Rep::Kind::Bounded && r->isIndex;
+  return analysis.info(v).dtype == DTypeKind::Long;
+}
+
+//===----------------------------------------------------------------------===//
+// Emitting
+//===----------------------------------------------------------------------===//
+
+Value *RuleContext::deviceOf(Value *t, const Node *anchor) {
+  return emit(graph, "prim::device", {t}, anchor);
+}
+
+Value *RuleContext::tensorOf(Value *v, Value *device, const Node *anchor) {
+  if (Rep *r = rep(v))
+    return r->value;
+  auto dtype = liftedDType(v->type());
+  return emit(graph, "aten::scalar_tensor", {v}, anchor,
+              {NamedValue("dtype", static_cast<int64_t>(*dtype)),
+               NamedValue("device", device)});
+}
+
+Value *RuleContext::rowsOf(Value *x, const Node *anchor) {
+  return emit(graph, "aten::scalar_tensor",
+              {emit(graph, "aten::size", {x, 0}, anchor)}, anchor,
+              {NamedValue("dtype", static_cast<int64_t>(c10::kLong)),
+               NamedValue("device", deviceOf(x, anchor))});
+}
+
+Value *RuleContext::boundOf(const Rep &r, const Node *anchor) {
+  return r.bound ? r.bound : emit(graph, "aten::size", {r.value, 0}, anchor);
+}
+
+Value *RuleContext::minCount(Value *count, Value *k, const Node *anchor) {
+  if (Rep *r = rep(k))
+    return emit(graph, "aten::minimum", {count, r->value}, anchor);
+  return emit(graph, "aten::clamp", {count}, anchor, {NamedValue("max", k)});
+}
+
+//===----------------------------------------------------------------------===//
+// Ranges
+//===----------------------------------------------------------------------===//
+
+Value *RuleContext::hostOp(const char *op, Value *a, Value *b,
+                           const Node *anchor) {
+  auto ca = constantInt(a), cb = constantInt(b);
+  if (ca && cb) {
+    std::string o = op;
+    if (o == "prim::min")
+      return constant(std::min(*ca, *cb));
+    if (o == "prim::max")
+      return constant(std::max(*ca, *cb));
+    if (o == "aten::add")
+      return constant(*ca + *cb);
+    if (o == "aten::sub")
+      return constant(*ca - *cb);
+    if (o == "aten::mul")
+      return constant(*ca * *cb);
+    if (o == "aten::floordiv" && *cb > 0)
+      return constant(floorDiv(*ca, *cb));
+  }
+  return emit(graph, op, {a, b}, anchor);
+}
+
+Range RuleContext::rangeOf(Value *v) {
+  if (Rep *r = rep(v))
+    return r->range;
+  Range r;
+  if (v->type()->kind() != c10::TypeKind::IntType)
+    return r;
+  if (auto c = constantInt(v)) {
+    r.lo = r.hiConst = *c;
+    r.hi = v;
+    return r;
+  }
+  // A host int is its own upper bound; sizes are never negative.
+  r.hi = v;
+  OpRole role = opRole(v->node());
+  if (role == OpRole::ShapeRead || role == OpRole::MetadataRead)
+    r.lo = 0;
+  return r;
+}
+
+Value *RuleContext::upper(const Range &r) {
+  if (r.hi)
+    return r.hi;
+  return r.hiConst ? constant(*r.hiConst) : nullptr;
+}
+
+Range RuleContext::rangeOfOp(Node *node) {
+  Range out;
+  if (node->inputs().empty() ||
+      node->output()->type()->kind() != c10::TypeKind::IntType)
+    return out;
+  Range a = rangeOf(node->input(0));
+  if (is(node, "aten::Int"))
+    return a;
+  if (node->inputs().size() != 2)
+    return out;
+  Range b = rangeOf(node->input(1));
+  Value *ha = upper(a), *hb = upper(b);
+  auto both = [](std::optional<int64_t> x, std::optional<int64_t> y,
+                 auto f) -> std::optional<int64_t> {
+    if (x && y)
+      return f(*x, *y);
+    return std::nullopt;
+  };
+  auto plus = [](int64_t x, int64_t y) { return x + y; };
+  if (is(node, "prim::min")) {
+    out.lo =
+        both(a.lo, b.lo, [](int64_t x, int64_t y) { return std::min(x, y); });
+    out.hi = ha && hb ? hostOp("prim::min", ha, hb, node) : (ha ? ha : hb);
+    out.hiConst = a.hiConst && b.hiConst ? std::min(*a.hiConst, *b.hiConst)
+                                         : (a.hiConst ? a.hiConst : b.hiConst);
+  } else if (is(node, "prim::max")) {
+    out.lo = a.lo && b.lo ? std::max(*a.lo, *b.lo) : (a.lo ? a.lo : b.lo);
+    if (ha && hb)
+      out.hi = hostOp("prim::max", ha, hb, node);
+    out.hiConst = both(a.hiConst, b.hiConst,
+                       [](int64_t x, int64_t y) { return std::max(x, y); });
+  } else if (is(node, "aten::add")) {
+    out.lo = both(a.lo, b.lo, plus);
+    if (ha && hb)
+      out.hi = hostOp("aten::add", ha, hb, node);
+    out.hiConst = both(a.hiConst, b.hiConst, plus);
+  } else if (is(node, "aten::sub")) {
+    out.lo = both(a.lo, b.hiConst, [](int64_t x, int64_t y) { return x - y; });
+    if (ha && b.lo)
+      out.hi = hostOp("aten::sub", ha, constant(*b.lo), node);
+    out.hiConst =
+        both(a.hiConst, b.lo, [](int64_t x, int64_t y) { return x - y; });
+  } else if (is(node, "aten::mul") && a.lo && b.lo && *a.lo >= 0 &&
+             *b.lo >= 0) {
+    out.lo = *a.lo * *b.lo;
+    if (ha && hb)
+      out.hi = hostOp("aten::mul", ha, hb, node);
+    out.hiConst = both(a.hiConst, b.hiConst,
+                       [](int64_t x, int64_t y) { return x * y; });
+  } else if (is(node, "aten::floordiv") && b.lo && b.hiConst &&
+             *b.lo == *b.hiConst && *b.lo > 0) {
+    int64_t d = *b.lo;
+    if (a.lo)
+      out.lo = floorDiv(*a.lo, d);
+    if (ha)
+      out.hi = hostOp("aten::floordiv", ha, constant(d), node);
+    if (a.hiConst)
+      out.hiConst = floorDiv(*a.hiConst, d);
+  }
+  return out;
+}
+
+Range RuleContext::join(const Range &a, const Range &b, const Node *anchor) {
+  Range r;
+  if (a.lo && b.lo)
+    r.lo = std::min(*a.lo, *b.lo);
+  Value *ha = upper(a), *hb = upper(b);
+  if (ha && hb)
+    r.hi = hostOp("prim::max", ha, hb, anchor);
+  if (a.hiConst && b.hiConst)
+    r.hiConst = std::max(*a.hiConst, *b.hiConst);
+  return r;
+}
+
+std::optional<Range> RuleContext::length(Value *v) {
+  if (v->type()->kind() != c10::TypeKind::IntType)
+    return std::nullopt;
+  Rep *r = rep(v);
+  if (r && r->kind != Rep::Kind::Lifted)
+    return std::nullopt;
+  Range range = rangeOf(v);
+  if (!range.lo || *range.lo < 0)
+    return std::nullopt; // a negative end counts from the end
+  return range;
+}
+
+std::optional<int64_t> RuleContext::hintFor(const Value *v) {
+  if (ctx.options.bounds.empty())
+    return std::nullopt; // the usual case: no name or location to compute
+  for (const auto &[key, bound] : ctx.options.bounds)
+    if (boundKeyNames(key, v))
+      return bound;
+  return std::nullopt;
+}
+
+/// A hint promises 0 <= value <= N.
+void RuleContext::applyHint(const Value *v, Range &range) {
+  std::optional<int64_t> hint = hintFor(v);
+  if (!hint)
+    return;
+  if (!range.lo || *range.lo < 0)
+    range.lo = 0;
+  if (!range.hiConst || *hint < *range.hiConst) {
+    range.hiConst = *hint;
+    range.hi = constant(*hint);
+  }
+}
+
+} // namespace staticify::bound

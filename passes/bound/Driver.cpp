@@ -1,0 +1,463 @@
+//===- Driver.cpp - The bound pass: walk, dispatch, materialize -----------===//
+//
+// One forward walk over the graph. A node whose inputs have representations
+// goes to the use rules, any other to the root rules (Rules.h); an `if` on a
+// lifted bool with pure branches runs both branches and selects with where.
+// After the walk, every use of a represented value that no rule absorbed
+// materializes it: one `int(count)` and a slice (a sync, reported with its
+// location and reason), or `(padded, count)` at outputs with
+// --padded-outputs.
+//
+//===----------------------------------------------------------------------===//
+
+#include "passes/Bounded.h"
+
+#include "passes/GraphUtils.h"
+#include "passes/IfConvert.h"
+#include "passes/LiftScalars.h"
+#include "passes/bound/Rules.h"
+
+#include <torch/csrc/jit/passes/constant_propagation.h>
+
+#include <algorithm>
+
+namespace staticify {
+
+using torch::jit::Block;
+using torch::jit::Graph;
+using torch::jit::Node;
+using torch::jit::Value;
+
+namespace bound {
+
+namespace {
+
+std::vector<BoundRule> &ruleTable() {
+  static std::vector<BoundRule> rules = [] {
+    // Op-specific rules are asked before trait rules (Driver::candidates);
+    // within each, in this order.
+    std::vector<BoundRule> r;
+    addScalarRules(r);
+    addRowRules(r);
+    addRandomRules(r);
+    addIndexRules(r);
+    addRootRules(r);
+    return r;
+  }();
+  return rules;
+}
+
+} // namespace
+
+void registerBoundRule(BoundRule rule) {
+  ruleTable().push_back(std::move(rule));
+}
+
+const std::vector<BoundRule> &boundRules() { return ruleTable(); }
+
+namespace {
+
+class Driver {
+public:
+  Driver(Graph &graph, PassContext &ctx, const AnalysisResult &analysis,
+         const torch::jit::AliasDb &aliases)
+      : graph(graph), ctx(ctx), rc(graph, ctx, analysis, aliases) {}
+
+  bool run() {
+    runBlock(graph.block());
+    if (!changed)
+      return false;
+    materializeRest();
+    // What the rewrites replaced, converted ifs included, is now dead.
+    eraseDeadNodes(graph, ctx, kRule);
+    return true;
+  }
+
+private:
+  Graph &graph;
+  PassContext &ctx;
+  RuleContext rc;
+  bool changed = false;
+  /// The rules asked about each op, per BoundRule::On.
+  std::unordered_map<c10::Symbol, std::vector<const BoundRule *>>
+      candidatesOf[2];
+
+  //===--------------------------------------------------------------------===//
+  // Walk and dispatch
+  //===--------------------------------------------------------------------===//
+
+  void runBlock(Block *block) {
+    for (auto it = block->nodes().begin(); it != block->nodes().end();) {
+      Node *node = *it;
+      ++it; // nodes the visit hoists go before `node`; never revisited
+      visit(node);
+    }
+  }
+
+  void visit(Node *node) {
+    if (node->kind() == c10::prim::If && rc.rep(node->input(0)) &&
+        convertIf(node))
+      return;
+    for (Block *b : node->blocks())
+      runBlock(b);
+    if (!node->blocks().empty())
+      return; // loops and ifs consume lifted values as host values
+    // A list of tensors (cat's, index's) counts by its elements.
+    auto hasRep = [&](Value *v) {
+      if (rc.rep(v))
+        return true;
+      Node *list = v->node();
+      return list->kind() == c10::prim::ListConstruct &&
+             std::any_of(list->inputs().begin(), list->inputs().end(),
+                         [&](Value *e) { return rc.rep(e) != nullptr; });
+    };
+    bool anyRep =
+        std::any_of(node->inputs().begin(), node->inputs().end(), hasRep);
+    if (!writable(node))
+      return;
+    torch::jit::WithInsertPoint guard(node);
+    if (!dispatch(node, anyRep ? BoundRule::On::Use : BoundRule::On::Root))
+      return;
+    changed = true;
+    if (rc.replacedWriter == node) {
+      rc.replacedWriter = nullptr;
+      node->destroy();
+      return;
+    }
+    rc.absorb(node);
+  }
+
+  /// Op-specific rules first, then trait rules, each in registration order.
+  const std::vector<const BoundRule *> &candidates(BoundRule::On on,
+                                                   c10::Symbol op) {
+    auto &byOp = candidatesOf[on == BoundRule::On::Use];
+    auto [it, fresh] = byOp.try_emplace(op);
+    if (fresh) {
+      for (bool traits : {false, true})
+        for (const BoundRule &rule : boundRules())
+          if (rule.on == on && rule.ops.empty() == traits &&
+              (traits || std::count(rule.ops.begin(), rule.ops.end(), op)))
+            it->second.push_back(&rule);
+    }
+    return it->second;
+  }
+
+  /// Asks the rules about \p node until one answers; whether one applied.
+  /// What a rule that does not apply inserted before the node is removed.
+  bool dispatch(Node *node, BoundRule::On on) {
+    for (const BoundRule *rule : candidates(on, node->kind())) {
+      InsertedBefore inserted(node);
+      RuleResult result = rule->fn(node, rc);
+      if (result.kind == RuleResult::Kind::Applied)
+        return true;
+      inserted.rollback();
+      if (result.kind == RuleResult::Kind::Declined) {
+        if (!result.why.empty())
+          ctx.declined(node, kRule, result.why);
+        return false;
+      }
+    }
+    return false;
+  }
+
+  /// Whether \p node's results are never written to. They are fresh
+  /// tensors (a nonzero, a selection, a gather), so a write must go through
+  /// them or a view of them: uses are followed through views, index lists
+  /// and if results; a use that stores one where it could be written later
+  /// (a list append, an attribute) counts as a write. libtorch's alias
+  /// analysis would count any write to a tensor kept in a list as one.
+  static bool writable(const Node *node) {
+    for (const Value *out : node->outputs())
+      if (mayBeWritten(out, 0))
+        return false;
+    return true;
+  }
+
+  static bool mayBeWritten(const Value *v, int depth) {
+    c10::TypeKind kind = v->type()->kind();
+    if (kind != c10::TypeKind::TensorType && kind != c10::TypeKind::ListType &&
+        kind != c10::TypeKind::TupleType && kind != c10::TypeKind::OptionalType)
+      return false; // numbers, devices...: immutable
+    if (depth > 32)
+      return true;
+    for (const torch::jit::Use &use : v->uses()) {
+      const Node *user = use.user;
+      if (user->kind() == c10::prim::Return) {
+        const Node *owner = user->owningBlock()->owningNode();
+        if (!owner)
+          continue; // returned: the caller gets a fresh tensor either way
+        if (owner->kind() != c10::prim::If ||
+            mayBeWritten(owner->output(use.offset), depth + 1))
+          return true;
+        continue;
+      }
+      if (user->kind() == c10::prim::ListConstruct) {
+        for (const torch::jit::Use &consumer : user->output()->uses()) {
+          const Node *c = consumer.user;
+          bool readOnly =
+              ((c->kind() == c10::aten::index ||
+                c->kind() == c10::Symbol::fromQualString("aten::index_put_")) &&
+               consumer.offset == 1) ||
+              ((c->kind() == c10::aten::cat || c->kind() == c10::aten::stack) &&
+               consumer.offset == 0);
+          if (!readOnly)
+            return true;
+        }
+        continue;
+      }
+      if (user->kind() == c10::prim::ListUnpack ||
+          user->kind() == c10::prim::TupleConstruct ||
+          user->kind() == c10::prim::TupleUnpack ||
+          user->kind() == c10::aten::__getitem__) {
+        for (const Value *out : user->outputs())
+          if (mayBeWritten(out, depth + 1))
+            return true;
+        continue;
+      }
+      const c10::FunctionSchema *schema = user->maybeSchema();
+      if (!schema || use.offset >= schema->arguments().size())
+        return true; // an op we cannot see into
+      const c10::AliasInfo *alias =
+          schema->arguments()[use.offset].alias_info();
+      if (!alias)
+        continue; // read only; the results are new tensors
+      if (alias->isWrite())
+        return true;
+      for (const Value *out : user->outputs()) // a view of it
+        if (mayBeWritten(out, depth + 1))
+          return true;
+    }
+    return false;
+  }
+
+  /// `prim::If` on a lifted bool with pure branches: both branches run,
+  /// their results are selected by where().
+  bool convertIf(Node *node) {
+    Rep *cond = rc.lifted(node->input(0));
+    if (!cond || isDataAssert(node))
+      return false;
+    std::string why = unconvertibleReason(node, rc.aliases);
+    for (size_t i = 0; why.empty() && i < node->outputs().size(); ++i) {
+      Value *a = node->blocks()[0]->outputs()[i];
+      Value *b = node->blocks()[1]->outputs()[i];
+      if (liftedDType(node->output(i)->type()))
+        continue; // an int, float or bool: selected as a 0-d tensor
+      if (!isTensor(node->output(i)))
+        why = "the if returns a value that is neither a tensor nor a number";
+      else if (rc.analysis.info(a).shape != ShapeDep::Static ||
+               rc.analysis.info(b).shape != ShapeDep::Static ||
+               !congruent(a, b))
+        why = "the branches' tensors are not provably of the same static "
+              "shape and dtype";
+    }
+    if (!why.empty()) {
+      ctx.declined(node, kRule, why);
+      return false;
+    }
+    std::vector<Node *> hoisted;
+    for (Block *b : node->blocks())
+      for (Node *n : b->nodes())
+        hoisted.push_back(n);
+    auto outs = hoistBranches(node);
+    for (Node *n : hoisted)
+      visit(n);
+    torch::jit::WithInsertPoint guard(node);
+    Value *c = cond->value;
+    Value *device = rc.deviceOf(c, node);
+    for (size_t i = 0; i < outs.size(); ++i) {
+      auto [a, b] = outs[i];
+      Value *out = node->output(i);
+      if (isTensor(out)) {
+        rc.replaceStatic(out, emit(graph, "aten::where", {c, a, b}, node));
+        continue;
+      }
+      Rep r(Rep::Kind::Lifted);
+      r.range = rc.join(rc.rangeOf(a), rc.rangeOf(b), node);
+      r.value = emit(
+          graph, "aten::where",
+          {c, rc.tensorOf(a, device, node), rc.tensorOf(b, device, node)},
+          node);
+      rc.setRep(out, r);
+    }
+    ctx.rewrote(node, "if-convert");
+    changed = true;
+    return true;
+  }
+
+  //===--------------------------------------------------------------------===//
+  // Materialization
+  //===--------------------------------------------------------------------===//
+
+  std::unordered_map<Value *, Value *> materialized;
+  std::unordered_map<Value *, Value *> countsOnHost;
+
+  static bool returnedByGraph(const Node *user) {
+    return user->kind() == c10::prim::Return &&
+           user->owningBlock() == user->owningGraph()->block();
+  }
+
+  /// \p node, or the first producer up its first inputs with a source
+  /// location (a list unpack has none; the where before it does).
+  static const Node *located(const Node *node) {
+    for (const Node *n = node; n;
+         n = n->inputs().empty() ? nullptr : n->input(0)->node()) {
+      if (n->sourceRange().source())
+        return n;
+      if (n->kind() == c10::prim::Param)
+        break;
+    }
+    return node;
+  }
+
+  /// A graph output, or an element of a returned tuple.
+  static bool isOutputPosition(const Node *user) {
+    return returnedByGraph(user) ||
+           (user->kind() == c10::prim::TupleConstruct &&
+            user->output()->uses().size() == 1 &&
+            returnedByGraph(user->output()->uses()[0].user));
+  }
+
+  static std::string reasonFor(const Node *user) {
+    if (isOutputPosition(user))
+      return "materialized: it is returned (--padded-outputs returns "
+             "(padded, count) instead)";
+    if (user->kind() == c10::prim::Return)
+      return "materialized: it leaves a loop or an if";
+    return "materialized: '" + std::string(user->kind().toQualString()) +
+           "' has no bounded form";
+  }
+
+  Value *materialize(Value *v, const Rep &r, const Node *user) {
+    if (auto it = materialized.find(v); it != materialized.end())
+      return it->second;
+    Node *def = v->node();
+    // Right after the definition, or after the count's read when another
+    // value with the same count was cut there already: one sync each.
+    Node *at = def->next();
+    Value *&n = countsOnHost[r.count];
+    if (r.kind == Rep::Kind::Bounded && n &&
+        n->node()->owningBlock() == def->owningBlock() &&
+        (n->node() == at || at->isBefore(n->node())))
+      at = n->node()->next();
+    torch::jit::WithInsertPoint guard(at);
+    const Node *anchor = user->sourceRange().source() ? user : located(def);
+    std::string why = reasonFor(user);
+    Value *out;
+    if (r.kind == Rep::Kind::Lifted) {
+      const char *op = v->type()->kind() == c10::TypeKind::IntType ? "aten::Int"
+                       : v->type()->kind() == c10::TypeKind::BoolType
+                           ? "aten::Bool"
+                           : "aten::Float";
+      out = emit(graph, op, {r.value}, anchor);
+      ctx.declined(out->node(), kRule, why);
+    } else {
+      if (!n || !n->node()->isBefore(at)) {
+        n = emit(graph, "aten::Int", {r.count}, anchor);
+        ctx.declined(n->node(), kRule, why);
+      }
+      out = emit(graph, "aten::slice", {r.value, 0, rc.constant(0), n, 1},
+                 anchor);
+      ctx.declined(out->node(), kRule, why);
+    }
+    materialized[v] = out;
+    return out;
+  }
+
+  /// `(padded, count)` in place of a bounded graph output.
+  bool returnPadded(const Rep &r, const torch::jit::Use &use) {
+    if (!ctx.options.paddedOutputs || r.kind != Rep::Kind::Bounded)
+      return false;
+    Node *user = use.user;
+    if (!isOutputPosition(user))
+      return false;
+    bool inReturnedTuple = user->kind() == c10::prim::TupleConstruct;
+    torch::jit::WithInsertPoint guard(user);
+    Value *pair =
+        graph.insertNode(graph.createTuple({r.value, r.count}))->output();
+    user->replaceInput(use.offset, pair);
+    if (inReturnedTuple) { // retype the tuple around it
+      std::vector<c10::TypePtr> types;
+      for (Value *in : user->inputs())
+        types.push_back(in->type());
+      user->output()->setType(c10::TupleType::create(types));
+    }
+    return true;
+  }
+
+  void materializeRest() {
+    for (Value *v : rc.repOrder) {
+      const Rep r = rc.reps.at(v);
+      if (r.kind == Rep::Kind::WhereList || r.kind == Rep::Kind::RandPerm)
+        continue; // their remaining uses keep the original op
+      std::vector<torch::jit::Use> uses = v->uses();
+      for (const torch::jit::Use &use : uses) {
+        if (rc.absorbed.count(use.user) || returnPadded(r, use))
+          continue;
+        use.user->replaceInput(use.offset, materialize(v, r, use.user));
+      }
+    }
+  }
+};
+
+bool runOnce(std::shared_ptr<Graph> &graph, PassContext &ctx,
+             const AnalysisResult &analysis) {
+  torch::jit::AliasDb aliases(graph);
+  if (!Driver(*graph, ctx, analysis, aliases).run())
+    return false;
+  // The forms branch on host facts (None arguments, ranks): fold them.
+  torch::jit::ConstantPropagation(graph, /*ignore_custom_classes=*/true);
+  return true;
+}
+
+} // namespace
+} // namespace bound
+
+bool boundKeyNames(const std::string &key, const Value *v) {
+  if (v->hasDebugName()) {
+    std::string name = v->debugName();
+    if (size_t dot = name.find('.'); dot != std::string::npos)
+      name.resize(dot);
+    if (key == name)
+      return true;
+  }
+  size_t colon = key.rfind(':');
+  if (colon == std::string::npos || colon == 0)
+    return false;
+  std::optional<Location> loc = locationOf(v->node());
+  if (!loc || key.substr(colon + 1) != std::to_string(loc->line))
+    return false;
+  std::string file = key.substr(0, colon);
+  return loc->file == file ||
+         (loc->file.size() > file.size() &&
+          loc->file.compare(loc->file.size() - file.size(), file.size(),
+                            file) == 0 &&
+          loc->file[loc->file.size() - file.size() - 1] == '/');
+}
+
+bool boundShapes(std::shared_ptr<Graph> &graph, PassContext &ctx) {
+  AnalysisResult analysis = analyzeGraph(*graph);
+  if (analysis.findings.empty())
+    return false; // nothing data-dependent: no trial copy, no second run
+  // Materializations cost a sync each: a graph whose bounded form would
+  // read the host more often than the original stays as it is.
+  std::shared_ptr<Graph> trial = graph->copy();
+  PassContext scratch;
+  scratch.options = ctx.options;
+  if (!bound::runOnce(trial, scratch, analyzeGraph(*trial)))
+    return false;
+  size_t before = countSyncPoints(analysis),
+         after = countSyncPoints(analyzeGraph(*trial));
+  if (after > before) {
+    std::string why = "bounded, the graph would reach the host at " +
+                      std::to_string(after) + " points instead of " +
+                      std::to_string(before) +
+                      " (uses with no bounded form materialize)";
+    for (size_t i = 0; i < analysis.findings.size(); ++i)
+      if (analysis.findings[i].role == Role::Root)
+        ctx.declined(analysis.findingNodes[i], bound::kRule, why);
+    return false;
+  }
+  return bound::runOnce(graph, ctx, analysis);
+}
+
+} // namespace staticify

@@ -1,0 +1,224 @@
+//===- IndexRules.cpp - Elements, prefixes, gathers and stores of rows ----===//
+//
+//   where(c)[k], a, b = where(c)            -> bounded coordinates of c
+//   x[:k], narrow(x, 0, 0, k), k lifted     -> bounded, count min(k, count)
+//   or x bounded
+//   x[i], index_select(x, 0, i)              -> bounded, or static again when
+//                                              i is static
+//   cat of bounded values (dim 0)            -> compaction
+//   x[i] = v, i bounded and 1-D, v 0-d       -> masked_fill_ of hit rows
+//
+//===----------------------------------------------------------------------===//
+
+#include "passes/bound/Rules.h"
+
+#include "passes/BoundedForms.h"
+#include "passes/GraphUtils.h"
+#include "passes/LiftScalars.h"
+#include "passes/Selection.h"
+
+namespace staticify::bound {
+
+using torch::jit::Node;
+using torch::jit::Value;
+
+bool isRowPrefix(const Node *node) {
+  bool isSlice = is(node, "aten::slice") && node->inputs().size() == 5 &&
+                 constantInt(node->input(4)) == 1;
+  bool isNarrow = is(node, "aten::narrow") && node->inputs().size() == 4;
+  return (isSlice || isNarrow) && constantInt(node->input(1)) == 0 &&
+         (node->input(2)->mustBeNone() || constantInt(node->input(2)) == 0);
+}
+
+namespace {
+
+RuleResult whereElement(Node *node, RuleContext &rc) {
+  Rep *list = rc.rep(node->input(0));
+  if (!list || list->kind != Rep::Kind::WhereList)
+    return RuleResult::declined();
+  std::vector<std::pair<Value *, int64_t>> elements;
+  if (is(node, "prim::ListUnpack")) {
+    for (size_t i = 0; i < node->outputs().size(); ++i)
+      elements.emplace_back(node->output(i), static_cast<int64_t>(i));
+  } else {
+    auto k = constantInt(node->input(1));
+    if (!k)
+      return RuleResult::declined();
+    elements.emplace_back(node->output(), *k);
+  }
+  // At the where: its condition may be written to after it.
+  torch::jit::WithInsertPoint guard(node->input(0)->node());
+  Value *&count = rc.whereCounts[node->input(0)];
+  Value *bound = emit(rc.graph, "aten::numel", {list->value}, node);
+  for (auto [out, k] : elements) {
+    auto outs = insertForm(rc.graph, "where_index",
+                           {list->value, rc.constant(k)}, node);
+    if (!count) // every element has the same count: one is read
+      count = outs[1];
+    Rep &r = rc.setBounded(out, outs[0], count, true, /*is1D=*/true);
+    r.bound = bound;
+    r.whereCond = list->value;
+    r.whereDim = k;
+  }
+  return RuleResult::applied();
+}
+
+/// A prefix of dim 0: x[:k] (`slice(x, 0, 0|None, k, 1)`), or
+/// `narrow(x, 0, 0, k)`, the same rows (narrow raises where k is past the
+/// rows; the prefix has the rows there are).
+RuleResult prefix(Node *node, RuleContext &rc) {
+  if (!isRowPrefix(node))
+    return RuleResult::declined();
+  Value *end = node->input(3);
+  Rep *x = rc.rep(node->input(0));
+  if (x && x->kind == Rep::Kind::WhereList)
+    return RuleResult::declined();
+  if (end->mustBeNone()) {
+    if (!x || x->kind != Rep::Kind::Bounded)
+      return RuleResult::declined();
+    rc.setRep(node->output(), *x);
+    return RuleResult::applied();
+  }
+  std::optional<Range> k = rc.length(end);
+  if (!k)
+    return RuleResult::declined();
+  Value *hi = rc.upper(*k);
+  if (x) { // a bounded tensor: its first min(k, count) rows
+    Value *padded = x->value;
+    if (hi)
+      padded = emit(rc.graph, "aten::slice",
+                    {padded, 0, rc.constant(0), hi, 1}, node);
+    rc.setBounded(node->output(), padded, rc.minCount(x->count, end, node),
+                  x->isIndex, x->is1D);
+    return RuleResult::applied();
+  }
+  if (!rc.rep(end))
+    return RuleResult::declined(); // a static tensor cut by a host int
+  // A static tensor's first k rows, k lifted.
+  Value *x0 = node->input(0);
+  Value *size0 = emit(rc.graph, "aten::size", {x0, 0}, node);
+  Value *padded =
+      hi ? emit(rc.graph, "aten::slice", {x0, 0, rc.constant(0), hi, 1}, node)
+         : x0;
+  Value *count = emit(rc.graph, "aten::clamp", {rc.rep(end)->value}, node,
+                      {torch::jit::NamedValue("max", size0)});
+  rc.setBounded(node->output(), padded, count,
+                rc.analysis.info(x0).dtype == DTypeKind::Long);
+  return RuleResult::applied();
+}
+
+/// x[i] and index_select(x, 0, i) with one integer index.
+RuleResult gather(Node *node, RuleContext &rc) {
+  Value *src = node->input(0), *index;
+  Node *list = nullptr;
+  if (is(node, "aten::index")) {
+    list = node->input(1)->node();
+    if (list->kind() != c10::prim::ListConstruct ||
+        list->inputs().size() != 1 || node->input(1)->uses().size() != 1)
+      return RuleResult::declined();
+    index = list->input(0);
+  } else {
+    if (constantInt(node->input(1)) != 0)
+      return RuleResult::declined();
+    index = node->input(2);
+  }
+  if (!rc.isIndex(index))
+    return RuleResult::declined();
+  Rep *s = rc.rep(src), *i = rc.rep(index);
+  if ((s && s->kind != Rep::Kind::Bounded) ||
+      (i && i->kind != Rep::Kind::Bounded))
+    return RuleResult::declined();
+  if (s && i && s->whereCond && i->drawOf == s->count) {
+    // where(c)[k][randperm(count)[:top]]: `top` random true positions of
+    // c, one top-k over c's masked keys (no compaction of c).
+    Value *out = insertForm(
+        rc.graph, "random_true_positions",
+        {s->whereCond, rc.constant(s->whereDim), i->drawTop}, node)[0];
+    rc.setBounded(node->output(), out, i->count, true, /*is1D=*/true);
+    if (list)
+      rc.absorb(list);
+    return RuleResult::applied();
+  }
+  Value *srcCount = s ? s->count : rc.rowsOf(src, node);
+  Value *padded = s ? s->value : src;
+  Value *out =
+      insertForm(rc.graph, "gather_rows",
+                 {padded, srcCount, i ? i->value : index,
+                  i ? i->count : rc.none()},
+                 node)[0];
+  if (i)
+    rc.setBounded(node->output(), out, i->count,
+                  s ? s->isIndex : rc.isIndex(src), i->is1D && s && s->is1D);
+  else
+    rc.replaceStatic(node->output(), out); // static again
+  if (list)
+    rc.absorb(list);
+  return RuleResult::applied();
+}
+
+/// cat along dim 0 of bounded and static parts: their live rows, in order.
+RuleResult cat(Node *node, RuleContext &rc) {
+  Node *list = node->input(0)->node();
+  if (list->kind() != c10::prim::ListConstruct ||
+      node->input(0)->uses().size() != 1 || constantInt(node->input(1)) != 0)
+    return RuleResult::declined();
+  std::vector<Value *> parts, counts;
+  bool allIndex = true, all1D = true;
+  for (Value *part : list->inputs()) {
+    Rep *r = rc.rep(part);
+    if (r && r->kind != Rep::Kind::Bounded)
+      return RuleResult::declined();
+    parts.push_back(r ? r->value : part);
+    counts.push_back(r ? r->count : rc.rowsOf(part, node));
+    allIndex &= rc.isIndex(part);
+    all1D &= r && r->is1D;
+  }
+  Value *partList =
+      rc.graph.insertNode(rc.graph.createList(c10::TensorType::get(), parts))
+          ->output();
+  Value *countList =
+      rc.graph.insertNode(rc.graph.createList(c10::TensorType::get(), counts))
+          ->output();
+  auto outs = insertForm(rc.graph, "cat_rows", {partList, countList}, node);
+  rc.setBounded(node->output(), outs[0], outs[1], allIndex, all1D);
+  rc.absorb(list);
+  return RuleResult::applied();
+}
+
+/// x[i] = v for a bounded 1-D index i and a 0-d v.
+RuleResult put(Node *node, RuleContext &rc) {
+  Node *list = node->input(1)->node();
+  if (list->kind() != c10::prim::ListConstruct ||
+      list->inputs().size() != 1 || rc.rep(node->input(0)) ||
+      rc.rep(node->input(2)))
+    return RuleResult::declined();
+  auto accumulate = torch::jit::toIValue(node->input(3));
+  if (!accumulate || !accumulate->isBool() || accumulate->toBool())
+    return RuleResult::declined();
+  Rep *i = rc.bounded(list->input(0));
+  if (!i || !i->isIndex || !provablyZeroDim(node->input(2)))
+    return RuleResult::declined();
+  Value *out = insertForm(rc.graph, "put_rows",
+                          {node->input(0), i->value, i->count, node->input(2)},
+                          node)[0];
+  rc.replaceStatic(node->output(), out);
+  rc.replaceWriter(node); // it writes: never erased as dead
+  return RuleResult::applied();
+}
+
+} // namespace
+
+void addIndexRules(std::vector<BoundRule> &rules) {
+  using On = BoundRule::On;
+  rules.push_back({"where-element", On::Use,
+                   ops({"aten::__getitem__", "prim::ListUnpack"}),
+                   whereElement});
+  rules.push_back(
+      {"prefix", On::Use, ops({"aten::slice", "aten::narrow"}), prefix});
+  rules.push_back(
+      {"gather", On::Use, ops({"aten::index", "aten::index_select"}), gather});
+  rules.push_back({"cat", On::Use, ops({"aten::cat"}), cat});
+  rules.push_back({"put", On::Use, ops({"aten::index_put_"}), put});
+}
+
+} // namespace staticify::bound

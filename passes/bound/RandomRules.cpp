@@ -1,0 +1,88 @@
+//===- RandomRules.cpp - Random draws of a lifted size --------------------===//
+//
+//   randperm(n), n lifted, one use [:k]   -> top-k of masked random keys
+//   randperm(n), n lifted, other uses     -> a full random order of the keys
+//
+// The draw reads the generator as randperm would not (keys, not a
+// permutation): the same distribution, another stream of numbers.
+//
+//===----------------------------------------------------------------------===//
+
+#include "passes/bound/Rules.h"
+
+#include "passes/BoundedForms.h"
+#include "passes/GraphUtils.h"
+
+namespace staticify::bound {
+
+using torch::jit::Node;
+using torch::jit::Value;
+
+namespace {
+
+RuleResult randperm(Node *node, RuleContext &rc) {
+  Rep *n = rc.lifted(node->input(0));
+  if (!n || node->inputs().size() != 5)
+    return RuleResult::declined();
+  auto dtype = constantInt(node->input(1));
+  if (!node->input(1)->mustBeNone() &&
+      dtype != static_cast<int64_t>(c10::ScalarType::Long))
+    return RuleResult::declined();
+  Value *bound = rc.upper(n->range);
+  if (!bound || !n->range.lo)
+    return RuleResult::declined();
+  // Its one use is [:k]: a top-k of the keys there (drawPrefix). Otherwise
+  // a full random order of the keys.
+  const auto &uses = node->output()->uses();
+  if (uses.size() == 1 && is(uses[0].user, "aten::slice") &&
+      uses[0].offset == 0) {
+    Rep r(Rep::Kind::RandPerm);
+    r.value = n->value;
+    r.range = n->range;
+    r.origin = node;
+    rc.setRep(node->output(), r);
+    return RuleResult::applied();
+  }
+  auto outs = insertForm(rc.graph, "random_prefix",
+                         {n->value, bound, bound, node->input(3)}, node);
+  rc.setBounded(node->output(), outs[0], n->value, true, /*is1D=*/true);
+  return RuleResult::applied();
+}
+
+/// randperm(n)[:k]: the first min(k, n) of a random order, drawn as a
+/// top-k of n masked random keys.
+RuleResult drawPrefix(Node *node, RuleContext &rc) {
+  Rep *x = rc.rep(node->input(0));
+  if (!x || x->kind != Rep::Kind::RandPerm)
+    return RuleResult::notApplicable();
+  Value *end = node->input(3);
+  if (!isRowPrefix(node) || end->mustBeNone())
+    return RuleResult::declined();
+  std::optional<Range> k = rc.length(end);
+  if (!k)
+    return RuleResult::declined();
+  Node *perm = x->origin;
+  Value *bound = rc.upper(x->range);
+  Value *hi = rc.upper(*k);
+  Value *top = hi ? rc.hostOp("prim::min", hi, bound, node) : bound;
+  auto outs = insertForm(rc.graph, "random_prefix",
+                         {x->value, bound, top, perm->input(3)}, node);
+  Rep &r = rc.setBounded(node->output(), outs[0],
+                         rc.minCount(x->value, end, node), true,
+                         /*is1D=*/true);
+  r.drawOf = x->value;
+  r.drawTop = top;
+  return RuleResult::applied();
+}
+
+} // namespace
+
+void addRandomRules(std::vector<BoundRule> &rules) {
+  using On = BoundRule::On;
+  rules.push_back({"randperm", On::Use, ops({"aten::randperm"}), randperm});
+  rules.push_back(
+      {"draw-prefix", On::Use, ops({"aten::slice", "aten::narrow"}),
+       drawPrefix});
+}
+
+} // namespace staticify::bound

@@ -1,0 +1,171 @@
+//===- RootRules.cpp - Data-dependent shapes from static inputs -----------===//
+//
+//   nonzero/argwhere                 -> bounded (cumsum + scatter)
+//   where(c), nonzero_numpy(c)       -> a list whose elements are bounded
+//   x[mask], masked_select           -> bounded gather
+//   _unique2, unique_consecutive     -> sort + adjacent diff
+//   unique(dim=0)                    -> sorted rows + adjacent diff
+//   int(m.sum()), int(t) with --bound -> lifted, with a range
+//
+//===----------------------------------------------------------------------===//
+
+#include "passes/bound/Rules.h"
+
+#include "passes/BoundedForms.h"
+#include "passes/GraphUtils.h"
+#include "passes/LiftScalars.h"
+#include "passes/Selection.h"
+
+#include <algorithm>
+
+namespace staticify::bound {
+
+using torch::jit::Node;
+using torch::jit::Value;
+
+namespace {
+
+/// Whether \p mask is a comparison of \p x with a scalar or a 0-d tensor:
+/// then it has x's shape, and x[mask] is a vector.
+bool maskOfItself(const Value *mask, const Value *x) {
+  const Node *cmp = mask->node();
+  static const char *const comparisons[] = {"aten::gt", "aten::ge", "aten::lt",
+                                            "aten::le", "aten::eq", "aten::ne"};
+  if (std::none_of(std::begin(comparisons), std::end(comparisons),
+                   [&](const char *op) { return is(cmp, op); }) ||
+      cmp->inputs().size() != 2 || cmp->input(0) != x)
+    return false;
+  const Value *other = cmp->input(1);
+  return !isTensor(other) || provablyZeroDim(other);
+}
+
+/// m, when \p t is `m.sum()` or `count_nonzero(m)` over all of a bool m.
+Value *countedMask(Value *t, RuleContext &rc) {
+  Node *def = t->node();
+  // sum in int64 (the default for bool; another dtype could wrap or
+  // round), and a count nothing writes to afterwards.
+  bool sum = is(def, "aten::sum") && def->inputs().size() == 2 &&
+             (def->input(1)->mustBeNone() ||
+              constantInt(def->input(1)) ==
+                  static_cast<int64_t>(c10::ScalarType::Long));
+  bool nonzeros = is(def, "aten::count_nonzero") &&
+                  def->inputs().size() == 2 && def->input(1)->mustBeNone();
+  if (!(sum || nonzeros) || rc.aliases.hasWriters(t))
+    return nullptr;
+  // Through the views masked-reduce puts on a mask (reshape, expand_as):
+  // they keep its dtype.
+  Value *source = def->input(0);
+  while (is(source->node(), "aten::reshape") ||
+         is(source->node(), "aten::view") ||
+         is(source->node(), "aten::expand_as") ||
+         is(source->node(), "aten::expand"))
+    source = source->node()->input(0);
+  if (rc.analysis.info(source).dtype != DTypeKind::Bool)
+    return nullptr;
+  return def->input(0);
+}
+
+RuleResult whereList(Node *node, RuleContext &rc) {
+  if (is(node, "aten::where") && node->inputs().size() != 1)
+    return RuleResult::notApplicable(); // where(c, a, b): elementwise
+  Rep r(Rep::Kind::WhereList);
+  r.value = node->input(0);
+  rc.setRep(node->output(), r);
+  return RuleResult::applied();
+}
+
+RuleResult nonzero(Node *node, RuleContext &rc) {
+  if (node->inputs().size() != 1)
+    return RuleResult::notApplicable();
+  auto outs = insertForm(rc.graph, "nonzero", {node->input(0)}, node);
+  rc.setBounded(node->output(), outs[0], outs[1], true);
+  return RuleResult::applied();
+}
+
+RuleResult selection(Node *node, RuleContext &rc) {
+  auto sel = matchSelection(node->output(), rc.analysis);
+  if (!sel)
+    return RuleResult::notApplicable();
+  auto outs =
+      insertForm(rc.graph, sel->broadcasts ? "masked_select" : "select_rows",
+                 {sel->base, sel->mask}, node);
+  // masked_select is always a vector; so is x[m] for a mask of x's own
+  // shape (x > 0, x == v, ...).
+  rc.setBounded(node->output(), outs[0], outs[1], false,
+                is(node, "aten::masked_select") ||
+                    maskOfItself(sel->mask, sel->base));
+  return RuleResult::applied();
+}
+
+RuleResult unique(Node *node, RuleContext &rc) {
+  bool consecutive = is(node, "aten::unique_consecutive");
+  size_t flags = consecutive ? 1 : 2;
+  if (consecutive && !node->input(3)->mustBeNone())
+    return RuleResult::notApplicable(); // over a dim: not handled
+  auto inverse = torch::jit::toIValue(node->input(flags));
+  auto counts = torch::jit::toIValue(node->input(flags + 1));
+  if (!inverse || !counts)
+    return RuleResult::notApplicable();
+  auto outs = insertForm(
+      rc.graph, consecutive ? "unique_consecutive" : "unique",
+      {node->input(0), node->input(flags), node->input(flags + 1)}, node);
+  rc.setBounded(node->output(0), outs[0], outs[3], false);
+  rc.replaceStatic(node->output(1), outs[1]);
+  if (counts->toBool())
+    rc.setBounded(node->output(2), outs[2], outs[3], false);
+  else
+    rc.replaceStatic(node->output(2), outs[2]);
+  return RuleResult::applied();
+}
+
+RuleResult uniqueRows(Node *node, RuleContext &rc) {
+  if (constantInt(node->input(1)) != 0)
+    return RuleResult::notApplicable();
+  auto outs = insertForm(rc.graph, "unique_rows", {node->input(0)}, node);
+  rc.setBounded(node->output(0), outs[0], outs[3], false);
+  rc.replaceStatic(node->output(1), outs[1]);
+  rc.setBounded(node->output(2), outs[2], outs[3], false);
+  return RuleResult::applied();
+}
+
+/// int(t): a count of a mask's true elements lies in [0, mask.numel()] and
+/// is bounded with no hint; any other int read from data needs --bound.
+RuleResult intOfTensor(Node *node, RuleContext &rc) {
+  if (!isTensor(node->input(0)))
+    return RuleResult::notApplicable();
+  Value *mask = countedMask(node->input(0), rc);
+  if (!mask && !rc.hintFor(node->output()))
+    return RuleResult::notApplicable();
+  Rep r(Rep::Kind::Lifted);
+  r.value = castTo(rc.graph,
+                   emit(rc.graph, "aten::reshape",
+                        {node->input(0), std::vector<int64_t>{}}, node),
+                   c10::ScalarType::Long, node);
+  if (mask) {
+    r.range.lo = 0;
+    r.range.hi = emit(rc.graph, "aten::numel", {mask}, node);
+  }
+  rc.setRep(node->output(), r);
+  return RuleResult::applied();
+}
+
+} // namespace
+
+void addRootRules(std::vector<BoundRule> &rules) {
+  using On = BoundRule::On;
+  rules.push_back({"where-list", On::Root,
+                   ops({"aten::where", "aten::nonzero_numpy"}), whereList});
+  rules.push_back(
+      {"nonzero", On::Root, ops({"aten::nonzero", "aten::argwhere"}), nonzero});
+  rules.push_back({"selection", On::Root,
+                   ops({"aten::masked_select", "aten::index"}), selection});
+  rules.push_back({"unique", On::Root,
+                   ops({"aten::_unique2", "aten::unique_consecutive"}),
+                   unique});
+  rules.push_back({"unique-rows", On::Root, ops({"aten::unique_dim"}),
+                   uniqueRows});
+  rules.push_back({"int-of-tensor", On::Root,
+                   ops({"aten::Int", "aten::IntImplicit"}), intOfTensor});
+}
+
+} // namespace staticify::bound

@@ -1,0 +1,294 @@
+//===- RowRules.cpp - Ops that work row by row, sorts and reductions ------===//
+//
+//   elementwise ops on bounded values        -> on the padded rows
+//   per-row ops on dims >= 1 (softmax, ...)   -> on the padded rows
+//   sort/argsort (any dim), topk (dim 0)     -> live rows first (sort_dim)
+//   reductions of a bounded value            -> masked (keep_rows)
+//
+//===----------------------------------------------------------------------===//
+
+#include "passes/bound/Rules.h"
+
+#include "passes/BoundedForms.h"
+#include "passes/GraphUtils.h"
+#include "passes/LiftScalars.h"
+#include "passes/Selection.h"
+#include "passes/MaskedReduce.h"
+#include "passes/OpCatalogue.h"
+
+#include <algorithm>
+#include <unordered_map>
+
+namespace staticify::bound {
+
+using torch::jit::Node;
+using torch::jit::Value;
+
+namespace {
+
+/// Ops computed elementwise on a bounded value's padded rows, padding
+/// included: the result keeps the leading dimension.
+bool isElementwise(const Node *node) {
+  if (opRole(node) != OpRole::LeadingPreserving || node->outputs().size() != 1)
+    return false;
+  static const char *const notElementwise[] = {"aten::cat", "aten::slice",
+                                               "aten::narrow", "aten::randperm",
+                                               "aten::arange"};
+  for (const char *op : notElementwise)
+    if (is(node, op))
+      return false;
+  return neverRaisesOnValues(node); // padding rows are computed too
+}
+
+/// Whether every dimension argument of \p node named in \p names that it
+/// has is a constant >= 1 (at least one is there): the op then works within
+/// each row of dimension 0. Negative dimensions are refused, since the rank
+/// is not known (-1 is dimension 0 of a vector).
+bool onlyTrailingDims(const Node *node,
+                      const std::vector<const char *> &names) {
+  bool any = false;
+  for (const char *name : names) {
+    Value *dim = namedInput(node, name);
+    if (!dim)
+      continue;
+    std::optional<std::vector<int64_t>> dims = constantIntList(dim);
+    if (auto d = constantInt(dim))
+      dims = std::vector<int64_t>{*d};
+    if (!dims || dims->empty() ||
+        !std::all_of(dims->begin(), dims->end(),
+                     [](int64_t d) { return d > 0; }))
+      return false;
+    any = true;
+  }
+  return any;
+}
+
+/// Ops that, given dimension arguments >= 1, compute each row of dimension
+/// 0 from that row alone (of each tensor operand): a bounded value's padded
+/// rows can go through them as they are, the count unchanged. A list, not a
+/// property of every op with a `dim`: renorm and weight_norm take one and
+/// mix rows. None raises on the values in the padding rows (gather by a
+/// padded index would). Reductions are handled with the masked reductions
+/// (`reduce`).
+const std::pair<const char *, std::vector<const char *>> kPerRowOps[] = {
+    {"aten::select", {"dim"}},       {"aten::slice", {"dim"}},
+    {"aten::narrow", {"dim"}},       {"aten::unsqueeze", {"dim"}},
+    {"aten::squeeze", {"dim"}},      {"aten::transpose", {"dim0", "dim1"}},
+    {"aten::flip", {"dims"}},        {"aten::roll", {"dims"}},
+    {"aten::sort", {"dim"}},         {"aten::argsort", {"dim"}},
+    {"aten::topk", {"dim"}},         {"aten::kthvalue", {"dim"}},
+    {"aten::cumsum", {"dim"}},       {"aten::cumprod", {"dim"}},
+    {"aten::logcumsumexp", {"dim"}}, {"aten::softmax", {"dim"}},
+    {"aten::log_softmax", {"dim"}},  {"aten::stack", {"dim"}},
+    {"aten::cat", {"dim"}},
+};
+
+/// The names of \p node's dimension arguments, if it is a per-row op.
+const std::vector<const char *> *perRowDims(const Node *node) {
+  static const auto *table = [] {
+    auto *m = new std::unordered_map<c10::Symbol, std::vector<const char *>>;
+    for (const auto &[op, dims] : kPerRowOps)
+      m->emplace(c10::Symbol::fromQualString(op), dims);
+    return m;
+  }();
+  auto it = table->find(node->kind());
+  return it == table->end() ? nullptr : &it->second;
+}
+
+/// The padded rows of \p node's bounded operands go through it as they
+/// are, and its results keep their count: for ops that compute each row of
+/// dimension 0 from the same rows of their operands (elementwise ops,
+/// perRowDims() on trailing dims, reductions over trailing dims). Every
+/// tensor operand is bounded with the one count (a list's elements too:
+/// cat and stack on dim >= 1) or 0-d: a larger static operand could
+/// broadcast against the padding. A result holds indices when the
+/// analysis says int64, or, its dtype unknown, when every bounded operand
+/// holds indices and the op keeps the dtype of its first (\p keepsDtype).
+bool passRows(Node *node, RuleContext &rc, bool keepsDtype) {
+  for (Value *out : node->outputs())
+    if (!isTensor(out))
+      return false;
+  Value *count = nullptr;
+  bool allIndex = true;
+  // The padded stand-in of one operand, or null if it cannot go through.
+  auto padded = [&](Value *v) -> Value * {
+    Rep *r = rc.rep(v);
+    if (!r)
+      return isTensor(v) && !provablyZeroDim(v) ? nullptr : v;
+    if (r->kind != Rep::Kind::Bounded || (count && r->count != count))
+      return nullptr;
+    count = r->count;
+    allIndex &= r->isIndex;
+    return r->value;
+  };
+  std::unordered_map<Value *, Value *> replaced;
+  Node *list = nullptr;
+  std::vector<Value *> parts;
+  for (Value *in : node->inputs()) {
+    Node *def = in->node();
+    if (in->type()->kind() == c10::TypeKind::ListType &&
+        def->kind() == c10::prim::ListConstruct && def->inputs().size() &&
+        isTensor(def->input(0))) {
+      if (list || in->uses().size() != 1)
+        return false;
+      for (Value *e : def->inputs()) {
+        Value *p = padded(e);
+        if (!p || !rc.rep(e))
+          return false; // every element bounded, with the one count
+        parts.push_back(p);
+      }
+      list = def;
+      continue;
+    }
+    Value *p = padded(in);
+    if (!p)
+      return false;
+    replaced[in] = p;
+  }
+  if (!count)
+    return false;
+  torch::jit::Graph &graph = rc.graph;
+  if (list)
+    replaced[list->output()] =
+        graph.insertNode(graph.createList(c10::TensorType::get(), parts))
+            ->output();
+  Node *copy = graph.insertNode(graph.createClone(node, [&](Value *v) {
+    auto it = replaced.find(v);
+    return it == replaced.end() ? v : it->second;
+  }));
+  for (size_t i = 0; i < node->outputs().size(); ++i) {
+    DTypeKind known = rc.analysis.info(node->output(i)).dtype;
+    bool index =
+        known == DTypeKind::Long ||
+        (known == DTypeKind::Unknown && allIndex && keepsDtype && i == 0);
+    rc.setBounded(node->output(i), copy->output(i), count, index);
+  }
+  if (list)
+    rc.absorb(list);
+  return true;
+}
+
+/// An op of kPerRowOps on trailing dimensions.
+RuleResult perRow(Node *node, RuleContext &rc) {
+  const std::vector<const char *> *dims = perRowDims(node);
+  if (!dims || !onlyTrailingDims(node, *dims))
+    return RuleResult::notApplicable();
+  Value *dtype = namedInput(node, "dtype");
+  return RuleResult::appliedIf(
+      passRows(node, rc,
+               (!dtype || dtype->mustBeNone()) && !is(node, "aten::argsort")));
+}
+
+/// sort and argsort of a bounded value along any constant dim, and topk
+/// along dim 0: along dim 0 the live rows sorted first (the sort_rows form:
+/// stable, so ties keep their order, and NaN and infinities sort as
+/// PyTorch sorts them); topk takes the first k rows of that order (sorted,
+/// which topk(sorted=False) allows). A negative dim of a sort is resolved
+/// on the host by the form (the rank is not known here); a topk's must be
+/// dim 0 of a vector, since along other dims the result is not bounded.
+RuleResult sortRows(Node *node, RuleContext &rc) {
+  Rep *r = rc.bounded(node->input(0));
+  bool topk = is(node, "aten::topk");
+  if (!r)
+    return RuleResult::declined();
+  for (size_t i = 1; i < node->inputs().size(); ++i)
+    if (rc.rep(node->input(i)) && !(topk && i == 1))
+      return RuleResult::declined();
+  Value *dimArg = namedInput(node, "dim");
+  std::optional<int64_t> dim = dimArg ? constantInt(dimArg) : std::nullopt;
+  if (!dim || (topk && !(*dim == 0 || (*dim == -1 && r->is1D))))
+    return RuleResult::declined();
+  Value *descArg = namedInput(node, topk ? "largest" : "descending");
+  std::optional<c10::IValue> desc;
+  if (descArg)
+    if (auto v = torch::jit::toIValue(descArg))
+      desc = *v;
+  if (!desc || !desc->isBool())
+    return RuleResult::declined();
+  torch::jit::Graph &graph = rc.graph;
+  auto outs = insertForm(graph, "sort_dim",
+                         {r->value, r->count, rc.constant(topk ? 0 : *dim),
+                          graph.insertConstant(desc->toBool())},
+                         node);
+  if (is(node, "aten::argsort")) {
+    rc.setBounded(node->output(), outs[1], r->count, true, r->is1D);
+    return RuleResult::applied();
+  }
+  if (!topk) {
+    rc.setBounded(node->output(0), outs[0], r->count, r->isIndex, r->is1D);
+    rc.setBounded(node->output(1), outs[1], r->count, true, r->is1D);
+    return RuleResult::applied();
+  }
+  Value *k = node->input(1);
+  if (!rc.rep(k) && rc.analysis.info(k).isDataDependent())
+    return RuleResult::declined(); // k read from data: rows cut to it there
+  if (!rc.rep(k)) {                // k rows, known on the host: static again
+    for (size_t i = 0; i < 2; ++i)
+      rc.replaceStatic(node->output(i),
+                       emit(graph, "aten::slice",
+                            {outs[i], 0, rc.constant(0), k, 1}, node));
+    return RuleResult::applied();
+  }
+  std::optional<Range> range = rc.length(k);
+  if (!range)
+    return RuleResult::declined();
+  Value *hi = rc.upper(*range);
+  Value *count = rc.minCount(r->count, k, node);
+  for (size_t i = 0; i < 2; ++i) {
+    Value *padded = hi ? emit(graph, "aten::slice",
+                              {outs[i], 0, rc.constant(0), hi, 1}, node)
+                       : outs[i];
+    rc.setBounded(node->output(i), padded, count, i == 1 || r->isIndex,
+                  r->is1D);
+  }
+  return RuleResult::applied();
+}
+
+/// A reduction of a bounded value: over its live rows, or row by row when
+/// it reduces trailing dims only.
+RuleResult reduce(Node *node, RuleContext &rc) {
+  if (opRole(node) != OpRole::Reduction)
+    return RuleResult::notApplicable();
+  Rep *r = rc.bounded(node->input(0));
+  if (!r || countTensorInputs(node) != 1)
+    return RuleResult::declined();
+  for (size_t i = 1; i < node->inputs().size(); ++i)
+    if (rc.rep(node->input(i)))
+      return RuleResult::declined();
+  RowView view{r->value, insertForm(rc.graph, "keep_rows",
+                                    {r->value, r->count}, node)[0]};
+  std::string why;
+  std::vector<Value *> outs = emitMaskedReduction(rc.graph, node, view, why);
+  if (outs.empty() && onlyTrailingDims(node, {"dim"}))
+    return RuleResult::appliedIf(passRows(node, rc, /*keepsDtype=*/false));
+  if (outs.empty())
+    return RuleResult::declined(why);
+  for (size_t i = 0; i < outs.size(); ++i)
+    rc.replaceStatic(node->output(i), outs[i]);
+  return RuleResult::applied();
+}
+
+/// An elementwise op: a clone keeps indices; add(i, 0.5) would not.
+RuleResult elementwise(Node *node, RuleContext &rc) {
+  if (!isElementwise(node))
+    return RuleResult::notApplicable();
+  return RuleResult::appliedIf(
+      passRows(node, rc, /*keepsDtype=*/is(node, "aten::clone")));
+}
+
+} // namespace
+
+void addRowRules(std::vector<BoundRule> &rules) {
+  using On = BoundRule::On;
+  std::vector<c10::Symbol> perRowOps;
+  for (const auto &entry : kPerRowOps)
+    perRowOps.push_back(c10::Symbol::fromQualString(entry.first));
+  rules.push_back({"per-row", On::Use, perRowOps, perRow});
+  rules.push_back({"sort", On::Use,
+                   ops({"aten::sort", "aten::argsort", "aten::topk"}),
+                   sortRows});
+  rules.push_back({"reduce", On::Use, {}, reduce});
+  rules.push_back({"elementwise", On::Use, {}, elementwise});
+}
+
+} // namespace staticify::bound

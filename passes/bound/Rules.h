@@ -1,0 +1,247 @@
+//===- Rules.h - The bound pass's rules and the context they run in -------===//
+//
+// `bound` (passes/Bounded.h) is a conversion driver: one forward walk gives
+// each value of the original graph a representation (`Rep`), and for each
+// node the driver asks the rules registered for it, in registration order,
+// until one answers. A rule is one function
+//
+//     RuleResult rule(Node *node, RuleContext &rc);
+//
+// that either does not match (`notApplicable()`: the next rule is asked),
+// rewrites the node (`applied()`: the node's results have representations or
+// static replacements, and the node is left to be erased when dead), or
+// declines it (`declined(why)`: no other rule is asked; the reason, when
+// there is one, goes into the report). What a rule inserted before the node
+// is removed by the driver when the rule does not apply, so a rule may check
+// late without leaving half a rewrite behind.
+//
+// Root rules see nodes whose inputs all keep their original computation
+// (`nonzero(x)` of a graph input); use rules see nodes with at least one
+// input that has a representation (`numel` of a bounded value). Rules live
+// in files by family: roots (RootRules.cpp), host scalars (ScalarRules.cpp),
+// indexing (IndexRules.cpp), per-row ops and reductions (RowRules.cpp) and
+// random draws (RandomRules.cpp). A rule for another library's op (a custom
+// op such as `torchvision::nms`) is registered with `registerBoundRule`
+// before the pipeline runs.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "passes/Analysis.h"
+#include "passes/PassContext.h"
+
+#include <torch/csrc/jit/ir/alias_analysis.h>
+#include <torch/csrc/jit/ir/ir.h>
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+namespace staticify::bound {
+
+/// The rule name in the report.
+constexpr const char *kRule = "bound";
+
+/// The integer range of a host int: a constant lower bound, and an upper
+/// bound that is a host int in the graph (a constant or an expression over
+/// input sizes), with its constant value when it has one.
+struct Range {
+  std::optional<int64_t> lo;
+  torch::jit::Value *hi = nullptr;
+  std::optional<int64_t> hiConst;
+};
+
+/// What a value of the original graph has become.
+struct Rep {
+  enum class Kind {
+    Lifted,    // a host scalar, now `value`: a 0-d tensor on the device
+    Bounded,   // a tensor with a data-dependent leading dimension
+    WhereList, // where(c) / nonzero_numpy(c): its elements are bounded
+    RandPerm,  // randperm(n) whose one use is [:k], made a top-k there
+  } kind;
+  explicit Rep(Kind kind) : kind(kind) {}
+  torch::jit::Value *value = nullptr; // Lifted: the tensor; Bounded: padded
+                                      // rows; WhereList: c; RandPerm: n
+  torch::jit::Value *count = nullptr; // Bounded: valid rows, 0-d int64
+  torch::jit::Value *bound = nullptr; // Bounded: a host int for its rows,
+                                      // when cheaper than the padded size
+  Range range;          // Lifted ints; RandPerm: n's range
+  bool isIndex = false; // Bounded: holds int64 indices
+  bool is1D = false;    // Bounded: a vector (numel is its count)
+  // Bounded, where(c)[k]: c and k. Bounded, randperm(n)[:top]: n and top.
+  torch::jit::Value *whereCond = nullptr;
+  int64_t whereDim = 0;
+  torch::jit::Value *drawOf = nullptr;
+  torch::jit::Value *drawTop = nullptr;
+  torch::jit::Node *origin = nullptr; // RandPerm: the randperm node
+};
+
+/// What a rule did with a node.
+class RuleResult {
+public:
+  enum class Kind { NotApplicable, Applied, Declined };
+  static RuleResult notApplicable() { return RuleResult(Kind::NotApplicable); }
+  static RuleResult applied() { return RuleResult(Kind::Applied); }
+  /// No other rule is asked. An empty \p why leaves the node unreported
+  /// (its uses materialize, and say why there).
+  static RuleResult declined(std::string why = "") {
+    RuleResult r(Kind::Declined);
+    r.why = std::move(why);
+    return r;
+  }
+  /// Applied when \p ok, else not applicable: for rules whose checks and
+  /// rewrite are one function.
+  static RuleResult appliedIf(bool ok) {
+    return ok ? applied() : notApplicable();
+  }
+  Kind kind;
+  std::string why;
+
+private:
+  explicit RuleResult(Kind kind) : kind(kind) {}
+};
+
+class RuleContext;
+using RuleFn = std::function<RuleResult(torch::jit::Node *, RuleContext &)>;
+
+struct BoundRule {
+  enum class On {
+    Root, // a node whose inputs keep their original computation
+    Use,  // a node with an input (or a list element) that has a Rep
+  };
+  std::string name;
+  On on;
+  /// The ops it is asked about; empty: every op (it checks a trait itself).
+  std::vector<c10::Symbol> ops;
+  RuleFn fn;
+};
+
+/// Registers \p rule after every rule registered so far (the built-in rules
+/// come first).
+void registerBoundRule(BoundRule rule);
+
+/// Every rule, in the order the driver asks them.
+const std::vector<BoundRule> &boundRules();
+
+/// The built-in families (called once, by boundRules()).
+void addRootRules(std::vector<BoundRule> &rules);
+void addScalarRules(std::vector<BoundRule> &rules);
+void addIndexRules(std::vector<BoundRule> &rules);
+void addRowRules(std::vector<BoundRule> &rules);
+void addRandomRules(std::vector<BoundRule> &rules);
+
+/// The state of one run of the driver, and what rules may do with it.
+class RuleContext {
+public:
+  RuleContext(torch::jit::Graph &graph, PassContext &ctx,
+              const AnalysisResult &analysis,
+              const torch::jit::AliasDb &aliases)
+      : graph(graph), ctx(ctx), analysis(analysis), aliases(aliases) {}
+
+  torch::jit::Graph &graph;
+  PassContext &ctx;
+  const AnalysisResult &analysis;
+  const torch::jit::AliasDb &aliases;
+
+  //===--- Representations ------------------------------------------------===//
+
+  Rep *rep(torch::jit::Value *v) {
+    auto it = reps.find(v);
+    return it == reps.end() ? nullptr : &it->second;
+  }
+  /// \p v's representation when it is bounded.
+  Rep *bounded(torch::jit::Value *v) {
+    Rep *r = rep(v);
+    return r && r->kind == Rep::Kind::Bounded ? r : nullptr;
+  }
+  /// \p v's representation when it is a lifted scalar.
+  Rep *lifted(torch::jit::Value *v) {
+    Rep *r = rep(v);
+    return r && r->kind == Rep::Kind::Lifted ? r : nullptr;
+  }
+  void setRep(torch::jit::Value *v, Rep r);
+  /// \p v becomes bounded: \p padded rows, \p count of them valid.
+  Rep &setBounded(torch::jit::Value *v, torch::jit::Value *padded,
+                  torch::jit::Value *count, bool isIndex, bool is1D = false);
+  /// Every use of \p v (a result that is static again) takes \p with.
+  void replaceStatic(torch::jit::Value *v, torch::jit::Value *with) {
+    v->replaceAllUsesWith(with);
+  }
+  /// \p node (a list construct the rule read) is part of the rewrite: its
+  /// uses of bounded values need no materialization.
+  void absorb(torch::jit::Node *node) { absorbed.insert(node); }
+  /// The rule replaced \p node, which writes (never erased as dead), by
+  /// static code: it is reported and destroyed after the rule returns.
+  void replaceWriter(torch::jit::Node *node);
+
+  //===--- Emitting -------------------------------------------------------===//
+
+  torch::jit::Value *constant(int64_t c) { return graph.insertConstant(c); }
+  torch::jit::Value *none() { return graph.insertConstant(c10::IValue()); }
+  torch::jit::Value *deviceOf(torch::jit::Value *t,
+                              const torch::jit::Node *anchor);
+  /// The 0-d tensor for scalar \p v: its lifted value, or a host scalar put
+  /// on \p device.
+  torch::jit::Value *tensorOf(torch::jit::Value *v, torch::jit::Value *device,
+                              const torch::jit::Node *anchor);
+  /// The count of a static tensor's rows, on its device.
+  torch::jit::Value *rowsOf(torch::jit::Value *x,
+                            const torch::jit::Node *anchor);
+  /// A host int for the rows of bounded \p r.
+  torch::jit::Value *boundOf(const Rep &r, const torch::jit::Node *anchor);
+  /// min(count, k) for a 0-d count and a host or lifted k.
+  torch::jit::Value *minCount(torch::jit::Value *count, torch::jit::Value *k,
+                              const torch::jit::Node *anchor);
+
+  //===--- Ranges (Ranges.cpp) --------------------------------------------===//
+
+  /// min/max/+/-/*/floordiv of two host ints, folded when both are
+  /// constants.
+  torch::jit::Value *hostOp(const char *op, torch::jit::Value *a,
+                            torch::jit::Value *b,
+                            const torch::jit::Node *anchor);
+  Range rangeOf(torch::jit::Value *v);
+  torch::jit::Value *upper(const Range &r);
+  /// The range of scalar op \p node's result from its operands' ranges.
+  Range rangeOfOp(torch::jit::Node *node);
+  Range join(const Range &a, const Range &b, const torch::jit::Node *anchor);
+  /// An int operand's range when it is a valid, non-negative length.
+  std::optional<Range> length(torch::jit::Value *v);
+  /// A user bound (`--bound NAME=N`) for \p v, if one names it.
+  std::optional<int64_t> hintFor(const torch::jit::Value *v);
+
+  //===--- Facts ----------------------------------------------------------===//
+
+  /// Whether \p v is known to hold int64 indices.
+  bool isIndex(torch::jit::Value *v);
+
+  //===--- Driver state ---------------------------------------------------===//
+
+  std::unordered_map<torch::jit::Value *, Rep> reps;
+  std::vector<torch::jit::Value *> repOrder; // program order
+  std::unordered_set<torch::jit::Node *> absorbed;
+  /// where(c) list -> the count its elements share.
+  std::unordered_map<torch::jit::Value *, torch::jit::Value *> whereCounts;
+  /// Set by replaceWriter for the driver.
+  torch::jit::Node *replacedWriter = nullptr;
+
+private:
+  void applyHint(const torch::jit::Value *v, Range &range);
+};
+
+//===--- Helpers the rule families share ------------------------------------===//
+
+/// Whether \p node is the op \p op (a qualified name).
+bool is(const torch::jit::Node *node, const char *op);
+
+/// Whether \p node takes the first rows of dim 0: `slice(x, 0, 0|None, k,
+/// 1)` or `narrow(x, 0, 0, k)`.
+bool isRowPrefix(const torch::jit::Node *node);
+
+/// The symbols of qualified op names, for a rule's registration.
+std::vector<c10::Symbol> ops(std::initializer_list<const char *> names);
+
+} // namespace staticify::bound

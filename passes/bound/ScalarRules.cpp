@@ -1,0 +1,127 @@
+//===- ScalarRules.cpp - Host scalars and the shapes of bounded values ----===//
+//
+//   int arithmetic, min/max, comparisons   -> lifted, ranges propagate
+//   numel/size(0)/len of a bounded value   -> the lifted count
+//   size(d > 0) of a bounded value         -> the padded tensor's (static)
+//   dim/dtype/device of a bounded value    -> the padded tensor's
+//   arange(k) with a lifted k              -> arange(upper bound), count k
+//
+//===----------------------------------------------------------------------===//
+
+#include "passes/bound/Rules.h"
+
+#include "passes/GraphUtils.h"
+#include "passes/LiftScalars.h"
+#include "passes/OpCatalogue.h"
+
+namespace staticify::bound {
+
+using torch::jit::NamedValue;
+using torch::jit::Node;
+using torch::jit::Value;
+
+namespace {
+
+/// A host scalar op with a lifted operand runs on 0-d tensors instead.
+RuleResult liftScalarOp(Node *node, RuleContext &rc) {
+  if (!isScalarOp(node))
+    return RuleResult::notApplicable();
+  Value *device = nullptr;
+  for (Value *in : node->inputs())
+    if (Rep *r = rc.lifted(in)) {
+      device = rc.deviceOf(r->value, node);
+      break;
+    }
+  if (!device)
+    return RuleResult::notApplicable();
+  std::vector<Value *> operands;
+  for (Value *in : node->inputs()) {
+    Rep *r = rc.rep(in);
+    if (r && r->kind != Rep::Kind::Lifted)
+      return RuleResult::notApplicable();
+    if (!r && !liftedDType(in->type()))
+      return RuleResult::notApplicable();
+    operands.push_back(rc.tensorOf(in, device, node));
+  }
+  Rep out(Rep::Kind::Lifted);
+  out.range = rc.rangeOfOp(node);
+  out.value = emitScalarOpOnTensors(rc.graph, node, operands);
+  rc.setRep(node->output(), out);
+  return RuleResult::applied();
+}
+
+/// Rank, dtype and device of a bounded value are its padded tensor's.
+RuleResult metadata(Node *node, RuleContext &rc) {
+  if (opRole(node) != OpRole::MetadataRead)
+    return RuleResult::notApplicable();
+  for (size_t i = 0; i < node->inputs().size(); ++i)
+    if (Rep *r = rc.bounded(node->input(i)))
+      node->replaceInput(i, r->value);
+  return RuleResult::applied();
+}
+
+/// numel, size and len of a bounded value.
+RuleResult sizeOf(Node *node, RuleContext &rc) {
+  if (opRole(node) != OpRole::ShapeRead)
+    return RuleResult::notApplicable();
+  Rep *r = rc.bounded(node->input(0));
+  if (!r)
+    return RuleResult::declined();
+  Value *bound = rc.boundOf(*r, node);
+  if (is(node, "aten::size")) {
+    if (node->inputs().size() != 2)
+      return RuleResult::declined(); // the whole size list
+    auto d = constantInt(node->input(1));
+    if (!d || *d < 0)
+      return RuleResult::declined();
+    if (*d > 0) { // trailing sizes are the padded tensor's
+      rc.replaceStatic(node->output(),
+                       emit(rc.graph, "aten::size", {r->value, *d}, node));
+      return RuleResult::applied();
+    }
+  }
+  Rep out(Rep::Kind::Lifted);
+  out.range.lo = 0;
+  out.range.hi = bound;
+  out.value = r->count;
+  if (is(node, "aten::numel") && !r->is1D) {
+    // count * (numel / bound): the rows' size, 0 when there are none.
+    Value *numel = emit(rc.graph, "aten::numel", {r->value}, node);
+    Value *rowSize =
+        rc.hostOp("aten::floordiv", numel,
+                  rc.hostOp("prim::max", bound, rc.constant(1), node), node);
+    out.value = emit(rc.graph, "aten::mul", {r->count, rowSize}, node);
+    out.range.hi = numel;
+  }
+  rc.setRep(node->output(), out);
+  return RuleResult::applied();
+}
+
+/// arange(k) with a lifted k: arange(upper bound of k), count max(k, 0).
+RuleResult arange(Node *node, RuleContext &rc) {
+  Rep *k = rc.lifted(node->input(0));
+  if (!k || node->inputs().size() != 5)
+    return RuleResult::notApplicable();
+  Value *hi = rc.upper(k->range);
+  if (!hi)
+    return RuleResult::notApplicable();
+  Node *copy = rc.graph.insertNode(rc.graph.createClone(
+      node, [&](Value *v) { return v == node->input(0) ? hi : v; }));
+  Value *count = emit(rc.graph, "aten::clamp", {k->value}, node,
+                      {NamedValue("min", rc.constant(0))});
+  rc.setBounded(node->output(), copy->output(), count,
+                rc.analysis.info(node->output()).dtype == DTypeKind::Long);
+  return RuleResult::applied();
+}
+
+} // namespace
+
+void addScalarRules(std::vector<BoundRule> &rules) {
+  using On = BoundRule::On;
+  rules.push_back({"lift-scalar-op", On::Use, {}, liftScalarOp});
+  rules.push_back({"metadata", On::Use, {}, metadata});
+  rules.push_back({"size", On::Use, {}, sizeOf});
+  rules.push_back({"arange", On::Use, ops({"aten::arange"}), arange});
+}
+
+} // namespace staticify::bound

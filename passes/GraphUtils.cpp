@@ -213,4 +213,23 @@ std::string PassContext::reasonForNewNode(const Node *node) const {
   return it == newNodeReasons.end() ? "" : it->second;
 }
 
+void replaceGraphContents(torch::jit::Graph &dst,
+                          const torch::jit::Graph &src) {
+  torch::jit::Block *block = dst.block();
+  while (!block->outputs().empty())
+    block->eraseOutput(block->outputs().size() - 1);
+  // Last first: every use is destroyed before its definition.
+  std::vector<Node *> nodes(block->nodes().begin(), block->nodes().end());
+  for (auto it = nodes.rbegin(); it != nodes.rend(); ++it)
+    (*it)->destroy();
+  while (!block->inputs().empty())
+    block->eraseInput(block->inputs().size() - 1);
+  block->cloneFrom(const_cast<torch::jit::Block *>(src.block()),
+                   [](torch::jit::Value *v) -> torch::jit::Value * {
+                     throw std::logic_error("a graph refers to a value '%" +
+                                            v->debugName() +
+                                            "' from outside it");
+                   });
+}
+
 } // namespace staticify

@@ -83,6 +83,11 @@ private:
   torch::jit::Node *anchor, *before;
 };
 
+/// Makes \p dst a copy of \p src (inputs, nodes, outputs) in place, for a
+/// graph others hold (a method's): what a failed or unwanted rewrite of
+/// \p dst restores from a copy taken before.
+void replaceGraphContents(torch::jit::Graph &dst, const torch::jit::Graph &src);
+
 /// Nodes of \p block and its nested blocks, in program order: a snapshot to
 /// walk while mutating.
 std::vector<torch::jit::Node *> collectNodes(torch::jit::Block *block);

@@ -7,12 +7,12 @@
 //===----------------------------------------------------------------------===//
 
 #include "passes/Compat.h"
-#include "passes/Outline.h"
 #include "passes/Pipeline.h"
 #include "passes/Report.h"
 #include "tools/CommandLine.h"
 #include "tools/CudaGraphs.h"
 #include "tools/ModuleIO.h"
+#include "tools/StaticifyModule.h"
 #include "tools/Supervisor.h"
 
 #include <torch/csrc/jit/api/function_impl.h>
@@ -288,51 +288,26 @@ int run(const Options &opts) {
                         std::to_string(compat::kTorchMinor);
   report.input = opts.input;
   report.output = opts.output;
-  std::set<std::string> boundsMatched;
-  for (const std::string &name : opts.methods) {
-    auto method = loaded.module.find_method(name);
-    if (!method) {
+  for (const std::string &name : opts.methods)
+    if (!loaded.module.find_method(name)) {
       std::string known;
       for (const std::string &m : methodNames(loaded.module))
         known += (known.empty() ? "" : ", ") + m;
       throw UserError("'" + opts.input + "' has no method '" + name +
                       "'; its methods are: " + known);
     }
-    auto graph = torch::jit::toGraphFunction(method->function()).graph();
-    // Analyse and rewrite a copy; the module's own graph changes only when
-    // the result differs in what the report describes, so a static model is
-    // written back exactly as it came.
-    PipelineResult result =
-        runPipeline(graph->copy(), name, opts.passes, passOptions);
-    boundsMatched.insert(result.boundsMatched.begin(),
-                         result.boundsMatched.end());
-    dot = result.dot;
-    if (result.rewritten || result.droppedDeadDynamicOps || opts.outline) {
-      PipelineResult inPlace =
-          runPipeline(graph, name, opts.passes, opts.passOptions);
-      // --padded-outputs may change what the method returns.
-      auto &fn = torch::jit::toGraphFunction(method->function());
-      const c10::FunctionSchema &schema = fn.getSchema();
-      if (schema.returns().size() == 1 && graph->outputs().size() == 1 &&
-          *schema.returns()[0].type() != *graph->outputs()[0]->type())
-        fn.setSchema(schema.cloneWithReturns(
-            {c10::Argument("", graph->outputs()[0]->type())}));
-      if (opts.outline) {
-        auto outlined =
-            outlineRegions(loaded.module, name, *graph, inPlace.partition);
-        for (const OutlinedRegion &r : outlined)
-          std::cerr << "staticify: " << name << ": static region " << r.region
-                    << " is now method '" << r.method << "'\n";
-        if (opts.cudaGraphs)
-          for (size_t region :
-               runRegionsWithCudaGraphs(loaded.module, *graph, outlined))
-            std::cerr << "staticify: " << name << ": static region " << region
-                      << " runs through staticify::RegionRunner (CUDA graphs "
-                         "on GPU)\n";
-      }
-    }
-    report.methods.push_back(std::move(result.report));
-  }
+  StaticifyOptions options;
+  options.methods = opts.methods;
+  options.passes = opts.passes;
+  options.passOptions = passOptions;
+  options.outline = opts.outline;
+  options.cudaGraphs = opts.cudaGraphs;
+  StaticifyResult result = staticifyModule(loaded.module, options);
+  for (const std::string &note : result.notes)
+    std::cerr << "staticify: " << note << "\n";
+  report.methods = std::move(result.methods);
+  dot = result.dot;
+  const std::set<std::string> &boundsMatched = result.boundsMatched;
   checkBoundsMatched(opts, boundsMatched);
 
   // Every output is written to a temporary file, then all are renamed: a

@@ -8,6 +8,7 @@
 #include <sstream>
 
 using namespace staticify;
+using torch::jit::Graph;
 
 TEST(Pipeline, PassListIsCheckedAgainstTheRegistry) {
   EXPECT_EQ(parsePassList("inline,normalize"),
@@ -97,4 +98,27 @@ TEST(Pipeline, VerifyEachCatchesSilentChangesAndBrokenGraphs) {
   } catch (const std::runtime_error &e) {
     EXPECT_NE(std::string(e.what()).find("fails lint"), std::string::npos);
   }
+}
+
+TEST(Pipeline, ReplaceGraphContentsRestoresAGraphInPlace) {
+  auto graph = parseIRWithLocations(R"IR(graph(%x : Tensor, %k : int):
+  %zero : int = prim::Constant[value=0]()
+  %none : NoneType = prim::Constant()
+  %m : Tensor = aten::gt(%x, %zero)
+  %l : Tensor?[] = prim::ListConstruct(%m)
+  %y : Tensor = aten::index(%x, %l)
+  %s : Tensor = aten::sum(%y, %none)
+  return (%s)
+)IR",
+                                    "t.ir");
+  Graph *object = graph.get();
+  std::shared_ptr<Graph> before = graph->copy();
+  std::string text = before->toString(/*print_source_locations=*/false);
+  PipelineResult r = runPipeline(graph, "forward", defaultPipeline(false));
+  ASSERT_TRUE(r.rewritten);
+  ASSERT_NE(graph->toString(false), text);
+  replaceGraphContents(*graph, *before);
+  EXPECT_EQ(graph.get(), object); // the same graph object, as a method holds
+  EXPECT_EQ(graph->toString(false), text);
+  graph->lint();
 }

@@ -1,0 +1,78 @@
+//===- StaticifyModule.cpp - staticify on a loaded module -----------------===//
+
+#include "tools/StaticifyModule.h"
+
+#include "passes/GraphUtils.h"
+#include "passes/Outline.h"
+#include "passes/Pipeline.h"
+#include "tools/CudaGraphs.h"
+#include "tools/ModuleIO.h"
+
+#include <torch/csrc/jit/api/function_impl.h>
+
+namespace staticify {
+
+using torch::jit::Graph;
+
+namespace {
+
+/// --padded-outputs may change what a method returns: its schema follows.
+void updateReturnType(torch::jit::GraphFunction &fn, const Graph &graph) {
+  const c10::FunctionSchema &schema = fn.getSchema();
+  if (schema.returns().size() == 1 && graph.outputs().size() == 1 &&
+      *schema.returns()[0].type() != *graph.outputs()[0]->type())
+    fn.setSchema(schema.cloneWithReturns(
+        {c10::Argument("", graph.outputs()[0]->type())}));
+}
+
+} // namespace
+
+StaticifyResult staticifyModule(torch::jit::Module &module,
+                                const StaticifyOptions &options) {
+  StaticifyResult out;
+  std::vector<std::string> passes = options.passes;
+  if (passes.empty())
+    passes = defaultPipeline(/*inlineCalls=*/true);
+  bool outline = options.outline || options.cudaGraphs;
+  for (const std::string &name : options.methods) {
+    auto method = module.find_method(name);
+    if (!method) {
+      std::string known;
+      for (const std::string &m : methodNames(module))
+        known += (known.empty() ? "" : ", ") + m;
+      throw UserError("the module has no method '" + name +
+                      "'; its methods are: " + known);
+    }
+    auto &fn = torch::jit::toGraphFunction(method->function());
+    // The pipeline runs once, on a copy (the report's value numbers are the
+    // copy's); the method's graph takes the result only when it differs in
+    // what the report describes (or with outline), so a static model is
+    // written back exactly as it came.
+    std::shared_ptr<Graph> graph = fn.graph()->copy();
+    PipelineResult result =
+        runPipeline(graph, name, passes, options.passOptions);
+    out.boundsMatched.insert(result.boundsMatched.begin(),
+                             result.boundsMatched.end());
+    out.dot = result.dot;
+    if (result.rewritten || result.droppedDeadDynamicOps || outline) {
+      updateReturnType(fn, *graph);
+      if (outline) {
+        auto outlined = outlineRegions(module, name, *graph, result.partition);
+        for (const OutlinedRegion &r : outlined)
+          out.notes.push_back(name + ": static region " +
+                              std::to_string(r.region) + " is now method '" +
+                              r.method + "'");
+        if (options.cudaGraphs)
+          for (size_t region : runRegionsWithCudaGraphs(module, *graph, outlined))
+            out.notes.push_back(
+                name + ": static region " + std::to_string(region) +
+                " runs through staticify::RegionRunner (CUDA graphs on GPU)");
+      }
+      replaceGraphContents(*fn.graph(), *graph);
+    }
+    out.methods.push_back(std::move(result.report));
+  }
+  return out;
+}
+
+} // namespace staticify

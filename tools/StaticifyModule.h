@@ -1,0 +1,53 @@
+//===- StaticifyModule.h - staticify on a loaded module, as a library -----===//
+//
+// What `staticify IN -o OUT` does between loading and saving: the pipeline
+// on each method, in place, and, when asked, outlining static regions into
+// methods and running them through the CUDA-graph runner. The command line
+// (tools/staticify.cpp) and the Python API call this; staticify-opt calls
+// runPipeline (passes/Pipeline.h) on one graph.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "passes/PassContext.h"
+#include "passes/Report.h"
+
+#include <torch/csrc/jit/api/module.h>
+
+#include <set>
+#include <string>
+#include <vector>
+
+namespace staticify {
+
+struct StaticifyOptions {
+  std::vector<std::string> methods{"forward"};
+  /// Pass names (passes/Pipeline.h); empty: the default pipeline.
+  std::vector<std::string> passes;
+  PassOptions passOptions;
+  /// Outline each static region of a rewritten method into a method.
+  bool outline = false;
+  /// Run outlined regions through staticify::RegionRunner (implies outline;
+  /// the runtime library must be loaded).
+  bool cudaGraphs = false;
+};
+
+struct StaticifyResult {
+  std::vector<MethodReport> methods;
+  /// The `--bound` keys that named a value in some method.
+  std::set<std::string> boundsMatched;
+  /// The last method's final graph as Graphviz DOT, with
+  /// PassOptions::renderDot.
+  std::string dot;
+  /// One line each on what changed beyond the report (outlined regions).
+  std::vector<std::string> notes;
+};
+
+/// Runs the pipeline on each method of \p module, once. A method's graph is
+/// replaced only when the rewrites changed what the report describes (or
+/// with outline); a static method keeps its graph exactly. Throws UserError
+/// for a method the module does not have, naming those it has.
+StaticifyResult staticifyModule(torch::jit::Module &module,
+                                const StaticifyOptions &options);
+
+} // namespace staticify

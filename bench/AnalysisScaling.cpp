@@ -20,6 +20,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <string>
 #include <vector>
 
 using namespace staticify;
@@ -83,6 +84,8 @@ template <typename F> double medianSeconds(int runs, F &&f) {
 
 int main(int argc, char **argv) {
   int runs = argc > 1 ? std::atoi(argv[1]) : 5;
+  // `--breakdown`: each step of the pipeline's last run, on stderr.
+  bool breakdown = argc > 2 && std::string(argv[2]) == "--breakdown";
   std::printf("%-8s %9s %12s %10s %14s %10s %13s %10s\n", "nodes", "findings",
               "analysis_ms", "ns/node", "normalize_ms", "ns/node",
               "pipeline_ms", "ns/node");
@@ -99,9 +102,15 @@ int main(int argc, char **argv) {
     });
     // The whole default pipeline, every rewrite included, with its two
     // analyses: what `staticify` spends between loading and saving.
+    std::vector<std::pair<std::string, double>> steps;
     double pipeline = medianSeconds(runs, [&] {
-      runPipeline(graph->copy(), "bench", defaultPipeline(false));
+      std::shared_ptr<Graph> copy = graph->copy();
+      steps = runPipeline(copy, "bench", defaultPipeline(false)).seconds;
     });
+    if (breakdown)
+      for (const auto &[step, seconds] : steps)
+        std::fprintf(stderr, "%8zu %10.2f ms  %s\n", nodes, seconds * 1e3,
+                     step.c_str());
     std::printf("%-8zu %9zu %12.2f %10.0f %14.2f %10.0f %13.2f %10.0f\n", nodes,
                 findings, analysis * 1e3, analysis * 1e9 / nodes,
                 normalize * 1e3, normalize * 1e9 / nodes, pipeline * 1e3,

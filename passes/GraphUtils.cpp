@@ -4,10 +4,13 @@
 
 #include "passes/OpCatalogue.h"
 
+#include <stdexcept>
+#include <type_traits>
 #include <unordered_set>
 
 namespace staticify {
 
+using torch::jit::Graph;
 using torch::jit::Node;
 using torch::jit::Value;
 
@@ -180,6 +183,62 @@ bool writtenByOthers(torch::jit::Graph &graph,
   return false;
 }
 
+void FactCache::check(const Graph *graph) {
+  if (graph != graph_) {
+    invalidate();
+    graph_ = graph;
+  }
+}
+
+const AnalysisResult &
+FactCache::analysis(const std::shared_ptr<Graph> &graph) {
+  return *sharedAnalysis(graph);
+}
+
+std::shared_ptr<const AnalysisResult>
+FactCache::sharedAnalysis(const std::shared_ptr<Graph> &graph) {
+  check(graph.get());
+  if (!analysis_)
+    analysis_ = std::make_shared<const AnalysisResult>(analyzeGraph(*graph));
+  return analysis_;
+}
+
+const torch::jit::AliasDb &
+FactCache::aliases(const std::shared_ptr<Graph> &graph) {
+  check(graph.get());
+  if (!aliases_)
+    aliases_ = std::make_unique<torch::jit::AliasDb>(graph);
+  return *aliases_;
+}
+
+void FactCache::seed(const std::shared_ptr<Graph> &graph,
+                     std::shared_ptr<const AnalysisResult> analysis) {
+  check(graph.get());
+  analysis_ = std::move(analysis);
+}
+
+void FactCache::invalidate() {
+  analysis_.reset();
+  aliases_.reset();
+  graph_ = nullptr;
+}
+
+void PassContext::remapNodes(
+    const std::unordered_map<const Node *, Node *> &map) {
+  auto remap = [&](auto &table) {
+    std::remove_reference_t<decltype(table)> out;
+    for (auto &[node, value] : table) {
+      auto it = map.find(node);
+      if (it != map.end())
+        out.emplace(it->second, std::move(value));
+    }
+    table = std::move(out);
+  };
+  remap(findingOf);
+  remap(newNodeReasons);
+  facts.invalidate();
+}
+
 void PassContext::track(const AnalysisResult &analysis) {
   findingOf.clear();
   for (size_t i = 0; i < analysis.findingNodes.size(); ++i)
@@ -211,6 +270,29 @@ void PassContext::declined(const Node *node, std::string_view rule,
 std::string PassContext::reasonForNewNode(const Node *node) const {
   auto it = newNodeReasons.find(node);
   return it == newNodeReasons.end() ? "" : it->second;
+}
+
+static void correspond(const torch::jit::Block *from, torch::jit::Block *to,
+                       std::unordered_map<const Node *, Node *> &map) {
+  auto f = from->nodes().begin();
+  auto t = to->nodes().begin();
+  for (; f != from->nodes().end() && t != to->nodes().end(); ++f, ++t) {
+    if ((*f)->kind() != (*t)->kind() ||
+        (*f)->blocks().size() != (*t)->blocks().size())
+      throw std::logic_error("correspondingNodes: the graphs differ");
+    map.emplace(*f, *t);
+    for (size_t b = 0; b < (*f)->blocks().size(); ++b)
+      correspond((*f)->blocks()[b], (*t)->blocks()[b], map);
+  }
+  if (f != from->nodes().end() || t != to->nodes().end())
+    throw std::logic_error("correspondingNodes: the graphs differ");
+}
+
+std::unordered_map<const Node *, Node *>
+correspondingNodes(const torch::jit::Graph &from, torch::jit::Graph &to) {
+  std::unordered_map<const Node *, Node *> map;
+  correspond(from.block(), to.block(), map);
+  return map;
 }
 
 void replaceGraphContents(torch::jit::Graph &dst,

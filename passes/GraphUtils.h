@@ -8,6 +8,7 @@
 
 #include <functional>
 #include <optional>
+#include <unordered_map>
 #include <string_view>
 #include <vector>
 
@@ -87,6 +88,12 @@ private:
 /// graph others hold (a method's): what a failed or unwanted rewrite of
 /// \p dst restores from a copy taken before.
 void replaceGraphContents(torch::jit::Graph &dst, const torch::jit::Graph &src);
+
+/// Each node of \p from and its counterpart in \p to, a copy of it
+/// (Graph::copy, replaceGraphContents): the same nodes in the same order.
+/// Throws std::logic_error when the two differ.
+std::unordered_map<const torch::jit::Node *, torch::jit::Node *>
+correspondingNodes(const torch::jit::Graph &from, torch::jit::Graph &to);
 
 /// Nodes of \p block and its nested blocks, in program order: a snapshot to
 /// walk while mutating.

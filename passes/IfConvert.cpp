@@ -184,7 +184,7 @@ std::string unconvertibleReason(const Node *ifNode,
 
 bool ifConvert(std::shared_ptr<Graph> &graph, PassContext &ctx) {
   bool changed = false;
-  torch::jit::AliasDb aliases(graph);
+  const torch::jit::AliasDb &aliases = ctx.facts.aliases(graph);
   // Innermost first: a nested If is converted before the one around it.
   // Only Ifs are kept: conversions destroy conditions, never Ifs.
   std::vector<Node *> ifs;

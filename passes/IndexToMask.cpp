@@ -6,6 +6,7 @@
 #include "passes/MaskPropagate.h"
 #include "passes/MaskStore.h"
 #include "passes/MaskedReduce.h"
+#include "passes/RewritePolicy.h"
 #include "passes/Selection.h"
 
 #include <torch/csrc/jit/ir/alias_analysis.h>
@@ -172,8 +173,8 @@ struct Group {
 /// (groups in the order of their first site). The order depends only on the
 /// graph's node order, so a copy of the graph yields the same groups.
 std::vector<Group> collectGroups(const std::shared_ptr<Graph> &graph,
+                                 const torch::jit::AliasDb &aliases,
                                  PassContext *ctx) {
-  torch::jit::AliasDb aliases(graph);
   std::vector<Group> groups;
   std::unordered_map<Value *, size_t> groupOf;
   for (Node *node : collectNodes(graph->block())) {
@@ -286,21 +287,19 @@ void rewriteInReverse(std::vector<size_t> &groups) {
 /// rewritten and the passes that absorb selections have run: what the
 /// pipeline would make of that choice.
 size_t syncsAfter(Graph &graph, const std::vector<size_t> &chosen,
-                  const PassOptions &options) {
-  std::shared_ptr<Graph> trial = graph.copy();
-  PassContext scratch;
-  scratch.options = options;
-  std::vector<Group> groups = collectGroups(trial, nullptr);
+                  const PassContext &ctx) {
+  RewriteTrial trial(graph, ctx);
+  std::shared_ptr<Graph> &copy = trial.graph();
+  std::vector<Group> groups =
+      collectGroups(copy, trial.ctx().facts.aliases(copy), nullptr);
   std::vector<size_t> order = chosen;
   rewriteInReverse(order);
   for (size_t k : order)
-    rewriteGroup(*trial, groups[k], scratch);
-  eraseDeadNodes(*trial, scratch, kRule);
-  for (auto absorb : {maskPropagate, maskedReduce, maskStore}) {
-    if (absorb(trial, scratch))
-      eraseDeadNodes(*trial, scratch, kRule);
-  }
-  return countSyncPoints(analyzeGraph(*trial));
+    rewriteGroup(*copy, groups[k], trial.ctx());
+  eraseDeadNodes(*copy, trial.ctx(), kRule);
+  trial.ctx().facts.invalidate();
+  trial.runPasses({"mask-propagate", "masked-reduce", "mask-store"});
+  return trial.syncPoints();
 }
 
 /// Trials are whole-graph pipeline runs: a graph with more groups that need
@@ -310,7 +309,8 @@ constexpr size_t kMaxTrials = 16;
 } // namespace
 
 bool indexToMask(std::shared_ptr<Graph> &graph, PassContext &ctx) {
-  std::vector<Group> groups = collectGroups(graph, &ctx);
+  std::vector<Group> groups =
+      collectGroups(graph, ctx.facts.aliases(graph), &ctx);
   std::vector<size_t> chosen;
   std::vector<size_t> uncertain;
   for (size_t k = 0; k < groups.size(); ++k)
@@ -318,7 +318,7 @@ bool indexToMask(std::shared_ptr<Graph> &graph, PassContext &ctx) {
   // A group that may add syncs is rewritten only if, with the later mask
   // passes, the graph syncs no more often than without it.
   if (!uncertain.empty()) {
-    size_t base = syncsAfter(*graph, chosen, ctx.options);
+    size_t base = syncsAfter(*graph, chosen, ctx);
     for (size_t i = 0; i < uncertain.size(); ++i) {
       const Group &group = groups[uncertain[i]];
       std::string why;
@@ -328,8 +328,8 @@ bool indexToMask(std::shared_ptr<Graph> &graph, PassContext &ctx) {
       } else {
         std::vector<size_t> with = chosen;
         with.push_back(uncertain[i]);
-        size_t syncs = syncsAfter(*graph, with, ctx.options);
-        if (syncs <= base) {
+        size_t syncs = syncsAfter(*graph, with, ctx);
+        if (rewriteAllowed(base, syncs)) {
           chosen = std::move(with);
           base = syncs;
           continue;

@@ -474,7 +474,7 @@ private:
 } // namespace
 
 bool liftScalars(std::shared_ptr<Graph> &graph, PassContext &ctx) {
-  torch::jit::AliasDb aliases(graph);
+  const torch::jit::AliasDb &aliases = ctx.facts.aliases(graph);
   std::vector<Node *> sources;
   for (Node *node : collectNodes(graph->block()))
     if (isSource(node))

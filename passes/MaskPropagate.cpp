@@ -143,8 +143,11 @@ bool maskPropagate(std::shared_ptr<Graph> &graph, PassContext &ctx) {
   // re-analyse (for mask dtypes) and go again until nothing moves.
   for (bool again = true; again;) {
     again = false;
-    AnalysisResult analysis = analyzeGraph(*graph);
-    torch::jit::AliasDb aliases(graph);
+    // A rewrite below changed the graph: its facts are recomputed.
+    if (changed)
+      ctx.facts.invalidate();
+    const AnalysisResult &analysis = ctx.facts.analysis(graph);
+    const torch::jit::AliasDb &aliases = ctx.facts.aliases(graph);
     for (Node *node : collectNodes(graph->block())) {
       if (node->kind() == c10::aten::index &&
           combineNested(*graph, node, analysis, aliases, ctx)) {

@@ -32,8 +32,8 @@ static std::optional<Selection> storeSelection(Node *node,
 }
 
 bool maskStore(std::shared_ptr<Graph> &graph, PassContext &ctx) {
-  AnalysisResult analysis = analyzeGraph(*graph);
-  torch::jit::AliasDb aliases(graph);
+  const AnalysisResult &analysis = ctx.facts.analysis(graph);
+  const torch::jit::AliasDb &aliases = ctx.facts.aliases(graph);
   bool changed = false;
   static const c10::Symbol indexPutInPlace =
       c10::Symbol::fromQualString("aten::index_put_");

@@ -176,8 +176,8 @@ std::vector<Value *> emitMaskedReduction(Graph &graph, Node *node,
 }
 
 bool maskedReduce(std::shared_ptr<Graph> &graph, PassContext &ctx) {
-  AnalysisResult analysis = analyzeGraph(*graph);
-  torch::jit::AliasDb aliases(graph);
+  const AnalysisResult &analysis = ctx.facts.analysis(graph);
+  const torch::jit::AliasDb &aliases = ctx.facts.aliases(graph);
   bool changed = false;
   for (Node *node : collectNodes(graph->block())) {
     OpRole role = opRole(node);

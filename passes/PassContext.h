@@ -9,6 +9,9 @@
 
 #include "passes/Analysis.h"
 
+#include <torch/csrc/jit/ir/alias_analysis.h>
+
+#include <memory>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -33,9 +36,51 @@ struct PassOptions {
   bool verifyEach = false;
 };
 
+/// Facts about the graph the passes work on, computed on first request and
+/// kept until a pass changes the graph: a pass that only looks (most passes,
+/// on most graphs) costs no analysis and no alias database of its own.
+/// The pipeline invalidates after every pass that reports a change; a pass
+/// that changes the graph and then asks again invalidates first.
+class FactCache {
+public:
+  FactCache() = default;
+  /// A copy starts empty: facts belong to one graph object.
+  FactCache(const FactCache &) {}
+  FactCache &operator=(const FactCache &) {
+    invalidate();
+    return *this;
+  }
+
+  /// The value classes and findings of \p graph (analyzeGraph).
+  const AnalysisResult &analysis(const std::shared_ptr<torch::jit::Graph> &graph);
+  /// libtorch's alias analysis of \p graph.
+  const torch::jit::AliasDb &aliases(const std::shared_ptr<torch::jit::Graph> &graph);
+  /// Adopts \p analysis, computed by the caller on \p graph as it is now.
+  void seed(const std::shared_ptr<torch::jit::Graph> &graph,
+            std::shared_ptr<const AnalysisResult> analysis);
+  /// The cached analysis of \p graph, shared (computed if needed).
+  std::shared_ptr<const AnalysisResult>
+  sharedAnalysis(const std::shared_ptr<torch::jit::Graph> &graph);
+  void invalidate();
+
+private:
+  void check(const torch::jit::Graph *graph);
+  const torch::jit::Graph *graph_ = nullptr;
+  std::shared_ptr<const AnalysisResult> analysis_;
+  std::unique_ptr<torch::jit::AliasDb> aliases_;
+};
+
 class PassContext {
 public:
   PassOptions options;
+  /// Analysis facts of the current graph, shared by the passes.
+  FactCache facts;
+
+  /// Re-keys everything recorded per node through \p map (old node -> its
+  /// counterpart), for a context that moves to a copy of its graph.
+  void remapNodes(
+      const std::unordered_map<const torch::jit::Node *, torch::jit::Node *>
+          &map);
 
   /// Starts tracking the findings of \p analysis (the graph before rewrites).
   void track(const AnalysisResult &analysis);

@@ -20,7 +20,9 @@
 #include <torch/csrc/jit/passes/lower_tuples.h>
 
 #include <algorithm>
+#include <chrono>
 #include <stdexcept>
+#include <type_traits>
 
 namespace staticify {
 
@@ -163,6 +165,26 @@ GraphSummary summarize(const AnalysisResult &analysis) {
 
 namespace {
 
+/// Runs \p f and appends its wall time to \p out under \p name.
+template <typename F>
+auto timed(std::vector<std::pair<std::string, double>> &out,
+           const std::string &name, F &&f) {
+  auto start = std::chrono::steady_clock::now();
+  auto finish = [&] {
+    out.emplace_back(name, std::chrono::duration<double>(
+                               std::chrono::steady_clock::now() - start)
+                               .count());
+  };
+  if constexpr (std::is_void_v<decltype(f())>) {
+    f();
+    finish();
+  } else {
+    auto r = f();
+    finish();
+    return r;
+  }
+}
+
 /// Nodes that make a value data-dependent (a dynamic shape or a host read).
 size_t countDynamicOps(torch::jit::Block *block) {
   size_t n = 0;
@@ -219,7 +241,7 @@ void verifyAfter(const PassInfo &pass, Graph &graph, bool changed,
                              "' changed the graph but reported no change");
 }
 
-PipelineResult runPipeline(std::shared_ptr<Graph> graph,
+PipelineResult runPipeline(std::shared_ptr<Graph> &graph,
                            const std::string &name,
                            const std::vector<std::string> &passes,
                            const PassOptions &options) {
@@ -230,7 +252,7 @@ PipelineResult runPipeline(std::shared_ptr<Graph> graph,
 
   PassContext ctx;
   ctx.options = options;
-  std::optional<AnalysisResult> before;
+  std::shared_ptr<const AnalysisResult> before;
   std::vector<Segment> beforeSegments;
   // Data-dependent ops once calls are inlined, and when the analysis first
   // looks: fewer means normalization erased dead ones.
@@ -247,16 +269,22 @@ PipelineResult runPipeline(std::shared_ptr<Graph> graph,
       throw std::invalid_argument("unknown pass '" + passName + "'");
     if (pass->rewrites && !before) {
       normalized();
-      before = analyzeGraph(*graph);
+      before = timed(result.seconds, "analysis (before)",
+                     [&] { return ctx.facts.sharedAnalysis(graph); });
       ctx.track(*before);
-      beforeSegments = partitionGraph(*graph, *before).segments;
+      beforeSegments = timed(result.seconds, "partition (before)", [&] {
+                         return partitionGraph(*graph, *before).segments;
+                       });
     }
     if (!pass->rewrites && !dynamicOpsInlined && pass->name != "inline")
       dynamicOpsInlined = countDynamicOps(graph->block());
     std::string unchanged;
     if (options.verifyEach)
       unchanged = graph->toString(/*print_source_locations=*/false);
-    bool changed = runPass(*pass, graph, ctx);
+    bool changed = timed(result.seconds, pass->name,
+                         [&] { return runPass(*pass, graph, ctx); });
+    if (changed)
+      ctx.facts.invalidate();
     if (options.verifyEach)
       verifyAfter(*pass, *graph, changed, unchanged);
     if (pass->name == "inline")
@@ -265,11 +293,15 @@ PipelineResult runPipeline(std::shared_ptr<Graph> graph,
   }
   if (!before)
     normalized();
-  AnalysisResult after = analyzeGraph(*graph);
+  std::shared_ptr<const AnalysisResult> afterFacts =
+      timed(result.seconds, "analysis (after)",
+            [&] { return ctx.facts.sharedAnalysis(graph); });
+  const AnalysisResult &after = *afterFacts;
   PartitionResult &partition = result.partition;
-  partition = partitionGraph(*graph, after);
+  partition = timed(result.seconds, "partition (after)",
+                    [&] { return partitionGraph(*graph, after); });
   if (!before) {
-    before = after;
+    before = afterFacts;
     beforeSegments = partition.segments;
   }
   result.report.findings = before->findings;

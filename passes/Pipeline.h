@@ -72,10 +72,16 @@ struct PipelineResult {
   PartitionResult partition;
   /// The final graph as Graphviz DOT, when PassOptions::renderDot is set.
   std::string dot;
+  /// Wall time of each step, in order: every pass, the analyses before and
+  /// after, the partition (staticify-opt --time-passes, the benchmarks).
+  std::vector<std::pair<std::string, double>> seconds;
 };
 
-/// Runs \p passes on \p graph, in place, and reports on method \p name.
-PipelineResult runPipeline(std::shared_ptr<torch::jit::Graph> graph,
+/// Runs \p passes on \p graph and reports on method \p name. The passes
+/// work in place, except that one that tried its rewrite on a copy may make
+/// \p graph point to that copy (RewriteTrial::adopt) instead of running the
+/// rewrite twice: the result is \p graph after the call.
+PipelineResult runPipeline(std::shared_ptr<torch::jit::Graph> &graph,
                            const std::string &name,
                            const std::vector<std::string> &passes,
                            const PassOptions &options = {});

@@ -54,6 +54,8 @@ StaticifyResult staticifyModule(torch::jit::Module &module,
     out.boundsMatched.insert(result.boundsMatched.begin(),
                              result.boundsMatched.end());
     out.dot = result.dot;
+    for (const auto &[step, seconds] : result.seconds)
+      out.seconds.emplace_back(name + ": " + step, seconds);
     if (result.rewritten || result.droppedDeadDynamicOps || outline) {
       updateReturnType(fn, *graph);
       if (outline) {

@@ -41,6 +41,8 @@ struct StaticifyResult {
   std::string dot;
   /// One line each on what changed beyond the report (outlined regions).
   std::vector<std::string> notes;
+  /// Wall time of each pipeline step, "method: step" (--time-passes).
+  std::vector<std::pair<std::string, double>> seconds;
 };
 
 /// Runs the pipeline on each method of \p module, once. A method's graph is

@@ -12,6 +12,7 @@
 #include "passes/Report.h"
 #include "tools/CommandLine.h"
 
+#include <cstdio>
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -35,6 +36,7 @@ options:
   --report-json F  with --analyze, also write the report as JSON to F
   --verify-each    after every pass, lint the graph and check that a pass
                    that reports no change left it as it was (every lit test)
+  --time-passes    print the wall time of each pass and analysis to stderr
   --help           print this help
 )";
 
@@ -101,7 +103,8 @@ static void printValueClasses(std::ostream &os, const torch::jit::Block &block,
 int main(int argc, char **argv) {
   std::vector<std::string> passes;
   std::string input, reportJson;
-  bool analyze = false, printGraph = false, printClasses = false;
+  bool analyze = false, printGraph = false, printClasses = false,
+       timePasses = false;
   PassOptions options;
   try {
     CommandLine cl(argc, argv);
@@ -115,6 +118,8 @@ int main(int argc, char **argv) {
         analyze = true;
       else if (cl.flag("--verify-each"))
         options.verifyEach = true;
+      else if (cl.flag("--time-passes"))
+        timePasses = true;
       else if (cl.flag("--print-graph"))
         printGraph = true;
       else if (cl.flag("--print-classes"))
@@ -153,6 +158,14 @@ int main(int argc, char **argv) {
     // The pipeline driver, as staticify runs it: the report then says what
     // each rule rewrote and why it declined the rest.
     PipelineResult result = runPipeline(graph, "graph", passes, options);
+    if (timePasses) {
+      double total = 0;
+      for (const auto &[step, seconds] : result.seconds) {
+        std::fprintf(stderr, "%10.3f ms  %s\n", seconds * 1e3, step.c_str());
+        total += seconds;
+      }
+      std::fprintf(stderr, "%10.3f ms  total\n", total * 1e3);
+    }
     if (!analyze) {
       graph->print(std::cout, /*print_source_locations=*/false);
       return 0;

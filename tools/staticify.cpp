@@ -17,7 +17,9 @@
 
 #include <torch/csrc/jit/api/function_impl.h>
 
+#include <chrono>
 #include <csignal>
+#include <cstdio>
 #include <iostream>
 #include <set>
 
@@ -73,6 +75,8 @@ options:
   --passes LIST         run this comma-separated pipeline instead of the
                         default; known passes: %PASSES%
   --verbose             with an error, also print libtorch's own message
+  --time-passes         print the wall time of loading, of each pass and
+                        analysis of each method, and of saving, to stderr
   --help                print this help
   --version             print the version
 
@@ -100,6 +104,7 @@ struct Options {
   std::string dot;
   bool report = false;
   bool verbose = false;
+  bool timePasses = false;
   bool inlineCalls = true;
   bool outline = false;
   bool cudaGraphs = false;
@@ -186,6 +191,8 @@ int parseOptions(int argc, char **argv, Options &opts) {
       opts.report = true;
     } else if (cl.flag("--verbose")) {
       opts.verbose = true;
+    } else if (cl.flag("--time-passes")) {
+      opts.timePasses = true;
     } else if (cl.flag("--no-inline")) {
       opts.inlineCalls = false;
     } else if (cl.flag("--drop-data-asserts")) {
@@ -278,7 +285,15 @@ int run(const Options &opts) {
   }
   LoadOptions loadOptions;
   loadOptions.verbose = opts.verbose;
+  auto start = std::chrono::steady_clock::now();
+  auto elapsed = [&start] {
+    auto now = std::chrono::steady_clock::now();
+    double s = std::chrono::duration<double>(now - start).count();
+    start = now;
+    return s;
+  };
   LoadedModule loaded = loadModule(opts.input, loadOptions);
+  double loadSeconds = elapsed();
   for (const std::string &warning : loaded.warnings)
     std::cerr << "staticify: warning: " << printable(warning) << "\n";
 
@@ -302,7 +317,17 @@ int run(const Options &opts) {
   options.passOptions = passOptions;
   options.outline = opts.outline;
   options.cudaGraphs = opts.cudaGraphs;
+  elapsed();
   StaticifyResult result = staticifyModule(loaded.module, options);
+  std::vector<std::pair<std::string, double>> seconds = {{"load", loadSeconds}};
+  seconds.insert(seconds.end(), result.seconds.begin(), result.seconds.end());
+  seconds.emplace_back("other (module level)",
+                       elapsed() - [&] {
+                         double sum = 0;
+                         for (const auto &step : result.seconds)
+                           sum += step.second;
+                         return sum;
+                       }());
   for (const std::string &note : result.notes)
     std::cerr << "staticify: " << note << "\n";
   report.methods = std::move(result.methods);
@@ -324,6 +349,16 @@ int run(const Options &opts) {
     outputs.addModule(opts.output, loaded.module, extra);
   }
   outputs.commit();
+  seconds.emplace_back("report and save", elapsed());
+  if (opts.timePasses) {
+    double total = 0;
+    for (const auto &[step, s] : seconds) {
+      std::fprintf(stderr, "staticify: time: %10.3f ms  %s\n", s * 1e3,
+                   printable(step).c_str());
+      total += s;
+    }
+    std::fprintf(stderr, "staticify: time: %10.3f ms  total\n", total * 1e3);
+  }
   if (opts.report)
     std::cout << renderText(report);
   if (!opts.output.empty() && !opts.report)

@@ -15,6 +15,7 @@
 #include "passes/GraphUtils.h"
 #include "passes/IfConvert.h"
 #include "passes/LiftScalars.h"
+#include "passes/RewritePolicy.h"
 #include "passes/bound/Rules.h"
 
 #include <torch/csrc/jit/passes/constant_propagation.h>
@@ -401,8 +402,7 @@ private:
 
 bool runOnce(std::shared_ptr<Graph> &graph, PassContext &ctx,
              const AnalysisResult &analysis) {
-  torch::jit::AliasDb aliases(graph);
-  if (!Driver(*graph, ctx, analysis, aliases).run())
+  if (!Driver(*graph, ctx, analysis, ctx.facts.aliases(graph)).run())
     return false;
   // The forms branch on host facts (None arguments, ranks): fold them.
   torch::jit::ConstantPropagation(graph, /*ignore_custom_classes=*/true);
@@ -435,19 +435,19 @@ bool boundKeyNames(const std::string &key, const Value *v) {
 }
 
 bool boundShapes(std::shared_ptr<Graph> &graph, PassContext &ctx) {
-  AnalysisResult analysis = analyzeGraph(*graph);
+  const AnalysisResult &analysis = ctx.facts.analysis(graph);
   if (analysis.findings.empty())
-    return false; // nothing data-dependent: no trial copy, no second run
-  // Materializations cost a sync each: a graph whose bounded form would
-  // read the host more often than the original stays as it is.
-  std::shared_ptr<Graph> trial = graph->copy();
-  PassContext scratch;
-  scratch.options = ctx.options;
-  if (!bound::runOnce(trial, scratch, analyzeGraph(*trial)))
+    return false; // nothing data-dependent: no trial copy
+  // Materializations cost a sync each: the rewrite runs on a trial copy, and
+  // is kept (adopted, not run again) only where the policy allows it.
+  size_t before = countSyncPoints(analysis);
+  RewriteTrial trial(*graph, ctx);
+  if (!bound::runOnce(trial.graph(), trial.ctx(),
+                      trial.ctx().facts.analysis(trial.graph())))
     return false;
-  size_t before = countSyncPoints(analysis),
-         after = countSyncPoints(analyzeGraph(*trial));
-  if (after > before) {
+  trial.ctx().facts.invalidate();
+  size_t after = trial.syncPoints();
+  if (!rewriteAllowed(before, after)) {
     std::string why = "bounded, the graph would reach the host at " +
                       std::to_string(after) + " points instead of " +
                       std::to_string(before) +
@@ -457,7 +457,8 @@ bool boundShapes(std::shared_ptr<Graph> &graph, PassContext &ctx) {
         ctx.declined(analysis.findingNodes[i], bound::kRule, why);
     return false;
   }
-  return bound::runOnce(graph, ctx, analysis);
+  trial.adopt(graph, ctx);
+  return true;
 }
 
 } // namespace staticify

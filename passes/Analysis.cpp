@@ -1,5 +1,4 @@
-//===- Analysis.cpp - The dynamism analysis
-//---------------------------------===//
+//===- Analysis.cpp - The dynamism analysis --------------------------------===//
 
 #include "passes/Analysis.h"
 
@@ -8,8 +7,6 @@
 #include "passes/OpCatalogue.h"
 
 #include <algorithm>
-#include <fstream>
-#include <cctype>
 #include <sstream>
 
 namespace staticify {
@@ -56,90 +53,6 @@ const ValueInfo &AnalysisResult::info(const Value *v) const {
   static const ValueInfo kHostStatic;
   auto it = values.find(v);
   return it == values.end() ? kHostStatic : it->second;
-}
-
-//===----------------------------------------------------------------------===//
-// Locations
-//===----------------------------------------------------------------------===//
-
-namespace {
-
-/// "path.py(12): forward" -> ("path.py", 12): the form of a traced module's
-/// Python stack frames.
-std::optional<std::pair<std::string, size_t>>
-tracedFrame(const std::string &line) {
-  size_t colon = line.rfind("): ");
-  if (colon == std::string::npos || colon == 0)
-    return std::nullopt;
-  std::string_view name(line.data() + colon + 3, line.size() - colon - 3);
-  auto identifierChar = [](char c) {
-    return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
-  };
-  if (name.empty() || std::isdigit(static_cast<unsigned char>(name[0])) ||
-      !std::all_of(name.begin(), name.end(), identifierChar))
-    return std::nullopt;
-  size_t open = line.rfind('(', colon);
-  if (open == std::string::npos || open == 0 || open + 1 == colon ||
-      colon - open - 1 > 9)
-    return std::nullopt;
-  std::string digits = line.substr(open + 1, colon - open - 1);
-  if (!std::all_of(digits.begin(), digits.end(),
-                   [](char c) { return std::isdigit(static_cast<unsigned char>(c)); }))
-    return std::nullopt;
-  return std::make_pair(line.substr(0, open), std::stoul(digits));
-}
-
-} // namespace
-
-std::optional<Location> locationOf(const Node *node) {
-  // A module loaded from an archive has ranges in its re-printed code; its
-  // debug records map them back to the user's Python source.
-  torch::jit::SourceRange range = node->sourceRange();
-  // The debug records are read lazily, here: one libtorch cannot parse
-  // costs the location, not the run (the loader has dropped those it knows
-  // would crash it).
-  try {
-    if (auto original = range.findSourceRangeThatGenerated())
-      range = *original;
-  } catch (const std::exception &) {
-    return std::nullopt;
-  }
-  auto flc = compat::fileLineCol(range);
-  if (!flc || std::get<0>(*flc).empty())
-    return std::nullopt;
-  Location loc;
-  loc.file = std::get<0>(*flc);
-  loc.line = std::get<1>(*flc);
-  loc.column = std::get<2>(*flc) + 1;
-  const torch::jit::Source &source = *range.source();
-  size_t lineIndex = source.lineno_for_offset(range.start());
-  loc.sourceLine = compat::sourceLine(source, lineIndex);
-  // A traced module records Python stack frames, "path.py(12): forward":
-  // the place is the frame's file and line, its text is on disk.
-  // Matched by hand: libstdc++'s std::regex recurses per character and
-  // overflows the stack on a long line (a hostile archive's).
-  if (auto frame = tracedFrame(loc.sourceLine)) {
-    loc.file = frame->first;
-    loc.line = frame->second;
-    loc.sourceLine.clear();
-    std::ifstream in(loc.file);
-    for (size_t n = 1; in && std::getline(in, loc.sourceLine) && n < loc.line;
-         ++n)
-      ;
-    if (!in)
-      loc.sourceLine.clear();
-    size_t first = loc.sourceLine.find_first_not_of(" \t");
-    loc.column = first == std::string::npos ? 1 : first + 1;
-    loc.length = loc.sourceLine.size() > loc.column - 1
-                     ? loc.sourceLine.size() - (loc.column - 1)
-                     : 1;
-    return loc;
-  }
-  size_t lineStart = source.offset_for_line(lineIndex);
-  size_t lineEnd = lineStart + loc.sourceLine.size();
-  loc.length = std::max<size_t>(1, std::min(range.end(), lineEnd) -
-                                       std::min(range.start(), lineEnd));
-  return loc;
 }
 
 namespace {
@@ -523,19 +436,18 @@ private:
   }
 
   bool analyzeDynamicShapeRoot(const Node *node) {
-    const std::string op = node->kind().toQualString();
-    bool isIndex = node->kind() == c10::aten::index;
-    bool isStore =
-        op.rfind("aten::index_put", 0) == 0 || op == "aten::_index_put_impl_";
+    const OpInfo &op = *opInfo(node);
+    bool isIndex = op.rootShape == RootShape::MaskIndex;
+    bool isStore = op.rootShape == RootShape::MaskStore;
     IndexKind indexing =
         (isIndex || isStore) ? indexKind(node) : IndexKind::Mask;
     if (indexing == IndexKind::Integer)
       return false;
 
     ValueInfo causes = joinedInputs(node);
-    std::string what = isIndex ? "indexing" : isStore ? "assignment" : op;
-    if (!isIndex && !isStore)
-      what = "'" + op + "'";
+    std::string what = isIndex   ? "indexing"
+                       : isStore ? "assignment"
+                                 : "'" + std::string(op.op) + "'";
     std::string message =
         indexing == IndexKind::MaybeMask
             ? what + " by a tensor of unknown dtype: " +
@@ -556,10 +468,11 @@ private:
       return true;
     }
     out.cls = ValueClass::DataDependent;
-    out.shape = leadingRootShape(node) ? ShapeDep::Leading : ShapeDep::Dynamic;
+    out.shape =
+        leadingRootShape(node, op) ? ShapeDep::Leading : ShapeDep::Dynamic;
     setOutputs(node, out);
     // `unique`'s inverse indices have the input's shape.
-    if (op.find("unique") != std::string::npos && node->outputs().size() > 1) {
+    if (op.has(kInverseIndices) && node->outputs().size() > 1) {
       ValueInfo inverse = info(node->input(0));
       inverse.cls = std::max(inverse.cls, ValueClass::DeviceData);
       info(node->output(1)) = inverse;
@@ -568,17 +481,16 @@ private:
   }
 
   /// Whether only dimension 0 of a root's result depends on data.
-  bool leadingRootShape(const Node *node) {
-    const std::string op = node->kind().toQualString();
-    if (op == "aten::unique_dim" || op == "aten::unique_dim_consecutive")
+  bool leadingRootShape(const Node *node, const OpInfo &op) {
+    const Value *dim = namedInput(node, "dim");
+    switch (op.rootShape) {
+    case RootShape::LeadingIfDim0:
       return constantInt(node->input(1)) == 0;
-    if (op == "aten::unique_consecutive") {
-      for (size_t i = 0; i < node->inputs().size(); ++i)
-        if (inputName(node, i) == std::string("dim"))
-          return node->input(i)->mustBeNone();
-      return true;
-    }
-    if (node->kind() == c10::aten::index) {
+    case RootShape::LeadingIfNoDim:
+      return !dim || dim->mustBeNone();
+    case RootShape::LeadingIfDimNoneOr0:
+      return !dim || dim->mustBeNone() || constantInt(dim) == 0;
+    case RootShape::MaskIndex: {
       // x[mask, ...]: the mask must come first for the count to lead.
       const Node *list = node->input(1)->node();
       const Value *first = list->inputs().empty() ? nullptr : list->input(0);
@@ -586,13 +498,9 @@ private:
              (info(first).dtype == DTypeKind::Bool ||
               info(first).dtype == DTypeKind::Byte);
     }
-    if (op == "aten::repeat_interleave") {
-      for (size_t i = 0; i < node->inputs().size(); ++i)
-        if (inputName(node, i) == std::string("dim"))
-          return node->input(i)->mustBeNone() ||
-                 constantInt(node->input(i)) == 0;
+    default:
+      return true;
     }
-    return true;
   }
 
   void analyzeSyncRead(const Node *node) {
@@ -786,111 +694,82 @@ private:
     if (auto tt = out->type()->cast<c10::TensorType>())
       if (auto st = tt->scalarType())
         return dtypeKindOf(*st);
-    const std::string op = node->kind().toQualString();
-    static const char *const boolOps[] = {
-        "aten::eq",          "aten::ne",         "aten::lt",
-        "aten::le",          "aten::gt",         "aten::ge",
-        "aten::logical_and", "aten::logical_or", "aten::logical_xor",
-        "aten::logical_not", "aten::isnan",      "aten::isinf",
-        "aten::isfinite",    "aten::isin",       "aten::isclose"};
-    for (const char *b : boolOps)
-      if (op == b)
-        return DTypeKind::Bool;
-    static const char *const longOps[] = {
-        "aten::nonzero",   "aten::argwhere", "aten::nonzero_numpy",
-        "aten::argmax",    "aten::argmin",   "aten::argsort",
-        "torchvision::nms"};
-    for (const char *l : longOps)
-      if (op == l)
-        return DTypeKind::Long;
-    if (op == "aten::where" && node->inputs().size() == 1)
-      return DTypeKind::Long; // the indices of where(cond)
+    const OpInfo *op = opInfo(node);
+    DTypeRule rule = op ? op->dtype : DTypeRule::Unknown;
+    if (rule == DTypeRule::Bool)
+      return DTypeKind::Bool;
+    if (rule == DTypeRule::Long)
+      return DTypeKind::Long;
     // The indices that sort, topk, max/min(dim) return next to the values.
-    static const char *const indexOutputOps[] = {
-        "aten::sort",   "aten::topk",     "aten::max",
-        "aten::min",    "aten::kthvalue", "aten::mode",
-        "aten::median", "aten::cummax",   "aten::cummin"};
-    for (const char *l : indexOutputOps)
-      if (op == l && node->outputs().size() == 2 && out == node->output(1))
-        return DTypeKind::Long;
-    // An explicit dtype argument decides (`.bool()`, `.to(torch.uint8)`).
+    if (rule == DTypeRule::LongSecond && node->outputs().size() == 2 &&
+        out == node->output(1))
+      return DTypeKind::Long;
+    // An explicit dtype argument decides (`.bool()`, `.to(torch.uint8)`);
+    // without one, a move to a device keeps the dtype and randperm gives
+    // int64.
     for (size_t i = 0; i < node->inputs().size(); ++i) {
       if (inputName(node, i) != std::string("dtype"))
         continue;
       if (auto st = constantInt(node->input(i)))
         return dtypeKindOf(static_cast<c10::ScalarType>(*st));
-      if (op == "aten::to" && node->input(i)->mustBeNone())
-        return info(node->input(0)).dtype; // a move to a device keeps it
-      if (op == "aten::randperm" && node->input(i)->mustBeNone())
+      if (node->input(i)->mustBeNone() && rule == DTypeRule::ExplicitElseInput)
+        return info(node->input(0)).dtype;
+      if (node->input(i)->mustBeNone() && rule == DTypeRule::ExplicitElseLong)
         return DTypeKind::Long;
     }
-    // Bitwise ops on masks, views, copies and selections keep their input's.
-    static const char *const keepOps[] = {
-        "aten::__and__",     "aten::__or__",         "aten::__xor__",
-        "aten::bitwise_and", "aten::bitwise_or",     "aten::bitwise_not",
-        "aten::__invert__",  "aten::view",           "aten::reshape",
-        "aten::flatten",     "aten::squeeze",        "aten::unsqueeze",
-        "aten::permute",     "aten::transpose",      "aten::t",
-        "aten::expand",      "aten::expand_as",      "aten::contiguous",
-        "aten::clone",       "aten::detach",         "aten::view_as",
-        "aten::reshape_as",  "aten::select",         "aten::slice",
-        "aten::narrow",      "aten::index",          "aten::__getitem__",
-        "aten::repeat",      "aten::flip",           "aten::roll",
-        "aten::where",       "aten::masked_fill",    "aten::index_select",
-        "aten::gather",      "prim::ListConstruct",  "aten::cat",
-        "aten::stack",       "prim::unchecked_cast", "aten::index_put_",
-        "aten::index_put",   "aten::scatter",        "aten::new_zeros",
-        "aten::new_ones",    "aten::new_empty",      "aten::zeros_like",
-        "aten::ones_like",   "aten::empty_like"};
-    // Integer arithmetic on int64 tensors and host ints stays int64.
-    static const char *const intOps[] = {"aten::add", "aten::sub",
-                                         "aten::mul", "aten::remainder",
-                                         "aten::neg", "aten::div"};
-    for (const char *k : intOps) {
-      if (op != k)
-        continue;
-      const Value *rounding = namedInput(node, "rounding_mode");
-      if (op == "aten::div" && (!rounding || rounding->mustBeNone()))
-        return DTypeKind::Unknown; // true division gives floats
-      bool anyTensor = false;
-      for (const Value *in : node->inputs()) {
-        if (in->type()->kind() == c10::TypeKind::TensorType) {
-          anyTensor = true;
-          if (info(in).dtype != DTypeKind::Long)
-            return DTypeKind::Unknown;
-        } else if (in->type()->kind() != c10::TypeKind::IntType &&
-                   in->type()->kind() != c10::TypeKind::StringType &&
-                   !in->mustBeNone()) {
-          return DTypeKind::Unknown;
-        }
-      }
-      return anyTensor ? DTypeKind::Long : DTypeKind::Unknown;
+    switch (rule) {
+    case DTypeRule::IntArithmetic:
+      return intArithmeticDType(node, op);
+    case DTypeRule::KeepsInput:
+    case DTypeRule::KeepsValueOperand:
+    case DTypeRule::KeepsBranches:
+      return keptDType(node, rule);
+    default:
+      return DTypeKind::Unknown;
     }
-    for (const char *k : keepOps) {
-      if (op != k)
-        continue;
-      DTypeKind kind = DTypeKind::Unknown;
-      bool first = true;
-      for (const Value *in : node->inputs()) {
-        if (!carriesTensor(in->type()))
-          continue;
-        if (op == "aten::where" && in == node->input(0))
-          continue; // the condition, not a value
-        DTypeKind d = info(in).dtype;
-        if (first)
-          kind = d;
-        else if (kind != d)
+  }
+
+  /// Integer arithmetic on int64 tensors and host ints stays int64.
+  DTypeKind intArithmeticDType(const Node *node, const OpInfo *op) {
+    const Value *rounding = namedInput(node, "rounding_mode");
+    if (op->has(kDivision) && (!rounding || rounding->mustBeNone()))
+      return DTypeKind::Unknown; // true division gives floats
+    bool anyTensor = false;
+    for (const Value *in : node->inputs()) {
+      if (in->type()->kind() == c10::TypeKind::TensorType) {
+        anyTensor = true;
+        if (info(in).dtype != DTypeKind::Long)
           return DTypeKind::Unknown;
-        first = false;
-        // The gathered value decides, not the indices.
-        if (op == "aten::index" || op == "aten::index_select" ||
-            op == "aten::gather" || op == "aten::scatter" ||
-            op.rfind("aten::index_put", 0) == 0)
-          break;
+      } else if (in->type()->kind() != c10::TypeKind::IntType &&
+                 in->type()->kind() != c10::TypeKind::StringType &&
+                 !in->mustBeNone()) {
+        return DTypeKind::Unknown;
       }
-      return kind;
     }
-    return DTypeKind::Unknown;
+    return anyTensor ? DTypeKind::Long : DTypeKind::Unknown;
+  }
+
+  /// Bitwise ops on masks, views, copies and selections keep their
+  /// operands' common dtype; a gather, the gathered value's; where, its
+  /// branches'.
+  DTypeKind keptDType(const Node *node, DTypeRule rule) {
+    DTypeKind kind = DTypeKind::Unknown;
+    bool first = true;
+    for (const Value *in : node->inputs()) {
+      if (!carriesTensor(in->type()))
+        continue;
+      if (rule == DTypeRule::KeepsBranches && in == node->input(0))
+        continue; // the condition, not a value
+      DTypeKind d = info(in).dtype;
+      if (first)
+        kind = d;
+      else if (kind != d)
+        return DTypeKind::Unknown;
+      first = false;
+      if (rule == DTypeRule::KeepsValueOperand)
+        break; // the gathered value decides, not the indices
+    }
+    return kind;
   }
 };
 

@@ -79,12 +79,14 @@ bool isDataAssert(const Node *ifNode) {
 
 /// Ops whose result has their first input's shape and dtype.
 static bool isTransparent(const Node *node) {
-  const std::string op = node->kind().toQualString();
-  if (op == "aten::clone" || op == "aten::contiguous" || op == "aten::detach")
+  const OpInfo *op = opInfo(node);
+  if (!op)
+    return false;
+  if (op->has(kCopiesInput))
     return true;
   // masked_fill broadcasts self and mask: only a mask of self's shape keeps
   // it (a mask computed elementwise from self, say).
-  return op == "aten::masked_fill" &&
+  return op->has(kFillValueTakesTensor) &&
          provablySameShape(node->input(1), node->input(0)) &&
          (node->input(2)->type()->kind() != c10::TypeKind::TensorType ||
           provablyZeroDim(node->input(2)));
@@ -93,13 +95,12 @@ static bool isTransparent(const Node *node) {
 /// Ops whose result dtype and shape follow from their operands in the same
 /// way: add/sub/mul share promotion rules, comparisons all give bool.
 static std::string familyOf(const Node *node) {
-  const std::string op = node->kind().toQualString();
-  if (op == "aten::add" || op == "aten::sub" || op == "aten::mul")
+  const OpInfo *op = opInfo(node);
+  if (op && op->has(kArithmetic))
     return "arithmetic";
-  if (op == "aten::eq" || op == "aten::ne" || op == "aten::lt" ||
-      op == "aten::le" || op == "aten::gt" || op == "aten::ge")
+  if (op && op->has(kComparison))
     return "comparison";
-  return op;
+  return node->kind().toQualString();
 }
 
 static bool sameConstant(const Value *x, const Value *y) {

@@ -68,12 +68,8 @@ Value *countedMask(const Node *node) {
 }
 
 bool isSource(const Node *node) {
-  static const char *const sources[] = {
-      "aten::Int",         "aten::Float",         "aten::Bool",
-      "aten::IntImplicit", "aten::FloatImplicit", "aten::BoolImplicit"};
-  const std::string op = node->kind().toQualString();
-  bool conversion = std::find(std::begin(sources), std::end(sources), op) !=
-                        std::end(sources) &&
+  const OpInfo *op = opInfo(node);
+  bool conversion = op && op->has(kHostConversion) &&
                     isTensor(node->input(0)) &&
                     liftedDType(node->output()->type());
   return conversion || isItem(node) || countedMask(node);
@@ -85,32 +81,14 @@ bool isNumber(const Value *v) {
 
 /// The tensor op computing scalar op \p node on 0-d tensors, if any.
 const char *tensorOpFor(const Node *node) {
-  static const std::pair<const char *, const char *> table[] = {
-      {"aten::add", "aten::add"},
-      {"aten::sub", "aten::sub"},
-      {"aten::mul", "aten::mul"},
-      {"aten::div", "aten::div"},
-      {"aten::floordiv", "aten::div"},
-      {"aten::neg", "aten::neg"},
-      {"prim::min", "aten::minimum"},
-      {"prim::max", "aten::maximum"},
-      {"aten::lt", "aten::lt"},
-      {"aten::le", "aten::le"},
-      {"aten::gt", "aten::gt"},
-      {"aten::ge", "aten::ge"},
-      {"aten::eq", "aten::eq"},
-      {"aten::ne", "aten::ne"},
-      {"aten::__not__", "aten::logical_not"},
-      {"aten::__and__", "aten::__and__"},
-      {"aten::__or__", "aten::__or__"},
-      {"aten::Int", "aten::to"},
-      {"aten::Float", "aten::to"},
-      {"aten::Bool", "aten::to"}};
-  const std::string op = node->kind().toQualString();
-  for (const auto &[from, to] : table)
-    if (op == from)
-      return to;
-  return nullptr;
+  const OpInfo *op = opInfo(node);
+  return op ? op->tensorForm : nullptr;
+}
+
+/// int(x), float(x), bool(x): a conversion of a host number (or a Scalar).
+bool isConversion(const Node *node) {
+  const OpInfo *op = opInfo(node);
+  return op && op->has(kHostConversion) && op->tensorForm;
 }
 
 } // namespace
@@ -121,9 +99,7 @@ bool isScalarOp(const Node *node) {
     return false;
   // int()/float()/bool() also convert an item()'s Scalar: types are known
   // from there on. Other arithmetic on a Scalar has a run-time type.
-  const std::string op = node->kind().toQualString();
-  bool conversion =
-      op == "aten::Int" || op == "aten::Float" || op == "aten::Bool";
+  bool conversion = isConversion(node);
   for (const Value *in : node->inputs())
     if (!liftedDType(in->type()) && !(conversion && isNumber(in)))
       return false; // lists (prim::min of a list), tensors, strings...
@@ -140,7 +116,7 @@ Value *castTo(Graph &graph, Value *t, c10::ScalarType dtype,
 Value *emitScalarOpOnTensors(Graph &graph, Node *node,
                              const std::vector<Value *> &operands) {
   c10::ScalarType out = *liftedDType(node->output()->type());
-  const std::string op = node->kind().toQualString();
+  const OpInfo &info = *opInfo(node);
   std::vector<Value *> args;
   bool anyFloat = false;
   for (Value *in : node->inputs())
@@ -149,15 +125,15 @@ Value *emitScalarOpOnTensors(Graph &graph, Node *node,
     Value *in = node->input(i), *t = operands[i];
     // Python promotes int to float in mixed arithmetic and comparisons;
     // true division always computes in float.
-    if ((anyFloat || op == "aten::div") &&
+    if ((anyFloat || info.has(kDivision)) &&
         in->type()->kind() != c10::TypeKind::FloatType &&
         in->type()->kind() != c10::TypeKind::BoolType)
       t = castTo(graph, t, c10::ScalarType::Double, node);
     args.push_back(t);
   }
-  if (op == "aten::Int" || op == "aten::Float" || op == "aten::Bool")
+  if (isConversion(node))
     return castTo(graph, args[0], out, node);
-  if (op == "aten::floordiv")
+  if (node->kind() == c10::aten::floordiv) // emitted as div(rounding_mode)
     return emit(
         graph, "aten::div", {args[0], args[1]}, node,
         {torch::jit::NamedValue("rounding_mode", std::string("floor"))});
@@ -169,20 +145,15 @@ namespace {
 
 /// Tensor ops whose scalar argument at \p offset also takes a 0-d tensor.
 bool acceptsTensorAt(const Node *node, size_t offset) {
-  const std::string op = node->kind().toQualString();
-  if (!isTensor(node->output(0)) || node->outputs().size() != 1)
+  const OpInfo *op = opInfo(node);
+  if (!op || !isTensor(node->output(0)) || node->outputs().size() != 1)
     return false;
-  static const char *const binary[] = {"aten::add", "aten::sub", "aten::mul",
-                                       "aten::div", "aten::pow", "aten::eq",
-                                       "aten::ne",  "aten::lt",  "aten::le",
-                                       "aten::gt",  "aten::ge"};
-  for (const char *b : binary)
-    if (op == b) // add/sub also take alpha, which stays a scalar
-      return offset == 1 && node->inputs().size() <= 3 &&
-             isTensor(node->input(0));
-  if (op == "aten::where")
+  if (op->has(kScalarOperandTakesTensor)) // add/sub's alpha stays a scalar
+    return offset == 1 && node->inputs().size() <= 3 &&
+           isTensor(node->input(0));
+  if (op->has(kConditionFirst)) // where(c, a, b)
     return offset == 1 || offset == 2;
-  if (op == "aten::masked_fill")
+  if (op->has(kFillValueTakesTensor)) // masked_fill(x, m, value)
     return offset == 2;
   return false;
 }

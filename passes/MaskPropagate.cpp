@@ -22,17 +22,9 @@ namespace {
 /// Elementwise ops that never raise on values: safe to run on unselected
 /// elements too.
 bool isTotalElementwise(const Node *node) {
-  if (opRole(node) != OpRole::LeadingPreserving || !neverRaisesOnValues(node))
-    return false;
-  static const char *const excluded[] = {"aten::slice",     "aten::zeros_like",
-                                         "aten::ones_like", "aten::empty_like",
-                                         "aten::full_like", "aten::rand_like",
-                                         "aten::randn_like"};
-  const std::string op = node->kind().toQualString();
-  for (const char *e : excluded)
-    if (op == e)
-      return false;
-  return node->outputs().size() == 1;
+  const OpInfo *op = opInfo(node);
+  return op && op->has(kElementwise) && opRole(node) != OpRole::DynamicShapeRoot &&
+         neverRaisesOnValues(node) && node->outputs().size() == 1;
 }
 
 constexpr const char *kRule = "mask-propagate";

@@ -25,26 +25,26 @@ enum class Fill { Zero, One, NegInf, FirstRow, Mean };
 
 /// The identity of a reduction, or why it cannot be padded.
 std::optional<Fill> identityOf(const Node *node, std::string &why) {
-  const std::string op = node->kind().toQualString();
-  if (op == "aten::sum" || op == "aten::nansum" || op == "aten::any" ||
-      op == "aten::count_nonzero")
+  const OpInfo *op = opInfo(node);
+  switch (op ? op->identity : Identity::NotApplicable) {
+  case Identity::Zero:
     return Fill::Zero;
-  if (op == "aten::prod" || op == "aten::all")
+  case Identity::One:
     return Fill::One;
-  if (op == "aten::logsumexp")
+  case Identity::NegInf:
     return Fill::NegInf;
-  if (op == "aten::mean")
+  case Identity::Mean:
     return Fill::Mean;
-  if (op == "aten::amax" || op == "aten::amin" || op == "aten::max" ||
-      op == "aten::min") {
+  case Identity::FirstSelected:
     if (node->outputs().size() > 1 && node->output(1)->hasUses()) {
       why = "the indices of max/min would refer to the padded rows";
       return std::nullopt;
     }
     return Fill::FirstRow;
-  }
-  if (op == "aten::norm" || op == "aten::linalg_vector_norm") {
-    Value *p = namedInput(node, op == "aten::norm" ? "p" : "ord");
+  case Identity::ZeroForPositiveP: {
+    Value *p = namedInput(node, "p");
+    if (!p)
+      p = namedInput(node, "ord");
     if (!p || p->mustBeNone())
       return Fill::Zero; // the default p = 2
     auto iv = torch::jit::toIValue(p);
@@ -53,7 +53,12 @@ std::optional<Fill> identityOf(const Node *node, std::string &why) {
     why = "a norm with a negative or non-constant order is not zero-padded";
     return std::nullopt;
   }
-  why = "no identity is known for '" + op + "'";
+  case Identity::None:
+  case Identity::NotApplicable:
+    break;
+  }
+  why = "no identity is known for '" + std::string(node->kind().toQualString()) +
+        "'";
   return std::nullopt;
 }
 

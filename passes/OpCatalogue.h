@@ -1,13 +1,14 @@
-//===- OpCatalogue.h - What staticify knows about each TorchScript op
-//------===//
+//===- OpCatalogue.h - Questions about a node, answered from the op table -===//
 //
-// The one table of op knowledge (DESIGN §3) shared by the analysis and the
-// rewrites: which ops create data-dependent shapes, which read device data to
-// the host, which only move values around, and which arguments decide a
-// result's shape.
+// Questions about one node that the analysis and the rewrites ask, answered
+// from the op table (OpInfo.h) and the node's schema: which role it plays,
+// which arguments decide a result's shape, whether it may raise on values it
+// would never have seen.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
+
+#include "passes/OpInfo.h"
 
 #include <torch/csrc/jit/ir/ir.h>
 
@@ -16,28 +17,9 @@
 
 namespace staticify {
 
-enum class OpRole {
-  /// Returns a tensor whose shape depends on its inputs' data (`nonzero`...).
-  DynamicShapeRoot,
-  /// Copies device data to the host (`item`, `int(t)`...), when fed a tensor.
-  SyncRead,
-  /// Reads the shape of a tensor (`numel`, `size`, `len`): free on a
-  /// host-static shape, data-dependent on a data-dependent one.
-  ShapeRead,
-  /// Reads tensor metadata that never depends on data (`dim`, `device`...).
-  MetadataRead,
-  /// Moves values around without computing (lists, tuples, casts of types):
-  /// propagates classes and never produces a finding of its own.
-  Plumbing,
-  /// A reduction whose result shape ignores the input's shape when no `dim`
-  /// is given (`sum`, `mean`, `amax`...).
-  Reduction,
-  /// Elementwise and dimension-0-preserving ops: a data-dependent leading
-  /// dimension stays the only data-dependent one.
-  LeadingPreserving,
-  Other,
-};
-
+/// The role of \p node: its table entry's, refined by its arguments (a
+/// sync read only when it reads a tensor, `repeat_interleave` a root only
+/// with tensor repeats and no `output_size`).
 OpRole opRole(const torch::jit::Node *node);
 
 /// For a DynamicShapeRoot: why the shape depends on data, in a few words.

@@ -161,13 +161,14 @@ bool provablyZeroDim(const Value *v) {
 /// Ops whose result has the rank of their first input when every other
 /// tensor operand is 0-d or has that same rank.
 static bool isRankPreserving(const Node *node) {
-  OpRole role = opRole(node);
-  if (role != OpRole::LeadingPreserving)
+  if (opRole(node) != OpRole::LeadingPreserving)
     return false;
-  const std::string op = node->kind().toQualString();
-  // Leading-preserving ops that change rank or take sizes.
-  return op != "aten::cat" && op != "aten::slice" && op != "aten::narrow" &&
-         op != "aten::randperm" && op != "aten::arange" && op != "aten::where";
+  // Elementwise ops and `_like` ops; not those that change rank or take
+  // sizes (cat, slice, arange...), nor where, whose first operand is its
+  // condition.
+  const OpInfo *op = opInfo(node);
+  return (op->has(kElementwise) || op->has(kLikeInput)) &&
+         !op->has(kConditionFirst);
 }
 
 static const Value *rankRoot(const Value *v) {

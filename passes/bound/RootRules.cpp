@@ -14,6 +14,7 @@
 #include "passes/BoundedForms.h"
 #include "passes/GraphUtils.h"
 #include "passes/LiftScalars.h"
+#include "passes/OpInfo.h"
 #include "passes/Selection.h"
 
 #include <algorithm>
@@ -29,11 +30,9 @@ namespace {
 /// then it has x's shape, and x[mask] is a vector.
 bool maskOfItself(const Value *mask, const Value *x) {
   const Node *cmp = mask->node();
-  static const char *const comparisons[] = {"aten::gt", "aten::ge", "aten::lt",
-                                            "aten::le", "aten::eq", "aten::ne"};
-  if (std::none_of(std::begin(comparisons), std::end(comparisons),
-                   [&](const char *op) { return is(cmp, op); }) ||
-      cmp->inputs().size() != 2 || cmp->input(0) != x)
+  const OpInfo *op = opInfo(cmp);
+  if (!op || !op->has(kComparison) || cmp->inputs().size() != 2 ||
+      cmp->input(0) != x)
     return false;
   const Value *other = cmp->input(1);
   return !isTensor(other) || provablyZeroDim(other);

@@ -27,16 +27,13 @@ using torch::jit::Value;
 namespace {
 
 /// Ops computed elementwise on a bounded value's padded rows, padding
-/// included: the result keeps the leading dimension.
+/// included (and the `_like` ops, which read only its shape): the result
+/// keeps the leading dimension.
 bool isElementwise(const Node *node) {
-  if (opRole(node) != OpRole::LeadingPreserving || node->outputs().size() != 1)
+  const OpInfo *op = opInfo(node);
+  if (!op || !(op->has(kElementwise) || op->has(kLikeInput)) ||
+      opRole(node) != OpRole::LeadingPreserving || node->outputs().size() != 1)
     return false;
-  static const char *const notElementwise[] = {"aten::cat", "aten::slice",
-                                               "aten::narrow", "aten::randperm",
-                                               "aten::arange"};
-  for (const char *op : notElementwise)
-    if (is(node, op))
-      return false;
   return neverRaisesOnValues(node); // padding rows are computed too
 }
 
@@ -63,36 +60,13 @@ bool onlyTrailingDims(const Node *node,
   return any;
 }
 
-/// Ops that, given dimension arguments >= 1, compute each row of dimension
-/// 0 from that row alone (of each tensor operand): a bounded value's padded
-/// rows can go through them as they are, the count unchanged. A list, not a
-/// property of every op with a `dim`: renorm and weight_norm take one and
-/// mix rows. None raises on the values in the padding rows (gather by a
-/// padded index would). Reductions are handled with the masked reductions
-/// (`reduce`).
-const std::pair<const char *, std::vector<const char *>> kPerRowOps[] = {
-    {"aten::select", {"dim"}},       {"aten::slice", {"dim"}},
-    {"aten::narrow", {"dim"}},       {"aten::unsqueeze", {"dim"}},
-    {"aten::squeeze", {"dim"}},      {"aten::transpose", {"dim0", "dim1"}},
-    {"aten::flip", {"dims"}},        {"aten::roll", {"dims"}},
-    {"aten::sort", {"dim"}},         {"aten::argsort", {"dim"}},
-    {"aten::topk", {"dim"}},         {"aten::kthvalue", {"dim"}},
-    {"aten::cumsum", {"dim"}},       {"aten::cumprod", {"dim"}},
-    {"aten::logcumsumexp", {"dim"}}, {"aten::softmax", {"dim"}},
-    {"aten::log_softmax", {"dim"}},  {"aten::stack", {"dim"}},
-    {"aten::cat", {"dim"}},
-};
-
-/// The names of \p node's dimension arguments, if it is a per-row op.
+/// The names of \p node's dimension arguments, if it is a row-wise op
+/// (OpInfo::rowDims). None raises on the values in the padding rows (gather
+/// by a padded index would). Reductions are handled with the masked
+/// reductions (`reduce`).
 const std::vector<const char *> *perRowDims(const Node *node) {
-  static const auto *table = [] {
-    auto *m = new std::unordered_map<c10::Symbol, std::vector<const char *>>;
-    for (const auto &[op, dims] : kPerRowOps)
-      m->emplace(c10::Symbol::fromQualString(op), dims);
-    return m;
-  }();
-  auto it = table->find(node->kind());
-  return it == table->end() ? nullptr : &it->second;
+  const OpInfo *op = opInfo(node);
+  return op && !op->rowDims.empty() ? &op->rowDims : nullptr;
 }
 
 /// The padded rows of \p node's bounded operands go through it as they
@@ -281,8 +255,9 @@ RuleResult elementwise(Node *node, RuleContext &rc) {
 void addRowRules(std::vector<BoundRule> &rules) {
   using On = BoundRule::On;
   std::vector<c10::Symbol> perRowOps;
-  for (const auto &entry : kPerRowOps)
-    perRowOps.push_back(c10::Symbol::fromQualString(entry.first));
+  for (const OpInfo &op : allOpInfos())
+    if (!op.rowDims.empty())
+      perRowOps.push_back(c10::Symbol::fromQualString(op.op));
   rules.push_back({"per-row", On::Use, perRowOps, perRow});
   rules.push_back({"sort", On::Use,
                    ops({"aten::sort", "aten::argsort", "aten::topk"}),

@@ -1,0 +1,278 @@
+//===- OpInfo.cpp - One table of op traits, keyed by op and overload ------===//
+
+#include "passes/OpInfo.h"
+
+#include <cstring>
+#include <unordered_map>
+
+namespace staticify {
+
+using c10::Symbol;
+using torch::jit::Node;
+
+namespace {
+
+using R = OpRole;
+using D = DTypeRule;
+using I = Identity;
+
+constexpr Traits kEw = kElementwise;
+constexpr Traits kArith = kElementwise | kArithmetic | kScalarOperandTakesTensor;
+constexpr Traits kCmp = kElementwise | kComparison | kScalarOperandTakesTensor;
+constexpr Traits kCopy = kElementwise | kCopiesInput | kNeverRaises;
+
+const char *const kOneRowPerNonzero = "returns one row per nonzero element";
+const char *const kMaskStore = "with a boolean mask computes the mask's "
+                               "nonzero indices (a host sync)";
+
+// clang-format off
+const std::vector<OpInfo> kTable = {
+    // DESIGN §3: ops whose result shape depends on data.
+    {"aten::nonzero", nullptr, R::DynamicShapeRoot, kNoTraits, D::Long, I::NotApplicable, nullptr, kOneRowPerNonzero},
+    {"aten::argwhere", nullptr, R::DynamicShapeRoot, kNoTraits, D::Long, I::NotApplicable, nullptr, kOneRowPerNonzero},
+    {"aten::nonzero_numpy", nullptr, R::DynamicShapeRoot, kNoTraits, D::Long, I::NotApplicable, nullptr, "returns the indices of the nonzero elements"},
+    {"aten::where", "", R::DynamicShapeRoot, kNoTraits, D::Long, I::NotApplicable, nullptr, "returns the indices of the true elements"},
+    {"aten::masked_select", nullptr, R::DynamicShapeRoot, kNoTraits, D::Unknown, I::NotApplicable, nullptr, "returns one element per true mask element"},
+    {"aten::_unique", nullptr, R::DynamicShapeRoot, kInverseIndices, D::Unknown, I::NotApplicable, nullptr, "returns one element per distinct value"},
+    {"aten::_unique2", nullptr, R::DynamicShapeRoot, kInverseIndices, D::Unknown, I::NotApplicable, nullptr, "returns one element per distinct value"},
+    {"aten::unique_dim", nullptr, R::DynamicShapeRoot, kInverseIndices, D::Unknown, I::NotApplicable, nullptr, "returns one slice per distinct slice", RootShape::LeadingIfDim0},
+    {"aten::unique_consecutive", nullptr, R::DynamicShapeRoot, kInverseIndices, D::Unknown, I::NotApplicable, nullptr, "returns one element per run of equal values", RootShape::LeadingIfNoDim},
+    {"aten::unique_dim_consecutive", nullptr, R::DynamicShapeRoot, kInverseIndices, D::Unknown, I::NotApplicable, nullptr, "returns one slice per run of equal slices", RootShape::LeadingIfDim0},
+    {"aten::bincount", nullptr, R::DynamicShapeRoot, kNoTraits, D::Unknown, I::NotApplicable, nullptr, "returns max(input) + 1 bins"},
+    {"aten::repeat_interleave", nullptr, R::DynamicShapeRoot, kRootWithTensorRepeats, D::Unknown, I::NotApplicable, nullptr, "with tensor repeats returns sum(repeats) elements", RootShape::LeadingIfDimNoneOr0},
+    {"aten::index", nullptr, R::DynamicShapeRoot, kNoTraits, D::KeepsValueOperand, I::NotApplicable, nullptr, "with a boolean mask keeps one element per true mask element", RootShape::MaskIndex},
+    {"aten::index_put_", nullptr, R::DynamicShapeRoot, kNoTraits, D::KeepsValueOperand, I::NotApplicable, nullptr, kMaskStore, RootShape::MaskStore},
+    {"aten::index_put", nullptr, R::DynamicShapeRoot, kNoTraits, D::KeepsValueOperand, I::NotApplicable, nullptr, kMaskStore, RootShape::MaskStore},
+    {"aten::_index_put_impl_", nullptr, R::DynamicShapeRoot, kNoTraits, D::Unknown, I::NotApplicable, nullptr, kMaskStore, RootShape::MaskStore},
+    {"torchvision::nms", nullptr, R::DynamicShapeRoot, kNoTraits, D::Long, I::NotApplicable, nullptr, "keeps a data-dependent number of boxes"},
+
+    // Host-device synchronizations: a tensor value read on the host.
+    {"aten::item", nullptr, R::SyncRead},
+    {"aten::_local_scalar_dense", nullptr, R::SyncRead},
+    {"aten::Int", nullptr, R::SyncRead, kHostConversion, D::Unknown, I::NotApplicable, "aten::to"},
+    {"aten::Float", nullptr, R::SyncRead, kHostConversion | kNeverRaises, D::Unknown, I::NotApplicable, "aten::to"},
+    {"aten::Bool", nullptr, R::SyncRead, kHostConversion | kNeverRaises, D::Unknown, I::NotApplicable, "aten::to"},
+    {"aten::Complex", nullptr, R::SyncRead},
+    {"aten::IntImplicit", nullptr, R::SyncRead, kHostConversion},
+    {"aten::FloatImplicit", nullptr, R::SyncRead, kHostConversion},
+    {"aten::ScalarImplicit", nullptr, R::SyncRead},
+    {"aten::ComplexImplicit", nullptr, R::SyncRead},
+    {"prim::tolist", nullptr, R::SyncRead},
+    {"aten::is_nonzero", nullptr, R::SyncRead},
+    {"aten::equal", nullptr, R::SyncRead},
+    {"aten::allclose", nullptr, R::SyncRead},
+    // Formatting a tensor reads its values (str(t), f"{t}", print(t)).
+    {"aten::str", nullptr, R::SyncRead, kFormats},
+    {"aten::format", nullptr, R::SyncRead, kFormats},
+    {"prim::Print", nullptr, R::SyncRead, kFormats},
+    {"aten::warn", nullptr, R::SyncRead, kFormats},
+
+    {"aten::numel", nullptr, R::ShapeRead},
+    {"aten::size", nullptr, R::ShapeRead},
+    {"aten::sym_size", nullptr, R::ShapeRead},
+    {"aten::sym_numel", nullptr, R::ShapeRead},
+    {"aten::len", nullptr, R::ShapeRead},
+
+    {"aten::dim", nullptr, R::MetadataRead},
+    {"prim::device", nullptr, R::MetadataRead},
+    {"prim::dtype", nullptr, R::MetadataRead},
+    {"prim::layout", nullptr, R::MetadataRead},
+    {"prim::requires_grad", nullptr, R::MetadataRead},
+    {"prim::is_cuda", nullptr, R::MetadataRead},
+    {"aten::is_floating_point", nullptr, R::MetadataRead},
+    {"aten::is_complex", nullptr, R::MetadataRead},
+    {"aten::__is__", nullptr, R::MetadataRead},
+    {"aten::__isnot__", nullptr, R::MetadataRead},
+
+    {"prim::ListConstruct", nullptr, R::Plumbing, kNoTraits, D::KeepsInput},
+    {"prim::ListUnpack", nullptr, R::Plumbing},
+    {"prim::TupleConstruct", nullptr, R::Plumbing},
+    {"prim::TupleUnpack", nullptr, R::Plumbing},
+    {"prim::TupleIndex", nullptr, R::Plumbing},
+    {"aten::__getitem__", nullptr, R::Plumbing, kNoTraits, D::KeepsInput},
+    {"prim::unchecked_cast", nullptr, R::Plumbing, kNoTraits, D::KeepsInput},
+    {"aten::append", nullptr, R::Plumbing},
+    {"prim::DictConstruct", nullptr, R::Plumbing},
+    {"aten::_set_item", nullptr, R::Plumbing},
+    {"prim::Uninitialized", nullptr, R::Plumbing},
+    {"prim::GetAttr", nullptr, R::Plumbing},
+
+    // Reductions; max/min of an empty tensor raise, sums and norms do not.
+    {"aten::sum", nullptr, R::Reduction, kNoTraits, D::Unknown, I::Zero},
+    {"aten::nansum", nullptr, R::Reduction, kNoTraits, D::Unknown, I::Zero},
+    {"aten::mean", nullptr, R::Reduction, kNoTraits, D::Unknown, I::Mean},
+    {"aten::amax", nullptr, R::Reduction, kMayRaise, D::Unknown, I::FirstSelected},
+    {"aten::amin", nullptr, R::Reduction, kMayRaise, D::Unknown, I::FirstSelected},
+    {"aten::max", nullptr, R::Reduction, kMayRaise, D::LongSecond, I::FirstSelected},
+    {"aten::min", nullptr, R::Reduction, kMayRaise, D::LongSecond, I::FirstSelected},
+    {"aten::prod", nullptr, R::Reduction, kNoTraits, D::Unknown, I::One},
+    {"aten::any", nullptr, R::Reduction, kNoTraits, D::Unknown, I::Zero},
+    {"aten::all", nullptr, R::Reduction, kNoTraits, D::Unknown, I::One},
+    {"aten::count_nonzero", nullptr, R::Reduction, kNoTraits, D::Unknown, I::Zero},
+    {"aten::norm", nullptr, R::Reduction, kNoTraits, D::Unknown, I::ZeroForPositiveP},
+    {"aten::linalg_vector_norm", nullptr, R::Reduction, kNoTraits, D::Unknown, I::ZeroForPositiveP},
+    {"aten::logsumexp", nullptr, R::Reduction, kNoTraits, D::Unknown, I::NegInf},
+    {"aten::std", nullptr, R::Reduction, kMayRaise, D::Unknown, I::None},
+    {"aten::var", nullptr, R::Reduction, kMayRaise, D::Unknown, I::None},
+    {"aten::median", nullptr, R::Reduction, kMayRaise, D::LongSecond, I::None},
+
+    // Elementwise ops, casts and dimension-0 slicing: a leading
+    // data-dependent dimension stays leading when every tensor operand
+    // shares it.
+    {"aten::add", nullptr, R::LeadingPreserving, kArith, D::IntArithmetic, I::NotApplicable, "aten::add"},
+    {"aten::sub", nullptr, R::LeadingPreserving, kArith, D::IntArithmetic, I::NotApplicable, "aten::sub"},
+    {"aten::mul", nullptr, R::LeadingPreserving, kArith, D::IntArithmetic, I::NotApplicable, "aten::mul"},
+    {"aten::div", nullptr, R::LeadingPreserving, kEw | kDivision | kScalarOperandTakesTensor, D::IntArithmetic, I::NotApplicable, "aten::div"},
+    {"aten::neg", nullptr, R::LeadingPreserving, kEw | kNeverRaises, D::IntArithmetic, I::NotApplicable, "aten::neg"},
+    {"aten::abs", nullptr, R::LeadingPreserving, kEw},
+    {"aten::exp", nullptr, R::LeadingPreserving, kEw},
+    {"aten::log", nullptr, R::LeadingPreserving, kEw},
+    {"aten::sqrt", nullptr, R::LeadingPreserving, kEw},
+    {"aten::pow", nullptr, R::LeadingPreserving, kEw | kMayRaise | kScalarOperandTakesTensor},
+    {"aten::sigmoid", nullptr, R::LeadingPreserving, kEw},
+    {"aten::relu", nullptr, R::LeadingPreserving, kEw},
+    {"aten::tanh", nullptr, R::LeadingPreserving, kEw},
+    {"aten::clamp", nullptr, R::LeadingPreserving, kEw},
+    {"aten::floor", nullptr, R::LeadingPreserving, kEw},
+    {"aten::ceil", nullptr, R::LeadingPreserving, kEw},
+    {"aten::round", nullptr, R::LeadingPreserving, kEw},
+    {"aten::sign", nullptr, R::LeadingPreserving, kEw},
+    {"aten::reciprocal", nullptr, R::LeadingPreserving, kEw},
+    {"aten::remainder", nullptr, R::LeadingPreserving, kEw | kMayRaise, D::IntArithmetic},
+    {"aten::fmod", nullptr, R::LeadingPreserving, kEw | kMayRaise},
+    {"aten::eq", nullptr, R::LeadingPreserving, kCmp, D::Bool, I::NotApplicable, "aten::eq"},
+    {"aten::ne", nullptr, R::LeadingPreserving, kCmp, D::Bool, I::NotApplicable, "aten::ne"},
+    {"aten::lt", nullptr, R::LeadingPreserving, kCmp, D::Bool, I::NotApplicable, "aten::lt"},
+    {"aten::le", nullptr, R::LeadingPreserving, kCmp, D::Bool, I::NotApplicable, "aten::le"},
+    {"aten::gt", nullptr, R::LeadingPreserving, kCmp, D::Bool, I::NotApplicable, "aten::gt"},
+    {"aten::ge", nullptr, R::LeadingPreserving, kCmp, D::Bool, I::NotApplicable, "aten::ge"},
+    {"aten::logical_and", nullptr, R::LeadingPreserving, kEw, D::Bool},
+    {"aten::logical_or", nullptr, R::LeadingPreserving, kEw, D::Bool},
+    {"aten::logical_xor", nullptr, R::LeadingPreserving, kEw, D::Bool},
+    {"aten::logical_not", nullptr, R::LeadingPreserving, kEw, D::Bool},
+    {"aten::isnan", nullptr, R::LeadingPreserving, kEw, D::Bool},
+    {"aten::isinf", nullptr, R::LeadingPreserving, kEw, D::Bool},
+    {"aten::isfinite", nullptr, R::LeadingPreserving, kEw, D::Bool},
+    {"aten::__and__", nullptr, R::LeadingPreserving, kEw, D::KeepsInput, I::NotApplicable, "aten::__and__"},
+    {"aten::__or__", nullptr, R::LeadingPreserving, kEw, D::KeepsInput, I::NotApplicable, "aten::__or__"},
+    {"aten::__xor__", nullptr, R::LeadingPreserving, kEw, D::KeepsInput},
+    {"aten::bitwise_and", nullptr, R::LeadingPreserving, kEw, D::KeepsInput},
+    {"aten::bitwise_or", nullptr, R::LeadingPreserving, kEw, D::KeepsInput},
+    {"aten::bitwise_not", nullptr, R::LeadingPreserving, kEw, D::KeepsInput},
+    {"aten::minimum", nullptr, R::LeadingPreserving, kEw},
+    {"aten::maximum", nullptr, R::LeadingPreserving, kEw},
+    {"aten::where", nullptr, R::LeadingPreserving, kEw | kConditionFirst, D::KeepsBranches},
+    {"aten::masked_fill", nullptr, R::LeadingPreserving, kEw | kNeverRaises | kFillValueTakesTensor, D::KeepsInput},
+    {"aten::to", nullptr, R::LeadingPreserving, kEw | kNeverRaises, D::ExplicitElseInput},
+    {"aten::type_as", nullptr, R::LeadingPreserving, kEw | kNeverRaises},
+    {"aten::contiguous", nullptr, R::LeadingPreserving, kCopy, D::KeepsInput},
+    {"aten::clone", nullptr, R::LeadingPreserving, kCopy, D::KeepsInput},
+    {"aten::detach", nullptr, R::LeadingPreserving, kCopy, D::KeepsInput},
+    {"aten::zeros_like", nullptr, R::LeadingPreserving, kNeverRaises | kLikeInput, D::KeepsInput},
+    {"aten::ones_like", nullptr, R::LeadingPreserving, kNeverRaises | kLikeInput, D::KeepsInput},
+    {"aten::empty_like", nullptr, R::LeadingPreserving, kLikeInput, D::KeepsInput},
+    {"aten::full_like", nullptr, R::LeadingPreserving, kLikeInput},
+    {"aten::rand_like", nullptr, R::LeadingPreserving, kRandom | kLikeInput},
+    {"aten::randn_like", nullptr, R::LeadingPreserving, kRandom | kLikeInput},
+    {"aten::cat", nullptr, R::LeadingPreserving, kAlongDim | kMayRaise, D::KeepsInput, I::NotApplicable, nullptr, nullptr, RootShape::Leading, {"dim"}},
+    {"aten::slice", nullptr, R::LeadingPreserving, kAlongDim, D::KeepsInput, I::NotApplicable, nullptr, nullptr, RootShape::Leading, {"dim"}},
+    {"aten::narrow", nullptr, R::LeadingPreserving, kAlongDim | kMayRaise, D::KeepsInput, I::NotApplicable, nullptr, nullptr, RootShape::Leading, {"dim"}},
+    {"aten::randperm", nullptr, R::LeadingPreserving, kMayRaise | kRandom, D::ExplicitElseLong},
+    {"aten::arange", nullptr, R::LeadingPreserving, kMayRaise},
+
+    // Host scalar arithmetic, conversions and the rest.
+    {"aten::floor_divide", nullptr, R::Other, kMayRaise},
+    {"aten::floordiv", nullptr, R::Other, kMayRaise, D::Unknown, I::NotApplicable, "aten::div"},
+    {"aten::__rshift__", nullptr, R::Other, kMayRaise},
+    {"aten::__lshift__", nullptr, R::Other, kMayRaise},
+    {"prim::min", nullptr, R::Other, kNeverRaises, D::Unknown, I::NotApplicable, "aten::minimum"},
+    {"prim::max", nullptr, R::Other, kNeverRaises, D::Unknown, I::NotApplicable, "aten::maximum"},
+    {"aten::__not__", nullptr, R::Other, kNeverRaises, D::Unknown, I::NotApplicable, "aten::logical_not"},
+    {"prim::NumToTensor", nullptr, R::Other, kNeverRaises},
+    {"aten::scalar_tensor", nullptr, R::Other, kNeverRaises},
+    {"aten::expand_as", nullptr, R::Other, kNeverRaises, D::KeepsInput},
+    {"aten::isin", nullptr, R::Other, kNoTraits, D::Bool},
+    {"aten::isclose", nullptr, R::Other, kNoTraits, D::Bool},
+    {"aten::argmax", nullptr, R::Other, kNoTraits, D::Long},
+    {"aten::argmin", nullptr, R::Other, kNoTraits, D::Long},
+    {"aten::argsort", nullptr, R::Other, kNoTraits, D::Long, I::NotApplicable, nullptr, nullptr, RootShape::Leading, {"dim"}},
+    {"aten::sort", nullptr, R::Other, kNoTraits, D::LongSecond, I::NotApplicable, nullptr, nullptr, RootShape::Leading, {"dim"}},
+    {"aten::topk", nullptr, R::Other, kNoTraits, D::LongSecond, I::NotApplicable, nullptr, nullptr, RootShape::Leading, {"dim"}},
+    {"aten::kthvalue", nullptr, R::Other, kNoTraits, D::LongSecond, I::NotApplicable, nullptr, nullptr, RootShape::Leading, {"dim"}},
+    {"aten::mode", nullptr, R::Other, kNoTraits, D::LongSecond},
+    {"aten::cummax", nullptr, R::Other, kNoTraits, D::LongSecond},
+    {"aten::cummin", nullptr, R::Other, kNoTraits, D::LongSecond},
+    {"aten::view", nullptr, R::Other, kNoTraits, D::KeepsInput},
+    {"aten::reshape", nullptr, R::Other, kNoTraits, D::KeepsInput},
+    {"aten::flatten", nullptr, R::Other, kNoTraits, D::KeepsInput},
+    {"aten::squeeze", nullptr, R::Other, kNoTraits, D::KeepsInput, I::NotApplicable, nullptr, nullptr, RootShape::Leading, {"dim"}},
+    {"aten::unsqueeze", nullptr, R::Other, kNoTraits, D::KeepsInput, I::NotApplicable, nullptr, nullptr, RootShape::Leading, {"dim"}},
+    {"aten::permute", nullptr, R::Other, kNoTraits, D::KeepsInput},
+    {"aten::transpose", nullptr, R::Other, kNoTraits, D::KeepsInput, I::NotApplicable, nullptr, nullptr, RootShape::Leading, {"dim0", "dim1"}},
+    {"aten::t", nullptr, R::Other, kNoTraits, D::KeepsInput},
+    {"aten::expand", nullptr, R::Other, kNoTraits, D::KeepsInput},
+    {"aten::view_as", nullptr, R::Other, kNoTraits, D::KeepsInput},
+    {"aten::reshape_as", nullptr, R::Other, kNoTraits, D::KeepsInput},
+    {"aten::select", nullptr, R::Other, kNoTraits, D::KeepsInput, I::NotApplicable, nullptr, nullptr, RootShape::Leading, {"dim"}},
+    {"aten::repeat", nullptr, R::Other, kNoTraits, D::KeepsInput},
+    {"aten::flip", nullptr, R::Other, kNoTraits, D::KeepsInput, I::NotApplicable, nullptr, nullptr, RootShape::Leading, {"dims"}},
+    {"aten::roll", nullptr, R::Other, kNoTraits, D::KeepsInput, I::NotApplicable, nullptr, nullptr, RootShape::Leading, {"dims"}},
+    {"aten::stack", nullptr, R::Other, kNoTraits, D::KeepsInput, I::NotApplicable, nullptr, nullptr, RootShape::Leading, {"dim"}},
+    {"aten::new_zeros", nullptr, R::Other, kNoTraits, D::KeepsInput},
+    {"aten::new_ones", nullptr, R::Other, kNoTraits, D::KeepsInput},
+    {"aten::new_empty", nullptr, R::Other, kNoTraits, D::KeepsInput},
+    {"aten::index_select", nullptr, R::Other, kNoTraits, D::KeepsValueOperand},
+    {"aten::gather", nullptr, R::Other, kNoTraits, D::KeepsValueOperand},
+    {"aten::scatter", nullptr, R::Other, kNoTraits, D::KeepsValueOperand},
+    // Row-wise ops the table has no other entry for.
+    {"aten::cumsum", nullptr, R::Other, kNoTraits, D::Unknown, I::NotApplicable, nullptr, nullptr, RootShape::Leading, {"dim"}},
+    {"aten::cumprod", nullptr, R::Other, kNoTraits, D::Unknown, I::NotApplicable, nullptr, nullptr, RootShape::Leading, {"dim"}},
+    {"aten::logcumsumexp", nullptr, R::Other, kNoTraits, D::Unknown, I::NotApplicable, nullptr, nullptr, RootShape::Leading, {"dim"}},
+    {"aten::softmax", nullptr, R::Other, kNoTraits, D::Unknown, I::NotApplicable, nullptr, nullptr, RootShape::Leading, {"dim"}},
+    {"aten::log_softmax", nullptr, R::Other, kNoTraits, D::Unknown, I::NotApplicable, nullptr, nullptr, RootShape::Leading, {"dim"}},
+};
+// clang-format on
+
+struct Index {
+  /// Per op: the entry for each listed overload, and the catch-all.
+  struct Op {
+    std::vector<const OpInfo *> overloads;
+    const OpInfo *any = nullptr;
+  };
+  std::unordered_map<Symbol, Op> ops;
+};
+
+const Index &index() {
+  static const Index idx = [] {
+    Index i;
+    for (const OpInfo &e : kTable) {
+      Index::Op &op = i.ops[Symbol::fromQualString(e.op)];
+      if (e.overload)
+        op.overloads.push_back(&e);
+      else
+        op.any = &e;
+    }
+    return i;
+  }();
+  return idx;
+}
+
+} // namespace
+
+const OpInfo *opInfo(const Node *node) {
+  const Index &idx = index();
+  auto it = idx.ops.find(node->kind());
+  if (it == idx.ops.end())
+    return nullptr;
+  const Index::Op &op = it->second;
+  if (!op.overloads.empty())
+    if (const c10::FunctionSchema *schema = node->maybeSchema())
+      for (const OpInfo *e : op.overloads)
+        if (schema->overload_name() == e->overload)
+          return e;
+  return op.any;
+}
+
+const std::vector<OpInfo> &allOpInfos() { return kTable; }
+
+} // namespace staticify

@@ -1,0 +1,188 @@
+//===- OpInfo.h - One table of op traits, keyed by op and overload --------===//
+//
+// Everything staticify knows about an op is one entry of one table
+// (OpInfo.cpp): its role in the analysis, orthogonal traits, the dtype rule
+// of its results, the identity of a reduction, the tensor form of a host
+// scalar op, and why a data-dependent shape arises. Passes ask this table
+// instead of keeping lists of op names; op names appear elsewhere only where
+// IR is emitted.
+//
+// An entry names an op and either one overload (`aten::where` with overload
+// "" is `where(Tensor condition)`, the root; other `where` overloads are
+// elementwise) or, with no overload, every overload not listed on its own.
+// test/unit/OpInfoTest.cpp checks every entry against the operator registry
+// of the libtorch it runs against, so drift between PyTorch versions fails a
+// test instead of silently losing a rule.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include <torch/csrc/jit/ir/ir.h>
+
+#include <cstdint>
+#include <vector>
+
+namespace staticify {
+
+/// What an op is to the analysis (DESIGN §1): exactly one per entry.
+enum class OpRole {
+  /// Returns a tensor whose shape depends on its inputs' data (`nonzero`...).
+  DynamicShapeRoot,
+  /// Copies device data to the host (`item`, `int(t)`...), when fed a tensor.
+  SyncRead,
+  /// Reads the shape of a tensor (`numel`, `size`, `len`): free on a
+  /// host-static shape, data-dependent on a data-dependent one.
+  ShapeRead,
+  /// Reads tensor metadata that never depends on data (`dim`, `device`...).
+  MetadataRead,
+  /// Moves values around without computing (lists, tuples, casts of types):
+  /// propagates classes and never produces a finding of its own.
+  Plumbing,
+  /// A reduction whose result shape ignores the input's shape when no `dim`
+  /// is given (`sum`, `mean`, `amax`...).
+  Reduction,
+  /// Elementwise and dimension-0-preserving ops: a data-dependent leading
+  /// dimension stays the only data-dependent one.
+  LeadingPreserving,
+  Other,
+};
+
+/// Orthogonal facts about an op, combined with `|`.
+enum Trait : uint32_t {
+  kNoTraits = 0,
+  /// Each result element depends only on the operands' elements at the same
+  /// (broadcast) position: safe to run on padding and unselected elements.
+  kElementwise = 1u << 0,
+  /// Works along input(1)'s dimension (slice, narrow, cat): along dimension
+  /// 0 a data-dependent leading dimension stays leading.
+  kAlongDim = 1u << 1,
+  /// May raise on some input values (integer division by zero, a
+  /// reduction of an empty tensor, an index out of range).
+  kMayRaise = 1u << 2,
+  /// Never raises, whatever the values (host conversions, copies).
+  kNeverRaises = 1u << 3,
+  /// Draws random numbers.
+  kRandom = 1u << 4,
+  /// A SyncRead that reads every argument (str, format, print), not only
+  /// its first.
+  kFormats = 1u << 5,
+  /// Converts a tensor or a Scalar to a host number (`int(t)`, `float(t)`).
+  kHostConversion = 1u << 6,
+  /// A binary tensor op whose scalar `other` also takes a 0-d tensor.
+  kScalarOperandTakesTensor = 1u << 7,
+  /// Returns its first input's values unchanged (clone, contiguous, detach).
+  kCopiesInput = 1u << 8,
+  /// add/sub/mul: results follow the same promotion rules.
+  kArithmetic = 1u << 9,
+  /// eq/ne/lt/le/gt/ge.
+  kComparison = 1u << 10,
+  /// Division: true division of tensors never raises; with a rounding mode,
+  /// or on host ints (ZeroDivisionError), it may.
+  kDivision = 1u << 11,
+  /// A DynamicShapeRoot only with tensor repeats and no `output_size`
+  /// (repeat_interleave); otherwise its shape follows from host values.
+  kRootWithTensorRepeats = 1u << 12,
+  /// zeros_like & co.: the result has the input's shape and reads none of
+  /// its values.
+  kLikeInput = 1u << 15,
+  /// where(c, a, b): the first operand is a condition, not a value.
+  kConditionFirst = 1u << 16,
+  /// masked_fill: the fill value also takes a 0-d tensor.
+  kFillValueTakesTensor = 1u << 14,
+  /// A root whose second result is inverse indices of the input's shape
+  /// (the unique family).
+  kInverseIndices = 1u << 13,
+};
+using Traits = uint32_t;
+
+/// How the dtype of an op's results follows from its operands, when the
+/// result type does not say.
+enum class DTypeRule : uint8_t {
+  Unknown,
+  Bool,
+  /// int64 indices (nonzero, argmax, nms).
+  Long,
+  /// The second result is int64 indices (sort, topk, max(dim)).
+  LongSecond,
+  /// The tensor operands' common dtype (views, copies, bitwise ops, cat).
+  KeepsInput,
+  /// The gathered value's dtype, not the indices' (index, gather, scatter).
+  KeepsValueOperand,
+  /// where(c, a, b): a's and b's common dtype.
+  KeepsBranches,
+  /// int64 in, int64 out (add, sub, mul, remainder, neg, div with a
+  /// rounding mode).
+  IntArithmetic,
+  /// The `dtype` argument, or with None the input's (to).
+  ExplicitElseInput,
+  /// The `dtype` argument, or with None int64 (randperm).
+  ExplicitElseLong,
+};
+
+/// The value a masked reduction fills unselected elements with.
+enum class Identity : uint8_t {
+  /// Not a reduction.
+  NotApplicable,
+  /// A reduction with no identity staticify uses (std, var, median).
+  None,
+  Zero,
+  One,
+  NegInf,
+  /// mean: a sum with zero fill divided by the count.
+  Mean,
+  /// amax/amin/max/min have no identity on every dtype: the first selected
+  /// row fills the rest.
+  FirstSelected,
+  /// norm: zero for p > 0 (the default), none otherwise.
+  ZeroForPositiveP,
+};
+
+/// For a DynamicShapeRoot: which dimensions of its result depend on data.
+enum class RootShape : uint8_t {
+  /// Only dimension 0 (nonzero, masked_select, unique of a flat result).
+  Leading,
+  /// x[i0, ...]: a root only when an index is a mask (or may be one);
+  /// leading when a mask comes first.
+  MaskIndex,
+  /// x[mask] = v: a root (a sync) only with a mask; the result keeps x's
+  /// shape.
+  MaskStore,
+  /// Leading when the constant `dim` argument (input 1) is 0 (unique_dim).
+  LeadingIfDim0,
+  /// Leading when the `dim` argument is None (unique_consecutive).
+  LeadingIfNoDim,
+  /// Leading when the `dim` argument is None or 0 (repeat_interleave).
+  LeadingIfDimNoneOr0,
+};
+
+struct OpInfo {
+  /// The qualified op name (`aten::where`).
+  const char *op;
+  /// One overload's name ("" for the unnamed one), or nullptr: every
+  /// overload without an entry of its own.
+  const char *overload;
+  OpRole role;
+  Traits traits = kNoTraits;
+  DTypeRule dtype = DTypeRule::Unknown;
+  Identity identity = Identity::NotApplicable;
+  /// For a host scalar op: the op computing it on 0-d tensors (lift-scalars).
+  const char *tensorForm = nullptr;
+  /// For a DynamicShapeRoot: why the shape depends on data, in a few words.
+  const char *reason = nullptr;
+  RootShape rootShape = RootShape::Leading;
+  /// Row-wise on dims >= 1: given these dimension arguments >= 1, each row
+  /// of dimension 0 is computed from the same row of each operand alone
+  /// (sort along dim 1, softmax, cat along dim 1). Not every op with a
+  /// `dim` is: renorm and weight_norm mix rows.
+  std::vector<const char *> rowDims = {};
+
+  bool has(Traits t) const { return (traits & t) == t; }
+};
+
+/// The entry for \p node, or nullptr when the table does not know its op.
+const OpInfo *opInfo(const torch::jit::Node *node);
+
+/// Every entry, in table order (for tests and documentation).
+const std::vector<OpInfo> &allOpInfos();
+
+} // namespace staticify

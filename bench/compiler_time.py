@@ -3,7 +3,12 @@ normalization and the whole default pipeline on generated graphs of about
 1k, 10k and 100k nodes (staticify-bench-analysis), and `staticify -o` on
 torchvision's Faster R-CNN (bench/fasterrcnn.py).
 
-    /usr/bin/python3 bench/compiler_time.py [--bin build/bin] [--docs docs] [--runs 3]"""
+    /usr/bin/python3 bench/compiler_time.py [--bin build/bin] [--old-bin DIR]
+                                            [--docs docs] [--runs 3]
+
+With --old-bin, an older build's binaries are measured in the same run
+(the old first, then the new, each a median of --runs), and the table gives
+both."""
 import argparse
 import pathlib
 import subprocess
@@ -12,33 +17,59 @@ import sys
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 
 
+def scaling(bindir, runs):
+    """{nodes: (findings, analysis ms, normalize ms, pipeline ms)}."""
+    out = subprocess.run([str(pathlib.Path(bindir) / "staticify-bench-analysis"), str(runs)],
+                         check=True, capture_output=True, text=True).stdout
+    rows = {}
+    for line in out.splitlines()[1:]:
+        n, f, a, _, z, _, p, _ = line.split()
+        rows[int(n)] = (int(f), float(a), float(z), float(p))
+    return rows
+
+
+def frcnn(bindir, runs):
+    return subprocess.run([sys.executable, str(ROOT / "bench" / "fasterrcnn.py"),
+                           "--bin", str(bindir), "--runs", str(runs)], check=True,
+                          capture_output=True, text=True).stdout.strip()
+
+
+def table(new, old=None):
+    head = ("| nodes | findings | analysis | normalize | whole pipeline | pipeline / analysis |"
+            if old is None else
+            "| nodes | findings | analysis (old, new) | normalize (old, new) | "
+            "whole pipeline (old, new) | pipeline / analysis (old, new) |")
+    rows = [head, "|---:|" * 1 + "---:|" * (head.count("|") - 2)]
+    for n, (f, a, z, p) in sorted(new.items()):
+        if old is None:
+            rows.append(f"| {n:,} | {f:,} | {a:.1f} ms | {z:.1f} ms | {p:.1f} ms | {p / a:.0f}x |")
+        else:
+            _, oa, oz, op = old[n]
+            rows.append(f"| {n:,} | {f:,} | {oa:.1f} ms, {a:.1f} ms | {oz:.1f} ms, {z:.1f} ms | "
+                        f"{op:.1f} ms, {p:.1f} ms | {op / oa:.0f}x, {p / a:.0f}x |")
+    return rows
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--bin", default=str(ROOT / "build" / "bin"))
+    parser.add_argument("--old-bin", help="an older build's bin directory, measured alongside")
     parser.add_argument("--docs")
     parser.add_argument("--runs", type=int, default=3)
     args = parser.parse_args()
-    scaling = subprocess.run([str(pathlib.Path(args.bin) / "staticify-bench-analysis"),
-                              str(args.runs)], check=True, capture_output=True,
-                             text=True).stdout
-    frcnn = subprocess.run([sys.executable, str(ROOT / "bench" / "fasterrcnn.py"),
-                            "--bin", args.bin, "--runs", str(args.runs)], check=True,
-                           capture_output=True, text=True).stdout.strip()
-    rows = ["| nodes | findings | analysis | per node | normalize | per node | "
-            "whole pipeline | per node |", "|---:|---:|---:|---:|---:|---:|---:|---:|"]
-    for line in scaling.splitlines()[1:]:
-        n, f, a, an, z, zn, p, pn = line.split()
-        rows.append(f"| {int(n):,} | {int(f):,} | {float(a):.2f} ms | {int(an) / 1000:.2f} µs | "
-                    f"{float(z):.1f} ms | {int(zn) / 1000:.1f} µs | {float(p):.1f} ms | "
-                    f"{int(pn) / 1000:.0f} µs |")
-    body = "\n".join([
-        "<!-- compiler:begin -->",
-        f"Command: `/usr/bin/python3 bench/compiler_time.py --docs docs --runs {args.runs}`",
-        "",
-        *rows,
-        "",
-        f"Faster R-CNN: {frcnn}",
-        "<!-- compiler:end -->"])
+    old = scaling(args.old_bin, args.runs) if args.old_bin else None
+    new = scaling(args.bin, args.runs)
+    old_frcnn = frcnn(args.old_bin, args.runs) if args.old_bin else None
+    new_frcnn = frcnn(args.bin, args.runs)
+    command = "/usr/bin/python3 bench/compiler_time.py --docs docs --runs {}{}".format(
+        args.runs, " --old-bin OLD/bin" if args.old_bin else "")
+    lines = ["<!-- compiler:begin -->", f"Command: `{command}`", "", *table(new, old), ""]
+    if old_frcnn:
+        lines += [f"Faster R-CNN, old: {old_frcnn}", "", f"Faster R-CNN, new: {new_frcnn}"]
+    else:
+        lines += [f"Faster R-CNN: {new_frcnn}"]
+    lines.append("<!-- compiler:end -->")
+    body = "\n".join(lines)
     print(body)
     if args.docs:
         doc = pathlib.Path(args.docs) / "benchmarks.md"

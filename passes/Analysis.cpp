@@ -39,13 +39,14 @@ bool ValueInfo::join(const ValueInfo &other) {
   shape = std::max(shape, other.shape);
   if (dtype != other.dtype)
     dtype = DTypeKind::Unknown;
+  onHost = onHost && other.onHost;
   addRootsOf(other);
   return !(before == *this);
 }
 
 bool ValueInfo::operator==(const ValueInfo &o) const {
   return cls == o.cls && shape == o.shape && dtype == o.dtype &&
-         numRoots == o.numRoots &&
+         onHost == o.onHost && numRoots == o.numRoots &&
          std::equal(roots.begin(), roots.begin() + numRoots, o.roots.begin());
 }
 
@@ -205,10 +206,14 @@ private:
     f.category = category;
     f.role = role;
     f.op = node->kind().toQualString();
-    f.value = valueName(node);
     f.message = std::move(message);
-    f.location = locationOf(node);
-    f.nodeText = nodeText(node);
+    if (result.detail == Detail::Report) {
+      // Source locations and node text are what a report shows, and most
+      // of the analysis's time on a large model: facts for passes skip them.
+      f.value = valueName(node);
+      f.location = locationOf(node);
+      f.nodeText = nodeText(node);
+    }
     for (size_t i = 0; i < causes.numRoots; ++i)
       f.causes.push_back(causes.roots[i]);
     result.findings.push_back(std::move(f));
@@ -323,8 +328,12 @@ private:
       if (isTensorType(node->output()->type())) {
         vi.cls = ValueClass::DeviceData;
         if (auto iv = torch::jit::toIValue(node->output());
-            iv && iv->isTensor())
+            iv && iv->isTensor()) {
           vi.dtype = dtypeKindOf(iv->toTensor().scalar_type());
+          // A constant stays where it was made (moving a module moves its
+          // parameters, not its graph's constants).
+          vi.onHost = iv->toTensor().device().is_cpu();
+        }
       }
       info(node->output()) = vi;
       return;
@@ -504,12 +513,27 @@ private:
   }
 
   void analyzeSyncRead(const Node *node) {
-    const Node *producer = node->input(0)->node();
-    if (producer->kind() == c10::prim::NumToTensor &&
-        !isDataDependent(producer->input(0))) {
-      // Tracing spells `x.size(0)` as int(NumToTensor(size)): a host value
-      // made a CPU tensor and read back, never a device sync.
-      return setOutputs(node, ValueInfo{});
+    // A tensor on the host read back: never a device sync
+    // (`float(torch.tensor(image.shape[-2:]).min())`, tracing's
+    // `int(NumToTensor(x.size(0)))`); its value is data-dependent only if
+    // what it was computed from is.
+    bool readsHostTensor = true;
+    ValueInfo causes;
+    for (const Value *in : node->inputs()) {
+      if (carriesTensor(in->type()) && !info(in).onHost)
+        readsHostTensor = false;
+      // A host tensor's contents carry the roots they were computed from.
+      causes.addRootsOf(info(in));
+    }
+    if (readsHostTensor) {
+      if (causes.numRoots == 0)
+        return setOutputs(node, ValueInfo{});
+      record(node, Category::DataDerived, Role::Derived,
+             "'" + std::string(node->kind().toQualString()) +
+                 "' reads a host tensor computed from data-dependent values",
+             causes);
+      causes.cls = ValueClass::DataDependent;
+      return setOutputs(node, causes);
     }
     const ValueInfo &in = info(node->input(0));
     ValueInfo out;
@@ -546,6 +570,31 @@ private:
     setOutputs(node, out);
   }
 
+  /// Whether \p node's tensor results live on the host: a tensor built from
+  /// host numbers with no device (`torch.tensor(image.shape[-2:])`:
+  /// TorchScript's default device is the CPU), or an op of the table on such
+  /// tensors and host numbers that names no device (`.min()`,
+  /// `.to(torch.float32)`, `/`). An op outside the table could move data
+  /// (`.cuda()`), so it ends the chain. Whether the values depend on data is
+  /// the value class's business, not this.
+  bool computesOnHost(const Node *node) {
+    const OpInfo *op = opInfo(node);
+    if (!op || op->role == OpRole::DynamicShapeRoot)
+      return false;
+    bool tensorInput = false;
+    for (size_t i = 0; i < node->inputs().size(); ++i) {
+      const Value *in = node->input(i);
+      if (!in->mustBeNone() && inputName(node, i) == std::string("device"))
+        return false;
+      if (carriesTensor(in->type()) && !op->has(kReadsOnlyShape)) {
+        if (!info(in).onHost)
+          return false;
+        tensorInput = true;
+      }
+    }
+    return tensorInput || op->has(kBuildsOnHost);
+  }
+
   /// Every other op: data-dependence flows from inputs to outputs.
   void analyzeGeneric(const Node *node) {
     ValueInfo causes;
@@ -562,6 +611,7 @@ private:
         dataShapeArg = true;
     }
     OpRole role = opRole(node);
+    bool onHost = computesOnHost(node);
 
     for (const Value *out : node->outputs()) {
       ValueInfo o;
@@ -578,6 +628,7 @@ private:
         o.cls = ValueClass::DataDependent;
       }
       o.dtype = inferDType(node, out);
+      o.onHost = onHost && carriesTensor(out->type());
       info(out) = o;
     }
     if (mutatesFirstInput(node) && !node->inputs().empty()) {
@@ -780,8 +831,9 @@ size_t countSyncPoints(const AnalysisResult &analysis) {
                        [](const Finding &f) { return f.role == Role::Root; });
 }
 
-AnalysisResult analyzeGraph(const Graph &graph) {
+AnalysisResult analyzeGraph(const Graph &graph, Detail detail) {
   AnalysisResult result;
+  result.detail = detail;
   Analyzer(result).run(graph);
   return result;
 }

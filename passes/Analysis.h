@@ -37,6 +37,10 @@ struct ValueInfo {
   ValueClass cls = ValueClass::HostStatic;
   ShapeDep shape = ShapeDep::Static;
   DTypeKind dtype = DTypeKind::Unknown;
+  /// A tensor (or a list of tensors) that lives on the host, computed there
+  /// from host-static values (`torch.tensor(image.shape[-2:])` and what is
+  /// computed from it): reading it is not a device sync. Joined as "all".
+  bool onHost = false;
   /// Up to kMaxRoots ids of the root findings this value derives from.
   static constexpr size_t kMaxRoots = 4;
   std::array<uint32_t, kMaxRoots> roots{};
@@ -50,7 +54,14 @@ struct ValueInfo {
   bool operator==(const ValueInfo &o) const;
 };
 
+/// How much an analysis records about each finding: its class, cause and
+/// message always; with Report also its source location, node text and
+/// value name (what a report shows; the passes and the sync count do not
+/// need them).
+enum class Detail : uint8_t { Facts, Report };
+
 struct AnalysisResult {
+  Detail detail = Detail::Report;
   std::vector<Finding> findings;
   /// findingNodes[i] is the node findings[i] is about.
   std::vector<const torch::jit::Node *> findingNodes;
@@ -62,7 +73,8 @@ struct AnalysisResult {
 };
 
 /// Analyses \p graph (which is not modified).
-AnalysisResult analyzeGraph(const torch::jit::Graph &graph);
+AnalysisResult analyzeGraph(const torch::jit::Graph &graph,
+                            Detail detail = Detail::Report);
 
 /// Where data reaches the host: every root finding syncs (a nonzero, an
 /// item(), a branch on data); what derives from one does not sync again.

@@ -196,10 +196,12 @@ FactCache::analysis(const std::shared_ptr<Graph> &graph) {
 }
 
 std::shared_ptr<const AnalysisResult>
-FactCache::sharedAnalysis(const std::shared_ptr<Graph> &graph) {
+FactCache::sharedAnalysis(const std::shared_ptr<Graph> &graph, Detail detail) {
   check(graph.get());
-  if (!analysis_)
-    analysis_ = std::make_shared<const AnalysisResult>(analyzeGraph(*graph));
+  if (!analysis_ || (detail == Detail::Report &&
+                     analysis_->detail != Detail::Report))
+    analysis_ =
+        std::make_shared<const AnalysisResult>(analyzeGraph(*graph, detail));
   return analysis_;
 }
 

@@ -170,8 +170,7 @@ struct Group {
 };
 
 /// Every row gather by where(m)[0] of an unwritten mask, grouped by mask
-/// (groups in the order of their first site). The order depends only on the
-/// graph's node order, so a copy of the graph yields the same groups.
+/// (groups in the order of their first site).
 std::vector<Group> collectGroups(const std::shared_ptr<Graph> &graph,
                                  const torch::jit::AliasDb &aliases,
                                  PassContext *ctx) {
@@ -286,16 +285,20 @@ void rewriteInReverse(std::vector<size_t> &groups) {
 /// The graph's sync points once the groups numbered in \p chosen are
 /// rewritten and the passes that absorb selections have run: what the
 /// pipeline would make of that choice.
-size_t syncsAfter(Graph &graph, const std::vector<size_t> &chosen,
-                  const PassContext &ctx) {
+size_t syncsAfter(Graph &graph, const std::vector<Group> &groups,
+                  const std::vector<size_t> &chosen, const PassContext &ctx) {
   RewriteTrial trial(graph, ctx);
   std::shared_ptr<Graph> &copy = trial.graph();
-  std::vector<Group> groups =
-      collectGroups(copy, trial.ctx().facts.aliases(copy), nullptr);
   std::vector<size_t> order = chosen;
   rewriteInReverse(order);
-  for (size_t k : order)
-    rewriteGroup(*copy, groups[k], trial.ctx());
+  for (size_t k : order) {
+    // The group's sites in the copy.
+    Group twin{trial.counterpart(groups[k].mask), {}};
+    for (const Site &s : groups[k].sites)
+      twin.sites.push_back(
+          {trial.counterpart(s.node), s.op, trial.counterpart(s.index)});
+    rewriteGroup(*copy, twin, trial.ctx());
+  }
   eraseDeadNodes(*copy, trial.ctx(), kRule);
   trial.ctx().facts.invalidate();
   trial.runPasses({"mask-propagate", "masked-reduce", "mask-store"});
@@ -318,7 +321,7 @@ bool indexToMask(std::shared_ptr<Graph> &graph, PassContext &ctx) {
   // A group that may add syncs is rewritten only if, with the later mask
   // passes, the graph syncs no more often than without it.
   if (!uncertain.empty()) {
-    size_t base = syncsAfter(*graph, chosen, ctx);
+    size_t base = syncsAfter(*graph, groups, chosen, ctx);
     for (size_t i = 0; i < uncertain.size(); ++i) {
       const Group &group = groups[uncertain[i]];
       std::string why;
@@ -328,7 +331,7 @@ bool indexToMask(std::shared_ptr<Graph> &graph, PassContext &ctx) {
       } else {
         std::vector<size_t> with = chosen;
         with.push_back(uncertain[i]);
-        size_t syncs = syncsAfter(*graph, with, ctx);
+        size_t syncs = syncsAfter(*graph, groups, with, ctx);
         if (rewriteAllowed(base, syncs)) {
           chosen = std::move(with);
           base = syncs;

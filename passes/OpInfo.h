@@ -87,6 +87,11 @@ enum Trait : uint32_t {
   kLikeInput = 1u << 15,
   /// where(c, a, b): the first operand is a condition, not a value.
   kConditionFirst = 1u << 16,
+  /// Builds a tensor from host numbers (torch.tensor, scalar_tensor): with
+  /// no device given, on the host.
+  kBuildsOnHost = 1u << 17,
+  /// Reads only the shape of its tensor inputs (_shape_as_tensor).
+  kReadsOnlyShape = 1u << 18,
   /// masked_fill: the fill value also takes a 0-d tensor.
   kFillValueTakesTensor = 1u << 14,
   /// A root whose second result is inverse indices of the input's shape

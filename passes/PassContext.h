@@ -11,7 +11,9 @@
 
 #include <torch/csrc/jit/ir/alias_analysis.h>
 
+#include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -34,6 +36,11 @@ struct PassOptions {
   /// After every pass, lint the graph and check that a pass reporting no
   /// change left it as it was (staticify-opt --verify-each; every lit test).
   bool verifyEach = false;
+  /// specialize-training: the saved `training` flag of the submodule at an
+  /// attribute path from `self` ({} is the module itself), or nullopt when
+  /// there is none. Empty: the pass does nothing.
+  std::function<std::optional<bool>(const std::vector<std::string> &)>
+      savedTraining;
 };
 
 /// Facts about the graph the passes work on, computed on first request and
@@ -51,16 +58,19 @@ public:
     return *this;
   }
 
-  /// The value classes and findings of \p graph (analyzeGraph).
+  /// The value classes and findings of \p graph (analyzeGraph), at least
+  /// at Detail::Facts.
   const AnalysisResult &analysis(const std::shared_ptr<torch::jit::Graph> &graph);
   /// libtorch's alias analysis of \p graph.
   const torch::jit::AliasDb &aliases(const std::shared_ptr<torch::jit::Graph> &graph);
   /// Adopts \p analysis, computed by the caller on \p graph as it is now.
   void seed(const std::shared_ptr<torch::jit::Graph> &graph,
             std::shared_ptr<const AnalysisResult> analysis);
-  /// The cached analysis of \p graph, shared (computed if needed).
+  /// The cached analysis of \p graph at \p detail or more, shared
+  /// (computed if needed).
   std::shared_ptr<const AnalysisResult>
-  sharedAnalysis(const std::shared_ptr<torch::jit::Graph> &graph);
+  sharedAnalysis(const std::shared_ptr<torch::jit::Graph> &graph,
+                 Detail detail = Detail::Facts);
   void invalidate();
 
 private:

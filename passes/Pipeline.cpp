@@ -13,6 +13,7 @@
 #include "passes/MaskedReduce.h"
 #include "passes/OpCatalogue.h"
 #include "passes/Partition.h"
+#include "passes/SpecializeTraining.h"
 
 #include <torch/csrc/jit/passes/constant_propagation.h>
 #include <torch/csrc/jit/passes/dead_code_elimination.h>
@@ -103,6 +104,14 @@ const std::vector<PassInfo> &registeredPasses() {
        "slices, gathers, cat; host ints from counts are lifted with integer "
        "ranges; uses with no bounded form materialize (reported)",
        true, boundShapes},
+      // Not in the default pipeline: staticify --specialize-training puts
+      // it right after inline (it needs the calls inlined, and normalize
+      // after it to remove the other mode's branches).
+      {"specialize-training",
+       "reads of a submodule's `training` flag become its saved value, so "
+       "normalize removes the other mode's branches (--specialize-training; "
+       "not in the default pipeline)",
+       false, specializeTraining},
   };
   return passes;
 }
@@ -117,7 +126,7 @@ const PassInfo *findPass(std::string_view name) {
 std::vector<std::string> defaultPipeline(bool inlineCalls) {
   std::vector<std::string> names;
   for (const PassInfo &p : registeredPasses())
-    if (p.name != "inline" || inlineCalls)
+    if ((p.name != "inline" || inlineCalls) && p.name != "specialize-training")
       names.push_back(p.name);
   return names;
 }
@@ -270,7 +279,9 @@ PipelineResult runPipeline(std::shared_ptr<Graph> &graph,
     if (pass->rewrites && !before) {
       normalized();
       before = timed(result.seconds, "analysis (before)",
-                     [&] { return ctx.facts.sharedAnalysis(graph); });
+                     [&] {
+                       return ctx.facts.sharedAnalysis(graph, Detail::Report);
+                     });
       ctx.track(*before);
       beforeSegments = timed(result.seconds, "partition (before)", [&] {
                          return partitionGraph(*graph, *before).segments;
@@ -295,7 +306,7 @@ PipelineResult runPipeline(std::shared_ptr<Graph> &graph,
     normalized();
   std::shared_ptr<const AnalysisResult> afterFacts =
       timed(result.seconds, "analysis (after)",
-            [&] { return ctx.facts.sharedAnalysis(graph); });
+            [&] { return ctx.facts.sharedAnalysis(graph, Detail::Report); });
   const AnalysisResult &after = *afterFacts;
   PartitionResult &partition = result.partition;
   partition = timed(result.seconds, "partition (after)",

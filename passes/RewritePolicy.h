@@ -42,6 +42,9 @@ public:
   PassContext &ctx() { return scratch; }
   /// The copy's counterpart of \p node, a node of the original graph.
   torch::jit::Node *counterpart(const torch::jit::Node *node) const;
+  /// The copy's counterpart of \p value, a value of the original graph (a
+  /// node's result or a block's input).
+  torch::jit::Value *counterpart(const torch::jit::Value *value) const;
 
   /// Runs the registered passes \p passes on the copy as the pipeline would
   /// (dead nodes erased after a change).

@@ -10,6 +10,8 @@
 
 #include <torch/csrc/jit/api/function_impl.h>
 
+#include <algorithm>
+
 namespace staticify {
 
 using torch::jit::Graph;
@@ -33,6 +35,29 @@ StaticifyResult staticifyModule(torch::jit::Module &module,
   std::vector<std::string> passes = options.passes;
   if (passes.empty())
     passes = defaultPipeline(/*inlineCalls=*/true);
+  PassOptions passOptions = options.passOptions;
+  if (options.specializeTraining) {
+    if (std::find(passes.begin(), passes.end(), "specialize-training") ==
+        passes.end()) {
+      auto at = std::find(passes.begin(), passes.end(), "inline");
+      passes.insert(at == passes.end() ? passes.begin() : at + 1,
+                    "specialize-training");
+    }
+    passOptions.savedTraining = [&module](const std::vector<std::string> &path)
+        -> std::optional<bool> {
+      torch::jit::Module m = module;
+      for (const std::string &name : path) {
+        if (!m.hasattr(name) || !m.attr(name).isModule())
+          return std::nullopt;
+        m = m.attr(name).toModule();
+      }
+      return m.is_training();
+    };
+    out.notes.push_back(std::string("specialized on the saved training "
+                                    "flags (the module is in ") +
+                        (module.is_training() ? "training" : "eval") +
+                        " mode): the other mode's branches are removed");
+  }
   bool outline = options.outline || options.cudaGraphs;
   for (const std::string &name : options.methods) {
     auto method = module.find_method(name);
@@ -50,7 +75,7 @@ StaticifyResult staticifyModule(torch::jit::Module &module,
     // written back exactly as it came.
     std::shared_ptr<Graph> graph = fn.graph()->copy();
     PipelineResult result =
-        runPipeline(graph, name, passes, options.passOptions);
+        runPipeline(graph, name, passes, passOptions);
     out.boundsMatched.insert(result.boundsMatched.begin(),
                              result.boundsMatched.end());
     out.dot = result.dot;

@@ -30,6 +30,9 @@ struct StaticifyOptions {
   /// Run outlined regions through staticify::RegionRunner (implies outline;
   /// the runtime library must be loaded).
   bool cudaGraphs = false;
+  /// Treat each submodule's saved `training` flag as a constant
+  /// (the specialize-training pass, after inlining).
+  bool specializeTraining = false;
 };
 
 struct StaticifyResult {

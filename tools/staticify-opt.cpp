@@ -37,6 +37,9 @@ options:
   --verify-each    after every pass, lint the graph and check that a pass
                    that reports no change left it as it was (every lit test)
   --time-passes    print the wall time of each pass and analysis to stderr
+  --saved-training=true|false
+                   what specialize-training takes every module's saved
+                   `training` flag to be (IR carries no module)
   --help           print this help
 )";
 
@@ -126,6 +129,14 @@ int main(int argc, char **argv) {
         printClasses = true;
       else if (cl.option("--report-json", reportJson))
         continue;
+      else if (cl.option("--saved-training", value)) {
+        if (value != "true" && value != "false")
+          throw std::invalid_argument("--saved-training takes true or false");
+        bool training = value == "true";
+        options.savedTraining = [training](const std::vector<std::string> &) {
+          return std::optional<bool>(training);
+        };
+      }
       else if (cl.option("--pass", value)) {
         for (std::string &p : parsePassList(value))
           passes.push_back(p);

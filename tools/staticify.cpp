@@ -53,6 +53,11 @@ options:
   --load-library PATH   dlopen a custom-op library before loading, e.g.
                         torchvision's _C.so for torchvision::nms; repeatable
   --no-inline           do not inline calls to submodule methods and functions
+  --specialize-training treat each submodule's saved `training` flag as a
+                        constant, as torch.jit.freeze does for an eval module:
+                        the other mode's branches are removed before analysis
+                        (an eval export of a detector loses its loss, matcher
+                        and sampler code); off by default
   --drop-data-asserts   let if-convert remove `if <data>: raise ...` checks
                         (kept, as a host sync, by default)
   --bound NAME=N        an upper bound for a data-derived length the analysis
@@ -108,6 +113,7 @@ struct Options {
   bool inlineCalls = true;
   bool outline = false;
   bool cudaGraphs = false;
+  bool specializeTraining = false;
   std::string runtime;
   PassOptions passOptions;
   bool passesGiven = false;
@@ -195,6 +201,8 @@ int parseOptions(int argc, char **argv, Options &opts) {
       opts.timePasses = true;
     } else if (cl.flag("--no-inline")) {
       opts.inlineCalls = false;
+    } else if (cl.flag("--specialize-training")) {
+      opts.specializeTraining = true;
     } else if (cl.flag("--drop-data-asserts")) {
       opts.passOptions.dropDataAsserts = true;
     } else if (cl.flag("--cuda-graphs")) {
@@ -317,6 +325,7 @@ int run(const Options &opts) {
   options.passOptions = passOptions;
   options.outline = opts.outline;
   options.cudaGraphs = opts.cudaGraphs;
+  options.specializeTraining = opts.specializeTraining;
   elapsed();
   StaticifyResult result = staticifyModule(loaded.module, options);
   std::vector<std::pair<std::string, double>> seconds = {{"load", loadSeconds}};

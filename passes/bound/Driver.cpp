@@ -15,12 +15,17 @@
 #include "passes/GraphUtils.h"
 #include "passes/IfConvert.h"
 #include "passes/LiftScalars.h"
+#include "passes/Partition.h"
 #include "passes/RewritePolicy.h"
 #include "passes/bound/Rules.h"
 
 #include <torch/csrc/jit/passes/constant_propagation.h>
 
 #include <algorithm>
+#include <climits>
+#include <cstdint>
+#include <map>
+#include <unordered_set>
 
 namespace staticify {
 
@@ -60,9 +65,13 @@ namespace {
 
 class Driver {
 public:
+  /// \p roots, when given, are the only nodes root rules are asked about
+  /// (one island of the graph; bound decides island by island).
   Driver(Graph &graph, PassContext &ctx, const AnalysisResult &analysis,
-         const torch::jit::AliasDb &aliases)
-      : graph(graph), ctx(ctx), rc(graph, ctx, analysis, aliases) {}
+         const torch::jit::AliasDb &aliases,
+         const std::unordered_set<const Node *> *roots = nullptr)
+      : graph(graph), ctx(ctx), rc(graph, ctx, analysis, aliases),
+        roots(roots) {}
 
   bool run() {
     runBlock(graph.block());
@@ -78,6 +87,7 @@ private:
   Graph &graph;
   PassContext &ctx;
   RuleContext rc;
+  const std::unordered_set<const Node *> *roots;
   bool changed = false;
   /// The rules asked about each op, per BoundRule::On.
   std::unordered_map<c10::Symbol, std::vector<const BoundRule *>>
@@ -116,6 +126,8 @@ private:
         std::any_of(node->inputs().begin(), node->inputs().end(), hasRep);
     if (!writable(node))
       return;
+    if (!anyRep && roots && !roots->count(node))
+      return; // a root of another island
     torch::jit::WithInsertPoint guard(node);
     if (!dispatch(node, anyRep ? BoundRule::On::Use : BoundRule::On::Root))
       return;
@@ -400,9 +412,41 @@ private:
   }
 };
 
+/// What the syncs a trial introduced are, most frequent first: "uses with
+/// no bounded form materialize: 'torchvision::nms' 4, returned 2, ...".
+std::string materializationSummary(RewriteTrial &trial) {
+  const AnalysisResult &analysis = trial.ctx().facts.analysis(trial.graph());
+  std::map<std::string, size_t> count;
+  for (size_t i = 0; i < analysis.findings.size(); ++i) {
+    const Node *node = analysis.findingNodes[i];
+    if (analysis.findings[i].role != Role::Root || trial.ctx().isTracked(node))
+      continue;
+    std::string why = trial.ctx().reasonForNewNode(node);
+    size_t quote = why.find('\'');
+    size_t end = quote == std::string::npos ? quote : why.find('\'', quote + 1);
+    if (end != std::string::npos)
+      ++count[why.substr(quote, end - quote + 1)];
+    else if (why.find("returned") != std::string::npos)
+      ++count["returned"];
+    else if (!why.empty())
+      ++count["leaving a loop or an if"];
+  }
+  std::vector<std::pair<std::string, size_t>> sorted(count.begin(), count.end());
+  std::stable_sort(sorted.begin(), sorted.end(),
+                   [](const auto &a, const auto &b) { return a.second > b.second; });
+  std::string text = "uses with no bounded form materialize";
+  for (size_t k = 0; k < sorted.size() && k < 5; ++k)
+    text += (k ? ", " : ": ") + sorted[k].first + " " +
+            std::to_string(sorted[k].second);
+  if (sorted.size() > 5)
+    text += ", ...";
+  return text;
+}
+
 bool runOnce(std::shared_ptr<Graph> &graph, PassContext &ctx,
-             const AnalysisResult &analysis) {
-  if (!Driver(*graph, ctx, analysis, ctx.facts.aliases(graph)).run())
+             const AnalysisResult &analysis,
+             const std::unordered_set<const Node *> *roots = nullptr) {
+  if (!Driver(*graph, ctx, analysis, ctx.facts.aliases(graph), roots).run())
     return false;
   // The forms branch on host facts (None arguments, ranks): fold them.
   torch::jit::ConstantPropagation(graph, /*ignore_custom_classes=*/true);
@@ -434,31 +478,84 @@ bool boundKeyNames(const std::string &key, const Value *v) {
           loc->file[loc->file.size() - file.size() - 1] == '/');
 }
 
+namespace {
+
+/// The root findings of \p analysis grouped by the dynamic island of the
+/// graph's partition they are in, islands in program order.
+std::vector<std::vector<Node *>> rootsByIsland(Graph &graph,
+                                               const AnalysisResult &analysis) {
+  PartitionResult partition = partitionGraph(graph, analysis);
+  std::map<size_t, std::vector<Node *>> bySegment;
+  for (size_t i = 0; i < analysis.findings.size(); ++i) {
+    if (analysis.findings[i].role != Role::Root)
+      continue;
+    Node *node = const_cast<Node *>(analysis.findingNodes[i]);
+    auto it = partition.segmentOf.find(topLevel(node, graph.block()));
+    bySegment[it == partition.segmentOf.end() ? SIZE_MAX : it->second]
+        .push_back(node);
+  }
+  std::vector<std::vector<Node *>> islands;
+  for (auto &[segment, nodes] : bySegment)
+    islands.push_back(std::move(nodes));
+  return islands;
+}
+
+void declineAll(PassContext &ctx, const std::vector<Node *> &roots,
+                const std::string &why) {
+  for (const Node *node : roots)
+    ctx.declined(node, bound::kRule, why);
+}
+
+} // namespace
+
 bool boundShapes(std::shared_ptr<Graph> &graph, PassContext &ctx) {
   const AnalysisResult &analysis = ctx.facts.analysis(graph);
   if (analysis.findings.empty())
     return false; // nothing data-dependent: no trial copy
-  // Materializations cost a sync each: the rewrite runs on a trial copy, and
-  // is kept (adopted, not run again) only where the policy allows it.
-  size_t before = countSyncPoints(analysis);
-  RewriteTrial trial(*graph, ctx);
-  if (!bound::runOnce(trial.graph(), trial.ctx(),
-                      trial.ctx().facts.analysis(trial.graph())))
-    return false;
-  trial.ctx().facts.invalidate();
-  size_t after = trial.syncPoints();
-  if (!rewriteAllowed(before, after)) {
-    std::string why = "bounded, the graph would reach the host at " +
-                      std::to_string(after) + " points instead of " +
-                      std::to_string(before) +
-                      " (uses with no bounded form materialize)";
-    for (size_t i = 0; i < analysis.findings.size(); ++i)
-      if (analysis.findings[i].role == Role::Root)
-        ctx.declined(analysis.findingNodes[i], bound::kRule, why);
-    return false;
+  // Materializations cost a sync each. The graph's dynamic islands are
+  // independent (no def-use edge joins two): each is bounded on a trial
+  // copy, and kept (the trial adopted, not run again) only where the policy
+  // allows it, so one island with no bounded form leaves the others free.
+  size_t current = countSyncPoints(analysis);
+  std::vector<std::vector<Node *>> islands = rootsByIsland(*graph, analysis);
+  bool changed = false;
+  for (size_t k = 0; k < islands.size(); ++k) {
+    RewriteTrial trial(*graph, ctx);
+    std::unordered_set<const Node *> only;
+    for (Node *root : islands[k])
+      only.insert(trial.counterpart(root));
+    const std::unordered_set<const Node *> *filter =
+        islands.size() > 1 ? &only : nullptr;
+    if (!bound::runOnce(trial.graph(), trial.ctx(),
+                        trial.ctx().facts.analysis(trial.graph()), filter))
+      continue;
+    trial.ctx().facts.invalidate();
+    size_t after = trial.syncPoints();
+    if (!rewriteAllowed(current, after)) {
+      declineAll(ctx, islands[k],
+                 "bounded, the graph would reach the host at " +
+                     std::to_string(after) + " points instead of " +
+                     std::to_string(current) + " (" +
+                     bound::materializationSummary(trial) + ")");
+      continue;
+    }
+    // The later islands' roots, in the graph the trial becomes (the rewrite
+    // of this island leaves them be; one it erased is no longer a root).
+    std::unordered_set<const Node *> alive;
+    for (Node *n : collectNodes(trial.graph()->block()))
+      alive.insert(n);
+    for (size_t j = k + 1; j < islands.size(); ++j) {
+      std::vector<Node *> moved;
+      for (Node *root : islands[j])
+        if (Node *twin = trial.counterpart(root); alive.count(twin))
+          moved.push_back(twin);
+      islands[j] = std::move(moved);
+    }
+    trial.adopt(graph, ctx);
+    current = after;
+    changed = true;
   }
-  trial.adopt(graph, ctx);
-  return true;
+  return changed;
 }
 
 } // namespace staticify

@@ -88,9 +88,18 @@ RuleResult selection(Node *node, RuleContext &rc) {
   auto outs =
       insertForm(rc.graph, sel->broadcasts ? "masked_select" : "select_rows",
                  {sel->base, sel->mask}, node);
+  // Both forms compact the mask's true positions in the same order: a
+  // second selection by the same unwritten mask in the same block has its
+  // valid rows aligned with the first's, and takes the first's count.
+  Value *count = outs[1];
+  if (!rc.aliases.hasWriters(sel->mask)) {
+    auto [first, fresh] = rc.selectionCounts.emplace(sel->mask, count);
+    if (!fresh && first->second->node()->owningBlock() == node->owningBlock())
+      count = first->second;
+  }
   // masked_select is always a vector; so is x[m] for a mask of x's own
   // shape (x > 0, x == v, ...).
-  rc.setBounded(node->output(), outs[0], outs[1], false,
+  rc.setBounded(node->output(), outs[0], count, false,
                 is(node, "aten::masked_select") ||
                     maskOfItself(sel->mask, sel->base));
   return RuleResult::applied();

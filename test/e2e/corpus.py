@@ -517,6 +517,31 @@ class ZeroDimMaskWhere(torch.nn.Module):
         return x[torch.where(t.sum() > 0)[0]].sum()
 
 
+# --- several selections by one mask (bound) ------------------------------
+
+class MaskedAccuracy(torch.nn.Module):
+    """In the style of Hugging Face's and torchmetrics' token accuracy:
+    predictions against targets at the positions a mask keeps
+    (`labels != -100`), two selections by one mask compared elementwise."""
+
+    def forward(self, x, t):
+        m = t > 0
+        pred = (x > 0).long()
+        tgt = (t > 0.5).long()
+        return (pred[m] == tgt[m]).float().mean()
+
+
+class ConfusionIndices(torch.nn.Module):
+    """In the style of torchvision's segmentation reference
+    (`ConfusionMatrix.update`): `target * C + pred` over the valid pixels."""
+
+    def forward(self, x, t):
+        m = t > 0
+        pred = (x * 3).long().clamp(0, 4)
+        tgt = (t * 5).long().clamp(0, 4)
+        return (tgt[m] * 5 + pred[m]).sum()
+
+
 def _1d(n):
     return lambda g, k: (floats((n,), g), mask_like((n,), g, k))
 
@@ -530,6 +555,8 @@ def _same(shape):
 
 
 CASES = [
+    ("masked-accuracy", MaskedAccuracy(), _1d(40), "static"),
+    ("confusion-indices", ConfusionIndices(), _same((6, 7)), "static"),
     ("sum-mask", SumMask(), _1d(50), "static"),
     ("sum-mask-2d-over-3d", SumMask(), lambda g, k: (floats((4, 5, 3), g), mask_like((4, 5), g, k)), "static"),
     ("mean-mask", MeanMask(), _same((6, 7)), "static"),

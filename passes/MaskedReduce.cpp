@@ -21,7 +21,7 @@ namespace {
 
 constexpr const char *kRule = "masked-reduce";
 
-enum class Fill { Zero, One, NegInf, FirstRow, Mean };
+enum class Fill { Zero, One, NegInf, FirstRow, Mean, Variance };
 
 /// The identity of a reduction, or why it cannot be padded.
 std::optional<Fill> identityOf(const Node *node, std::string &why) {
@@ -35,6 +35,23 @@ std::optional<Fill> identityOf(const Node *node, std::string &why) {
     return Fill::NegInf;
   case Identity::Mean:
     return Fill::Mean;
+  case Identity::Variance: {
+    // The correction must be known: `unbiased` (default true) or an int
+    // `correction` (None is 1).
+    Value *unbiased = namedInput(node, "unbiased");
+    Value *correction = namedInput(node, "correction");
+    decltype(torch::jit::toIValue(node->input(0))) u, c;
+    if (unbiased)
+      u = torch::jit::toIValue(unbiased);
+    if (correction)
+      c = torch::jit::toIValue(correction);
+    if ((unbiased && (!u || !u->isBool())) ||
+        (correction && (!c || !(c->isNone() || c->isInt())))) {
+      why = "the correction of var/std is computed at run time";
+      return std::nullopt;
+    }
+    return Fill::Variance;
+  }
   case Identity::FirstSelected:
     if (node->outputs().size() > 1 && node->output(1)->hasUses()) {
       why = "the indices of max/min would refer to the padded rows";
@@ -88,6 +105,7 @@ Value *emitFill(Graph &graph, Fill fill, const RowView &view,
   switch (fill) {
   case Fill::Zero:
   case Fill::Mean:
+  case Fill::Variance:
     return emit(graph, "aten::where", {view.keep, view.rows, 0}, anchor);
   case Fill::One:
     return emit(graph, "aten::where", {view.keep, view.rows, 1}, anchor);
@@ -139,6 +157,48 @@ Value *emitMean(Graph &graph, Node *mean, Value *padded, const RowView &view) {
                     : quotient;
 }
 
+/// var/std of a selection: the selected rows' mean over the reduced dims,
+/// then the squared deviations of the selected rows only, summed and divided
+/// by max(0, count - correction), as PyTorch divides (0/0 is nan for an
+/// empty selection, and for one row when unbiased); std is its square root.
+/// Two passes, where PyTorch uses Welford's: equal to rounding.
+Value *emitVariance(Graph &graph, Node *node, Value *padded,
+                    const RowView &view) {
+  int64_t correction = 1;
+  if (Value *u = namedInput(node, "unbiased"))
+    correction = torch::jit::toIValue(u)->toBool() ? 1 : 0;
+  if (Value *c = namedInput(node, "correction"))
+    if (auto iv = torch::jit::toIValue(c); iv && iv->isInt())
+      correction = iv->toInt();
+  Value *dim = namedInput(node, "dim");
+  bool full = !dim || dim->mustBeNone();
+  Value *keepdim = namedInput(node, "keepdim");
+  if (!keepdim)
+    keepdim = graph.insertConstant(false);
+  Value *trueValue = graph.insertConstant(true);
+  Value *none = graph.insertConstant(c10::IValue());
+  Value *ones = emit(graph, "aten::expand_as", {view.keep, view.rows}, node);
+  auto sum = [&](Value *t, Value *keep) {
+    return full ? emit(graph, "aten::sum", {t, none}, node)
+                : emit(graph, "aten::sum", {t, dim, keep}, node);
+  };
+  Value *count = sum(ones, trueValue);
+  Value *mean = emit(graph, "aten::div", {sum(padded, trueValue), count}, node);
+  Value *deviation = emit(
+      graph, "aten::where",
+      {ones, emit(graph, "aten::sub", {view.rows, mean}, node), 0}, node);
+  Value *squares = sum(emit(graph, "aten::mul", {deviation, deviation}, node),
+                       keepdim);
+  Value *divisor = emit(
+      graph, "aten::clamp_min",
+      {emit(graph, "aten::sub", {sum(ones, keepdim), correction}, node), 0},
+      node);
+  Value *variance = emit(graph, "aten::div", {squares, divisor}, node);
+  if (node->kind() == c10::Symbol::fromQualString("aten::std"))
+    return emit(graph, "aten::sqrt", {variance}, node);
+  return variance;
+}
+
 /// numel / size(_, 0) / len of a selection: the count, as a host int.
 bool rewriteSizeRead(Graph &graph, Node *node, const Selection &sel,
                      PassContext &ctx) {
@@ -174,6 +234,8 @@ std::vector<Value *> emitMaskedReduction(Graph &graph, Node *node,
   Value *padded = emitFill(graph, *fill, view, node);
   if (*fill == Fill::Mean)
     return {emitMean(graph, node, padded, view)};
+  if (*fill == Fill::Variance)
+    return {emitVariance(graph, node, padded, view)};
   Node *copy =
       graph.insertNode(graph.createClone(node, [](Value *v) { return v; }));
   copy->replaceInput(0, padded);

@@ -112,8 +112,8 @@ const std::vector<OpInfo> kTable = {
     {"aten::norm", nullptr, R::Reduction, kNoTraits, D::Unknown, I::ZeroForPositiveP},
     {"aten::linalg_vector_norm", nullptr, R::Reduction, kNoTraits, D::Unknown, I::ZeroForPositiveP},
     {"aten::logsumexp", nullptr, R::Reduction, kNoTraits, D::Unknown, I::NegInf},
-    {"aten::std", nullptr, R::Reduction, kMayRaise, D::Unknown, I::None},
-    {"aten::var", nullptr, R::Reduction, kMayRaise, D::Unknown, I::None},
+    {"aten::std", nullptr, R::Reduction, kNoTraits, D::Unknown, I::Variance},
+    {"aten::var", nullptr, R::Reduction, kNoTraits, D::Unknown, I::Variance},
     {"aten::median", nullptr, R::Reduction, kMayRaise, D::LongSecond, I::None},
 
     // Elementwise ops, casts and dimension-0 slicing: a leading

@@ -140,6 +140,9 @@ enum class Identity : uint8_t {
   FirstSelected,
   /// norm: zero for p > 0 (the default), none otherwise.
   ZeroForPositiveP,
+  /// var/std: two masked passes (the mean, then the squared deviations),
+  /// divided by max(0, count - correction).
+  Variance,
 };
 
 /// For a DynamicShapeRoot: which dimensions of its result depend on data.

@@ -542,6 +542,20 @@ class ConfusionIndices(torch.nn.Module):
         return (tgt[m] * 5 + pred[m]).sum()
 
 
+class StdOfSelection(torch.nn.Module):
+    """A threshold from the statistics of the valid entries (OHEM and
+    outlier clipping in segmentation losses): std and biased var of x[m]."""
+
+    def forward(self, x, t):
+        m = t > 0
+        return x[m].std() + torch.var(x[m], unbiased=False)
+
+
+class StdOfRowsDim0(torch.nn.Module):
+    def forward(self, x, t):
+        return x[t > 0].std(0)
+
+
 def _1d(n):
     return lambda g, k: (floats((n,), g), mask_like((n,), g, k))
 
@@ -556,6 +570,8 @@ def _same(shape):
 
 CASES = [
     ("masked-accuracy", MaskedAccuracy(), _1d(40), "static"),
+    ("std-of-selection", StdOfSelection(), _1d(30), "static"),
+    ("std-of-rows-dim0", StdOfRowsDim0(), _rows((9, 4)), "static"),
     ("confusion-indices", ConfusionIndices(), _same((6, 7)), "static"),
     ("sum-mask", SumMask(), _1d(50), "static"),
     ("sum-mask-2d-over-3d", SumMask(), lambda g, k: (floats((4, 5, 3), g), mask_like((4, 5), g, k)), "static"),

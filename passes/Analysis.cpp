@@ -4,6 +4,7 @@
 
 #include "passes/Compat.h"
 #include "passes/GraphUtils.h"
+#include "passes/DTypes.h"
 #include "passes/OpCatalogue.h"
 
 #include <algorithm>
@@ -79,29 +80,6 @@ std::string valueName(const Node *node) {
 
 bool isTensorType(const c10::TypePtr &type) {
   return type->kind() == c10::TypeKind::TensorType;
-}
-
-/// Whether values of \p type may carry a tensor (lists, tuples, optionals).
-bool carriesTensor(const c10::TypePtr &type) {
-  if (isTensorType(type))
-    return true;
-  for (const c10::TypePtr &contained : type->containedTypes())
-    if (carriesTensor(contained))
-      return true;
-  return false;
-}
-
-DTypeKind dtypeKindOf(c10::ScalarType t) {
-  switch (t) {
-  case c10::ScalarType::Bool:
-    return DTypeKind::Bool;
-  case c10::ScalarType::Byte:
-    return DTypeKind::Byte;
-  case c10::ScalarType::Long:
-    return DTypeKind::Long;
-  default:
-    return DTypeKind::Other;
-  }
 }
 
 /// A `dim` argument that is absent, None or an empty list: a full reduction.
@@ -742,85 +720,8 @@ private:
   }
 
   DTypeKind inferDType(const Node *node, const Value *out) {
-    if (auto tt = out->type()->cast<c10::TensorType>())
-      if (auto st = tt->scalarType())
-        return dtypeKindOf(*st);
-    const OpInfo *op = opInfo(node);
-    DTypeRule rule = op ? op->dtype : DTypeRule::Unknown;
-    if (rule == DTypeRule::Bool)
-      return DTypeKind::Bool;
-    if (rule == DTypeRule::Long)
-      return DTypeKind::Long;
-    // The indices that sort, topk, max/min(dim) return next to the values.
-    if (rule == DTypeRule::LongSecond && node->outputs().size() == 2 &&
-        out == node->output(1))
-      return DTypeKind::Long;
-    // An explicit dtype argument decides (`.bool()`, `.to(torch.uint8)`);
-    // without one, a move to a device keeps the dtype and randperm gives
-    // int64.
-    for (size_t i = 0; i < node->inputs().size(); ++i) {
-      if (inputName(node, i) != std::string("dtype"))
-        continue;
-      if (auto st = constantInt(node->input(i)))
-        return dtypeKindOf(static_cast<c10::ScalarType>(*st));
-      if (node->input(i)->mustBeNone() && rule == DTypeRule::ExplicitElseInput)
-        return info(node->input(0)).dtype;
-      if (node->input(i)->mustBeNone() && rule == DTypeRule::ExplicitElseLong)
-        return DTypeKind::Long;
-    }
-    switch (rule) {
-    case DTypeRule::IntArithmetic:
-      return intArithmeticDType(node, op);
-    case DTypeRule::KeepsInput:
-    case DTypeRule::KeepsValueOperand:
-    case DTypeRule::KeepsBranches:
-      return keptDType(node, rule);
-    default:
-      return DTypeKind::Unknown;
-    }
-  }
-
-  /// Integer arithmetic on int64 tensors and host ints stays int64.
-  DTypeKind intArithmeticDType(const Node *node, const OpInfo *op) {
-    const Value *rounding = namedInput(node, "rounding_mode");
-    if (op->has(kDivision) && (!rounding || rounding->mustBeNone()))
-      return DTypeKind::Unknown; // true division gives floats
-    bool anyTensor = false;
-    for (const Value *in : node->inputs()) {
-      if (in->type()->kind() == c10::TypeKind::TensorType) {
-        anyTensor = true;
-        if (info(in).dtype != DTypeKind::Long)
-          return DTypeKind::Unknown;
-      } else if (in->type()->kind() != c10::TypeKind::IntType &&
-                 in->type()->kind() != c10::TypeKind::StringType &&
-                 !in->mustBeNone()) {
-        return DTypeKind::Unknown;
-      }
-    }
-    return anyTensor ? DTypeKind::Long : DTypeKind::Unknown;
-  }
-
-  /// Bitwise ops on masks, views, copies and selections keep their
-  /// operands' common dtype; a gather, the gathered value's; where, its
-  /// branches'.
-  DTypeKind keptDType(const Node *node, DTypeRule rule) {
-    DTypeKind kind = DTypeKind::Unknown;
-    bool first = true;
-    for (const Value *in : node->inputs()) {
-      if (!carriesTensor(in->type()))
-        continue;
-      if (rule == DTypeRule::KeepsBranches && in == node->input(0))
-        continue; // the condition, not a value
-      DTypeKind d = info(in).dtype;
-      if (first)
-        kind = d;
-      else if (kind != d)
-        return DTypeKind::Unknown;
-      first = false;
-      if (rule == DTypeRule::KeepsValueOperand)
-        break; // the gathered value decides, not the indices
-    }
-    return kind;
+    return staticify::inferDType(
+        node, out, [this](const Value *v) { return info(v).dtype; });
   }
 };
 

@@ -39,6 +39,15 @@ bool isTensor(const Value *v) {
   return v->type()->kind() == c10::TypeKind::TensorType;
 }
 
+bool carriesTensor(const c10::TypePtr &type) {
+  if (type->kind() == c10::TypeKind::TensorType)
+    return true;
+  for (const c10::TypePtr &contained : type->containedTypes())
+    if (carriesTensor(contained))
+      return true;
+  return false;
+}
+
 std::optional<int64_t> constantInt(const Value *v) {
   auto iv = torch::jit::toIValue(v);
   if (!iv || !iv->isInt())

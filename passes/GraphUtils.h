@@ -34,6 +34,9 @@ emitIf(torch::jit::Graph &graph, torch::jit::Value *cond,
 /// Whether \p v is a tensor (by its TorchScript type).
 bool isTensor(const torch::jit::Value *v);
 
+/// Whether values of \p type may carry a tensor (lists, tuples, optionals).
+bool carriesTensor(const c10::TypePtr &type);
+
 /// The constant int of \p v, if it is one.
 std::optional<int64_t> constantInt(const torch::jit::Value *v);
 /// The constant int list of \p v, if it is one (a constant, or a list of

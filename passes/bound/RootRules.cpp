@@ -90,12 +90,18 @@ RuleResult selection(Node *node, RuleContext &rc) {
                  {sel->base, sel->mask}, node);
   // Both forms compact the mask's true positions in the same order: a
   // second selection by the same unwritten mask in the same block has its
-  // valid rows aligned with the first's, and takes the first's count.
+  // valid rows aligned with the first's, and takes the first's count. Only
+  // for bases of one rank: x[m] of (n, 3) and y[m] of (n,) broadcast by
+  // their trailing dimensions, so their padded rows would not line up (and
+  // the original's result would depend on the count).
   Value *count = outs[1];
   if (!rc.aliases.hasWriters(sel->mask)) {
-    auto [first, fresh] = rc.selectionCounts.emplace(sel->mask, count);
-    if (!fresh && first->second->node()->owningBlock() == node->owningBlock())
-      count = first->second;
+    auto [first, fresh] =
+        rc.selectionCounts.emplace(sel->mask, std::make_pair(sel->base, count));
+    Value *firstCount = first->second.second;
+    if (!fresh && firstCount->node()->owningBlock() == node->owningBlock() &&
+        provablySameRank(first->second.first, sel->base))
+      count = firstCount;
   }
   // masked_select is always a vector; so is x[m] for a mask of x's own
   // shape (x > 0, x == v, ...).

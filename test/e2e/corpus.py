@@ -521,23 +521,26 @@ class ZeroDimMaskWhere(torch.nn.Module):
 
 class MaskedAccuracy(torch.nn.Module):
     """In the style of Hugging Face's and torchmetrics' token accuracy:
-    predictions against targets at the positions a mask keeps
-    (`labels != -100`), two selections by one mask compared elementwise."""
+    predictions against targets at the positions a mask keeps, two
+    selections by one mask compared elementwise. Both come from one tensor
+    here, so their ranks are provably equal; with unrelated inputs they are
+    not (see DifferentBasesKept) and the selections stay."""
 
     def forward(self, x, t):
         m = t > 0
-        pred = (x > 0).long()
-        tgt = (t > 0.5).long()
+        pred = (t > 0.5).long()
+        tgt = (t * 2).round().long()
         return (pred[m] == tgt[m]).float().mean()
 
 
 class ConfusionIndices(torch.nn.Module):
     """In the style of torchvision's segmentation reference
-    (`ConfusionMatrix.update`): `target * C + pred` over the valid pixels."""
+    (`ConfusionMatrix.update`): `target * C + pred` over the valid pixels
+    (of one rank, as above)."""
 
     def forward(self, x, t):
         m = t > 0
-        pred = (x * 3).long().clamp(0, 4)
+        pred = (t * 3).long().clamp(0, 4)
         tgt = (t * 5).long().clamp(0, 4)
         return (tgt[m] * 5 + pred[m]).sum()
 

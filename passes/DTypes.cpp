@@ -1,0 +1,111 @@
+//===- DTypes.cpp - The dtype facts of the analysis -----------------------===//
+
+#include "passes/DTypes.h"
+
+#include "passes/GraphUtils.h"
+#include "passes/OpCatalogue.h"
+
+namespace staticify {
+
+using torch::jit::Node;
+using torch::jit::Value;
+
+DTypeKind dtypeKindOf(c10::ScalarType t) {
+  switch (t) {
+  case c10::ScalarType::Bool:
+    return DTypeKind::Bool;
+  case c10::ScalarType::Byte:
+    return DTypeKind::Byte;
+  case c10::ScalarType::Long:
+    return DTypeKind::Long;
+  default:
+    return DTypeKind::Other;
+  }
+}
+
+/// Integer arithmetic on int64 tensors and host ints stays int64.
+static DTypeKind intArithmeticDType(const Node *node, const OpInfo *op,
+                           const DTypeOf &dtypeOf) {
+  const Value *rounding = namedInput(node, "rounding_mode");
+  if (op->has(kDivision) && (!rounding || rounding->mustBeNone()))
+    return DTypeKind::Unknown; // true division gives floats
+  bool anyTensor = false;
+  for (const Value *in : node->inputs()) {
+    if (in->type()->kind() == c10::TypeKind::TensorType) {
+      anyTensor = true;
+      if (dtypeOf(in) != DTypeKind::Long)
+        return DTypeKind::Unknown;
+    } else if (in->type()->kind() != c10::TypeKind::IntType &&
+               in->type()->kind() != c10::TypeKind::StringType &&
+               !in->mustBeNone()) {
+      return DTypeKind::Unknown;
+    }
+  }
+  return anyTensor ? DTypeKind::Long : DTypeKind::Unknown;
+}
+
+/// Bitwise ops on masks, views, copies and selections keep their
+/// operands' common dtype; a gather, the gathered value's; where, its
+/// branches'.
+static DTypeKind keptDType(const Node *node, DTypeRule rule,
+                  const DTypeOf &dtypeOf) {
+  DTypeKind kind = DTypeKind::Unknown;
+  bool first = true;
+  for (const Value *in : node->inputs()) {
+    if (!carriesTensor(in->type()))
+      continue;
+    if (rule == DTypeRule::KeepsBranches && in == node->input(0))
+      continue; // the condition, not a value
+    DTypeKind d = dtypeOf(in);
+    if (first)
+      kind = d;
+    else if (kind != d)
+      return DTypeKind::Unknown;
+    first = false;
+    if (rule == DTypeRule::KeepsValueOperand)
+      break; // the gathered value decides, not the indices
+  }
+  return kind;
+}
+
+DTypeKind inferDType(const Node *node, const Value *out,
+                   const DTypeOf &dtypeOf) {
+  if (auto tt = out->type()->cast<c10::TensorType>())
+    if (auto st = tt->scalarType())
+      return dtypeKindOf(*st);
+  const OpInfo *op = opInfo(node);
+  DTypeRule rule = op ? op->dtype : DTypeRule::Unknown;
+  if (rule == DTypeRule::Bool)
+    return DTypeKind::Bool;
+  if (rule == DTypeRule::Long)
+    return DTypeKind::Long;
+  // The indices that sort, topk, max/min(dim) return next to the values.
+  if (rule == DTypeRule::LongSecond && node->outputs().size() == 2 &&
+      out == node->output(1))
+    return DTypeKind::Long;
+  // An explicit dtype argument decides (`.bool()`, `.to(torch.uint8)`);
+  // without one, a move to a device keeps the dtype and randperm gives
+  // int64.
+  for (size_t i = 0; i < node->inputs().size(); ++i) {
+    if (inputName(node, i) != std::string("dtype"))
+      continue;
+    if (auto st = constantInt(node->input(i)))
+      return dtypeKindOf(static_cast<c10::ScalarType>(*st));
+    if (node->input(i)->mustBeNone() && rule == DTypeRule::ExplicitElseInput)
+      return dtypeOf(node->input(0));
+    if (node->input(i)->mustBeNone() && rule == DTypeRule::ExplicitElseLong)
+      return DTypeKind::Long;
+  }
+  switch (rule) {
+  case DTypeRule::IntArithmetic:
+    return intArithmeticDType(node, op, dtypeOf);
+  case DTypeRule::KeepsInput:
+  case DTypeRule::KeepsValueOperand:
+  case DTypeRule::KeepsBranches:
+    return keptDType(node, rule, dtypeOf);
+  default:
+    return DTypeKind::Unknown;
+  }
+}
+
+} // namespace staticify

@@ -82,7 +82,8 @@ const std::vector<PassInfo> &registeredPasses() {
        true, maskPropagate},
       {"masked-reduce",
        "reduce(x[mask]) -> reduce(where(mask, x, identity)): sum, mean, "
-       "prod, any, all, amax/amin/max/min, count_nonzero, norm, logsumexp; "
+       "prod, any, all, amax/amin/max/min, count_nonzero, norm, logsumexp, "
+       "var, std; "
        "numel/size/len -> count",
        true, maskedReduce},
       {"mask-store",

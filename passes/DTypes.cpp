@@ -95,6 +95,13 @@ DTypeKind inferDType(const Node *node, const Value *out,
       return dtypeOf(node->input(0));
     if (node->input(i)->mustBeNone() && rule == DTypeRule::ExplicitElseLong)
       return DTypeKind::Long;
+    if (node->input(i)->mustBeNone() &&
+        rule == DTypeRule::ExplicitElseLongForInts) {
+      for (size_t j = 0; j < i; ++j) // the numbers come before dtype
+        if (node->input(j)->type()->kind() != c10::TypeKind::IntType)
+          return DTypeKind::Unknown;
+      return DTypeKind::Long;
+    }
   }
   switch (rule) {
   case DTypeRule::IntArithmetic:

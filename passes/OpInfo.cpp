@@ -188,7 +188,7 @@ const std::vector<OpInfo> kTable = {
     {"aten::slice", nullptr, R::LeadingPreserving, kAlongDim, D::KeepsInput, I::NotApplicable, nullptr, nullptr, RootShape::Leading, {"dim"}},
     {"aten::narrow", nullptr, R::LeadingPreserving, kAlongDim | kMayRaise, D::KeepsInput, I::NotApplicable, nullptr, nullptr, RootShape::Leading, {"dim"}},
     {"aten::randperm", nullptr, R::LeadingPreserving, kMayRaise | kRandom | kBuildsOnHost, D::ExplicitElseLong},
-    {"aten::arange", nullptr, R::LeadingPreserving, kMayRaise | kBuildsOnHost},
+    {"aten::arange", nullptr, R::LeadingPreserving, kMayRaise | kBuildsOnHost, D::ExplicitElseLongForInts},
 
     // Host scalar arithmetic, conversions and the rest.
     {"aten::floor_divide", nullptr, R::Other, kMayRaise},

@@ -122,6 +122,9 @@ enum class DTypeRule : uint8_t {
   ExplicitElseInput,
   /// The `dtype` argument, or with None int64 (randperm).
   ExplicitElseLong,
+  /// The `dtype` argument, or with None int64 when every number argument
+  /// is an int (arange(n), arange(a, b, 2)), as PyTorch infers it.
+  ExplicitElseLongForInts,
 };
 
 /// The value a masked reduction fills unselected elements with.

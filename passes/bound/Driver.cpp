@@ -506,6 +506,10 @@ void declineAll(PassContext &ctx, const std::vector<Node *> &roots,
     ctx.declined(node, bound::kRule, why);
 }
 
+/// Each trial copies the whole graph: a graph with more dynamic islands
+/// than this is decided as a whole (one trial), not island by island.
+constexpr size_t kMaxIslandTrials = 8;
+
 } // namespace
 
 bool boundShapes(std::shared_ptr<Graph> &graph, PassContext &ctx) {
@@ -516,8 +520,15 @@ bool boundShapes(std::shared_ptr<Graph> &graph, PassContext &ctx) {
   // independent (no def-use edge joins two): each is bounded on a trial
   // copy, and kept (the trial adopted, not run again) only where the policy
   // allows it, so one island with no bounded form leaves the others free.
+  // Past kMaxIslandTrials islands the graph is one trial, as a whole.
   size_t current = countSyncPoints(analysis);
   std::vector<std::vector<Node *>> islands = rootsByIsland(*graph, analysis);
+  if (islands.size() > kMaxIslandTrials) {
+    std::vector<Node *> all;
+    for (const auto &island : islands)
+      all.insert(all.end(), island.begin(), island.end());
+    islands = {std::move(all)};
+  }
   bool changed = false;
   for (size_t k = 0; k < islands.size(); ++k) {
     RewriteTrial trial(*graph, ctx);

@@ -559,11 +559,11 @@ private:
     const OpInfo *op = opInfo(node);
     if (!op || op->role == OpRole::DynamicShapeRoot)
       return false;
+    if (const Value *device = namedInput(node, "device");
+        device && !device->mustBeNone())
+      return false;
     bool tensorInput = false;
-    for (size_t i = 0; i < node->inputs().size(); ++i) {
-      const Value *in = node->input(i);
-      if (!in->mustBeNone() && inputName(node, i) == std::string("device"))
-        return false;
+    for (const Value *in : node->inputs()) {
       if (carriesTensor(in->type()) && !op->has(kReadsOnlyShape)) {
         if (!info(in).onHost)
           return false;

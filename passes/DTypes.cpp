@@ -86,18 +86,16 @@ DTypeKind inferDType(const Node *node, const Value *out,
   // An explicit dtype argument decides (`.bool()`, `.to(torch.uint8)`);
   // without one, a move to a device keeps the dtype and randperm gives
   // int64.
-  for (size_t i = 0; i < node->inputs().size(); ++i) {
-    if (inputName(node, i) != std::string("dtype"))
-      continue;
-    if (auto st = constantInt(node->input(i)))
+  if (std::optional<size_t> i = inputIndex(node, "dtype")) {
+    const Value *dtype = node->input(*i);
+    if (auto st = constantInt(dtype))
       return dtypeKindOf(static_cast<c10::ScalarType>(*st));
-    if (node->input(i)->mustBeNone() && rule == DTypeRule::ExplicitElseInput)
+    if (dtype->mustBeNone() && rule == DTypeRule::ExplicitElseInput)
       return dtypeOf(node->input(0));
-    if (node->input(i)->mustBeNone() && rule == DTypeRule::ExplicitElseLong)
+    if (dtype->mustBeNone() && rule == DTypeRule::ExplicitElseLong)
       return DTypeKind::Long;
-    if (node->input(i)->mustBeNone() &&
-        rule == DTypeRule::ExplicitElseLongForInts) {
-      for (size_t j = 0; j < i; ++j) // the numbers come before dtype
+    if (dtype->mustBeNone() && rule == DTypeRule::ExplicitElseLongForInts) {
+      for (size_t j = 0; j < *i; ++j) // the numbers come before dtype
         if (node->input(j)->type()->kind() != c10::TypeKind::IntType)
           return DTypeKind::Unknown;
       return DTypeKind::Long;

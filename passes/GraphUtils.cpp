@@ -76,11 +76,21 @@ std::optional<std::vector<int64_t>> constantIntList(const Value *v) {
   return iv->toIntVector();
 }
 
+std::optional<size_t> inputIndex(const Node *node, std::string_view name) {
+  // Compared in place: the analysis asks this of most nodes it visits.
+  const c10::FunctionSchema *schema = node->maybeSchema();
+  if (!schema)
+    return std::nullopt;
+  const std::vector<c10::Argument> &args = schema->arguments();
+  for (size_t i = 0; i < node->inputs().size() && i < args.size(); ++i)
+    if (args[i].name() == name)
+      return i;
+  return std::nullopt;
+}
+
 Value *namedInput(const Node *node, std::string_view name) {
-  for (size_t i = 0; i < node->inputs().size(); ++i)
-    if (inputName(node, i) == std::string(name))
-      return node->input(i);
-  return nullptr;
+  std::optional<size_t> i = inputIndex(node, name);
+  return i ? node->input(*i) : nullptr;
 }
 
 static bool isErasable(const Node *node) {
@@ -220,12 +230,6 @@ FactCache::aliases(const std::shared_ptr<Graph> &graph) {
   if (!aliases_)
     aliases_ = std::make_unique<torch::jit::AliasDb>(graph);
   return *aliases_;
-}
-
-void FactCache::seed(const std::shared_ptr<Graph> &graph,
-                     std::shared_ptr<const AnalysisResult> analysis) {
-  check(graph.get());
-  analysis_ = std::move(analysis);
 }
 
 void FactCache::invalidate() {

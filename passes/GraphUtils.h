@@ -43,6 +43,10 @@ std::optional<int64_t> constantInt(const torch::jit::Value *v);
 /// constant ints).
 std::optional<std::vector<int64_t>> constantIntList(const torch::jit::Value *v);
 
+/// The index of \p node's input named \p name in its schema, if any.
+std::optional<size_t> inputIndex(const torch::jit::Node *node,
+                                 std::string_view name);
+
 /// The input of \p node named \p name in its schema, if any.
 torch::jit::Value *namedInput(const torch::jit::Node *node,
                               std::string_view name);

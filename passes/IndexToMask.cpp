@@ -300,7 +300,6 @@ size_t syncsAfter(Graph &graph, const std::vector<Group> &groups,
     rewriteGroup(*copy, twin, trial.ctx());
   }
   eraseDeadNodes(*copy, trial.ctx(), kRule);
-  trial.ctx().facts.invalidate();
   trial.runPasses({"mask-propagate", "masked-reduce", "mask-store"});
   return trial.syncPoints();
 }

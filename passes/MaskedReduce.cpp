@@ -23,6 +23,24 @@ constexpr const char *kRule = "masked-reduce";
 
 enum class Fill { Zero, One, NegInf, FirstRow, Mean, Variance };
 
+/// What var/std divide by, count minus this: `unbiased` (default true) or an
+/// int `correction` (None is 1); nullopt when it is computed at run time.
+std::optional<int64_t> varianceCorrection(const Node *node) {
+  if (Value *unbiased = namedInput(node, "unbiased")) {
+    auto u = torch::jit::toIValue(unbiased);
+    if (!u || !u->isBool())
+      return std::nullopt;
+    return u->toBool() ? 1 : 0;
+  }
+  if (Value *correction = namedInput(node, "correction")) {
+    auto c = torch::jit::toIValue(correction);
+    if (!c || !(c->isNone() || c->isInt()))
+      return std::nullopt;
+    return c->isInt() ? c->toInt() : 1;
+  }
+  return 1;
+}
+
 /// The identity of a reduction, or why it cannot be padded.
 std::optional<Fill> identityOf(const Node *node, std::string &why) {
   const OpInfo *op = opInfo(node);
@@ -35,23 +53,12 @@ std::optional<Fill> identityOf(const Node *node, std::string &why) {
     return Fill::NegInf;
   case Identity::Mean:
     return Fill::Mean;
-  case Identity::Variance: {
-    // The correction must be known: `unbiased` (default true) or an int
-    // `correction` (None is 1).
-    Value *unbiased = namedInput(node, "unbiased");
-    Value *correction = namedInput(node, "correction");
-    decltype(torch::jit::toIValue(node->input(0))) u, c;
-    if (unbiased)
-      u = torch::jit::toIValue(unbiased);
-    if (correction)
-      c = torch::jit::toIValue(correction);
-    if ((unbiased && (!u || !u->isBool())) ||
-        (correction && (!c || !(c->isNone() || c->isInt())))) {
+  case Identity::Variance:
+    if (!varianceCorrection(node)) {
       why = "the correction of var/std is computed at run time";
       return std::nullopt;
     }
     return Fill::Variance;
-  }
   case Identity::FirstSelected:
     if (node->outputs().size() > 1 && node->output(1)->hasUses()) {
       why = "the indices of max/min would refer to the padded rows";
@@ -164,12 +171,7 @@ Value *emitMean(Graph &graph, Node *mean, Value *padded, const RowView &view) {
 /// Two passes, where PyTorch uses Welford's: equal to rounding.
 Value *emitVariance(Graph &graph, Node *node, Value *padded,
                     const RowView &view) {
-  int64_t correction = 1;
-  if (Value *u = namedInput(node, "unbiased"))
-    correction = torch::jit::toIValue(u)->toBool() ? 1 : 0;
-  if (Value *c = namedInput(node, "correction"))
-    if (auto iv = torch::jit::toIValue(c); iv && iv->isInt())
-      correction = iv->toInt();
+  int64_t correction = *varianceCorrection(node);
   Value *dim = namedInput(node, "dim");
   bool full = !dim || dim->mustBeNone();
   Value *keepdim = namedInput(node, "keepdim");

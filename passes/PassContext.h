@@ -63,9 +63,6 @@ public:
   const AnalysisResult &analysis(const std::shared_ptr<torch::jit::Graph> &graph);
   /// libtorch's alias analysis of \p graph.
   const torch::jit::AliasDb &aliases(const std::shared_ptr<torch::jit::Graph> &graph);
-  /// Adopts \p analysis, computed by the caller on \p graph as it is now.
-  void seed(const std::shared_ptr<torch::jit::Graph> &graph,
-            std::shared_ptr<const AnalysisResult> analysis);
   /// The cached analysis of \p graph at \p detail or more, shared
   /// (computed if needed).
   std::shared_ptr<const AnalysisResult>

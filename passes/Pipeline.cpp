@@ -22,6 +22,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <stdexcept>
 #include <type_traits>
 
@@ -160,9 +161,30 @@ std::vector<std::string> parsePassList(std::string_view list) {
 bool runPass(const PassInfo &pass, std::shared_ptr<Graph> &graph,
              PassContext &ctx) {
   bool changed = pass.run(graph, ctx);
-  if (changed && pass.rewrites)
+  if (!changed)
+    return false;
+  if (pass.rewrites)
     eraseDeadNodes(*graph, ctx, pass.name); // part of what it rewrote
-  return changed;
+  ctx.facts.invalidate();
+  return true;
+}
+
+std::string renderSeconds(
+    const std::vector<std::pair<std::string, double>> &steps,
+    std::string_view prefix) {
+  std::string text;
+  double total = 0;
+  auto line = [&](double seconds, const std::string &step) {
+    char ms[32];
+    std::snprintf(ms, sizeof ms, "%10.3f ms  ", seconds * 1e3);
+    text += std::string(prefix) + ms + step + "\n";
+  };
+  for (const auto &[step, seconds] : steps) {
+    line(seconds, step);
+    total += seconds;
+  }
+  line(total, "total");
+  return text;
 }
 
 GraphSummary summarize(const AnalysisResult &analysis) {
@@ -295,8 +317,6 @@ PipelineResult runPipeline(std::shared_ptr<Graph> &graph,
       unchanged = graph->toString(/*print_source_locations=*/false);
     bool changed = timed(result.seconds, pass->name,
                          [&] { return runPass(*pass, graph, ctx); });
-    if (changed)
-      ctx.facts.invalidate();
     if (options.verifyEach)
       verifyAfter(*pass, *graph, changed, unchanged);
     if (pass->name == "inline")

@@ -40,7 +40,8 @@ const std::vector<PassInfo> &registeredPasses();
 const PassInfo *findPass(std::string_view name);
 
 /// Runs one pass as the pipeline does: after a rewriting pass that changed
-/// the graph, what it left without uses is erased and logged as its work.
+/// the graph, what it left without uses is erased and logged as its work;
+/// after any change, the context's cached facts are dropped.
 bool runPass(const PassInfo &pass, std::shared_ptr<torch::jit::Graph> &graph,
              PassContext &ctx);
 
@@ -85,6 +86,12 @@ PipelineResult runPipeline(std::shared_ptr<torch::jit::Graph> &graph,
                            const std::string &name,
                            const std::vector<std::string> &passes,
                            const PassOptions &options = {});
+
+/// --time-passes: one line per step, "<prefix>   12.345 ms  step", then
+/// the total.
+std::string renderSeconds(
+    const std::vector<std::pair<std::string, double>> &steps,
+    std::string_view prefix);
 
 /// The summary of one analysis: node count, findings per category, whether
 /// the outputs are static.

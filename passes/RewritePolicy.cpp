@@ -39,8 +39,7 @@ torch::jit::Value *RewriteTrial::counterpart(const torch::jit::Value *value) con
 
 void RewriteTrial::runPasses(const std::vector<std::string> &passes) {
   for (const std::string &name : passes)
-    if (runPass(*findPass(name), copy, scratch))
-      scratch.facts.invalidate();
+    runPass(*findPass(name), copy, scratch);
 }
 
 size_t RewriteTrial::syncPoints() {

@@ -12,7 +12,6 @@
 #include "passes/Report.h"
 #include "tools/CommandLine.h"
 
-#include <cstdio>
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -169,14 +168,8 @@ int main(int argc, char **argv) {
     // The pipeline driver, as staticify runs it: the report then says what
     // each rule rewrote and why it declined the rest.
     PipelineResult result = runPipeline(graph, "graph", passes, options);
-    if (timePasses) {
-      double total = 0;
-      for (const auto &[step, seconds] : result.seconds) {
-        std::fprintf(stderr, "%10.3f ms  %s\n", seconds * 1e3, step.c_str());
-        total += seconds;
-      }
-      std::fprintf(stderr, "%10.3f ms  total\n", total * 1e3);
-    }
+    if (timePasses)
+      std::cerr << renderSeconds(result.seconds, "");
     if (!analyze) {
       graph->print(std::cout, /*print_source_locations=*/false);
       return 0;

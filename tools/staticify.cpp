@@ -19,7 +19,6 @@
 
 #include <chrono>
 #include <csignal>
-#include <cstdio>
 #include <iostream>
 #include <set>
 
@@ -359,15 +358,9 @@ int run(const Options &opts) {
   }
   outputs.commit();
   seconds.emplace_back("report and save", elapsed());
-  if (opts.timePasses) {
-    double total = 0;
-    for (const auto &[step, s] : seconds) {
-      std::fprintf(stderr, "staticify: time: %10.3f ms  %s\n", s * 1e3,
-                   printable(step).c_str());
-      total += s;
-    }
-    std::fprintf(stderr, "staticify: time: %10.3f ms  total\n", total * 1e3);
-  }
+  if (opts.timePasses) // method names come from the archive: escaped
+    std::cerr << printable(renderSeconds(seconds, "staticify: time: "),
+                           /*keepNewlines=*/true);
   if (opts.report)
     std::cout << renderText(report);
   if (!opts.output.empty() && !opts.report)

@@ -22,7 +22,6 @@
 #include <torch/csrc/jit/passes/constant_propagation.h>
 
 #include <algorithm>
-#include <climits>
 #include <cstdint>
 #include <map>
 #include <unordered_set>
@@ -448,6 +447,7 @@ bool runOnce(std::shared_ptr<Graph> &graph, PassContext &ctx,
              const std::unordered_set<const Node *> *roots = nullptr) {
   if (!Driver(*graph, ctx, analysis, ctx.facts.aliases(graph), roots).run())
     return false;
+  ctx.facts.invalidate(); // \p analysis included: it is the cache's
   // The forms branch on host facts (None arguments, ranks): fold them.
   torch::jit::ConstantPropagation(graph, /*ignore_custom_classes=*/true);
   return true;
@@ -540,7 +540,6 @@ bool boundShapes(std::shared_ptr<Graph> &graph, PassContext &ctx) {
     if (!bound::runOnce(trial.graph(), trial.ctx(),
                         trial.ctx().facts.analysis(trial.graph()), filter))
       continue;
-    trial.ctx().facts.invalidate();
     size_t after = trial.syncPoints();
     if (!rewriteAllowed(current, after)) {
       declineAll(ctx, islands[k],

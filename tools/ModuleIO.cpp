@@ -90,10 +90,18 @@ std::string libtorchText(const std::exception &e) {
 
 void loadLibrary(const std::string &path) {
   if (!dlopen(path.c_str(), RTLD_NOW | RTLD_GLOBAL)) {
-    const char *why = dlerror();
-    throw UserError("cannot load library " + inQuotes(path) + ": " +
-                    (why ? why : "unknown error") +
-                    "; check the path given to --load-library");
+    const char *error = dlerror();
+    std::string why = error ? error : "unknown error";
+    // pip wheels' op libraries (torchvision/_C.so) are Python extensions:
+    // they need libtorch_python.so, which needs a Python interpreter.
+    std::string fix =
+        why.find("libtorch_python") != std::string::npos
+            ? "it is a Python extension module, which loads only inside Python; "
+              "give --load-library a C++ build of the ops instead (for "
+              "torchvision: libtorchvision.so from its CMake build)"
+            : "check the path given to --load-library";
+    throw UserError("cannot load library " + inQuotes(path) + ": " + why + "; " +
+                    fix);
   }
 }
 
@@ -345,6 +353,11 @@ checkStorages(const std::string &pickle,
               const std::vector<StorageRef> &storages,
               const std::unordered_map<std::string, uint64_t> &recordSizes) {
   std::string folder = pickle.substr(0, pickle.size() - 4) + "/"; // ".pkl"
+  // torch.jit.save (2.x) writes a traced module's example inputs without
+  // their data (skip_tensor_data), and libtorch reads them back only when
+  // asked to restore shapes, which staticify never does: their records are
+  // empty by design.
+  bool dataSkipped = sameRecordName(pickle, "traced_inputs.pkl");
   for (const StorageRef &s : storages) {
     std::string name = folder + s.key;
     if (s.numel == 0)
@@ -352,6 +365,8 @@ checkStorages(const std::string &pickle,
     auto it = recordSizes.find(lowerCase(name));
     if (it == recordSizes.end())
       return "record '" + name + "', which holds a tensor, is missing";
+    if (dataSkipped && it->second == 0)
+      continue;
     if (s.numel > it->second / s.itemSize)
       return "record '" + name + "' holds " + std::to_string(it->second) +
              " bytes, but its tensor needs " + std::to_string(s.numel) + " x " +

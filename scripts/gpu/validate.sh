@@ -55,7 +55,10 @@ if [[ " $stages " == *" build "* ]]; then
     && note "build: ok in $(( $(date +%s) - start )) s" \
     || note "build: FAILED after $(( $(date +%s) - start )) s (build.log)"
   grep -E "error|FAILED" "$OUT/build.log" | head -40
-  grep "staticify runtime:" "$OUT/build.log"
+  grep -E "staticify runtime:|libstdc\+\+:" "$OUT/build.log"
+  # One libstdc++ in the process: ours must be libtorch's shared one.
+  readelf -d build-gpu/lib/libstaticify_runtime.so | grep -q 'libstdc++' \
+    && note "libstdc++: shared" || note "libstdc++: STATIC in the runtime library (CMakeLists.txt)"
   tar -C build-gpu -czf "$OUT/gpu-build.tar.gz" bin lib 2>/dev/null
 fi
 

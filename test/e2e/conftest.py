@@ -89,3 +89,21 @@ def lines_of(source_file, *snippets):
 def archive_names(path):
     with zipfile.ZipFile(path) as z:
         return z.namelist()
+
+
+@pytest.fixture(scope="session")
+def torchvision_library(staticify, tmp_path_factory):
+    """torchvision's op library, as --load-library takes it. A pip wheel's
+    _C.so is a Python extension (it needs libtorch_python.so) that loads only
+    inside Python: there the tests that need it are skipped, with
+    staticify's own message as the reason."""
+    torchvision = pytest.importorskip("torchvision")
+    lib = next(pathlib.Path(torchvision.__file__).parent.glob("_C*.so"))
+    path = tmp_path_factory.mktemp("tv") / "identity.pt"
+    torch.jit.script(torch.nn.Identity()).save(str(path))
+    proc = staticify(path, "--report", "--load-library", lib, check=False)
+    if proc.returncode != 0:
+        if "Python extension module" in proc.stderr:
+            pytest.skip(proc.stderr.strip())
+        pytest.fail(proc.stderr)
+    return lib

@@ -3,6 +3,7 @@ no output file, the input untouched."""
 import os
 import pathlib
 import shutil
+import subprocess
 
 import pytest
 import torch
@@ -124,6 +125,30 @@ def test_bad_load_library(staticify, good_model, tmp_path):
     proc = staticify(good_model, "--load-library", tmp_path / "libnope.so", "-o", out,
                      check=False)
     assert_clean_failure(proc, tmp_path, "cannot load library", out)
+    assert "check the path given to --load-library" in proc.stderr
+
+
+def test_python_extension_load_library(staticify, good_model, tmp_path):
+    """A pip wheel's op library (torchvision/_C.so) needs libtorch_python.so,
+    so it loads only inside Python: the message says so and names the fix.
+    Built here as a library that needs a libtorch_python.so that is gone."""
+    cc = shutil.which("cc")
+    if cc is None:
+        pytest.skip("no C compiler")
+    (tmp_path / "python.c").write_text("int python_symbol(void) { return 1; }\n")
+    (tmp_path / "ext.c").write_text("int python_symbol(void);\n"
+                                    "int ext(void) { return python_symbol(); }\n")
+    subprocess.run([cc, "-shared", "-fPIC", "-o", tmp_path / "libtorch_python.so",
+                    tmp_path / "python.c"], check=True)
+    subprocess.run([cc, "-shared", "-fPIC", "-o", tmp_path / "_C.so", tmp_path / "ext.c",
+                    "-L", tmp_path, "-ltorch_python"], check=True)
+    (tmp_path / "libtorch_python.so").unlink()
+    out = tmp_path / "out.pt"
+    proc = staticify(good_model, "--load-library", tmp_path / "_C.so", "-o", out,
+                     check=False)
+    assert_clean_failure(proc, tmp_path, "libtorch_python.so", out)
+    assert "is a Python extension module, which loads only inside Python; give " \
+           "--load-library a C++ build of the ops" in proc.stderr
 
 
 def test_output_in_missing_directory(staticify, good_model, tmp_path):

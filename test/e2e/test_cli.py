@@ -199,8 +199,8 @@ def test_help_and_version(staticify):
     assert version.startswith("staticify 0.1.0 (libtorch ")
 
 
-def test_custom_op_model_loads_with_load_library(staticify, save):
-    torchvision = pytest.importorskip("torchvision")
+def test_custom_op_model_loads_with_load_library(staticify, save, torchvision_library):
+    import torchvision
 
     class Detector(torch.nn.Module):
         def forward(self, boxes: torch.Tensor, scores: torch.Tensor):
@@ -208,6 +208,5 @@ def test_custom_op_model_loads_with_load_library(staticify, save):
             return boxes[keep]
 
     path = save(Detector())
-    lib = next(p for p in __import__("pathlib").Path(torchvision.__file__).parent.glob("_C*.so"))
-    report = staticify.report(path, "--load-library", lib)
+    report = staticify.report(path, "--load-library", torchvision_library)
     assert [f["op"] for f in findings(report) if f["role"] == "root"] == ["torchvision::nms"]

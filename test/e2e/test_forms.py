@@ -52,8 +52,13 @@ def test_unique_family(cu):
             for counts in (False, True):
                 v, inv, cnt, c = cu.unique(x, inverse, counts)
                 ev, einv, ecnt = torch.ops.aten._unique2(x, True, inverse, counts)
-                assert torch.equal(valid(v, c), ev) and torch.equal(inv, einv)
-                assert torch.equal(valid(cnt, c) if counts else cnt, ecnt)
+                assert torch.equal(valid(v, c), ev)
+                # Outputs not asked for are unspecified: PyTorch 1.13 returns
+                # the inverse anyway on the CPU, 2.x an empty tensor.
+                if inverse:
+                    assert torch.equal(inv, einv)
+                if counts:
+                    assert torch.equal(valid(cnt, c), ecnt)
         v, inv, cnt, c = cu.unique_consecutive(x, True, True)
         ev, einv, ecnt = torch.unique_consecutive(x, return_inverse=True,
                                                   return_counts=True)

@@ -241,3 +241,45 @@ def test_dead_data_dependent_code_is_not_saved(staticify, save, tmp_path):
     assert "aten::nonzero" not in str(saved.forward.inlined_graph)
     x = torch.randn(10)
     assert torch.equal(saved(x), x * 2)
+
+
+def _with_extra_records(src, dst, extra, drop_data_of=None):
+    """Copies archive src to dst, adding records {suffix: bytes} under its
+    folder, and emptying the storage records whose name ends in drop_data_of."""
+    with zipfile.ZipFile(src) as z, zipfile.ZipFile(dst, "w") as w:
+        prefix = z.namelist()[0].split("/")[0]
+        for info in z.infolist():
+            data = z.read(info.filename)
+            if drop_data_of and info.filename.endswith(drop_data_of):
+                data = b""
+            w.writestr(info.filename, data)
+        for suffix, data in extra.items():
+            w.writestr(f"{prefix}/{suffix}", data)
+    return dst
+
+
+def test_traced_inputs_written_without_data_load(staticify, save, tmp_path):
+    """torch.jit.save (2.x) writes a traced module's example inputs without
+    their data, in traced_inputs.pkl over empty records; libtorch reads them
+    only to restore shapes. Such an archive loads; an empty record behind the
+    module's own tensors is still refused."""
+    torch.manual_seed(0)
+    path = save(torch.nn.Linear(3, 2))
+    with zipfile.ZipFile(path) as z:
+        data_pkl = next(n for n in z.namelist() if n.endswith("/data.pkl"))
+        storages = [n.split("/")[-1] for n in z.namelist() if "/data/" in n]
+        pickled = z.read(data_pkl)
+    assert storages, "the module's tensors are stored in data/"
+    extra = {"traced_inputs.pkl": pickled}
+    extra.update({f"traced_inputs/{key}": b"" for key in storages})
+    traced = _with_extra_records(path, tmp_path / "traced.pt", extra)
+    out = tmp_path / "out.pt"
+    staticify(traced, "-o", out)
+    x = torch.rand(4, 3)
+    assert torch.equal(torch.jit.load(str(out))(x), torch.jit.load(str(path))(x))
+
+    refused = tmp_path / "refused"
+    refused.mkdir()
+    emptied = _with_extra_records(path, refused / "emptied.pt", {},
+                                  drop_data_of=f"/data/{storages[0]}")
+    run_hostile(staticify, emptied, refused, f"record 'data/{storages[0]}' holds 0 bytes")

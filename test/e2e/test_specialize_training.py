@@ -1,8 +1,6 @@
 """--specialize-training: the saved `training` flags are constants, so an eval
 export loses its training-only branches before the analysis (as
 torch.jit.freeze does), and the output computes what the original does."""
-import glob
-import os
 
 import torch
 import torchvision
@@ -51,12 +49,12 @@ def test_a_training_export_keeps_its_training_branch(staticify, save):
     assert any(f["op"] == "aten::where" for f in findings(report))
 
 
-def test_torchvision_detector_in_eval(staticify, save, tmp_path):
+def test_torchvision_detector_in_eval(staticify, save, tmp_path, torchvision_library):
     torch.manual_seed(0)
     model = torchvision.models.detection.fasterrcnn_mobilenet_v3_large_320_fpn(
         weights=None, weights_backbone=None, box_score_thresh=0.0).eval()
     path = save(model)
-    lib = glob.glob(os.path.join(os.path.dirname(torchvision.__file__), "_C*.so"))[0]
+    lib = torchvision_library
     plain = staticify.report(path, "--load-library", lib)["methods"][0]
     special = staticify.report(path, "--load-library", lib,
                                "--specialize-training")["methods"][0]

@@ -154,11 +154,21 @@ def run(args, on_rows=None):
                 for name, module in variants.items():
                     native = name.startswith("handwritten")
                     fns[name] = module if batch == 1 or native else batched(module)
-                samples = {name: [] for name in fns}
                 # Warm-up (compilation, caches), then interleaved repetitions.
-                for fn in fns.values():
-                    for _ in range(args.warmup):
-                        fn(x, labels)
+                # A variant that fails here (torch.compile's backend has
+                # failed on the original) is reported, and the rest run.
+                for name, fn in list(fns.items()):
+                    try:
+                        for _ in range(args.warmup):
+                            fn(x, labels)
+                    except Exception as e:  # noqa: BLE001 - reported, not hidden
+                        reason = f"{type(e).__name__}: {str(e).strip().splitlines()[-1][:200]}"
+                        rows.append({"n": n, "batch": batch, "variant": name,
+                                     "skipped": f"failed in warm-up: {reason}"})
+                        print(f"N={n:>8} batch={batch:>2} {name:<20} failed: {reason}",
+                              flush=True)
+                        del fns[name]
+                samples = {name: [] for name in fns}
                 if device == "cuda":
                     torch.cuda.synchronize()
                 budget = args.seconds
@@ -221,7 +231,7 @@ def table(rows):
              "|---:|---:|---|---:|---:|---:|---:|" + ("---:|---:|" if gpu else "")]
     for r in rows:
         if "skipped" in r:
-            lines.append(f"| {r['n']:.0e} | {r['batch']} | (all) | skipped: {r['skipped']} | | | |")
+            lines.append(f"| {r['n']:.0e} | {r['batch']} | {r['variant']} | skipped: {r['skipped']} | | | |")
             continue
         name = r["variant"] + (" (loop)" if r["loop"] else "")
         line = (f"| {r['n']:.0e} | {r['batch']} | {name} | {shown(r['median_us'])} | "

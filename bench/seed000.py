@@ -162,7 +162,11 @@ def run(args, on_rows=None):
                         for _ in range(args.warmup):
                             fn(x, labels)
                     except Exception as e:  # noqa: BLE001 - reported, not hidden
-                        reason = f"{type(e).__name__}: {str(e).strip().splitlines()[-1][:200]}"
+                        # The line that names the error, not dynamo's advice.
+                        lines = [ln.strip() for ln in str(e).splitlines() if ln.strip()]
+                        line = next((ln for ln in lines if "Error:" in ln),
+                                    lines[0] if lines else "")
+                        reason = f"{type(e).__name__}: {line[:200]}"
                         rows.append({"n": n, "batch": batch, "variant": name,
                                      "skipped": f"failed in warm-up: {reason}"})
                         print(f"N={n:>8} batch={batch:>2} {name:<20} failed: {reason}",
@@ -231,7 +235,10 @@ def table(rows):
              "|---:|---:|---|---:|---:|---:|---:|" + ("---:|---:|" if gpu else "")]
     for r in rows:
         if "skipped" in r:
-            lines.append(f"| {r['n']:.0e} | {r['batch']} | {r['variant']} | skipped: {r['skipped']} | | | |")
+            why = r["skipped"]
+            if why.startswith("failed in warm-up: "):  # the exception's type; the page says more
+                why = why.split(":", 2)[0] + ": " + why.split(":", 2)[1].strip()
+            lines.append(f"| {r['n']:.0e} | {r['batch']} | {r['variant']} | {why} | | | |")
             continue
         name = r["variant"] + (" (loop)" if r["loop"] else "")
         line = (f"| {r['n']:.0e} | {r['batch']} | {name} | {shown(r['median_us'])} | "

@@ -15,9 +15,16 @@ def test_seed000_harness_smoke(tmp_path):
                     "--bin", bin_dir, "--out", str(tmp_path)], check=True,
                    capture_output=True, timeout=300)
     rows = json.loads((tmp_path / "sampler-cpu.json").read_text())["rows"]
-    variants = {(r["variant"], r["batch"]) for r in rows}
+    ran = {(r["variant"], r["batch"]) for r in rows if "skipped" not in r}
     for batch in (1, 2):
         for v in ("original", "handwritten", "staticify", "staticify+cuda-graphs"):
-            assert (v, batch) in variants
-    assert all(r["ratio_vs_original"] > 0 for r in rows)
+            assert (v, batch) in ran
+    # Only the torch.compile variants (PyTorch 2.x) may fail to compile; they
+    # are reported, not dropped.
+    for r in rows:
+        if "skipped" in r:
+            assert r["variant"].endswith("+compile"), r
+            assert r["skipped"].startswith("failed in warm-up: "), r
+        else:
+            assert r["ratio_vs_original"] > 0, r
     assert (tmp_path / "sampler-cpu.csv").read_text().startswith("n,batch,variant")

@@ -210,7 +210,12 @@ def test_bounded_forms_then_materialized_equal_the_original(staticify, save, tmp
     for f in cuts:
         assert f["reason"].startswith("bound: materialized: it is returned"), f
         assert f["location"] and f["location"]["line"] > 0
-    original, result = torch.jit.load(str(path)), torch.jit.load(str(out))
+    # The reference is the module run eagerly, not its scripted original: on
+    # CUDA, PyTorch 2.11's TorchScript fuser (NNC) gives the scripted RowOps
+    # int32 softmax and sort values for an empty selection from its fourth
+    # call on (measured on an H100, docs/benchmarks.md); eager PyTorch and the
+    # staticified program give float32.
+    original, result = cls(), torch.jit.load(str(out))
     gen = torch.Generator().manual_seed(5)
     for trial in range(1000):
         kind = ("none", "all", "random")[trial % 3] if trial < 6 else "random"

@@ -51,6 +51,8 @@ options:
   --method NAME         method to process; repeatable (default: forward)
   --load-library PATH   dlopen a custom-op library before loading, e.g.
                         torchvision's _C.so for torchvision::nms; repeatable
+                        (a C++ op library: pip wheels' _C.so files need
+                        libtorch_python.so and load only inside Python)
   --no-inline           do not inline calls to submodule methods and functions
   --specialize-training treat each submodule's saved `training` flag as a
                         constant, as torch.jit.freeze does for an eval module:

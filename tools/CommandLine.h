@@ -4,6 +4,7 @@
 
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace staticify {
@@ -12,6 +13,9 @@ namespace staticify {
 class CommandLine {
 public:
   CommandLine(int argc, char **argv) : args(argv + 1, argv + argc) {}
+  /// The arguments without the program name.
+  explicit CommandLine(std::vector<std::string> arguments)
+      : args(std::move(arguments)) {}
 
   bool done() const { return pos >= args.size(); }
   const std::string &current() const { return args[pos]; }

@@ -1,0 +1,425 @@
+//===- Driver.cpp - The staticify command, as a library --------------------===//
+//
+// staticify IN.pt -o OUT.pt   rewrite a TorchScript module into static form
+// staticify IN.pt --report    analyse only: what is data-dependent, and where
+//
+// The `staticify` tool's main and the Python API both run this, so the two
+// write the same files for the same arguments.
+//
+//===----------------------------------------------------------------------===//
+
+#include "tools/Driver.h"
+
+#include "passes/Compat.h"
+#include "passes/Pipeline.h"
+#include "passes/Report.h"
+#include "tools/CommandLine.h"
+#include "tools/CudaGraphs.h"
+#include "tools/ModuleIO.h"
+#include "tools/StaticifyModule.h"
+#include "tools/Supervisor.h"
+
+#include <torch/csrc/jit/api/function_impl.h>
+
+#include <chrono>
+#include <iostream>
+#include <set>
+
+#include <unistd.h>
+
+using namespace staticify;
+
+static const char *const kUsage =
+    R"(usage: staticify INPUT.pt [-o OUTPUT.pt] [options]
+
+Finds every operation of a TorchScript module whose output shape or control
+flow depends on tensor data (nonzero, x[mask], unique, .item(), branches on
+tensor values...), reports each with its Python source location, runs the
+pass pipeline, and writes the module back. A method's graph is replaced only
+when a rewriting pass changed it; otherwise the output is the input module
+plus the report.
+
+options:
+  -o, --output FILE     write the staticified module to FILE (atomically; never
+                        the input). The JSON report is added to it as the extra
+                        file 'staticify_report.json'.
+  --report              print the findings as compiler diagnostics and a
+                        summary (the default when neither -o nor --report-json
+                        is given)
+  --report-json FILE    write the report as JSON (docs/report-format.md)
+  --dot FILE            write the final graph as Graphviz DOT: static regions,
+                        dynamic islands and materialization points in colour
+                        (`dot -Tsvg FILE -o graph.svg`); one method only. For
+                        the picture before rewriting: --passes inline,normalize
+  --method NAME         method to process; repeatable (default: forward)
+  --load-library PATH   dlopen a custom-op library before loading, e.g.
+                        torchvision's _C.so for torchvision::nms; repeatable
+                        (a C++ op library: pip wheels' _C.so files need
+                        libtorch_python.so and load only inside Python)
+  --no-inline           do not inline calls to submodule methods and functions
+  --specialize-training treat each submodule's saved `training` flag as a
+                        constant, as torch.jit.freeze does for an eval module:
+                        the other mode's branches are removed before analysis
+                        (an eval export of a detector loses its loss, matcher
+                        and sampler code); off by default
+  --drop-data-asserts   let if-convert remove `if <data>: raise ...` checks
+                        (kept, as a host sync, by default)
+  --bound NAME=N        an upper bound for a data-derived length the analysis
+                        cannot bound: NAME is the Python variable, or FILE:LINE
+                        for the values computed on that line; repeatable. A
+                        promise: inputs exceeding it give wrong results
+  --padded-outputs      return a bounded output as (padded, count) instead of
+                        cutting it to count rows (a host sync); this changes
+                        the method's signature (docs/passes.md, bound)
+  --outline             make each static region of a method a method of its own
+                        (`forward_region_1`...), called where the region was, so
+                        that each can be compiled or captured on its own
+  --cuda-graphs         outline the static regions and run each through the
+                        runtime's RegionRunner, which captures it into a CUDA
+                        graph per input signature on a GPU and runs it plainly
+                        on CPU. The output then needs libstaticify_runtime.so:
+                        torch.ops.load_library(PATH) before torch.jit.load
+  --runtime PATH        the runtime library for --cuda-graphs (default:
+                        ../lib/libstaticify_runtime.so next to this program)
+  --passes LIST         run this comma-separated pipeline instead of the
+                        default; known passes: %PASSES%
+  --verbose             with an error, also print libtorch's own message
+  --time-passes         print the wall time of loading, of each pass and
+                        analysis of each method, and of saving, to stderr
+  --help                print this help
+  --version             print the version
+
+examples:
+  staticify model.pt --report
+  staticify model.pt -o model_static.pt --report-json report.json
+  staticify detector.pt --report --load-library \
+      /usr/lib/python3/dist-packages/torchvision/_C.cpython-311-x86_64-linux-gnu.so
+  staticify model.pt --method forward --method sample --report
+  staticify model.pt -o out.pt --bound num_boxes=300 --padded-outputs
+
+exit status: 0 on success (findings are not errors), 1 on a bad input or
+output, 2 on a bad command line. Outputs (-o, --report-json, --dot) are
+written together at the end: a failed run leaves none of them.
+)";
+
+namespace {
+
+struct Options {
+  std::string input;
+  std::string output;
+  /// How the user spelled the output option (-o or --output), for messages.
+  std::string outputOption = "-o";
+  std::string reportJson;
+  std::string dot;
+  bool report = false;
+  bool verbose = false;
+  bool timePasses = false;
+  bool inlineCalls = true;
+  bool outline = false;
+  bool cudaGraphs = false;
+  bool specializeTraining = false;
+  std::string runtime;
+  PassOptions passOptions;
+  bool passesGiven = false;
+  std::vector<std::string> passes;
+  std::vector<std::string> methods;
+  std::vector<std::string> libraries;
+};
+
+std::string usage() {
+  // The pass list, wrapped under the option's description column.
+  const std::string indent(24, ' ');
+  std::string passes, line = "default; known passes:";
+  for (const PassInfo &p : registeredPasses()) {
+    std::string item = " " + p.name + ",";
+    if (indent.size() + line.size() + item.size() > 79) {
+      passes += line + "\n" + indent;
+      line.clear();
+      item.erase(0, 1);
+    }
+    line += item;
+  }
+  line.pop_back(); // the last comma
+  std::string text = kUsage;
+  text.replace(text.find("default; known passes: %PASSES%"), 31, passes + line);
+  return text;
+}
+
+std::string versionString() {
+  return "staticify " STATICIFY_VERSION " (libtorch " +
+         std::to_string(compat::kTorchMajor) + "." +
+         std::to_string(compat::kTorchMinor) + ")";
+}
+
+/// An output option given twice is a mistake, not "the last one wins".
+void setOnce(const CommandLine &cl, std::string &slot,
+             const std::string &value) {
+  if (!slot.empty())
+    throw std::invalid_argument(cl.lastOption() + " is given twice ('" + slot +
+                                "' and '" + value + "')");
+  slot = value;
+}
+
+/// `--bound NAME=N`: NAME a Python variable or FILE:LINE, N a non-negative
+/// integer; no spaces anywhere (a shell quoting slip is an error, not a
+/// different name).
+std::pair<std::string, int64_t> parseBound(const std::string &value) {
+  size_t eq = value.rfind('=');
+  if (eq == std::string::npos || eq == 0 || eq + 1 == value.size() ||
+      value.find_first_of(" \t") != std::string::npos)
+    throw std::invalid_argument("--bound needs NAME=N with no spaces, got '" +
+                                value + "'");
+  std::string digits = value.substr(eq + 1);
+  if (digits.size() > 18 ||
+      digits.find_first_not_of("0123456789") != std::string::npos)
+    throw std::invalid_argument("--bound " + value +
+                                ": N must be a non-negative integer");
+  return {value.substr(0, eq), std::stoll(digits)};
+}
+
+/// Returns an exit code to stop with, or -1 to go on.
+int parseOptions(const std::vector<std::string> &args, Options &opts,
+                 std::ostream &out) {
+  CommandLine cl(args);
+  std::string value;
+  while (!cl.done()) {
+    if (cl.flag("--help") || cl.flag("-h")) {
+      out << usage();
+      return 0;
+    }
+    if (cl.flag("--version")) {
+      out << versionString() << "\n";
+      return 0;
+    }
+    if (cl.option("-o", value) || cl.option("--output", value)) {
+      setOnce(cl, opts.output, value);
+      opts.outputOption = cl.lastOption();
+    } else if (cl.option("--report-json", value)) {
+      setOnce(cl, opts.reportJson, value);
+    } else if (cl.option("--dot", value)) {
+      setOnce(cl, opts.dot, value);
+    } else if (cl.flag("--report")) {
+      opts.report = true;
+    } else if (cl.flag("--verbose")) {
+      opts.verbose = true;
+    } else if (cl.flag("--time-passes")) {
+      opts.timePasses = true;
+    } else if (cl.flag("--no-inline")) {
+      opts.inlineCalls = false;
+    } else if (cl.flag("--specialize-training")) {
+      opts.specializeTraining = true;
+    } else if (cl.flag("--drop-data-asserts")) {
+      opts.passOptions.dropDataAsserts = true;
+    } else if (cl.flag("--cuda-graphs")) {
+      opts.cudaGraphs = opts.outline = true;
+    } else if (cl.option("--runtime", value)) {
+      opts.runtime = value;
+    } else if (cl.flag("--outline")) {
+      opts.outline = true;
+    } else if (cl.flag("--padded-outputs")) {
+      opts.passOptions.paddedOutputs = true;
+    } else if (cl.option("--bound", value)) {
+      opts.passOptions.bounds.push_back(parseBound(value));
+    } else if (cl.option("--method", value)) {
+      // Each method once, in the order first given.
+      if (std::find(opts.methods.begin(), opts.methods.end(), value) ==
+          opts.methods.end())
+        opts.methods.push_back(value);
+    } else if (cl.option("--load-library", value)) {
+      opts.libraries.push_back(value);
+    } else if (cl.option("--passes", value)) {
+      opts.passes = parsePassList(value);
+      opts.passesGiven = true;
+    } else {
+      std::string arg = cl.positional();
+      if (!opts.input.empty())
+        throw std::invalid_argument("more than one input: '" + opts.input +
+                                    "' and '" + arg + "'");
+      opts.input = arg;
+    }
+  }
+  if (opts.input.empty())
+    throw std::invalid_argument("no input file");
+  if (opts.methods.empty())
+    opts.methods.push_back("forward");
+  if (!opts.passesGiven)
+    opts.passes = defaultPipeline(opts.inlineCalls);
+  if (!opts.dot.empty() && opts.methods.size() != 1)
+    throw std::invalid_argument("--dot draws one method; give --method once");
+  if (opts.output.empty() && opts.reportJson.empty() && opts.dot.empty())
+    opts.report = true;
+  return -1;
+}
+
+/// Whether each `--bound` key names something in one of the methods.
+void checkBoundsMatched(const Options &opts,
+                        const std::set<std::string> &matched) {
+  for (const auto &[key, bound] : opts.passOptions.bounds)
+    if (!matched.count(key))
+      throw UserError("--bound " + key + "=" + std::to_string(bound) +
+                      " names no variable and no FILE:LINE of the method" +
+                      (opts.methods.size() == 1 ? " '" : "s '") +
+                      opts.methods.front() +
+                      (opts.methods.size() == 1 ? "'" : "'...") +
+                      "; use a name or line the report shows");
+}
+
+int run(const Options &opts, std::ostream &out, std::ostream &err) {
+  if (!opts.output.empty())
+    checkOutputPath(opts.output, opts.input, opts.outputOption);
+  if (!opts.reportJson.empty()) {
+    checkOutputPath(opts.reportJson, opts.input, "--report-json");
+    if (opts.reportJson == opts.output)
+      throw UserError(opts.outputOption + " and --report-json both name '" +
+                      opts.output + "'; give them different paths");
+  }
+  if (!opts.dot.empty()) {
+    checkOutputPath(opts.dot, opts.input, "--dot");
+    if (opts.dot == opts.output || opts.dot == opts.reportJson)
+      throw UserError("--dot names '" + opts.dot +
+                      "', which another output also names; give it its own "
+                      "path");
+  }
+  PassOptions passOptions = opts.passOptions;
+  passOptions.renderDot = !opts.dot.empty();
+  std::string dot;
+  for (const std::string &lib : opts.libraries)
+    loadLibrary(lib);
+  if (opts.cudaGraphs) {
+    std::string runtime =
+        opts.runtime.empty() ? defaultRuntimeLibrary() : opts.runtime;
+    if (runtime.empty() || access(runtime.c_str(), R_OK) != 0)
+      throw UserError("--cuda-graphs needs the staticify runtime library, "
+                      "not found at '" +
+                      runtime +
+                      "'; build it (target staticify_runtime) or "
+                      "pass --runtime PATH");
+    loadLibrary(runtime);
+  }
+  LoadOptions loadOptions;
+  loadOptions.verbose = opts.verbose;
+  auto start = std::chrono::steady_clock::now();
+  auto elapsed = [&start] {
+    auto now = std::chrono::steady_clock::now();
+    double s = std::chrono::duration<double>(now - start).count();
+    start = now;
+    return s;
+  };
+  LoadedModule loaded = loadModule(opts.input, loadOptions);
+  double loadSeconds = elapsed();
+  for (const std::string &warning : loaded.warnings)
+    err << "staticify: warning: " << printable(warning) << "\n";
+
+  Report report;
+  report.toolVersion = STATICIFY_VERSION;
+  report.torchVersion = std::to_string(compat::kTorchMajor) + "." +
+                        std::to_string(compat::kTorchMinor);
+  report.input = opts.input;
+  report.output = opts.output;
+  for (const std::string &name : opts.methods)
+    if (!loaded.module.find_method(name)) {
+      std::string known;
+      for (const std::string &m : methodNames(loaded.module))
+        known += (known.empty() ? "" : ", ") + m;
+      throw UserError("'" + opts.input + "' has no method '" + name +
+                      "'; its methods are: " + known);
+    }
+  StaticifyOptions options;
+  options.methods = opts.methods;
+  options.passes = opts.passes;
+  options.passOptions = passOptions;
+  options.outline = opts.outline;
+  options.cudaGraphs = opts.cudaGraphs;
+  options.specializeTraining = opts.specializeTraining;
+  elapsed();
+  StaticifyResult result = staticifyModule(loaded.module, options);
+  std::vector<std::pair<std::string, double>> seconds = {{"load", loadSeconds}};
+  seconds.insert(seconds.end(), result.seconds.begin(), result.seconds.end());
+  seconds.emplace_back("other (module level)",
+                       elapsed() - [&] {
+                         double sum = 0;
+                         for (const auto &step : result.seconds)
+                           sum += step.second;
+                         return sum;
+                       }());
+  for (const std::string &note : result.notes)
+    err << "staticify: " << note << "\n";
+  report.methods = std::move(result.methods);
+  dot = result.dot;
+  const std::set<std::string> &boundsMatched = result.boundsMatched;
+  checkBoundsMatched(opts, boundsMatched);
+
+  // Every output is written to a temporary file, then all are renamed: a
+  // failure anywhere leaves none of them.
+  std::string json = renderJson(report);
+  OutputFiles outputs(opts.verbose);
+  if (!opts.reportJson.empty())
+    outputs.addText(opts.reportJson, json);
+  if (!opts.dot.empty())
+    outputs.addText(opts.dot, dot);
+  if (!opts.output.empty()) {
+    torch::jit::ExtraFilesMap extra = loaded.extraFiles;
+    extra["staticify_report.json"] = json;
+    outputs.addModule(opts.output, loaded.module, extra);
+  }
+  outputs.commit();
+  seconds.emplace_back("report and save", elapsed());
+  if (opts.timePasses) // method names come from the archive: escaped
+    err << printable(renderSeconds(seconds, "staticify: time: "),
+                           /*keepNewlines=*/true);
+  if (opts.report)
+    out << renderText(report);
+  if (!opts.output.empty() && !opts.report)
+    for (const MethodReport &m : report.methods)
+      err << "staticify: " << opts.output << ": " << m.name << ": "
+                << m.before.counts.total() << " finding"
+                << (m.before.counts.total() == 1 ? "" : "s") << ", "
+                << m.after.counts.total() << " left; graph "
+                << (m.after.isStatic() ? "static" : "not static") << "\n";
+  return 0;
+}
+
+/// Runs \p opts and turns every failure into one line and an exit code.
+int runReportingErrors(const Options &opts, std::ostream &out,
+                       std::ostream &err) {
+  try {
+    return run(opts, out, err);
+  } catch (const UserError &e) {
+    err << "staticify: error: " << printable(e.what()) << "\n";
+  } catch (const std::bad_alloc &) {
+    err << "staticify: error: out of memory while processing '" << opts.input
+        << "'\n";
+  } catch (const std::exception &e) {
+    // Not a problem we know how to name: libtorch's text only with
+    // --verbose, one line always.
+    if (opts.verbose)
+      err << "staticify: note: "
+          << printable(libtorchText(e), /*keepNewlines=*/true) << "\n";
+    err << "staticify: error: internal error while processing '" << opts.input
+        << "'; please report it with the input (--verbose shows "
+           "libtorch's message)\n";
+  }
+  return 1;
+}
+
+} // namespace
+
+int staticify::runCommand(const std::vector<std::string> &args,
+                          std::ostream &out, std::ostream &err,
+                          bool supervised) {
+  Options opts;
+  try {
+    int code = parseOptions(args, opts, out);
+    if (code >= 0)
+      return code;
+  } catch (const std::invalid_argument &e) {
+    err << "staticify: error: " << printable(e.what())
+        << "; see 'staticify --help'\n";
+    return 2;
+  }
+  auto work = [&] { return runReportingErrors(opts, out, err); };
+  if (!supervised)
+    return work();
+  return runSupervised(work, opts.input,
+                       {opts.output, opts.reportJson, opts.dot});
+}

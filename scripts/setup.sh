@@ -7,7 +7,7 @@ PACKAGES=(
   cmake ninja-build ccache g++ git
   libtorch-dev python3-torch python3-torchvision python3-pytest
   libmlir-22-dev mlir-22-tools llvm-22-dev llvm-22-tools
-  libgtest-dev graphviz
+  libgtest-dev graphviz pybind11-dev python3-dev
   clang libclang-rt-14-dev
 )
 

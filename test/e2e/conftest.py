@@ -19,6 +19,10 @@ def _bin_dir():
     return pathlib.Path(os.environ.get("STATICIFY_BIN", ROOT / "build" / "bin"))
 
 
+# The Python package of the same build (python/staticify, built into
+# build/python), ahead of any installed one.
+sys.path.insert(0, str(_bin_dir().resolve().parent / "python"))
+
 # The runtime library the --cuda-graphs outputs and the staticify:: ops need.
 RUNTIME = _bin_dir().resolve().parent / "lib" / "libstaticify_runtime.so"
 

@@ -1,0 +1,169 @@
+"""staticify from Python: make a PyTorch program's data-dependent shapes static.
+
+    import staticify
+    static_model, report = staticify.optimize(model)
+    print(report)                  # the compiler-style findings, as --report prints
+    report = staticify.analyze(model)   # the report only, nothing rewritten
+
+`model` is an `nn.Module` (scripted here), a TorchScript `ScriptModule`, or an
+FX `GraphModule`. The work is the `staticify` command itself, run in this
+process (`staticify._native`): the options are the CLI's, one to one, and the
+outputs are the ones the CLI writes for the same input. The model passed in is
+never modified: staticify works on a saved copy and returns a new module.
+`python3 -m staticify IN.pt -o OUT.pt ...` is the CLI.
+"""
+import os
+import tempfile
+from typing import Dict, Iterable, Optional, Sequence, Tuple
+
+import torch
+
+from .report import Finding, Location, MethodReport, Report, Summary
+
+__all__ = ["Error", "Report", "MethodReport", "Summary", "Finding", "Location",
+           "optimize", "analyze", "run", "main"]
+
+
+class Error(Exception):
+    """A bad model, option or input: the one-line message the CLI prints."""
+
+
+def _native_module():
+    try:
+        from . import _native as native
+    except ImportError as e:  # the package's .py files without the build
+        raise Error(f"staticify's native module is not built ({e}); run scripts/build.sh") \
+            from None
+    return native
+
+
+def run(args: Sequence[str]) -> Tuple[int, str, str]:
+    """Runs `staticify ARGS...` in this process: (exit status, stdout, stderr)."""
+    return _native_module().run([os.fspath(a) for a in args])
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    """`python3 -m staticify ...`: the CLI, printing what it prints."""
+    import sys
+    status, out, err = run(sys.argv[1:] if argv is None else argv)
+    sys.stdout.write(out)
+    sys.stderr.write(err)
+    return status
+
+
+def _scripted(model) -> torch.jit.ScriptModule:
+    if isinstance(model, torch.jit.ScriptModule):
+        return model
+    if isinstance(model, torch.jit.ScriptFunction):
+        raise Error("a scripted function is not a module: wrap it in an nn.Module")
+    if not isinstance(model, torch.nn.Module):
+        raise Error(f"expected an nn.Module, a ScriptModule or an FX GraphModule, "
+                    f"got {type(model).__name__}")
+    try:
+        return torch.jit.script(model)  # an FX GraphModule scripts from its code
+    except Exception as e:  # noqa: BLE001 - turned into our one-line error
+        raise Error(f"{type(model).__name__} does not script: {_first_problem(e)}; "
+                    "make it scriptable (torch.jit.script) or pass a ScriptModule") from None
+
+
+def _first_problem(error: Exception) -> str:
+    """TorchScript's complaint and the source line it points at, on one line."""
+    lines = [ln.strip() for ln in str(error).splitlines() if ln.strip()]
+    what = lines[0] if lines else type(error).__name__
+    where = next((ln for ln in lines if ln.startswith("File \"")), None)
+    return what.rstrip(":") + (f" ({where})" if where else "")
+
+
+def _options(methods, passes, bounds, padded_outputs, outline, cuda_graphs,
+             specialize_training, drop_data_asserts, load_libraries):
+    args = []
+    for m in ([methods] if isinstance(methods, str) else methods):
+        args += ["--method", m]
+    if passes is not None:
+        args += ["--passes", ",".join([passes] if isinstance(passes, str) else passes)]
+    for name, n in (bounds or {}).items():
+        args += ["--bound", f"{name}={n}"]
+    for flag, on in (("--padded-outputs", padded_outputs), ("--outline", outline),
+                     ("--cuda-graphs", cuda_graphs),
+                     ("--specialize-training", specialize_training),
+                     ("--drop-data-asserts", drop_data_asserts)):
+        if on:
+            args.append(flag)
+    for lib in ([load_libraries] if isinstance(load_libraries, (str, os.PathLike))
+                else load_libraries):
+        args += ["--load-library", os.fspath(lib)]
+    return args
+
+
+def _staticify(model, write_module, methods, **options):
+    scripted = _scripted(model)
+    with tempfile.TemporaryDirectory(prefix="staticify-") as tmp:
+        source = os.path.join(tmp, "input.pt")
+        torch.jit.save(scripted, source)  # a copy: the caller's module is untouched
+        report_path, dot_path = os.path.join(tmp, "report.json"), os.path.join(tmp, "graph.dot")
+        output = os.path.join(tmp, "output.pt")
+        methods = [methods] if isinstance(methods, str) else list(methods)
+        args = [source, "--report", "--report-json", report_path]
+        if write_module:
+            args += ["-o", output]
+        if len(methods) == 1:
+            args += ["--dot", dot_path]
+        status, out, err = run(args + _options(methods, **options))
+        if status != 0:
+            lines = [ln for ln in err.splitlines() if ln.startswith("staticify: error: ")]
+            raise Error(lines[-1][len("staticify: error: "):] if lines else err.strip())
+        with open(report_path) as f:
+            json_text = f.read()
+        dot = None
+        if os.path.exists(dot_path):
+            with open(dot_path) as f:
+                dot = f.read()
+        report = Report(json_text, out, dot)
+        module = torch.jit.load(output) if write_module else None
+    return module, report
+
+
+def optimize(model, example_inputs: Optional[Tuple] = None, *,
+             methods: Iterable[str] = ("forward",), passes: Optional[Sequence[str]] = None,
+             bounds: Optional[Dict[str, int]] = None, padded_outputs: bool = False,
+             outline: bool = False, cuda_graphs: bool = False,
+             specialize_training: bool = False, drop_data_asserts: bool = False,
+             load_libraries: Iterable[str] = ()) -> Tuple[torch.jit.ScriptModule, Report]:
+    """Rewrites `model` into static form: (the new ScriptModule, its Report).
+
+    Each option is the CLI's (`staticify --help`): `methods` --method,
+    `passes` --passes, `bounds` --bound NAME=N, `padded_outputs`, `outline`,
+    `cuda_graphs`, `specialize_training`, `drop_data_asserts`, and
+    `load_libraries` --load-library (ops already registered in this process,
+    torchvision's once it is imported, need none). With `example_inputs`, the
+    new module is run once on them before it is returned, so that a module
+    that cannot run fails here. Raises `staticify.Error` with the CLI's
+    message. The report's `input` and `output` name the temporary files the
+    run used.
+    """
+    module, report = _staticify(model, True, methods, passes=passes, bounds=bounds,
+                                padded_outputs=padded_outputs, outline=outline,
+                                cuda_graphs=cuda_graphs,
+                                specialize_training=specialize_training,
+                                drop_data_asserts=drop_data_asserts,
+                                load_libraries=load_libraries)
+    if example_inputs is not None:
+        inputs = example_inputs if isinstance(example_inputs, tuple) else (example_inputs,)
+        try:
+            module(*inputs)
+        except Exception as e:  # noqa: BLE001 - reported as ours, with the cause
+            raise Error(f"the staticified module fails on example_inputs: "
+                        f"{_first_problem(e)}") from e
+    return module, report
+
+
+def analyze(model, *, methods: Iterable[str] = ("forward",),
+            specialize_training: bool = False,
+            load_libraries: Iterable[str] = ()) -> Report:
+    """The report alone: what is data-dependent, where, and what the default
+    pipeline would do with it. Nothing is written and `model` is unchanged."""
+    _, report = _staticify(model, False, methods, passes=None, bounds=None,
+                           padded_outputs=False, outline=False, cuda_graphs=False,
+                           specialize_training=specialize_training,
+                           drop_data_asserts=False, load_libraries=load_libraries)
+    return report

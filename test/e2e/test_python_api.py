@@ -1,0 +1,206 @@
+"""The Python API (python/staticify): staticify.optimize / analyze / run on
+real modules, in this process, against the CLI's own outputs for the same
+input and options."""
+import json
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+import torch
+import torch.fx
+
+import models
+import sampler
+from conftest import ROOT
+from test_bounded import Z_LIMIT, chi_square_z
+
+staticify_api = pytest.importorskip("staticify")
+# Subprocesses import the same package as this process.
+ENV = dict(os.environ, PYTHONPATH=os.path.dirname(staticify_api.__path__[0]))
+
+
+def paths_removed(report_json):
+    """A report's JSON without the two fields that name files."""
+    data = json.loads(report_json)
+    data.pop("input"), data.pop("output")
+    return data
+
+
+def test_seed_sampler_becomes_static_and_keeps_its_distribution():
+    original = sampler.BalancedSampler(100)
+    static, report = staticify_api.optimize(original)
+    assert report.static and report.method().after.sync_points == 0
+    assert report.method().before.sync_points > 0
+    assert isinstance(static, torch.jit.ScriptModule)
+    gen = torch.Generator().manual_seed(0)
+    x = torch.arange(400, dtype=torch.float32).unsqueeze(1).repeat(1, 16)
+    labels = (torch.rand(400, generator=gen) < 0.3).long()
+    picks = torch.zeros(400, dtype=torch.long)
+    calls = 400
+    for _ in range(calls):
+        rows, out_labels = static(x, labels)
+        ids = rows[:, 0].long()
+        assert rows.shape == (100, 16) and torch.equal(out_labels, labels[ids])
+        assert ids.unique().numel() == 100 and int(out_labels.sum()) == 50
+        picks[ids] += 1
+    positives = picks[labels == 1]
+    assert chi_square_z(positives, calls * 50 / positives.numel()) < Z_LIMIT
+
+
+@pytest.mark.parametrize("cls", [models.Seed002Example1, models.Seed002Example2])
+def test_seed002_examples_equal_the_original(cls):
+    static, report = staticify_api.optimize(cls())
+    assert report.static, str(report)
+    gen = torch.Generator().manual_seed(1)
+    for _ in range(50):
+        if cls is models.Seed002Example1:
+            args = (torch.rand(6, 5, generator=gen),
+                    torch.randint(0, 3, (6,), generator=gen))
+        else:
+            args = (torch.rand(30, generator=gen), torch.rand(30, generator=gen),
+                    torch.randint(-1, 2, (30,), generator=gen))
+        assert torch.allclose(static(*args), cls()(*args), rtol=1e-6, atol=1e-6)
+
+
+class MaskedMeanLoss(torch.nn.Module):
+    """A Hugging Face-style token loss: the mean over the non-padding
+    positions, as FX traces it (the mask a proxy, x[mask] a getitem)."""
+
+    def forward(self, losses, labels):
+        keep = labels != -100
+        return losses[keep].sum() / keep.sum()
+
+
+def test_fx_graph_module_with_a_boolean_mask_reduction():
+    gm = torch.fx.symbolic_trace(MaskedMeanLoss())
+    assert isinstance(gm, torch.fx.GraphModule)
+    static, report = staticify_api.optimize(gm)
+    assert report.static, str(report)
+    assert any(f.op == "aten::index" and f.action == "rewritten" for f in report.findings)
+    gen = torch.Generator().manual_seed(2)
+    for _ in range(50):
+        losses = torch.rand(8, 7, generator=gen)
+        labels = torch.randint(-100, 3, (8, 7), generator=gen).clamp(min=-100)
+        labels[labels < 0] = -100
+        assert torch.allclose(static(losses, labels), gm(losses, labels), equal_nan=True)
+
+
+class Unscriptable(torch.nn.Module):
+    def forward(self, x):
+        try:
+            return x.nonzero()
+        except RuntimeError:
+            return x
+
+
+def test_a_module_that_does_not_script_is_named():
+    with pytest.raises(staticify_api.Error) as e:
+        staticify_api.optimize(Unscriptable())
+    message = str(e.value)
+    assert "\n" not in message
+    assert message.startswith("Unscriptable does not script: ")
+    assert "try" in message and "test_python_api.py" in message
+    assert message.endswith("make it scriptable (torch.jit.script) or pass a ScriptModule")
+
+
+def test_the_input_module_is_not_modified():
+    scripted = torch.jit.script(models.Seed002Example2())
+    graph, code = str(scripted.graph), scripted.code
+    static, report = staticify_api.optimize(scripted)
+    assert report.static
+    assert str(scripted.graph) == graph and scripted.code == code
+    assert static.code != code
+
+
+def test_errors_are_the_cli_one_line_message():
+    with pytest.raises(staticify_api.Error) as e:
+        staticify_api.optimize(models.Seed002Example2(), bounds={"nosuch": 3})
+    assert str(e.value).startswith("--bound nosuch=3 names no variable and no FILE:LINE")
+
+
+def test_options_match_the_cli_byte_for_byte(staticify, save, tmp_path):
+    """`python3 -m staticify` is the CLI: the same files, byte for byte; and
+    optimize() on the loaded module gives the CLI's code and report."""
+    path = save(sampler.BalancedSampler(100))
+    flags = ["--bound", "num_pos=50", "--padded-outputs", "--specialize-training"]
+    out, report = tmp_path / "out.pt", tmp_path / "report.json"
+    staticify(path, "-o", out, "--report-json", report, *flags)
+    cli_module, cli_report = out.read_bytes(), report.read_text()
+    out.unlink(), report.unlink()
+    subprocess.run([sys.executable, "-m", "staticify", path, "-o", out,
+                    "--report-json", report, *flags], check=True,
+                   env=ENV)
+    assert out.read_bytes() == cli_module
+    assert report.read_text() == cli_report
+
+    module, api_report = staticify_api.optimize(
+        torch.jit.load(str(path)), bounds={"num_pos": 50}, padded_outputs=True,
+        specialize_training=True)
+    assert module.code == torch.jit.load(str(out)).code
+    assert paths_removed(api_report.to_json()) == paths_removed(cli_report)
+
+
+def test_report_round_trips_and_prints_like_the_cli(staticify, save, tmp_path):
+    path = save(models.Seed002Example1())
+    report_path = tmp_path / "report.json"
+    text = staticify(path, "--report", "--report-json", report_path).stdout
+    report = staticify_api.analyze(torch.jit.load(str(path)))
+    assert str(report) == text
+    again = staticify_api.Report.from_json(report.to_json())
+    assert again.to_json() == report.to_json()
+    assert paths_removed(report.to_json()) == paths_removed(report_path.read_text())
+    cli = json.loads(report_path.read_text())["methods"][0]
+    assert [f.op for f in report.method().findings] == [f["op"] for f in cli["findings"]]
+    assert report.method().before.counts == cli["before"]["counts"]
+    root = next(f for f in report.findings if f.role == "root")
+    assert root.location.file.endswith("models.py") and root.location.line > 0
+    assert report.to_dot().startswith("digraph")
+
+
+def test_analyze_rewrites_nothing_and_counts_what_the_cli_counts(staticify, save):
+    path = save(sampler.BalancedSampler(100))
+    cli = staticify.report(path)["methods"][0]
+    report = staticify_api.analyze(torch.jit.load(str(path)))
+    assert report.output is None
+    assert report.method().before.counts == cli["before"]["counts"]
+    assert report.method().before.sync_points == cli["before"]["counts"]["host-sync"] > 0
+
+
+def test_python_m_staticify_help_and_bad_command_line():
+    helped = subprocess.run([sys.executable, "-m", "staticify", "--help"],
+                            capture_output=True, text=True, env=ENV)
+    assert helped.returncode == 0 and helped.stdout.startswith("usage: staticify")
+    bad = subprocess.run([sys.executable, "-m", "staticify", "--nope"],
+                         capture_output=True, text=True, env=ENV)
+    assert bad.returncode == 2
+    assert bad.stderr == "staticify: error: unknown option '--nope'; see 'staticify --help'\n"
+
+
+def test_export_pipeline_example_runs(tmp_path):
+    """docs/python.md's worked example, as the page shows it."""
+    proc = subprocess.run([sys.executable, str(ROOT / "examples" / "export_pipeline.py"),
+                           str(tmp_path / "loss_static.pt")],
+                          capture_output=True, text=True, timeout=300,
+                          env=ENV)
+    assert proc.returncode == 0, proc.stderr
+    assert re.search(r"^static: (True|False); host syncs \d+ -> \d+$", proc.stdout, re.M)
+    worst = re.search(r"max \|static - original\| = (\S+)", proc.stdout)
+    assert worst and float(worst.group(1)) <= 1e-4, proc.stdout
+    assert (tmp_path / "loss_static.pt").exists()
+
+
+def test_ops_registered_in_this_process_need_no_library():
+    """In-process, the ops that imported libraries registered are known: a
+    detector's torchvision::nms needs no load_libraries (and a pip wheel's
+    _C.so, which the CLI cannot load, is already loaded)."""
+    torchvision = pytest.importorskip("torchvision")
+
+    class Detector(torch.nn.Module):
+        def forward(self, boxes: torch.Tensor, scores: torch.Tensor):
+            keep = torchvision.ops.nms(boxes, scores, 0.5)
+            return boxes[keep]
+
+    report = staticify_api.analyze(Detector())
+    assert [f.op for f in report.findings if f.role == "root"] == ["torchvision::nms"]

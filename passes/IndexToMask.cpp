@@ -282,11 +282,12 @@ void rewriteInReverse(std::vector<size_t> &groups) {
   std::sort(groups.rbegin(), groups.rend());
 }
 
-/// The graph's sync points once the groups numbered in \p chosen are
-/// rewritten and the passes that absorb selections have run: what the
-/// pipeline would make of that choice.
-size_t syncsAfter(Graph &graph, const std::vector<Group> &groups,
-                  const std::vector<size_t> &chosen, const PassContext &ctx) {
+/// The graph's cost (sync points, data-dependent values) once the groups
+/// numbered in \p chosen are rewritten and the passes that absorb
+/// selections have run: what the pipeline would make of that choice.
+RewriteCost costAfter(Graph &graph, const std::vector<Group> &groups,
+                      const std::vector<size_t> &chosen,
+                      const PassContext &ctx) {
   RewriteTrial trial(graph, ctx);
   std::shared_ptr<Graph> &copy = trial.graph();
   std::vector<size_t> order = chosen;
@@ -301,7 +302,7 @@ size_t syncsAfter(Graph &graph, const std::vector<Group> &groups,
   }
   eraseDeadNodes(*copy, trial.ctx(), kRule);
   trial.runPasses({"mask-propagate", "masked-reduce", "mask-store"});
-  return trial.syncPoints();
+  return trial.cost();
 }
 
 /// Trials are whole-graph pipeline runs: a graph with more groups that need
@@ -320,7 +321,7 @@ bool indexToMask(std::shared_ptr<Graph> &graph, PassContext &ctx) {
   // A group that may add syncs is rewritten only if, with the later mask
   // passes, the graph syncs no more often than without it.
   if (!uncertain.empty()) {
-    size_t base = syncsAfter(*graph, groups, chosen, ctx);
+    RewriteCost base = costAfter(*graph, groups, chosen, ctx);
     for (size_t i = 0; i < uncertain.size(); ++i) {
       const Group &group = groups[uncertain[i]];
       std::string why;
@@ -330,14 +331,15 @@ bool indexToMask(std::shared_ptr<Graph> &graph, PassContext &ctx) {
       } else {
         std::vector<size_t> with = chosen;
         with.push_back(uncertain[i]);
-        size_t syncs = syncsAfter(*graph, groups, with, ctx);
-        if (rewriteAllowed(base, syncs)) {
+        RewriteCost cost = costAfter(*graph, groups, with, ctx);
+        if (rewriteAllowed(base, cost)) {
           chosen = std::move(with);
-          base = syncs;
+          base = cost;
           continue;
         }
-        why = "rewritten, the graph would sync at " + std::to_string(syncs) +
-              " points instead of " + std::to_string(base) +
+        why = "rewritten, the graph would sync at " +
+              std::to_string(cost.syncPoints) + " points instead of " +
+              std::to_string(base.syncPoints) +
               " (the selections are not absorbed by a reduction or a store)";
       }
       for (const Site &site : group.sites)

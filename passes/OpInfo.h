@@ -97,6 +97,13 @@ enum Trait : uint32_t {
   /// A root whose second result is inverse indices of the input's shape
   /// (the unique family).
   kInverseIndices = 1u << 13,
+  /// The result has its first input's rank, whatever its dimension
+  /// arguments (per-row ops, sort, transpose, slice, narrow).
+  kKeepsRank = 1u << 19,
+  /// The result has one dimension more than its input (unsqueeze).
+  kAddsDim = 1u << 20,
+  /// The result has one dimension fewer than its input (select).
+  kDropsDim = 1u << 21,
 };
 using Traits = uint32_t;
 

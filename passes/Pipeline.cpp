@@ -21,6 +21,7 @@
 #include <torch/csrc/jit/passes/lower_tuples.h>
 
 #include <algorithm>
+#include <unordered_set>
 #include <chrono>
 #include <cstdio>
 #include <stdexcept>
@@ -344,6 +345,26 @@ PipelineResult runPipeline(std::shared_ptr<Graph> &graph,
     } else if (auto why = ctx.reasons().find(f.id);
                why != ctx.reasons().end()) {
       f.reason = why->second;
+    }
+  }
+  // A finding no rule touched whose causes were all rewritten, and which is
+  // no longer data-dependent (`0.1 / x[m].size(-1)` once x[m] is bounded),
+  // was made static by its causes' rule.
+  std::unordered_set<const torch::jit::Node *> stillFound(
+      after.findingNodes.begin(), after.findingNodes.end());
+  for (size_t i = 0; i < result.report.findings.size(); ++i) {
+    Finding &f = result.report.findings[i];
+    if (f.action != "kept" || !f.reason.empty() || f.causes.empty() ||
+        stillFound.count(before->findingNodes[i]))
+      continue;
+    const std::vector<Finding> &all = result.report.findings;
+    bool causesRewritten = std::all_of(
+        f.causes.begin(), f.causes.end(), [&](size_t c) {
+          return c < all.size() && all[c].action == "rewritten";
+        });
+    if (causesRewritten) {
+      f.action = "rewritten";
+      f.rule = all[f.causes.front()].rule;
     }
   }
   // What the rewrites left behind that was not there before (a count read

@@ -42,8 +42,12 @@ void RewriteTrial::runPasses(const std::vector<std::string> &passes) {
     runPass(*findPass(name), copy, scratch);
 }
 
-size_t RewriteTrial::syncPoints() {
-  return countSyncPoints(scratch.facts.analysis(copy));
+RewriteCost rewriteCost(const AnalysisResult &analysis) {
+  return {countSyncPoints(analysis), 0};
+}
+
+RewriteCost RewriteTrial::cost(size_t midSyncPoints) {
+  return {countSyncPoints(scratch.facts.analysis(copy)), midSyncPoints};
 }
 
 void RewriteTrial::adopt(std::shared_ptr<Graph> &graph, PassContext &ctx) {

@@ -1,9 +1,10 @@
 //===- RewritePolicy.h - The one rule on what a rewrite may cost ----------===//
 //
-// A rewrite is kept only if the graph then reaches the host no more often
-// than before (countSyncPoints): a bounded form whose uses materialize, or a
-// gather rewritten into selections nothing absorbs, would otherwise trade
-// one sync for several. The passes whose rewrites can cost syncs
+// A rewrite is kept only if the graph then reaches the host less often than
+// before (countSyncPoints), or as often with its own syncs all at the
+// outputs: a bounded form whose uses materialize, or a gather rewritten into
+// selections nothing absorbs, would otherwise trade one sync for several, or
+// for as many mid-computation. The passes whose rewrites can cost syncs
 // (index-to-mask, bound) try them on a RewriteTrial and ask allowed(); no
 // pass keeps a trial loop of its own.
 //
@@ -22,10 +23,28 @@
 
 namespace staticify {
 
-/// The policy: a rewrite leaving \p after sync points where the graph had
-/// \p before may stay.
-inline bool rewriteAllowed(size_t before, size_t after) {
-  return after <= before;
+/// What a graph costs at run time, as the policy weighs it: the points where
+/// it reaches the host (countSyncPoints), and how many of them a rewrite put
+/// in the middle of the computation rather than at its outputs (a bounded
+/// value materialized for a use with no bounded form).
+struct RewriteCost {
+  size_t syncPoints = 0;
+  size_t midSyncPoints = 0;
+};
+
+/// The cost of the graph \p analysis describes (no rewrite's sync points
+/// known: midSyncPoints 0).
+RewriteCost rewriteCost(const AnalysisResult &analysis);
+
+/// The policy: a rewrite taking the graph from \p before to \p after may
+/// stay if it reaches the host at fewer points, or at as many points none of
+/// which it put mid-computation (its syncs then sit at the outputs, behind a
+/// static computation). One that trades the original's syncs for as many of
+/// its own in the middle gains nothing and is not kept.
+inline bool rewriteAllowed(const RewriteCost &before, const RewriteCost &after) {
+  if (after.syncPoints != before.syncPoints)
+    return after.syncPoints < before.syncPoints;
+  return after.midSyncPoints == 0;
 }
 
 /// A copy of a graph and of the pass context (re-keyed to the copy's nodes)
@@ -49,8 +68,9 @@ public:
   /// Runs the registered passes \p passes on the copy as the pipeline would
   /// (dead nodes erased after a change).
   void runPasses(const std::vector<std::string> &passes);
-  /// The copy's sync points now.
-  size_t syncPoints();
+  /// The copy's cost now; \p midSyncPoints counts the sync points the
+  /// rewrite put mid-computation (the pass that made them knows).
+  RewriteCost cost(size_t midSyncPoints = 0);
 
   /// Makes \p graph (the original's owner) the copy, and \p ctx what the
   /// trial's context recorded.

@@ -5,6 +5,10 @@
 #include "passes/GraphUtils.h"
 #include "passes/OpCatalogue.h"
 
+#include <torch/csrc/jit/ir/constants.h>
+
+#include <unordered_set>
+
 namespace staticify {
 
 using torch::jit::Graph;
@@ -195,12 +199,33 @@ static const Value *rankRoot(const Value *v) {
   return v;
 }
 
+/// How many dimensions \p node's result has more than its first (tensor)
+/// input, where its op fixes that (OpInfo: kKeepsRank, kAddsDim, kDropsDim).
+static std::optional<int64_t> rankStep(const Node *node) {
+  const OpInfo *op = opInfo(node);
+  if (!op || node->inputs().empty() ||
+      node->input(0)->type()->kind() != c10::TypeKind::TensorType)
+    return std::nullopt;
+  if (op->has(kKeepsRank))
+    return 0;
+  if (op->has(kAddsDim))
+    return 1;
+  if (op->has(kDropsDim))
+    return -1;
+  return std::nullopt;
+}
+
 /// The rank of \p v when op semantics fix it: `where(m)[i]` and `arange` are
 /// 1-D, `gather` has its index's rank, rank-preserving ops (slice and cat
-/// included) their first input's, an if its branches' common rank.
-static std::optional<int64_t> knownRank(const Value *v, int depth = 0) {
+/// included) the largest of their tensor operands' (they broadcast), per-row
+/// ops their input's, unsqueeze one more, select one less, a reduction over
+/// constant dims without keepdim that many fewer, x[mask] (with \p analysis)
+/// x's less the mask's plus one, an if its branches' common rank.
+std::optional<int64_t> knownRank(const Value *v, const AnalysisResult *analysis,
+                                 int depth) {
   if (depth > 32)
     return std::nullopt;
+  auto rankOf = [&](const Value *u) { return knownRank(u, analysis, depth + 1); };
   const Node *node = v->node();
   const std::string op = node->kind().toQualString();
   if (op == "aten::__getitem__" &&
@@ -209,9 +234,9 @@ static std::optional<int64_t> knownRank(const Value *v, int depth = 0) {
   if (op == "aten::arange" || op == "aten::randperm")
     return 1;
   if (op == "aten::gather")
-    return knownRank(node->input(2), depth + 1);
+    return rankOf(node->input(2));
   if (op == "aten::scatter")
-    return knownRank(node->input(0), depth + 1);
+    return rankOf(node->input(0));
   // Sizes given as a list of constant length fix the rank.
   if (op == "aten::reshape" || op == "aten::view" || op == "aten::zeros" ||
       op == "aten::new_zeros") {
@@ -223,19 +248,105 @@ static std::optional<int64_t> knownRank(const Value *v, int depth = 0) {
     return std::nullopt;
   }
   if (op == "prim::If") {
-    auto a = knownRank(node->blocks()[0]->outputs()[v->offset()], depth + 1);
-    auto b = knownRank(node->blocks()[1]->outputs()[v->offset()], depth + 1);
+    auto a = rankOf(node->blocks()[0]->outputs()[v->offset()]);
+    auto b = rankOf(node->blocks()[1]->outputs()[v->offset()]);
     return a && a == b ? a : std::nullopt;
   }
   if (op == "aten::cat" &&
       node->input(0)->node()->kind() == c10::prim::ListConstruct &&
       !node->input(0)->node()->inputs().empty())
-    return knownRank(node->input(0)->node()->input(0), depth + 1);
-  if ((op == "aten::slice" || isRankPreserving(node)) &&
-      !node->inputs().empty() &&
-      node->input(0)->type()->kind() == c10::TypeKind::TensorType)
-    return knownRank(node->input(0), depth + 1);
+    return rankOf(node->input(0)->node()->input(0));
+  if (node->inputs().empty() ||
+      node->input(0)->type()->kind() != c10::TypeKind::TensorType)
+    return std::nullopt;
+  if (op == "aten::squeeze" && node->inputs().size() == 2) {
+    // squeeze(d) drops d only where its size is 1: provably so after
+    // unsqueeze(d), and through gather (its index's shape) and
+    // single-operand rank-preserving ops.
+    auto r = rankOf(node->input(0));
+    auto d = constantInt(node->input(1));
+    if (!r || !d)
+      return std::nullopt;
+    int64_t at = *d < 0 ? *d + *r : *d;
+    const Value *src = node->input(0);
+    for (int hop = 0; hop < 16; ++hop) {
+      const Node *def = src->node();
+      if (def->kind() == c10::aten::gather) {
+        src = def->input(2);
+      } else if (isRankPreserving(def) && def->inputs().size() >= 1 &&
+                 std::none_of(def->inputs().begin() + 1, def->inputs().end(),
+                              [](const Value *in) {
+                                return in->type()->kind() ==
+                                           c10::TypeKind::TensorType &&
+                                       !provablyZeroDim(in);
+                              })) {
+        src = def->input(0);
+      } else {
+        break;
+      }
+    }
+    if (src->node()->kind() == c10::aten::unsqueeze)
+      if (auto u = constantInt(src->node()->input(1)))
+        if ((*u < 0 ? *u + *r : *u) == at)
+          return *r - 1;
+    return std::nullopt;
+  }
+  if (std::optional<int64_t> step = rankStep(node)) {
+    auto r = rankOf(node->input(0));
+    return r && *r + *step >= 0 ? std::optional<int64_t>(*r + *step)
+                                : std::nullopt;
+  }
+  if (opRole(node) == OpRole::Reduction && node->outputs().size() == 1) {
+    const Value *dim = namedInput(node, "dim");
+    const Value *keep = namedInput(node, "keepdim");
+    std::optional<std::vector<int64_t>> dims;
+    if (dim)
+      dims = constantIntList(dim);
+    if (dim && !dims)
+      if (auto d = constantInt(dim))
+        dims = std::vector<int64_t>{*d};
+    c10::optional<bool> keepdim;
+    if (keep)
+      keepdim = torch::jit::constant_as<bool>(keep);
+    auto r = rankOf(node->input(0));
+    if (!dim || dim->mustBeNone())
+      return 0; // over everything
+    if (!r || !dims || !keepdim || dims->empty())
+      return std::nullopt;
+    return *keepdim ? *r : *r - static_cast<int64_t>(dims->size());
+  }
+  if (analysis && (op == "aten::index" || op == "aten::masked_select")) {
+    std::optional<Selection> sel =
+        matchSelection(const_cast<Value *>(v), *analysis);
+    if (!sel || sel->broadcasts)
+      return sel && sel->broadcasts ? std::optional<int64_t>(1) : std::nullopt;
+    auto r = rankOf(sel->base), m = rankOf(sel->mask);
+    return r && m && *m <= *r ? std::optional<int64_t>(*r - *m + 1)
+                              : std::nullopt;
+  }
+  if (isRankPreserving(node)) {
+    // Elementwise operands broadcast: the largest rank, all of them known.
+    std::optional<int64_t> rank = rankOf(node->input(0));
+    for (size_t i = 1; rank && i < node->inputs().size(); ++i) {
+      const Value *in = node->input(i);
+      if (in->type()->kind() != c10::TypeKind::TensorType || provablyZeroDim(in))
+        continue;
+      auto r = rankOf(in);
+      rank = r ? std::optional<int64_t>(std::max(*rank, *r)) : std::nullopt;
+    }
+    return rank;
+  }
   return std::nullopt;
+}
+
+std::optional<int64_t> resolveDim(int64_t dim, const Value *of, int64_t extra,
+                                  const AnalysisResult *analysis) {
+  if (dim >= 0)
+    return dim;
+  std::optional<int64_t> rank = knownRank(of, analysis);
+  if (!rank || dim + *rank + extra < 0)
+    return std::nullopt;
+  return dim + *rank + extra;
 }
 
 bool isUnwritten(const Selection &sel, const torch::jit::AliasDb &aliases) {
@@ -268,7 +379,23 @@ bool provablySameShape(const Value *a, const Value *b) {
 bool provablySameRank(const Value *a, const Value *b) {
   if (a == b || rankRoot(a) == rankRoot(b))
     return true;
-  auto ra = knownRank(a), rb = knownRank(b);
+  // One op whose result's rank follows its input's by a fixed step
+  // (select(b, 1, 0) and select(b, 1, 1)), on inputs of one rank.
+  const Node *na = rankRoot(a)->node(), *nb = rankRoot(b)->node();
+  if (na->kind() == nb->kind() && rankStep(na) &&
+      provablySameRank(na->input(0), nb->input(0)))
+    return true;
+  // x[i] and y[i], one index (a mask or integers) of both, x and y of one
+  // rank: one rank.
+  if (na->kind() == c10::aten::index && nb->kind() == c10::aten::index) {
+    const Node *la = na->input(1)->node(), *lb = nb->input(1)->node();
+    if (la->kind() == c10::prim::ListConstruct &&
+        lb->kind() == c10::prim::ListConstruct && la->inputs().size() == 1 &&
+        lb->inputs().size() == 1 && la->input(0) == lb->input(0) &&
+        provablySameRank(na->input(0), nb->input(0)))
+      return true;
+  }
+  auto ra = knownRank(a, nullptr), rb = knownRank(b, nullptr);
   return ra && ra == rb;
 }
 

@@ -73,6 +73,21 @@ bool provablySameShape(const torch::jit::Value *a, const torch::jit::Value *b);
 /// value through rank-preserving ops (elementwise with scalars, casts...).
 bool provablySameRank(const torch::jit::Value *a, const torch::jit::Value *b);
 
+/// The rank of \p v where the ops that made it fix it (reshape to a list of
+/// known length, unsqueeze, per-row ops, reductions over constant dims,
+/// elementwise ops over operands of known rank, and, given \p analysis,
+/// x[mask]); nullopt where it is not known before the program runs.
+std::optional<int64_t> knownRank(const torch::jit::Value *v,
+                                 const AnalysisResult *analysis = nullptr,
+                                 int depth = 0);
+
+/// A dimension argument \p dim of an op on \p of, made non-negative: a
+/// negative one counts from the end of a rank knownRank() must fix (plus
+/// \p extra: unsqueeze's dims range over rank + 1). nullopt if it cannot.
+std::optional<int64_t> resolveDim(int64_t dim, const torch::jit::Value *of,
+                                  int64_t extra = 0,
+                                  const AnalysisResult *analysis = nullptr);
+
 /// Whether \p v is provably a 0-d tensor (a number made a tensor, a full
 /// reduction).
 bool provablyZeroDim(const torch::jit::Value *v);

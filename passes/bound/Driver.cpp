@@ -411,9 +411,10 @@ private:
   }
 };
 
-/// What the syncs a trial introduced are, most frequent first: "uses with
-/// no bounded form materialize: 'torchvision::nms' 4, returned 2, ...".
-std::string materializationSummary(RewriteTrial &trial) {
+/// The syncs a trial introduced, by what needed them: the op of a use with
+/// no bounded form ("'aten::gather'"), "returned", or "leaving a loop or an
+/// if".
+std::map<std::string, size_t> materializations(RewriteTrial &trial) {
   const AnalysisResult &analysis = trial.ctx().facts.analysis(trial.graph());
   std::map<std::string, size_t> count;
   for (size_t i = 0; i < analysis.findings.size(); ++i) {
@@ -430,6 +431,13 @@ std::string materializationSummary(RewriteTrial &trial) {
     else if (!why.empty())
       ++count["leaving a loop or an if"];
   }
+  return count;
+}
+
+/// What the syncs a trial introduced are, most frequent first: "uses with
+/// no bounded form materialize: 'torchvision::nms' 4, returned 2, ...".
+std::string materializationSummary(RewriteTrial &trial) {
+  std::map<std::string, size_t> count = materializations(trial);
   std::vector<std::pair<std::string, size_t>> sorted(count.begin(), count.end());
   std::stable_sort(sorted.begin(), sorted.end(),
                    [](const auto &a, const auto &b) { return a.second > b.second; });
@@ -440,6 +448,14 @@ std::string materializationSummary(RewriteTrial &trial) {
   if (sorted.size() > 5)
     text += ", ...";
   return text;
+}
+
+/// The syncs a trial introduced mid-computation: all but those at outputs.
+size_t midSyncPoints(RewriteTrial &trial) {
+  size_t n = 0;
+  for (const auto &[why, k] : materializations(trial))
+    n += why == "returned" ? 0 : k;
+  return n;
 }
 
 bool runOnce(std::shared_ptr<Graph> &graph, PassContext &ctx,
@@ -521,7 +537,7 @@ bool boundShapes(std::shared_ptr<Graph> &graph, PassContext &ctx) {
   // copy, and kept (the trial adopted, not run again) only where the policy
   // allows it, so one island with no bounded form leaves the others free.
   // Past kMaxIslandTrials islands the graph is one trial, as a whole.
-  size_t current = countSyncPoints(analysis);
+  RewriteCost current = rewriteCost(analysis);
   std::vector<std::vector<Node *>> islands = rootsByIsland(*graph, analysis);
   if (islands.size() > kMaxIslandTrials) {
     std::vector<Node *> all;
@@ -540,13 +556,17 @@ bool boundShapes(std::shared_ptr<Graph> &graph, PassContext &ctx) {
     if (!bound::runOnce(trial.graph(), trial.ctx(),
                         trial.ctx().facts.analysis(trial.graph()), filter))
       continue;
-    size_t after = trial.syncPoints();
+    RewriteCost after = trial.cost(bound::midSyncPoints(trial));
     if (!rewriteAllowed(current, after)) {
       declineAll(ctx, islands[k],
                  "bounded, the graph would reach the host at " +
-                     std::to_string(after) + " points instead of " +
-                     std::to_string(current) + " (" +
-                     bound::materializationSummary(trial) + ")");
+                     std::to_string(after.syncPoints) + " points instead of " +
+                     std::to_string(current.syncPoints) +
+                     (after.syncPoints == current.syncPoints
+                          ? ", " + std::to_string(after.midSyncPoints) +
+                                " of them mid-computation"
+                          : "") +
+                     " (" + bound::materializationSummary(trial) + ")");
       continue;
     }
     // The later islands' roots, in the graph the trial becomes (the rewrite

@@ -93,15 +93,20 @@ RuleResult selection(Node *node, RuleContext &rc) {
   // valid rows aligned with the first's, and takes the first's count. Only
   // for bases of one rank: x[m] of (n, 3) and y[m] of (n,) broadcast by
   // their trailing dimensions, so their padded rows would not line up (and
-  // the original's result would depend on the count).
+  // the original's result would depend on the count). Of bases of other
+  // ranks (lprobs[m] of (n, V), target[m] of (n,)) the counts are recorded
+  // equal: rules that check ranks themselves may combine them.
   Value *count = outs[1];
   if (!rc.aliases.hasWriters(sel->mask)) {
     auto [first, fresh] =
         rc.selectionCounts.emplace(sel->mask, std::make_pair(sel->base, count));
     Value *firstCount = first->second.second;
-    if (!fresh && firstCount->node()->owningBlock() == node->owningBlock() &&
-        provablySameRank(first->second.first, sel->base))
-      count = firstCount;
+    if (!fresh && firstCount->node()->owningBlock() == node->owningBlock()) {
+      if (provablySameRank(first->second.first, sel->base))
+        count = firstCount;
+      else
+        rc.equalCounts[count] = firstCount;
+    }
   }
   // masked_select is always a vector; so is x[m] for a mask of x's own
   // shape (x > 0, x == v, ...).

@@ -3,6 +3,7 @@
 //   elementwise ops on bounded values        -> on the padded rows
 //   per-row ops on dims >= 1 (softmax, ...)   -> on the padded rows
 //   sort/argsort (any dim), topk (dim 0)     -> live rows first (sort_dim)
+//   gather along dims >= 1, one count         -> row by row (gather_within_rows)
 //   reductions of a bounded value            -> masked (keep_rows)
 //
 //===----------------------------------------------------------------------===//
@@ -38,11 +39,14 @@ bool isElementwise(const Node *node) {
 }
 
 /// Whether every dimension argument of \p node named in \p names that it
-/// has is a constant >= 1 (at least one is there): the op then works within
-/// each row of dimension 0. Negative dimensions are refused, since the rank
-/// is not known (-1 is dimension 0 of a vector).
-bool onlyTrailingDims(const Node *node,
-                      const std::vector<const char *> &names) {
+/// has is a constant that is >= 1 once made non-negative (at least one is
+/// there): the op then works within each row of dimension 0. A negative
+/// dimension counts from the end of a rank the program must fix
+/// (knownRank); unknown, it is refused (-1 is dimension 0 of a vector).
+bool onlyTrailingDims(const Node *node, const std::vector<const char *> &names,
+                      const RuleContext &rc) {
+  // unsqueeze's dimension ranges over one more than its input's rank.
+  int64_t extra = is(node, "aten::unsqueeze") ? 1 : 0;
   bool any = false;
   for (const char *name : names) {
     Value *dim = namedInput(node, name);
@@ -51,10 +55,14 @@ bool onlyTrailingDims(const Node *node,
     std::optional<std::vector<int64_t>> dims = constantIntList(dim);
     if (auto d = constantInt(dim))
       dims = std::vector<int64_t>{*d};
-    if (!dims || dims->empty() ||
-        !std::all_of(dims->begin(), dims->end(),
-                     [](int64_t d) { return d > 0; }))
+    if (!dims || dims->empty())
       return false;
+    for (int64_t d : *dims) {
+      std::optional<int64_t> resolved =
+          resolveDim(d, node->input(0), extra, &rc.analysis);
+      if (!resolved || *resolved < 1)
+        return false;
+    }
     any = true;
   }
   return any;
@@ -83,15 +91,26 @@ bool passRows(Node *node, RuleContext &rc, bool keepsDtype) {
     if (!isTensor(out))
       return false;
   Value *count = nullptr;
+  Value *first = nullptr; // the first bounded operand
   bool allIndex = true;
   // The padded stand-in of one operand, or null if it cannot go through.
+  // Bounded operands share one count; counts only known equal (selections
+  // of bases of other ranks) also need ranks known equal, since of two
+  // ranks they would broadcast by their trailing dimensions.
   auto padded = [&](Value *v) -> Value * {
     Rep *r = rc.rep(v);
     if (!r)
       return isTensor(v) && !provablyZeroDim(v) ? nullptr : v;
-    if (r->kind != Rep::Kind::Bounded || (count && r->count != count))
+    if (r->kind != Rep::Kind::Bounded)
       return nullptr;
-    count = r->count;
+    if (count && r->count != count) {
+      std::optional<int64_t> a = knownRank(first, &rc.analysis);
+      if (!rc.sameCount(count, r->count) || !a ||
+          a != knownRank(v, &rc.analysis))
+        return nullptr;
+    }
+    first = first ? first : v;
+    count = count ? count : r->count;
     allIndex &= r->isIndex;
     return r->value;
   };
@@ -145,7 +164,7 @@ bool passRows(Node *node, RuleContext &rc, bool keepsDtype) {
 /// An op of kPerRowOps on trailing dimensions.
 RuleResult perRow(Node *node, RuleContext &rc) {
   const std::vector<const char *> *dims = perRowDims(node);
-  if (!dims || !onlyTrailingDims(node, *dims))
+  if (!dims || !onlyTrailingDims(node, *dims, rc))
     return RuleResult::notApplicable();
   Value *dtype = namedInput(node, "dtype");
   return RuleResult::appliedIf(
@@ -233,12 +252,35 @@ RuleResult reduce(Node *node, RuleContext &rc) {
                                     {r->value, r->count}, node)[0]};
   std::string why;
   std::vector<Value *> outs = emitMaskedReduction(rc.graph, node, view, why);
-  if (outs.empty() && onlyTrailingDims(node, {"dim"}))
+  if (outs.empty() && onlyTrailingDims(node, {"dim"}, rc))
     return RuleResult::appliedIf(passRows(node, rc, /*keepsDtype=*/false));
   if (outs.empty())
     return RuleResult::declined(why);
   for (size_t i = 0; i < outs.size(); ++i)
     rc.replaceStatic(node->output(i), outs[i]);
+  return RuleResult::applied();
+}
+
+/// gather(src, dim, index) along a dim >= 1 of bounded src and index with
+/// one count (x[m] gathered by y[m]): row by row (gather_within_rows), the
+/// padding rows' indices made valid so that only live rows can raise, as in
+/// the original.
+RuleResult gatherRows(Node *node, RuleContext &rc) {
+  Rep *src = rc.bounded(node->input(0));
+  Rep *index = rc.bounded(node->input(2));
+  if (!src || !index || !rc.sameCount(src->count, index->count) ||
+      rc.rep(node->input(1)) || rc.rep(node->input(3)))
+    return RuleResult::declined();
+  std::optional<int64_t> dim = constantInt(node->input(1));
+  if (dim)
+    dim = resolveDim(*dim, node->input(0), 0, &rc.analysis);
+  if (!dim || *dim < 1)
+    return RuleResult::declined();
+  Value *rows = insertForm(rc.graph, "gather_within_rows",
+                           {src->value, rc.constant(*dim), index->value,
+                            index->count},
+                           node)[0];
+  rc.setBounded(node->output(), rows, index->count, src->isIndex);
   return RuleResult::applied();
 }
 
@@ -262,6 +304,7 @@ void addRowRules(std::vector<BoundRule> &rules) {
   rules.push_back({"sort", On::Use,
                    ops({"aten::sort", "aten::argsort", "aten::topk"}),
                    sortRows});
+  rules.push_back({"gather-within-rows", On::Use, ops({"aten::gather"}), gatherRows});
   rules.push_back({"reduce", On::Use, {}, reduce});
   rules.push_back({"elementwise", On::Use, {}, elementwise});
 }

@@ -183,6 +183,18 @@ public:
   std::unordered_map<const torch::jit::Value *,
                      std::pair<torch::jit::Value *, torch::jit::Value *>>
       selectionCounts;
+  /// A count known equal to another (a selection by the same mask of a base
+  /// of another rank) -> that one.
+  std::unordered_map<const torch::jit::Value *, torch::jit::Value *>
+      equalCounts;
+  /// Whether counts \p a and \p b are provably equal.
+  bool sameCount(const torch::jit::Value *a, const torch::jit::Value *b) const {
+    auto canonical = [&](const torch::jit::Value *c) {
+      auto it = equalCounts.find(c);
+      return it == equalCounts.end() ? c : it->second;
+    };
+    return canonical(a) == canonical(b);
+  }
 
   //===--- Emitting -------------------------------------------------------===//
 

@@ -10,6 +10,8 @@
 
 #include "passes/bound/Rules.h"
 
+#include "passes/Selection.h"
+
 #include "passes/GraphUtils.h"
 #include "passes/LiftScalars.h"
 #include "passes/OpCatalogue.h"
@@ -72,7 +74,9 @@ RuleResult sizeOf(Node *node, RuleContext &rc) {
     if (node->inputs().size() != 2)
       return RuleResult::declined(); // the whole size list
     auto d = constantInt(node->input(1));
-    if (!d || *d < 0)
+    if (d) // size(-1) of a value whose rank the program fixes
+      d = resolveDim(*d, node->input(0), 0, &rc.analysis);
+    if (!d)
       return RuleResult::declined();
     if (*d > 0) { // trailing sizes are the padded tensor's
       rc.replaceStatic(node->output(),

@@ -129,6 +129,23 @@ def gather_rows(src: Tensor, src_count: Tensor, index: Tensor,
     return src.index_select(0, i.reshape(-1)).reshape(shape)
 
 
+def gather_within_rows(src: Tensor, dim: int, index: Tensor, count: Tensor) -> Tensor:
+    """gather(src, dim, index) along a dim >= 1 of bounded src and index
+    with one count: each row from its own row. Padding rows of the index
+    hold what row 0 holds, which the original never used: they read
+    position 0 instead, so that only live rows can raise. Where the dim is
+    empty no position is valid: a zero one is appended for the padding, and
+    live indices move past it, so that they raise as the original's do."""
+    live = keep_rows(index, count)
+    if src.size(dim) > 0:
+        return torch.gather(src, dim, index.masked_fill(~live, 0))
+    slot = src.size()
+    slot[dim] = 1
+    room = torch.cat([src.new_zeros(slot), src], dim)
+    moved = torch.where(index >= 0, index + 1, index)
+    return torch.gather(room, dim, moved.masked_fill(~live, 0))
+
+
 def cat_rows(parts: List[Tensor], counts: List[Tensor]) -> Tuple[Tensor, Tensor]:
     """cat(parts, 0) of bounded parts: the valid rows compacted in order."""
     live: List[Tensor] = []

@@ -116,8 +116,9 @@ class ByteMaskSum(torch.nn.Module):
 
 
 class NumelOfMask(torch.nn.Module):
-    """The count stays lifted up to torch.tensor(), a host value (and a CPU
-    tensor), where it is read once."""
+    """The count would stay lifted up to torch.tensor(), a host value (and a
+    CPU tensor), and be read there once: one sync for the original's one,
+    mid-computation, so bound keeps the original and says why."""
 
     def forward(self, x, t):
         m = t > 0
@@ -133,7 +134,8 @@ class SumDim1Kept(torch.nn.Module):
 
 
 class MaxIndicesKept(torch.nn.Module):
-    """max's indices refer to the selected rows: kept."""
+    """max's indices refer to the selected rows: bounded, the selection would
+    be cut to its count for max, a sync for the original's one: kept."""
 
     def forward(self, x, t):
         m = t > 0
@@ -141,7 +143,9 @@ class MaxIndicesKept(torch.nn.Module):
 
 
 class FunctionalNormKept(torch.nn.Module):
-    """torch.norm builds its dims with a loop at run time: kept, and said."""
+    """torch.norm builds its dims with a loop at run time: bounded, the
+    selection would be cut to its count for it, a sync for the original's
+    one: kept, and said."""
 
     def forward(self, x, t):
         m = t > 0
@@ -559,6 +563,51 @@ class StdOfRowsDim0(torch.nn.Module):
         return x[t > 0].std(0)
 
 
+# --- token losses of real projects ------------------------------------------
+
+class FairseqLabelSmoothedNll(torch.nn.Module):
+    """fairseq's label_smoothed_nll_loss after its criterion drops padding:
+    rows selected by a mask, a gather along the vocabulary by the selected
+    targets, sums along it, and the vocabulary size read with size(-1)."""
+
+    def forward(self, logits, target):
+        lprobs = torch.log_softmax(logits, dim=-1).view(-1, logits.size(-1))
+        target = target.view(-1)
+        keep = target != 1
+        lprobs, target = lprobs[keep], target[keep]
+        nll_loss = -lprobs.gather(dim=-1, index=target.unsqueeze(-1)).squeeze(-1)
+        smooth_loss = -lprobs.sum(dim=-1)
+        eps_i = 0.1 / lprobs.size(-1)
+        return ((1.0 - 0.1) * nll_loss + eps_i * smooth_loss).sum()
+
+
+class HuggingFaceIgnoredTokens(torch.nn.Module):
+    """A Hugging Face token loss with ignore_index -100: the labels left out
+    hold -100, never a valid index, so a gather must not see them."""
+
+    def forward(self, logits, labels):
+        logits = logits.view(-1, logits.size(-1))  # as the model flattens them
+        labels = labels.view(-1)
+        keep = labels != -100
+        lprobs = torch.log_softmax(logits[keep], dim=-1)
+        picked = lprobs.gather(1, labels[keep].unsqueeze(1))
+        return -picked.mean()
+
+
+def token_inputs(vocab, pad):
+    """logits [4, 6, vocab] and targets with `pad` where kind says: none
+    padded, all padded, or random."""
+    def make(g, kind):
+        logits = torch.randn(4, 6, vocab, generator=g)
+        target = torch.randint(0, vocab, (4, 6), generator=g)
+        target[target == pad] = 0
+        drop = {"none": torch.zeros(4, 6), "all": torch.ones(4, 6)}.get(
+            kind, torch.rand(4, 6, generator=g))
+        target[drop > 0.5] = pad
+        return logits, target
+    return make
+
+
 def _1d(n):
     return lambda g, k: (floats((n,), g), mask_like((n,), g, k))
 
@@ -572,6 +621,8 @@ def _same(shape):
 
 
 CASES = [
+    ("fairseq-label-smoothed-nll", FairseqLabelSmoothedNll(), token_inputs(13, 1), "static"),
+    ("hf-ignored-tokens", HuggingFaceIgnoredTokens(), token_inputs(11, -100), "static"),
     ("masked-accuracy", MaskedAccuracy(), _1d(40), "static"),
     ("std-of-selection", StdOfSelection(), _1d(30), "static"),
     ("std-of-rows-dim0", StdOfRowsDim0(), _rows((9, 4)), "static"),
@@ -591,10 +642,10 @@ CASES = [
     ("rows-amax-max-dim0", RowMaskMaxDim0(), _rows((6, 3)), "static"),
     ("int-and-bool-sum", IntSumMask(), lambda g, k: (torch.randint(-5, 5, (30,), generator=g), mask_like((30,), g, k)), "static"),
     ("byte-mask-sum", ByteMaskSum(), _1d(30), "static"),
-    ("numel-of-mask", NumelOfMask(), _same((4, 6)), "materialized"),
+    ("numel-of-mask", NumelOfMask(), _same((4, 6)), "kept:bound"),
     ("sum-dim1-kept", SumDim1Kept(), _rows((6, 3)), "materialized"),
-    ("max-indices-kept", MaxIndicesKept(), _rows((6, 3)), "materialized"),
-    ("functional-norm-kept", FunctionalNormKept(), _1d(20), "materialized"),
+    ("max-indices-kept", MaxIndicesKept(), _rows((6, 3)), "kept:bound"),
+    ("functional-norm-kept", FunctionalNormKept(), _1d(20), "kept:bound"),
     ("integer-index-untouched", IntegerIndexUntouched(), lambda g, k: (floats((10,), g), torch.randint(0, 10, (7,), generator=g)), "untouched"),
     ("unknown-index-reported", UnknownIndexReported(), lambda g, k: (floats((10,), g), torch.randint(0, 10, (7,), generator=g)), "kept:masked-reduce"),
     ("store-scalar", StoreScalar(), _same((5, 5)), "static"),

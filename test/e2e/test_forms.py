@@ -125,3 +125,28 @@ def test_sort_rows_sorts_the_live_rows_first(cu):
                 got, want_values = got.nan_to_num(7.0), want_values.nan_to_num(7.0)
             assert torch.equal(got, want_values)
             assert values.shape == padded.shape and order.dtype == torch.long
+
+
+def test_gather_within_rows_raises_only_where_gather_does(cu):
+    """gather along dim 1 of bounded rows: the live rows equal torch.gather
+    of the live rows, whatever the padding rows hold (-100, past the end),
+    and it raises exactly when that gather raises (empty dims included)."""
+    gen = torch.Generator().manual_seed(3)
+    raised = 0
+    for _ in range(600):
+        n, width, k = (int(torch.randint(lo, hi, (), generator=gen))
+                       for lo, hi in ((0, 6), (0, 4), (0, 3)))
+        count = int(torch.randint(0, n + 1, (), generator=gen))
+        src = torch.randn(n, width, generator=gen)
+        index = torch.randint(-2, width + 2, (n, k), generator=gen)
+        index[count:] = -100  # what padding may hold: never a valid index
+        try:
+            want = torch.gather(src[:count], 1, index[:count])
+        except RuntimeError:
+            raised += 1
+            with pytest.raises(RuntimeError):
+                cu.gather_within_rows(src, 1, index, torch.tensor(count))
+            continue
+        got = cu.gather_within_rows(src, 1, index, torch.tensor(count))
+        assert got.shape == (n, k) and torch.equal(got[:count], want)
+    assert 50 < raised < 550, raised  # both branches were exercised

@@ -45,6 +45,7 @@ if [[ " $stages " == *" build "* ]]; then
       -DCMAKE_PREFIX_PATH="$prefix" -DCMAKE_CUDA_COMPILER="$nvcc" \
       -DTORCH_CUDA_ARCH_LIST=9.0 -DSTATICIFY_PYTHON="$PY" \
       -DLLVM_TOOLS_DIR="$TOOLS/bin" -DSTATICIFY_GTEST_SOURCE="$TOOLS/googletest" \
+      -Dpybind11_DIR="$("$PY" -c 'import pybind11; print(pybind11.get_cmake_dir())' 2>/dev/null)" \
       >"$OUT/build.log" 2>&1; then
     note "configure: ok"
   else

@@ -287,6 +287,8 @@ PipelineResult runPipeline(std::shared_ptr<Graph> &graph,
   ctx.options = options;
   std::shared_ptr<const AnalysisResult> before;
   std::vector<Segment> beforeSegments;
+  // The graph as the rewriting passes found it, for the policy's last word.
+  std::shared_ptr<Graph> unrewritten;
   // Data-dependent ops once calls are inlined, and when the analysis first
   // looks: fewer means normalization erased dead ones.
   std::optional<size_t> dynamicOpsInlined;
@@ -310,6 +312,7 @@ PipelineResult runPipeline(std::shared_ptr<Graph> &graph,
       beforeSegments = timed(result.seconds, "partition (before)", [&] {
                          return partitionGraph(*graph, *before).segments;
                        });
+      unrewritten = graph->copy();
     }
     if (!pass->rewrites && !dynamicOpsInlined && pass->name != "inline")
       dynamicOpsInlined = countDynamicOps(graph->block());
@@ -329,6 +332,24 @@ PipelineResult runPipeline(std::shared_ptr<Graph> &graph,
   std::shared_ptr<const AnalysisResult> afterFacts =
       timed(result.seconds, "analysis (after)",
             [&] { return ctx.facts.sharedAnalysis(graph, Detail::Report); });
+  // The policy over the whole pipeline (RewritePolicy.h): the passes whose
+  // rewrites cannot cost a sync run without trials, but together with the
+  // others they still might (masked-reduce's count of a selection, read
+  // back for a host use, while bound keeps the selection). A method that
+  // would reach the host at more points than before is left as it was.
+  std::string reverted;
+  if (unrewritten && result.rewritten) {
+    size_t was = countSyncPoints(*before), now = countSyncPoints(*afterFacts);
+    if (now > was) {
+      reverted = "pipeline: the rewritten method would reach the host at " +
+                 std::to_string(now) + " points instead of " +
+                 std::to_string(was) + "; it is left as it was";
+      graph = unrewritten;
+      ctx.facts.invalidate();
+      result.rewritten = false;
+      afterFacts = ctx.facts.sharedAnalysis(graph, Detail::Report);
+    }
+  }
   const AnalysisResult &after = *afterFacts;
   PartitionResult &partition = result.partition;
   partition = timed(result.seconds, "partition (after)",
@@ -339,6 +360,11 @@ PipelineResult runPipeline(std::shared_ptr<Graph> &graph,
   }
   result.report.findings = before->findings;
   for (Finding &f : result.report.findings) {
+    if (!reverted.empty()) {
+      if (f.role == Role::Root)
+        f.reason = reverted;
+      continue;
+    }
     if (auto it = ctx.rewritten().find(f.id); it != ctx.rewritten().end()) {
       f.action = "rewritten";
       f.rule = it->second;

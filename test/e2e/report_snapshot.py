@@ -36,6 +36,7 @@ sys.path.insert(0, str(ROOT / "examples"))
 
 import bounded_models  # noqa: E402
 import corpus  # noqa: E402
+import idioms  # noqa: E402
 import models  # noqa: E402
 import sampler  # noqa: E402
 
@@ -68,6 +69,8 @@ def script_all(workdir):
             save(f"{mod.__name__}.{name}", module)
     for name, module, _, _ in corpus.CASES:
         save(f"corpus.{name}", module)
+    for name, _, module, _ in idioms.IDIOMS:
+        save(f"idioms.{name}", module)
     return paths
 
 

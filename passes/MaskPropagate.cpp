@@ -23,7 +23,7 @@ namespace {
 /// elements too.
 bool isTotalElementwise(const Node *node) {
   const OpInfo *op = opInfo(node);
-  return op && op->has(kElementwise) && opRole(node) != OpRole::DynamicShapeRoot &&
+  return op && opElementwise(node) && opRole(node) != OpRole::DynamicShapeRoot &&
          neverRaisesOnValues(node) && node->outputs().size() == 1;
 }
 

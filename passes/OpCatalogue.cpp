@@ -105,6 +105,21 @@ bool mutatesFirstInput(const Node *node) {
   return alias && alias->isWrite();
 }
 
+int64_t lossReduction(const Node *node) {
+  const OpInfo *op = opInfo(node);
+  if (!op || !op->has(kReducedLoss))
+    return 0;
+  const torch::jit::Value *reduction = namedInput(node, "reduction");
+  std::optional<int64_t> r = reduction ? constantInt(reduction) : std::nullopt;
+  return r ? *r : -1; // -1: not known before the program runs
+}
+
+bool opElementwise(const Node *node) {
+  const OpInfo *op = opInfo(node);
+  return op && op->has(kElementwise) &&
+         (!op->has(kReducedLoss) || lossReduction(node) == 0);
+}
+
 bool neverRaisesOnValues(const Node *node) {
   if (node->kind() == c10::prim::Constant)
     return true;

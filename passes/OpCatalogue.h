@@ -37,6 +37,15 @@ std::optional<std::string> inputName(const torch::jit::Node *node,
 /// How many of \p node's inputs are tensors (max(a, b) has two, max(a) one).
 size_t countTensorInputs(const torch::jit::Node *node);
 
+/// Whether \p node computes each result element from the operands' elements
+/// at the same (broadcast) position: kElementwise ops, losses only with
+/// reduction none.
+bool opElementwise(const torch::jit::Node *node);
+
+/// The reduction (1 mean, 2 sum) of a loss with a constant one other than
+/// none (kReducedLoss), or 0.
+int64_t lossReduction(const torch::jit::Node *node);
+
 /// Whether the node writes to its first input (`append`, `index_put_`...).
 bool mutatesFirstInput(const torch::jit::Node *node);
 

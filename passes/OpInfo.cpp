@@ -130,6 +130,13 @@ const std::vector<OpInfo> kTable = {
     {"aten::sqrt", nullptr, R::LeadingPreserving, kEw},
     {"aten::pow", nullptr, R::LeadingPreserving, kEw | kMayRaise | kScalarOperandTakesTensor},
     {"aten::sigmoid", nullptr, R::LeadingPreserving, kEw},
+    // Elementwise losses: elementwise with reduction none (opElementwise),
+    // which normalize makes of a constant mean or sum.
+    {"aten::smooth_l1_loss", nullptr, R::LeadingPreserving, kEw | kReducedLoss},
+    {"aten::l1_loss", nullptr, R::LeadingPreserving, kEw | kReducedLoss},
+    {"aten::mse_loss", nullptr, R::LeadingPreserving, kEw | kReducedLoss},
+    {"aten::huber_loss", nullptr, R::LeadingPreserving, kEw | kReducedLoss},
+    {"aten::binary_cross_entropy_with_logits", nullptr, R::LeadingPreserving, kEw | kReducedLoss},
     {"aten::relu", nullptr, R::LeadingPreserving, kEw},
     {"aten::tanh", nullptr, R::LeadingPreserving, kEw},
     {"aten::clamp", nullptr, R::LeadingPreserving, kEw},

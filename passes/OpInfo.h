@@ -104,6 +104,9 @@ enum Trait : uint32_t {
   kAddsDim = 1u << 20,
   /// The result has one dimension fewer than its input (select).
   kDropsDim = 1u << 21,
+  /// A loss with a `reduction` argument (none, mean, sum): elementwise with
+  /// none; normalize turns a constant mean or sum into none and a reduction.
+  kReducedLoss = 1u << 22,
 };
 using Traits = uint32_t;
 

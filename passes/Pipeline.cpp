@@ -51,6 +51,32 @@ static bool inlineCalls(std::shared_ptr<Graph> &graph, PassContext &) {
   return true;
 }
 
+/// `loss(a, b, reduction=mean|sum)` as `loss(a, b, reduction=none)` then
+/// `mean()`/`sum()`, which is how PyTorch reduces a loss (kReducedLoss): the
+/// elementwise part then goes through selections and padding like any
+/// elementwise op, and the reduction is masked.
+static bool decomposeReducedLosses(Graph &graph) {
+  bool changed = false;
+  for (Node *node : collectNodes(graph.block())) {
+    int64_t reduction = lossReduction(node);
+    if (reduction != 1 && reduction != 2)
+      continue;
+    torch::jit::WithInsertPoint guard(node);
+    torch::jit::Value *none = graph.insertConstant(int64_t{0});
+    torch::jit::Value *old = namedInput(node, "reduction");
+    Node *perElement = graph.insertNode(graph.createClone(
+        node, [&](torch::jit::Value *v) { return v == old ? none : v; }));
+    perElement->setSourceRange(node->sourceRange());
+    torch::jit::Value *reduced = emit(graph, reduction == 1 ? "aten::mean" : "aten::sum",
+                          {perElement->output()}, node,
+                          {torch::jit::NamedValue("dtype", c10::IValue())});
+    node->output()->replaceAllUsesWith(reduced);
+    node->destroy();
+    changed = true;
+  }
+  return changed;
+}
+
 /// Canonical forms the analysis and the rewrites rely on. Constant
 /// propagation never folds nondeterministic ops (rand*, randperm,
 /// multinomial), and nothing here merges or reorders them.
@@ -58,6 +84,7 @@ static bool normalize(std::shared_ptr<Graph> &graph, PassContext &) {
   size_t before = countNodes(graph->block());
   bool changed =
       torch::jit::ConstantPropagation(graph, /*ignore_custom_classes=*/true);
+  changed |= decomposeReducedLosses(*graph);
   torch::jit::LowerSimpleTuples(graph);
   torch::jit::EliminateDeadCode(graph);
   // Tuple lowering and dead-code elimination only ever remove nodes.

@@ -171,7 +171,7 @@ static bool isRankPreserving(const Node *node) {
   // sizes (cat, slice, arange...), nor where, whose first operand is its
   // condition.
   const OpInfo *op = opInfo(node);
-  return (op->has(kElementwise) || op->has(kLikeInput)) &&
+  return (opElementwise(node) || op->has(kLikeInput)) &&
          !op->has(kConditionFirst);
 }
 

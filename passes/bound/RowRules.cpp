@@ -32,7 +32,7 @@ namespace {
 /// keeps the leading dimension.
 bool isElementwise(const Node *node) {
   const OpInfo *op = opInfo(node);
-  if (!op || !(op->has(kElementwise) || op->has(kLikeInput)) ||
+  if (!op || !(opElementwise(node) || op->has(kLikeInput)) ||
       opRole(node) != OpRole::LeadingPreserving || node->outputs().size() != 1)
     return false;
   return neverRaisesOnValues(node); // padding rows are computed too

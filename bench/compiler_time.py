@@ -14,6 +14,8 @@ import pathlib
 import subprocess
 import sys
 
+from docs_section import write_section
+
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 
 
@@ -72,14 +74,8 @@ def main():
     body = "\n".join(lines)
     print(body)
     if args.docs:
-        doc = pathlib.Path(args.docs) / "benchmarks.md"
-        text = doc.read_text()
-        begin, end = "<!-- compiler:begin -->", "<!-- compiler:end -->"
-        if begin in text:
-            text = text[:text.index(begin)] + body + text[text.index(end) + len(end):]
-        else:
-            text = text.rstrip() + "\n\n" + body + "\n"
-        doc.write_text(text)
+        write_section(pathlib.Path(args.docs) / "benchmarks.md",
+                      "<!-- compiler:begin -->", "<!-- compiler:end -->", body)
     return 0
 
 

@@ -20,6 +20,7 @@ import torch
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "test" / "e2e"))
 import idioms  # noqa: E402
+from docs_section import write_section  # noqa: E402
 
 BEGIN, END = "<!-- idioms:begin -->", "<!-- idioms:end -->"
 
@@ -111,12 +112,7 @@ def main():
             "Why the others stay: " + "; ".join(
                 f"{why or 'no reason given'} ({n})" for why, n in causes.most_common()) + ".",
             END])
-        current = doc.read_text()
-        if BEGIN in current:
-            current = current[:current.index(BEGIN)] + body + current[current.index(END) + len(END):]
-        else:
-            current = current.rstrip() + "\n\n## Idioms of real projects\n\n" + body + "\n"
-        doc.write_text(current)
+        write_section(doc, BEGIN, END, body, heading="## Idioms of real projects")
     return 0
 
 

@@ -38,6 +38,7 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "examples"))
 sys.path.insert(0, str(ROOT / "bench"))
 import handwritten  # noqa: E402
+from docs_section import write_section  # noqa: E402
 import sampler  # noqa: E402
 
 FEATURES = 16
@@ -276,7 +277,6 @@ def plot(rows, path, device):
 def update_docs(docs, device, rows, info, command):
     doc = docs / "benchmarks.md"
     begin, end = f"<!-- sampler:{device}:begin -->", f"<!-- sampler:{device}:end -->"
-    text = doc.read_text()
     body = "\n".join([
         begin,
         f"Machine: {info.get('cpu', info['processor'])}"
@@ -290,11 +290,7 @@ def update_docs(docs, device, rows, info, command):
         "",
         f"![time per call vs N](sampler-{device}.png)",
         end])
-    if begin in text:
-        text = text[:text.index(begin)] + body + text[text.index(end) + len(end):]
-    else:
-        text = text.rstrip() + "\n\n" + body + "\n"
-    doc.write_text(text)
+    write_section(doc, begin, end, body)
 
 
 FIELDS = ["n", "batch", "variant", "loop", "median_us", "iqr_us", "repeats",

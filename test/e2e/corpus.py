@@ -9,6 +9,8 @@ from typing import List, Tuple
 
 import torch
 
+import idioms
+
 
 def mask_like(shape, gen, kind):
     """A float tensor t whose `t > 0` is the mask: none, all, or random.
@@ -563,36 +565,7 @@ class StdOfRowsDim0(torch.nn.Module):
         return x[t > 0].std(0)
 
 
-# --- token losses of real projects ------------------------------------------
-
-class FairseqLabelSmoothedNll(torch.nn.Module):
-    """fairseq's label_smoothed_nll_loss after its criterion drops padding:
-    rows selected by a mask, a gather along the vocabulary by the selected
-    targets, sums along it, and the vocabulary size read with size(-1)."""
-
-    def forward(self, logits, target):
-        lprobs = torch.log_softmax(logits, dim=-1).view(-1, logits.size(-1))
-        target = target.view(-1)
-        keep = target != 1
-        lprobs, target = lprobs[keep], target[keep]
-        nll_loss = -lprobs.gather(dim=-1, index=target.unsqueeze(-1)).squeeze(-1)
-        smooth_loss = -lprobs.sum(dim=-1)
-        eps_i = 0.1 / lprobs.size(-1)
-        return ((1.0 - 0.1) * nll_loss + eps_i * smooth_loss).sum()
-
-
-class HuggingFaceIgnoredTokens(torch.nn.Module):
-    """A Hugging Face token loss with ignore_index -100: the labels left out
-    hold -100, never a valid index, so a gather must not see them."""
-
-    def forward(self, logits, labels):
-        logits = logits.view(-1, logits.size(-1))  # as the model flattens them
-        labels = labels.view(-1)
-        keep = labels != -100
-        lprobs = torch.log_softmax(logits[keep], dim=-1)
-        picked = lprobs.gather(1, labels[keep].unsqueeze(1))
-        return -picked.mean()
-
+# --- token losses of real projects: idioms.py's fairseq and Hugging Face ones -----
 
 def token_inputs(vocab, pad):
     """logits [4, 6, vocab] and targets with `pad` where kind says: none
@@ -621,8 +594,8 @@ def _same(shape):
 
 
 CASES = [
-    ("fairseq-label-smoothed-nll", FairseqLabelSmoothedNll(), token_inputs(13, 1), "static"),
-    ("hf-ignored-tokens", HuggingFaceIgnoredTokens(), token_inputs(11, -100), "static"),
+    ("fairseq-label-smoothed-nll", idioms.FairseqLabelSmoothed(), token_inputs(13, 1), "static"),
+    ("hf-ignored-tokens", idioms.HFIgnoreIndexLoss(), token_inputs(11, -100), "static"),
     ("masked-accuracy", MaskedAccuracy(), _1d(40), "static"),
     ("std-of-selection", StdOfSelection(), _1d(30), "static"),
     ("std-of-rows-dim0", StdOfRowsDim0(), _rows((9, 4)), "static"),

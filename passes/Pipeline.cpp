@@ -21,11 +21,11 @@
 #include <torch/csrc/jit/passes/lower_tuples.h>
 
 #include <algorithm>
-#include <unordered_set>
 #include <chrono>
 #include <cstdio>
 #include <stdexcept>
 #include <type_traits>
+#include <unordered_set>
 
 namespace staticify {
 
@@ -67,9 +67,10 @@ static bool decomposeReducedLosses(Graph &graph) {
     Node *perElement = graph.insertNode(graph.createClone(
         node, [&](torch::jit::Value *v) { return v == old ? none : v; }));
     perElement->setSourceRange(node->sourceRange());
-    torch::jit::Value *reduced = emit(graph, reduction == 1 ? "aten::mean" : "aten::sum",
-                          {perElement->output()}, node,
-                          {torch::jit::NamedValue("dtype", c10::IValue())});
+    torch::jit::Value *reduced =
+        emit(graph, reduction == 1 ? "aten::mean" : "aten::sum",
+             {perElement->output()}, node,
+             {torch::jit::NamedValue("dtype", c10::IValue())});
     node->output()->replaceAllUsesWith(reduced);
     node->destroy();
     changed = true;
@@ -339,7 +340,8 @@ PipelineResult runPipeline(std::shared_ptr<Graph> &graph,
       beforeSegments = timed(result.seconds, "partition (before)", [&] {
                          return partitionGraph(*graph, *before).segments;
                        });
-      unrewritten = graph->copy();
+      if (!before->findings.empty()) // a static method is not rewritten
+        unrewritten = graph->copy();
     }
     if (!pass->rewrites && !dynamicOpsInlined && pass->name != "inline")
       dynamicOpsInlined = countDynamicOps(graph->block());

@@ -72,11 +72,14 @@ public:
       : graph(graph), ctx(ctx), rc(graph, ctx, analysis, aliases),
         roots(roots) {}
 
-  bool run() {
+  /// Whether the graph changed; \p midSyncPoints, the host reads it now
+  /// has for uses mid-computation (RewriteCost).
+  bool run(size_t &midSyncPoints) {
     runBlock(graph.block());
     if (!changed)
       return false;
     materializeRest();
+    midSyncPoints = midReads.size();
     // What the rewrites replaced, converted ifs included, is now dead.
     eraseDeadNodes(graph, ctx, kRule);
     return true;
@@ -302,6 +305,9 @@ private:
 
   std::unordered_map<Value *, Value *> materialized;
   std::unordered_map<Value *, Value *> countsOnHost;
+  /// The host reads materialization emitted that some use needs
+  /// mid-computation (not at an output position).
+  std::unordered_set<const Node *> midReads;
 
   static bool returnedByGraph(const Node *user) {
     return user->kind() == c10::prim::Return &&
@@ -362,11 +368,15 @@ private:
                            : "aten::Float";
       out = emit(graph, op, {r.value}, anchor);
       ctx.declined(out->node(), kRule, why);
+      if (!isOutputPosition(user))
+        midReads.insert(out->node());
     } else {
       if (!n || !n->node()->isBefore(at)) {
         n = emit(graph, "aten::Int", {r.count}, anchor);
         ctx.declined(n->node(), kRule, why);
       }
+      if (!isOutputPosition(user)) // a shared read counts once
+        midReads.insert(n->node());
       out = emit(graph, "aten::slice", {r.value, 0, rc.constant(0), n, 1},
                  anchor);
       ctx.declined(out->node(), kRule, why);
@@ -411,10 +421,9 @@ private:
   }
 };
 
-/// The syncs a trial introduced, by what needed them: the op of a use with
-/// no bounded form ("'aten::gather'"), "returned", or "leaving a loop or an
-/// if".
-std::map<std::string, size_t> materializations(RewriteTrial &trial) {
+/// What the syncs a trial introduced are, most frequent first: "uses with
+/// no bounded form materialize: 'torchvision::nms' 4, returned 2, ...".
+std::string materializationSummary(RewriteTrial &trial) {
   const AnalysisResult &analysis = trial.ctx().facts.analysis(trial.graph());
   std::map<std::string, size_t> count;
   for (size_t i = 0; i < analysis.findings.size(); ++i) {
@@ -431,13 +440,6 @@ std::map<std::string, size_t> materializations(RewriteTrial &trial) {
     else if (!why.empty())
       ++count["leaving a loop or an if"];
   }
-  return count;
-}
-
-/// What the syncs a trial introduced are, most frequent first: "uses with
-/// no bounded form materialize: 'torchvision::nms' 4, returned 2, ...".
-std::string materializationSummary(RewriteTrial &trial) {
-  std::map<std::string, size_t> count = materializations(trial);
   std::vector<std::pair<std::string, size_t>> sorted(count.begin(), count.end());
   std::stable_sort(sorted.begin(), sorted.end(),
                    [](const auto &a, const auto &b) { return a.second > b.second; });
@@ -450,18 +452,13 @@ std::string materializationSummary(RewriteTrial &trial) {
   return text;
 }
 
-/// The syncs a trial introduced mid-computation: all but those at outputs.
-size_t midSyncPoints(RewriteTrial &trial) {
-  size_t n = 0;
-  for (const auto &[why, k] : materializations(trial))
-    n += why == "returned" ? 0 : k;
-  return n;
-}
-
+/// One walk over \p graph; whether it changed, and in \p midSyncPoints the
+/// host reads materialization put mid-computation.
 bool runOnce(std::shared_ptr<Graph> &graph, PassContext &ctx,
-             const AnalysisResult &analysis,
+             const AnalysisResult &analysis, size_t &midSyncPoints,
              const std::unordered_set<const Node *> *roots = nullptr) {
-  if (!Driver(*graph, ctx, analysis, ctx.facts.aliases(graph), roots).run())
+  if (!Driver(*graph, ctx, analysis, ctx.facts.aliases(graph), roots)
+           .run(midSyncPoints))
     return false;
   ctx.facts.invalidate(); // \p analysis included: it is the cache's
   // The forms branch on host facts (None arguments, ranks): fold them.
@@ -553,10 +550,12 @@ bool boundShapes(std::shared_ptr<Graph> &graph, PassContext &ctx) {
       only.insert(trial.counterpart(root));
     const std::unordered_set<const Node *> *filter =
         islands.size() > 1 ? &only : nullptr;
+    size_t midSyncPoints = 0;
     if (!bound::runOnce(trial.graph(), trial.ctx(),
-                        trial.ctx().facts.analysis(trial.graph()), filter))
+                        trial.ctx().facts.analysis(trial.graph()),
+                        midSyncPoints, filter))
       continue;
-    RewriteCost after = trial.cost(bound::midSyncPoints(trial));
+    RewriteCost after = trial.cost(midSyncPoints);
     if (!rewriteAllowed(current, after)) {
       declineAll(ctx, islands[k],
                  "bounded, the graph would reach the host at " +

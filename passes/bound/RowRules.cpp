@@ -45,8 +45,10 @@ bool isElementwise(const Node *node) {
 /// (knownRank); unknown, it is refused (-1 is dimension 0 of a vector).
 bool onlyTrailingDims(const Node *node, const std::vector<const char *> &names,
                       const RuleContext &rc) {
-  // unsqueeze's dimension ranges over one more than its input's rank.
-  int64_t extra = is(node, "aten::unsqueeze") ? 1 : 0;
+  // An op that adds a dimension (unsqueeze) takes dims over one more than
+  // its input's rank.
+  const OpInfo *op = opInfo(node);
+  int64_t extra = op && op->has(kAddsDim) ? 1 : 0;
   bool any = false;
   for (const char *name : names) {
     Value *dim = namedInput(node, name);
@@ -304,7 +306,8 @@ void addRowRules(std::vector<BoundRule> &rules) {
   rules.push_back({"sort", On::Use,
                    ops({"aten::sort", "aten::argsort", "aten::topk"}),
                    sortRows});
-  rules.push_back({"gather-within-rows", On::Use, ops({"aten::gather"}), gatherRows});
+  rules.push_back(
+      {"gather-within-rows", On::Use, ops({"aten::gather"}), gatherRows});
   rules.push_back({"reduce", On::Use, {}, reduce});
   rules.push_back({"elementwise", On::Use, {}, elementwise});
 }

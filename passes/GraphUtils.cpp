@@ -4,6 +4,9 @@
 
 #include "passes/OpCatalogue.h"
 
+#include <torch/csrc/jit/passes/constant_propagation.h>
+#include <torch/csrc/jit/passes/dead_code_elimination.h>
+
 #include <stdexcept>
 #include <type_traits>
 #include <unordered_set>
@@ -163,8 +166,9 @@ std::vector<Node *> collectNodes(torch::jit::Block *block) {
   return nodes;
 }
 
-size_t eraseDeadNodes(torch::jit::Graph &graph, PassContext &ctx,
-                      std::string_view rule) {
+/// The pure nodes of \p graph whose results nothing live uses, consumers
+/// before producers.
+static std::vector<Node *> deadNodes(torch::jit::Graph &graph) {
   // In reverse program order every consumer, nested blocks included, is
   // seen before its producers: one pass marks, one sweep destroys.
   std::vector<Node *> nodes = collectNodes(graph.block());
@@ -183,11 +187,105 @@ size_t eraseDeadNodes(torch::jit::Graph &graph, PassContext &ctx,
     dead.insert(node);
     order.push_back(node);
   }
+  return order;
+}
+
+size_t eraseDeadNodes(torch::jit::Graph &graph, PassContext &ctx,
+                      std::string_view rule) {
+  std::vector<Node *> order = deadNodes(graph);
   for (Node *node : order) {
     ctx.rewrote(node, rule);
     node->destroy();
   }
   return order.size();
+}
+
+static bool isConstant(const Value *v) {
+  return v->node()->kind() == c10::prim::Constant;
+}
+
+/// Whether values of \p type are immutable for libtorch's alias analysis
+/// (a subset: anything else counts as mutable, which only costs time).
+static bool isImmutable(const c10::TypePtr &type) {
+  switch (type->kind()) {
+  case c10::TypeKind::IntType:
+  case c10::TypeKind::FloatType:
+  case c10::TypeKind::ComplexType:
+  case c10::TypeKind::NumberType:
+  case c10::TypeKind::BoolType:
+  case c10::TypeKind::StringType:
+  case c10::TypeKind::NoneType:
+  case c10::TypeKind::DeviceObjType:
+    return true;
+  case c10::TypeKind::TupleType:
+  case c10::TypeKind::OptionalType: {
+    c10::ArrayRef<c10::TypePtr> elements = type->containedTypes();
+    return std::all_of(elements.begin(), elements.end(), isImmutable);
+  }
+  default:
+    return false;
+  }
+}
+
+/// A node the full constant propagation might fold and the immutable-types
+/// one does not: constant inputs, no blocks, deterministic, and a mutable
+/// input or result (its alias analysis then decides).
+static bool needsAliasingFold(const Node *node) {
+  if (node->kind() == c10::prim::Constant ||
+      node->kind() == c10::prim::Uninitialized || !node->blocks().empty() ||
+      !std::all_of(node->inputs().begin(), node->inputs().end(), isConstant) ||
+      node->isNondeterministic() || node->hasSideEffects())
+    return false;
+  // Constant inputs have no writers; a result something writes in place
+  // (`coords = []` then `coords.append(...)`) has, and is never folded.
+  auto written = [](const Value *v) {
+    return std::any_of(v->uses().begin(), v->uses().end(),
+                       [](const torch::jit::Use &use) {
+                         return use.offset == 0 && mutatesFirstInput(use.user);
+                       });
+  };
+  if (std::any_of(node->outputs().begin(), node->outputs().end(), written))
+    return false;
+  auto mutableValue = [](const Value *v) { return !isImmutable(v->type()); };
+  return std::any_of(node->inputs().begin(), node->inputs().end(),
+                     mutableValue) ||
+         std::any_of(node->outputs().begin(), node->outputs().end(),
+                     mutableValue);
+}
+
+bool propagateConstants(std::shared_ptr<torch::jit::Graph> &graph) {
+  bool changed = torch::jit::ConstantPropagationImmutableTypes(graph);
+  std::vector<Node *> nodes = collectNodes(graph->block());
+  if (std::any_of(nodes.begin(), nodes.end(), needsAliasingFold))
+    changed |= torch::jit::ConstantPropagation(graph,
+                                               /*ignore_custom_classes=*/true);
+  return changed;
+}
+
+/// Whether libtorch's dead-code elimination might still remove something
+/// from a graph with no pure dead node left. Of the nodes it removes, the
+/// last has no used result (or is an if or loop whose unused result it
+/// drops first): such a node is a writer or an if/loop here.
+static bool mayHaveDeadWriters(torch::jit::Graph &graph) {
+  for (Node *node : collectNodes(graph.block())) {
+    if (node->kind() == c10::prim::Return || node->hasSideEffects())
+      continue;
+    bool allUnused = true, someUnused = false;
+    for (const Value *out : node->outputs()) {
+      allUnused &= !out->hasUses();
+      someUnused |= !out->hasUses();
+    }
+    if (allUnused || (someUnused && !node->blocks().empty()))
+      return true;
+  }
+  return false;
+}
+
+void eliminateDeadCode(std::shared_ptr<torch::jit::Graph> &graph) {
+  for (Node *node : deadNodes(*graph))
+    node->destroy();
+  if (mayHaveDeadWriters(*graph))
+    torch::jit::EliminateDeadCode(graph);
 }
 
 bool writtenByOthers(torch::jit::Graph &graph,

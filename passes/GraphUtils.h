@@ -62,6 +62,20 @@ size_t eraseIfDead(torch::jit::Node *node, PassContext &ctx,
 size_t eraseDeadNodes(torch::jit::Graph &graph, PassContext &ctx,
                       std::string_view rule);
 
+/// libtorch's ConstantPropagation, with the same result, but without its
+/// alias analysis where no node needs it: the nodes of immutable types are
+/// folded first (ConstantPropagationImmutableTypes), and the full pass runs
+/// only if a node with constant inputs and a mutable input or result (a
+/// tensor, a list) is left. An alias analysis of a large graph costs more
+/// than everything else normalize does. Returns whether the graph changed.
+bool propagateConstants(std::shared_ptr<torch::jit::Graph> &graph);
+
+/// libtorch's EliminateDeadCode, with the same result: the pure dead nodes
+/// go first without an alias analysis, and libtorch's pass (which builds
+/// one) runs only if something it might remove is left: a node with unused
+/// results that may write to memory, or an if or loop with an unused result.
+void eliminateDeadCode(std::shared_ptr<torch::jit::Graph> &graph);
+
 /// Whether a node of \p graph other than \p except writes to (an alias of)
 /// \p v. libtorch's alias analysis counts a write to a graph input as a
 /// possible write to anything stored in a list (an index list, say); a

@@ -15,8 +15,6 @@
 #include "passes/Partition.h"
 #include "passes/SpecializeTraining.h"
 
-#include <torch/csrc/jit/passes/constant_propagation.h>
-#include <torch/csrc/jit/passes/dead_code_elimination.h>
 #include <torch/csrc/jit/passes/inliner.h>
 #include <torch/csrc/jit/passes/lower_tuples.h>
 
@@ -83,11 +81,10 @@ static bool decomposeReducedLosses(Graph &graph) {
 /// multinomial), and nothing here merges or reorders them.
 static bool normalize(std::shared_ptr<Graph> &graph, PassContext &) {
   size_t before = countNodes(graph->block());
-  bool changed =
-      torch::jit::ConstantPropagation(graph, /*ignore_custom_classes=*/true);
+  bool changed = propagateConstants(graph);
   changed |= decomposeReducedLosses(*graph);
-  torch::jit::LowerSimpleTuples(graph);
-  torch::jit::EliminateDeadCode(graph);
+  torch::jit::LowerSimpleTuples(graph->block()); // its graph form adds a DCE
+  eliminateDeadCode(graph);
   // Tuple lowering and dead-code elimination only ever remove nodes.
   return changed || countNodes(graph->block()) != before;
 }

@@ -19,7 +19,6 @@
 #include "passes/RewritePolicy.h"
 #include "passes/bound/Rules.h"
 
-#include <torch/csrc/jit/passes/constant_propagation.h>
 
 #include <algorithm>
 #include <cstdint>
@@ -462,7 +461,7 @@ bool runOnce(std::shared_ptr<Graph> &graph, PassContext &ctx,
     return false;
   ctx.facts.invalidate(); // \p analysis included: it is the cache's
   // The forms branch on host facts (None arguments, ranks): fold them.
-  torch::jit::ConstantPropagation(graph, /*ignore_custom_classes=*/true);
+  propagateConstants(graph);
   return true;
 }
 

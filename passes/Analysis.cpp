@@ -122,6 +122,9 @@ private:
   AnalysisResult &result;
   /// While a loop body iterates to its fixpoint, findings are not recorded.
   int silentDepth = 0;
+  /// Inside a rank guard's fallback branch: root findings are counted in
+  /// fallbackSyncPoints, none recorded.
+  int fallbackDepth = 0;
   /// The data a branch or loop being analysed is conditioned on: what it
   /// writes to a list, a dict or an attribute depends on that data too.
   std::vector<ValueInfo> control;
@@ -179,6 +182,10 @@ private:
                                  std::string message, const ValueInfo &causes) {
     if (silentDepth)
       return std::nullopt;
+    if (fallbackDepth) {
+      result.fallbackSyncPoints += role == Role::Root;
+      return std::nullopt;
+    }
     Finding f;
     f.id = result.findings.size();
     f.category = category;
@@ -213,6 +220,15 @@ private:
   //===--------------------------------------------------------------------===//
 
   void analyzeIf(const Node *node) {
+    if (node->hasAttribute(rankGuardAttr())) {
+      analyzeBlock(node->blocks()[0]);
+      ++fallbackDepth;
+      analyzeBlock(node->blocks()[1]);
+      --fallbackDepth;
+      for (size_t i = 0; i < node->outputs().size(); ++i)
+        info(node->output(i)) = info(node->blocks()[0]->outputs()[i]);
+      return;
+    }
     const ValueInfo cond = info(node->input(0));
     bool dataCond = cond.isDataDependent();
     if (dataCond)

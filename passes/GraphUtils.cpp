@@ -288,6 +288,40 @@ void eliminateDeadCode(std::shared_ptr<torch::jit::Graph> &graph) {
     torch::jit::EliminateDeadCode(graph);
 }
 
+bool computesSameValue(const Value *a, const Value *b,
+                       const torch::jit::AliasDb &aliases, int depth) {
+  if (a == b)
+    return true;
+  const Node *x = a->node(), *y = b->node();
+  if (x->kind() != y->kind() || a->offset() != b->offset() ||
+      x->inputs().size() != y->inputs().size() || *a->type() != *b->type())
+    return false;
+  if (x->kind() == c10::prim::Constant) {
+    // Numbers, bools, strings and None: what the frontend repeats.
+    auto u = torch::jit::toIValue(a), v = torch::jit::toIValue(b);
+    if (!u || !v)
+      return false;
+    if (u->isInt() && v->isInt())
+      return u->toInt() == v->toInt();
+    if (u->isDouble() && v->isDouble())
+      return u->toDouble() == v->toDouble();
+    if (u->isBool() && v->isBool())
+      return u->toBool() == v->toBool();
+    if (u->isString() && v->isString())
+      return u->toStringRef() == v->toStringRef();
+    return u->isNone() && v->isNone();
+  }
+  if (depth == 0 || x->kind() == c10::prim::Param || !x->blocks().empty() ||
+      x->isNondeterministic() || x->hasSideEffects() ||
+      mutatesFirstInput(x) || !x->maybeSchema() || aliases.hasWriters(a) ||
+      aliases.hasWriters(b))
+    return false;
+  for (size_t i = 0; i < x->inputs().size(); ++i)
+    if (!computesSameValue(x->input(i), y->input(i), aliases, depth - 1))
+      return false;
+  return true;
+}
+
 bool writtenByOthers(torch::jit::Graph &graph,
                      const torch::jit::AliasDb &aliases, const Value *v,
                      const Node *except) {

@@ -76,6 +76,13 @@ bool propagateConstants(std::shared_ptr<torch::jit::Graph> &graph);
 /// results that may write to memory, or an if or loop with an unused result.
 void eliminateDeadCode(std::shared_ptr<torch::jit::Graph> &graph);
 
+/// Whether \p a and \p b provably hold the same value: the same value,
+/// equal constants, or the same deterministic op (no blocks, no writes, no
+/// side effects) on inputs that provably hold the same values and that
+/// nothing writes (`valid > 0` computed twice). Looks \p depth producers up.
+bool computesSameValue(const torch::jit::Value *a, const torch::jit::Value *b,
+                       const torch::jit::AliasDb &aliases, int depth = 4);
+
 /// Whether a node of \p graph other than \p except writes to (an alias of)
 /// \p v. libtorch's alias analysis counts a write to a graph input as a
 /// possible write to anything stored in a list (an index list, say); a

@@ -218,6 +218,7 @@ GraphSummary summarize(const AnalysisResult &analysis) {
   s.numNodes = analysis.numNodes;
   s.counts = countByCategory(analysis.findings);
   s.outputsStatic = analysis.outputsStatic;
+  s.fallbackSyncPoints = analysis.fallbackSyncPoints;
   return s;
 }
 

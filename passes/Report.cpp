@@ -177,6 +177,11 @@ static std::string renderSummary(const MethodReport &m) {
        << "\n";
   os << "  output shapes: "
      << (m.after.outputsStatic ? "all static" : "data-dependent") << "\n";
+  if (m.after.fallbackSyncPoints)
+    os << "  rank guards: static when the operands' ranks agree; otherwise "
+          "their fallbacks read the host at "
+       << m.after.fallbackSyncPoints << " point"
+       << (m.after.fallbackSyncPoints == 1 ? "" : "s") << "\n";
   os << "  graph: "
      << (m.after.isStatic()
              ? std::string("static (no data-dependent value remains)")
@@ -313,6 +318,8 @@ static std::string jsonSummary(const GraphSummary &s) {
          ", \"counts\": " + jsonCounts(s.counts) +
          ", \"outputs_static\": " + jsonBool(s.outputsStatic) +
          ", \"static\": " + jsonBool(s.isStatic()) +
+         ", \"fallback_sync_points\": " +
+         std::to_string(s.fallbackSyncPoints) +
          ", \"partition\": " + partition + "]}";
 }
 

@@ -98,8 +98,16 @@ RuleResult selection(Node *node, RuleContext &rc) {
   // equal: rules that check ranks themselves may combine them.
   Value *count = outs[1];
   if (!rc.aliases.hasWriters(sel->mask)) {
+    // The same mask, or one computed the same way (`x[valid > 0]` and
+    // `y[valid > 0]`: two equal comparisons of one unwritten tensor).
+    const Value *mask = sel->mask;
+    for (const auto &entry : rc.selectionCounts)
+      if (computesSameValue(entry.first, mask, rc.aliases)) {
+        mask = entry.first;
+        break;
+      }
     auto [first, fresh] =
-        rc.selectionCounts.emplace(sel->mask, std::make_pair(sel->base, count));
+        rc.selectionCounts.emplace(mask, std::make_pair(sel->base, count));
     Value *firstCount = first->second.second;
     if (!fresh && firstCount->node()->owningBlock() == node->owningBlock()) {
       if (provablySameRank(first->second.first, sel->base))

@@ -79,6 +79,79 @@ const std::vector<const char *> *perRowDims(const Node *node) {
   return op && !op->rowDims.empty() ? &op->rowDims : nullptr;
 }
 
+/// A clone of \p node at the insertion point on the operands in
+/// \p replaced (a list's elements, \p parts, in a new list); its results.
+std::vector<Value *>
+cloneOnRows(torch::jit::Graph &graph, Node *node,
+            std::unordered_map<Value *, Value *> replaced, Node *list,
+            const std::vector<Value *> &parts) {
+  if (list)
+    replaced[list->output()] =
+        graph.insertNode(graph.createList(c10::TensorType::get(), parts))
+            ->output();
+  Node *copy = graph.insertNode(graph.createClone(node, [&](Value *v) {
+    auto it = replaced.find(v);
+    return it == replaced.end() ? v : it->second;
+  }));
+  return {copy->outputs().begin(), copy->outputs().end()};
+}
+
+/// `node` on padded rows whose ranks only the run time knows (\p guarded,
+/// each against \p firstPadded): a rank is a host fact, so one `if` picks
+/// the row-by-row form when the ranks agree, with no sync. When they
+/// differ, the operands broadcast by their trailing dimensions and the
+/// result's shape depends on the count: the fallback branch computes the
+/// original op on the valid rows (cut at `int(count)`, a host read) and
+/// pads its result back to the padded rows (it has `count` rows: the
+/// operand of highest rank keeps dimension 0). The if carries
+/// rankGuardAttr(): the analysis counts the fallback's host reads apart
+/// (AnalysisResult::fallbackSyncPoints).
+std::vector<Value *>
+emitRankGuarded(RuleContext &rc, Node *node,
+                const std::unordered_map<Value *, Value *> &replaced,
+                Node *list, const std::vector<Value *> &parts,
+                Value *firstPadded, const std::vector<Value *> &guarded,
+                Value *count) {
+  torch::jit::Graph &graph = rc.graph;
+  Value *cond = nullptr;
+  for (Value *p : guarded) {
+    Value *same = emit(graph, "aten::eq",
+                       {emit(graph, "aten::dim", {firstPadded}, node),
+                        emit(graph, "aten::dim", {p}, node)},
+                       node);
+    cond = cond ? emit(graph, "aten::__and__", {cond, same}, node) : same;
+  }
+  Node *guard = graph.insertNode(
+      graph.create(c10::prim::If, {cond}, node->outputs().size()));
+  guard->i_(rankGuardAttr(), 1);
+  guard->setSourceRange(node->sourceRange());
+  for (size_t i = 0; i < node->outputs().size(); ++i)
+    guard->output(i)->setType(node->output(i)->type());
+  torch::jit::Block *rows = guard->addBlock();
+  torch::jit::Block *fallback = guard->addBlock();
+  {
+    torch::jit::WithInsertPoint in(rows);
+    for (Value *v : cloneOnRows(graph, node, replaced, list, parts))
+      rows->registerOutput(v);
+  }
+  torch::jit::WithInsertPoint in(fallback);
+  Value *n = emit(graph, "aten::Int", {count}, node);
+  auto cut = [&](Value *padded) {
+    return emit(graph, "aten::slice",
+                {padded, 0, rc.constant(0), n, 1}, node);
+  };
+  std::unordered_map<Value *, Value *> valid;
+  for (const auto &[original, padded] : replaced)
+    valid[original] = rc.bounded(original) ? cut(padded) : padded;
+  std::vector<Value *> validParts;
+  for (Value *p : parts)
+    validParts.push_back(cut(p));
+  Value *bound = emit(graph, "aten::size", {firstPadded, 0}, node);
+  for (Value *v : cloneOnRows(graph, node, valid, list, validParts))
+    fallback->registerOutput(insertForm(graph, "pad_rows", {v, bound}, node)[0]);
+  return {guard->outputs().begin(), guard->outputs().end()};
+}
+
 /// The padded rows of \p node's bounded operands go through it as they
 /// are, and its results keep their count: for ops that compute each row of
 /// dimension 0 from the same rows of their operands (elementwise ops,
@@ -88,6 +161,10 @@ const std::vector<const char *> *perRowDims(const Node *node) {
 /// broadcast against the padding. A result holds indices when the
 /// analysis says int64, or, its dtype unknown, when every bounded operand
 /// holds indices and the op keeps the dtype of its first (\p keepsDtype).
+///
+/// Operands with counts known equal (selections by one mask) whose ranks
+/// the graph does not fix (two inputs: TorchScript records no ranks) go
+/// through behind a rank guard (emitRankGuarded).
 bool passRows(Node *node, RuleContext &rc, bool keepsDtype) {
   for (Value *out : node->outputs())
     if (!isTensor(out))
@@ -95,10 +172,12 @@ bool passRows(Node *node, RuleContext &rc, bool keepsDtype) {
   Value *count = nullptr;
   Value *first = nullptr; // the first bounded operand
   bool allIndex = true;
+  // Padded operands whose rank must equal the first's at run time.
+  std::vector<Value *> guarded;
   // The padded stand-in of one operand, or null if it cannot go through.
   // Bounded operands share one count; counts only known equal (selections
-  // of bases of other ranks) also need ranks known equal, since of two
-  // ranks they would broadcast by their trailing dimensions.
+  // of bases of other ranks) also need equal ranks, since of two ranks they
+  // would broadcast by their trailing dimensions: known, or guarded.
   auto padded = [&](Value *v) -> Value * {
     Rep *r = rc.rep(v);
     if (!r)
@@ -106,10 +185,14 @@ bool passRows(Node *node, RuleContext &rc, bool keepsDtype) {
     if (r->kind != Rep::Kind::Bounded)
       return nullptr;
     if (count && r->count != count) {
-      std::optional<int64_t> a = knownRank(first, &rc.analysis);
-      if (!rc.sameCount(count, r->count) || !a ||
-          a != knownRank(v, &rc.analysis))
+      if (!rc.sameCount(count, r->count))
         return nullptr;
+      std::optional<int64_t> a = knownRank(first, &rc.analysis);
+      std::optional<int64_t> b = knownRank(v, &rc.analysis);
+      if (a && b && *a != *b)
+        return nullptr;
+      if (!a || !b)
+        guarded.push_back(r->value);
     }
     first = first ? first : v;
     count = count ? count : r->count;
@@ -143,20 +226,17 @@ bool passRows(Node *node, RuleContext &rc, bool keepsDtype) {
   if (!count)
     return false;
   torch::jit::Graph &graph = rc.graph;
-  if (list)
-    replaced[list->output()] =
-        graph.insertNode(graph.createList(c10::TensorType::get(), parts))
-            ->output();
-  Node *copy = graph.insertNode(graph.createClone(node, [&](Value *v) {
-    auto it = replaced.find(v);
-    return it == replaced.end() ? v : it->second;
-  }));
+  std::vector<Value *> results =
+      guarded.empty()
+          ? cloneOnRows(graph, node, replaced, list, parts)
+          : emitRankGuarded(rc, node, replaced, list, parts,
+                            rc.rep(first)->value, guarded, count);
   for (size_t i = 0; i < node->outputs().size(); ++i) {
     DTypeKind known = rc.analysis.info(node->output(i)).dtype;
     bool index =
         known == DTypeKind::Long ||
         (known == DTypeKind::Unknown && allIndex && keepsDtype && i == 0);
-    rc.setBounded(node->output(i), copy->output(i), count, index);
+    rc.setBounded(node->output(i), results[i], count, index);
   }
   if (list)
     rc.absorb(list);

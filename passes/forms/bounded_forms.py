@@ -233,6 +233,11 @@ def unique_rows(x: Tensor) -> Tuple[Tensor, Tensor, Tensor, Tensor]:
     return values.reshape(x.size()), inverse, counts, first.sum()
 
 
+def pad_rows(x: Tensor, bound: int) -> Tensor:
+    """x, of at most bound rows, with zero rows after them up to bound."""
+    return torch.cat([x, x.new_zeros([bound - x.size(0)] + x.size()[1:])], 0)
+
+
 def keep_rows(padded: Tensor, count: Tensor) -> Tensor:
     """The live-row mask of a bounded value, shaped to broadcast over it."""
     bound = padded.size(0)

@@ -240,8 +240,11 @@ class IndexSelectByWhere(torch.nn.Module):
         return torch.index_select(x, 0, i).amax(0)
 
 
-class DifferentBasesKept(torch.nn.Module):
-    """x[m] * y[m] with x, y of unrelated ranks: not provably safe, kept."""
+class DifferentBases(torch.nn.Module):
+    """x[m] * y[m] with x, y of unrelated ranks: mask-propagate leaves it
+    (it cannot prove the ranks equal); bound combines the padded rows
+    behind a rank guard, whose fallback computes the original mul when the
+    ranks differ (x of (n, 1) and y of (n,) give a (k, k) product)."""
 
     def forward(self, x, y, t):
         m = t > 0
@@ -530,7 +533,7 @@ class MaskedAccuracy(torch.nn.Module):
     predictions against targets at the positions a mask keeps, two
     selections by one mask compared elementwise. Both come from one tensor
     here, so their ranks are provably equal; with unrelated inputs they are
-    not (see DifferentBasesKept) and the selections stay."""
+    not, and bound guards on the ranks (see DifferentBases)."""
 
     def forward(self, x, t):
         m = t > 0
@@ -628,7 +631,8 @@ CASES = [
     ("nested-masks", NestedMasks(), _same((5, 6)), "static"),
     ("gather-two-bases-2d-mask", GatherTwoBases(), lambda g, k: (floats((12,), g), floats((12,), g), mask_like((8, 3), g, k)), "static"),
     ("index-select-by-where", IndexSelectByWhere(), lambda g, k: (floats((9, 4), g), mask_like((9,), g, k)), "static"),
-    ("different-bases-kept", DifferentBasesKept(), lambda g, k: (floats((6,), g), floats((6,), g), mask_like((6,), g, k)), "kept:mask-propagate"),
+    ("different-bases-guarded", DifferentBases(), lambda g, k: (floats((6,), g), floats((6,), g), mask_like((6,), g, k)), "static"),
+    ("different-ranks-fallback", DifferentBases(), lambda g, k: (floats((6, 1), g), floats((6,), g), mask_like((6,), g, k)), "static"),
     ("integer-division-kept", IntegerDivisionKept(), lambda g, k: (torch.randint(-9, 9, (20,), generator=g), mask_like((20,), g, k)), "kept:mask-propagate"),
     ("if-on-tensor", IfOnTensor(), _same((4, 4)), "static"),
     ("if-elif-chain", IfElifChain(), _same((4, 4)), "static"),

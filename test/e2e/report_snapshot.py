@@ -78,7 +78,7 @@ SSA_NUMBER = re.compile(r"%[0-9]+\b")
 
 
 def without_ssa_numbers(report):
-    """\p report with every `%<number>` in the findings' node text as `%#`."""
+    r"""\p report with every `%<number>` in the findings' node text as `%#`."""
     for method in report.get("methods", []):
         for finding in method.get("findings", []):
             for key in ("node", "value"):

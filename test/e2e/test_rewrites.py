@@ -14,6 +14,7 @@ EXPECTED_RULES = {
     "sum-mask": "masked-reduce", "mean-mask": "masked-reduce",
     "masked-select-sum": "masked-reduce", "store-scalar": "mask-store",
     "chain-same-mask": "mask-propagate", "nested-masks": "mask-propagate",
+    "different-bases-guarded": "bound", "different-ranks-fallback": "bound",
     "gather-two-bases-2d-mask": "index-to-mask", "if-on-tensor": "if-convert",
     "if-elif-chain": "if-convert", "lift-int-arithmetic": "lift-scalars",
     "lift-counts-through-ifs": "lift-scalars",

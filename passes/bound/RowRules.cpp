@@ -5,6 +5,7 @@
 //   sort/argsort (any dim), topk (dim 0)     -> live rows first (sort_dim)
 //   gather along dims >= 1, one count         -> row by row (gather_within_rows)
 //   reductions of a bounded value            -> masked (keep_rows)
+//   cross_entropy/nll_loss of bounded rows   -> padding targets ignored
 //
 //===----------------------------------------------------------------------===//
 
@@ -376,6 +377,75 @@ RuleResult elementwise(Node *node, RuleContext &rc) {
 
 } // namespace
 
+namespace {
+
+/// cross_entropy and nll_loss of bounded rows by targets selected with them
+/// (`F.cross_entropy(logits[valid], labels[valid])`): one loss per row of
+/// dimension 0, so the padded rows go through, with the padding's class
+/// targets set to ignore_index. Those rows then add nothing to the loss and
+/// nothing to a mean's denominator (which PyTorch takes over the rows not
+/// ignored, weighted), and their values, which could be any class, cannot
+/// raise. With reduction none the losses are bounded (padding rows 0).
+/// Class probabilities (a floating target; cross_entropy only) ignore no
+/// index: their losses are taken per row and the padding masked out of the
+/// sum, a mean divided by the live elements (reduce_live). Of a target
+/// whose dtype the analysis does not know, the host decides by its dtype.
+RuleResult classLoss(Node *node, RuleContext &rc) {
+  Rep *in = rc.bounded(node->input(0));
+  Rep *tg = rc.bounded(node->input(1));
+  Value *reductionArg = namedInput(node, "reduction");
+  Value *ignore = namedInput(node, "ignore_index");
+  if (!in || !tg || !reductionArg || !ignore ||
+      !rc.sameCount(in->count, tg->count))
+    return RuleResult::notApplicable();
+  for (size_t i = 2; i < node->inputs().size(); ++i)
+    if (rc.rep(node->input(i)))
+      return RuleResult::notApplicable();
+  std::optional<int64_t> reduction = constantInt(reductionArg);
+  if (!reduction || *reduction < 0 || *reduction > 2)
+    return RuleResult::notApplicable();
+  torch::jit::Graph &graph = rc.graph;
+  auto loss = [&](Value *target, Value *reduce) {
+    Node *copy = graph.insertNode(graph.createClone(node, [&](Value *v) {
+      if (v == node->input(0))
+        return in->value;
+      if (v == node->input(1))
+        return target;
+      return v == reductionArg ? reduce : v;
+    }));
+    return copy->output();
+  };
+  auto byIndex = [&] {
+    Value *safe = insertForm(graph, "ignore_padding",
+                             {tg->value, tg->count, ignore}, node)[0];
+    return loss(safe, reductionArg);
+  };
+  if (*reduction == 0) { // padding rows ignored: 0, and never out of range
+    rc.setBounded(node->output(), byIndex(), in->count, false);
+    return RuleResult::applied();
+  }
+  auto byProbabilities = [&] {
+    Value *rows = loss(tg->value, rc.constant(0));
+    return insertForm(graph, "reduce_live",
+                      {rows, tg->count,
+                       graph.insertConstant(*reduction == 1)},
+                      node)[0];
+  };
+  bool indices = !is(node, "aten::cross_entropy_loss") ||
+                 rc.analysis.info(node->input(1)).dtype == DTypeKind::Long;
+  Value *result;
+  if (indices)
+    result = byIndex();
+  else
+    result = emitIf(graph,
+                    emit(graph, "aten::is_floating_point", {tg->value}, node),
+                    node, byProbabilities, byIndex);
+  rc.replaceStatic(node->output(), result);
+  return RuleResult::applied();
+}
+
+} // namespace
+
 void addRowRules(std::vector<BoundRule> &rules) {
   using On = BoundRule::On;
   std::vector<c10::Symbol> perRowOps;
@@ -388,6 +458,10 @@ void addRowRules(std::vector<BoundRule> &rules) {
                    sortRows});
   rules.push_back(
       {"gather-within-rows", On::Use, ops({"aten::gather"}), gatherRows});
+  rules.push_back({"class-loss", On::Use,
+                   ops({"aten::cross_entropy_loss", "aten::nll_loss",
+                        "aten::nll_loss_nd", "aten::nll_loss2d"}),
+                   classLoss});
   rules.push_back({"reduce", On::Use, {}, reduce});
   rules.push_back({"elementwise", On::Use, {}, elementwise});
 }

@@ -5,6 +5,7 @@
 //   size(d > 0) of a bounded value         -> the padded tensor's (static)
 //   dim/dtype/device of a bounded value    -> the padded tensor's
 //   arange(k) with a lifted k              -> arange(upper bound), count k
+//   full/new_full/full_like, lifted fill   -> made, then fill_ on the device
 //
 //===----------------------------------------------------------------------===//
 
@@ -118,6 +119,39 @@ RuleResult arange(Node *node, RuleContext &rc) {
   return RuleResult::applied();
 }
 
+/// full/new_full/full_like with a lifted fill value (`objectness.new_full(
+/// (1,), float(n))`): made with a fill of the same type (so a dtype left to
+/// inference is the same), then filled on the device. fill_ takes a 0-d
+/// tensor and casts it to the result's dtype as the scalar would be.
+RuleResult fillWithLifted(Node *node, RuleContext &rc) {
+  Value *fill = namedInput(node, "fill_value");
+  Rep *r = fill ? rc.lifted(fill) : nullptr;
+  if (!r)
+    return RuleResult::notApplicable();
+  for (Value *in : node->inputs())
+    if (in != fill && rc.rep(in))
+      return RuleResult::notApplicable();
+  Value *zero;
+  switch (fill->type()->kind()) {
+  case c10::TypeKind::IntType:
+    zero = rc.constant(0);
+    break;
+  case c10::TypeKind::FloatType:
+    zero = rc.graph.insertConstant(0.0);
+    break;
+  case c10::TypeKind::BoolType:
+    zero = rc.graph.insertConstant(false);
+    break;
+  default:
+    return RuleResult::notApplicable();
+  }
+  Node *copy = rc.graph.insertNode(rc.graph.createClone(
+      node, [&](Value *v) { return v == fill ? zero : v; }));
+  rc.replaceStatic(node->output(), emit(rc.graph, "aten::fill_",
+                                        {copy->output(), r->value}, node));
+  return RuleResult::applied();
+}
+
 } // namespace
 
 void addScalarRules(std::vector<BoundRule> &rules) {
@@ -126,6 +160,9 @@ void addScalarRules(std::vector<BoundRule> &rules) {
   rules.push_back({"metadata", On::Use, {}, metadata});
   rules.push_back({"size", On::Use, {}, sizeOf});
   rules.push_back({"arange", On::Use, ops({"aten::arange"}), arange});
+  rules.push_back({"fill", On::Use,
+                   ops({"aten::full", "aten::new_full", "aten::full_like"}),
+                   fillWithLifted});
 }
 
 } // namespace staticify::bound

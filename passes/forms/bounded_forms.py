@@ -245,6 +245,21 @@ def keep_rows(padded: Tensor, count: Tensor) -> Tensor:
 
 
 
+def ignore_padding(target: Tensor, count: Tensor, ignore_index: int) -> Tensor:
+    """Class targets of a bounded value with the padding rows set to
+    ignore_index: a loss then skips them (and never reads their classes)."""
+    return target.masked_fill(~keep_rows(target, count), ignore_index)
+
+
+def reduce_live(rows: Tensor, count: Tensor, mean: bool) -> Tensor:
+    """sum (or mean over the live elements) of per-row losses of a bounded
+    value; NaN for a mean of none, as PyTorch's."""
+    total = rows.masked_fill(~keep_rows(rows, count), 0).sum()
+    if mean:
+        return total / (count * (rows.numel() // max(rows.size(0), 1)))
+    return total
+
+
 def sort_rows(padded: Tensor, count: Tensor, descending: bool) -> Tuple[Tensor, Tensor]:
     """sort(x, dim=0) of a bounded value: the live rows sorted (stably, each
     column on its own), then the padding rows. Two stable sorts, no

@@ -251,6 +251,45 @@ class DifferentBases(torch.nn.Module):
         return (x[m] * y[m]).sum()
 
 
+class CrossEntropyWeighted(torch.nn.Module):
+    """torchvision's fastrcnn_loss / Hugging Face's token classification:
+    cross_entropy over the selected rows, with class weights and an
+    ignore_index that also occurs among the kept rows (the mean's
+    denominator counts only the rows not ignored, weighted)."""
+
+    def forward(self, x, t, target, weight):
+        m = t > 0
+        return torch.nn.functional.cross_entropy(x[m], target[m], weight=weight, ignore_index=2)
+
+
+class CrossEntropyProbabilities(torch.nn.Module):
+    """cross_entropy with class probabilities (label-smoothed soft targets):
+    no index is ignored; the target's dtype is known only at run time."""
+
+    def forward(self, x, t, probs):
+        m = t > 0
+        return torch.nn.functional.cross_entropy(x[m], probs[m], label_smoothing=0.1)
+
+
+class NllLossRows(torch.nn.Module):
+    """nll_loss per row (reduction none) of selected rows, then their sum:
+    the padding's classes are never read."""
+
+    def forward(self, x, t, target):
+        m = t > 0
+        lp = torch.log_softmax(x, dim=1)
+        return torch.nn.functional.nll_loss(lp[m], target[m], reduction="none").sum()
+
+
+class FullOfCount(torch.nn.Module):
+    """detectron2's proposal count for logging: a tensor filled with a count
+    read from data (new_full) and one of its float (full)."""
+
+    def forward(self, x):
+        n = int((x > 0).sum())
+        return x.new_full((2,), n) + torch.full((2,), float(n) / 2)
+
+
 class IntegerDivisionKept(torch.nn.Module):
     """// could divide by zero on unselected elements: kept."""
 
@@ -633,6 +672,10 @@ CASES = [
     ("index-select-by-where", IndexSelectByWhere(), lambda g, k: (floats((9, 4), g), mask_like((9,), g, k)), "static"),
     ("different-bases-guarded", DifferentBases(), lambda g, k: (floats((6,), g), floats((6,), g), mask_like((6,), g, k)), "static"),
     ("different-ranks-fallback", DifferentBases(), lambda g, k: (floats((6, 1), g), floats((6,), g), mask_like((6,), g, k)), "static"),
+    ("cross-entropy-weighted", CrossEntropyWeighted(), lambda g, k: (floats((8, 4), g), mask_like((8,), g, k), torch.randint(0, 4, (8,), generator=g), torch.rand(4, generator=g) + 0.5), "static"),
+    ("cross-entropy-probabilities", CrossEntropyProbabilities(), lambda g, k: (floats((8, 4), g), mask_like((8,), g, k), torch.softmax(floats((8, 4), g), 1)), "static"),
+    ("nll-loss-rows", NllLossRows(), lambda g, k: (floats((8, 5), g), mask_like((8,), g, k), torch.randint(0, 5, (8,), generator=g)), "static"),
+    ("full-of-count", FullOfCount(), _1d(20), "static"),
     ("integer-division-kept", IntegerDivisionKept(), lambda g, k: (torch.randint(-9, 9, (20,), generator=g), mask_like((20,), g, k)), "kept:mask-propagate"),
     ("if-on-tensor", IfOnTensor(), _same((4, 4)), "static"),
     ("if-elif-chain", IfElifChain(), _same((4, 4)), "static"),

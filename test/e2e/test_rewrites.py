@@ -15,6 +15,8 @@ EXPECTED_RULES = {
     "masked-select-sum": "masked-reduce", "store-scalar": "mask-store",
     "chain-same-mask": "mask-propagate", "nested-masks": "mask-propagate",
     "different-bases-guarded": "bound", "different-ranks-fallback": "bound",
+    "cross-entropy-weighted": "bound", "cross-entropy-probabilities": "bound",
+    "nll-loss-rows": "bound", "full-of-count": "bound",
     "gather-two-bases-2d-mask": "index-to-mask", "if-on-tensor": "if-convert",
     "if-elif-chain": "if-convert", "lift-int-arithmetic": "lift-scalars",
     "lift-counts-through-ifs": "lift-scalars",

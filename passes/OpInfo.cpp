@@ -248,8 +248,8 @@ const std::vector<OpInfo> kTable = {
     {"aten::reshape_as", nullptr, R::Other, kNoTraits, D::KeepsInput},
     {"aten::select", nullptr, R::Other, kDropsDim, D::KeepsInput, I::NotApplicable, nullptr, nullptr, RootShape::Leading, {"dim"}},
     {"aten::repeat", nullptr, R::Other, kNoTraits, D::KeepsInput},
-    {"aten::flip", nullptr, R::Other, kNoTraits, D::KeepsInput, I::NotApplicable, nullptr, nullptr, RootShape::Leading, {"dims"}},
-    {"aten::roll", nullptr, R::Other, kNoTraits, D::KeepsInput, I::NotApplicable, nullptr, nullptr, RootShape::Leading, {"dims"}},
+    {"aten::flip", nullptr, R::Other, kKeepsShape, D::KeepsInput, I::NotApplicable, nullptr, nullptr, RootShape::Leading, {"dims"}},
+    {"aten::roll", nullptr, R::Other, kKeepsShape, D::KeepsInput, I::NotApplicable, nullptr, nullptr, RootShape::Leading, {"dims"}},
     {"aten::stack", nullptr, R::Other, kNoTraits, D::KeepsInput, I::NotApplicable, nullptr, nullptr, RootShape::Leading, {"dim"}},
     {"aten::new_zeros", nullptr, R::Other, kNoTraits, D::KeepsInput},
     {"aten::new_ones", nullptr, R::Other, kNoTraits, D::KeepsInput},
@@ -258,11 +258,11 @@ const std::vector<OpInfo> kTable = {
     {"aten::gather", nullptr, R::Other, kNoTraits, D::KeepsValueOperand},
     {"aten::scatter", nullptr, R::Other, kNoTraits, D::KeepsValueOperand},
     // Row-wise ops the table has no other entry for.
-    {"aten::cumsum", nullptr, R::Other, kKeepsRank, D::Unknown, I::NotApplicable, nullptr, nullptr, RootShape::Leading, {"dim"}},
-    {"aten::cumprod", nullptr, R::Other, kKeepsRank, D::Unknown, I::NotApplicable, nullptr, nullptr, RootShape::Leading, {"dim"}},
-    {"aten::logcumsumexp", nullptr, R::Other, kKeepsRank, D::Unknown, I::NotApplicable, nullptr, nullptr, RootShape::Leading, {"dim"}},
-    {"aten::softmax", nullptr, R::Other, kKeepsRank, D::Unknown, I::NotApplicable, nullptr, nullptr, RootShape::Leading, {"dim"}},
-    {"aten::log_softmax", nullptr, R::Other, kKeepsRank, D::Unknown, I::NotApplicable, nullptr, nullptr, RootShape::Leading, {"dim"}},
+    {"aten::cumsum", nullptr, R::Other, kKeepsRank | kKeepsShape, D::Unknown, I::NotApplicable, nullptr, nullptr, RootShape::Leading, {"dim"}},
+    {"aten::cumprod", nullptr, R::Other, kKeepsRank | kKeepsShape, D::Unknown, I::NotApplicable, nullptr, nullptr, RootShape::Leading, {"dim"}},
+    {"aten::logcumsumexp", nullptr, R::Other, kKeepsRank | kKeepsShape, D::Unknown, I::NotApplicable, nullptr, nullptr, RootShape::Leading, {"dim"}},
+    {"aten::softmax", nullptr, R::Other, kKeepsRank | kKeepsShape, D::Unknown, I::NotApplicable, nullptr, nullptr, RootShape::Leading, {"dim"}},
+    {"aten::log_softmax", nullptr, R::Other, kKeepsRank | kKeepsShape, D::Unknown, I::NotApplicable, nullptr, nullptr, RootShape::Leading, {"dim"}},
 };
 // clang-format on
 

@@ -107,6 +107,9 @@ enum Trait : uint32_t {
   /// A loss with a `reduction` argument (none, mean, sum): elementwise with
   /// none; normalize turns a constant mean or sum into none and a reduction.
   kReducedLoss = 1u << 22,
+  /// The result has its first input's shape, whatever its dimension
+  /// arguments (softmax, cumsum, flip, roll): along dim 0 of a vector too.
+  kKeepsShape = 1u << 23,
 };
 using Traits = uint32_t;
 

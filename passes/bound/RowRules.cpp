@@ -42,15 +42,20 @@ bool isElementwise(const Node *node) {
 /// Whether every dimension argument of \p node named in \p names that it
 /// has is a constant that is >= 1 once made non-negative (at least one is
 /// there): the op then works within each row of dimension 0. A negative
-/// dimension counts from the end of a rank the program must fix
-/// (knownRank); unknown, it is refused (-1 is dimension 0 of a vector).
-bool onlyTrailingDims(const Node *node, const std::vector<const char *> &names,
-                      const RuleContext &rc) {
+/// dimension counts from the end of a rank the program may fix
+/// (knownRank). Returns the rank the input must have at least for that
+/// (0: none), or nullopt when a dimension is or may be 0 whatever the rank.
+/// With a rank unknown, -1 is a trailing dimension only of an input of rank
+/// 2 or more: passRows guards on it.
+std::optional<int64_t> trailingDimsRank(const Node *node,
+                                        const std::vector<const char *> &names,
+                                        const RuleContext &rc) {
   // An op that adds a dimension (unsqueeze) takes dims over one more than
   // its input's rank.
   const OpInfo *op = opInfo(node);
   int64_t extra = op && op->has(kAddsDim) ? 1 : 0;
   bool any = false;
+  int64_t minRank = 0;
   for (const char *name : names) {
     Value *dim = namedInput(node, name);
     if (!dim)
@@ -59,16 +64,24 @@ bool onlyTrailingDims(const Node *node, const std::vector<const char *> &names,
     if (auto d = constantInt(dim))
       dims = std::vector<int64_t>{*d};
     if (!dims || dims->empty())
-      return false;
+      return std::nullopt;
     for (int64_t d : *dims) {
       std::optional<int64_t> resolved =
           resolveDim(d, node->input(0), extra, &rc.analysis);
-      if (!resolved || *resolved < 1)
-        return false;
+      if (resolved && *resolved < 1)
+        return std::nullopt;
+      if (!resolved && d >= 0)
+        return std::nullopt;
+      if (!resolved && !knownRank(node->input(0), &rc.analysis))
+        minRank = std::max(minRank, 1 - d - extra);
+      else if (!resolved)
+        return std::nullopt;
     }
     any = true;
   }
-  return any;
+  if (!any)
+    return std::nullopt;
+  return minRank;
 }
 
 /// The names of \p node's dimension arguments, if it is a row-wise op
@@ -97,31 +110,24 @@ cloneOnRows(torch::jit::Graph &graph, Node *node,
   return {copy->outputs().begin(), copy->outputs().end()};
 }
 
-/// `node` on padded rows whose ranks only the run time knows (\p guarded,
-/// each against \p firstPadded): a rank is a host fact, so one `if` picks
-/// the row-by-row form when the ranks agree, with no sync. When they
-/// differ, the operands broadcast by their trailing dimensions and the
-/// result's shape depends on the count: the fallback branch computes the
-/// original op on the valid rows (cut at `int(count)`, a host read) and
-/// pads its result back to the padded rows (it has `count` rows: the
-/// operand of highest rank keeps dimension 0). The if carries
-/// rankGuardAttr(): the analysis counts the fallback's host reads apart
+/// `node` on padded rows whose ranks only the run time knows: a rank is a
+/// host fact, so one `if` on \p cond (ranks that agree, `dim() == dim()`;
+/// a rank high enough for a negative dim to be a trailing one, `dim() >=
+/// 2`) picks the row-by-row form, with no sync. Otherwise operands would
+/// broadcast by their trailing dimensions, or the dim would be 0, and the
+/// result's shape would depend on the count: the fallback branch computes
+/// the original op on the valid rows (cut at `int(count)`, a host read)
+/// and pads its result back to the padded rows (it has `count` rows: the
+/// operand of highest rank keeps dimension 0, and an op along dim 0 of a
+/// vector keeps its length). The if carries rankGuardAttr(): the analysis
+/// counts the fallback's host reads apart
 /// (AnalysisResult::fallbackSyncPoints).
 std::vector<Value *>
 emitRankGuarded(RuleContext &rc, Node *node,
                 const std::unordered_map<Value *, Value *> &replaced,
                 Node *list, const std::vector<Value *> &parts,
-                Value *firstPadded, const std::vector<Value *> &guarded,
-                Value *count) {
+                Value *firstPadded, Value *cond, Value *count) {
   torch::jit::Graph &graph = rc.graph;
-  Value *cond = nullptr;
-  for (Value *p : guarded) {
-    Value *same = emit(graph, "aten::eq",
-                       {emit(graph, "aten::dim", {firstPadded}, node),
-                        emit(graph, "aten::dim", {p}, node)},
-                       node);
-    cond = cond ? emit(graph, "aten::__and__", {cond, same}, node) : same;
-  }
   Node *guard = graph.insertNode(
       graph.create(c10::prim::If, {cond}, node->outputs().size()));
   guard->i_(rankGuardAttr(), 1);
@@ -166,7 +172,8 @@ emitRankGuarded(RuleContext &rc, Node *node,
 /// Operands with counts known equal (selections by one mask) whose ranks
 /// the graph does not fix (two inputs: TorchScript records no ranks) go
 /// through behind a rank guard (emitRankGuarded).
-bool passRows(Node *node, RuleContext &rc, bool keepsDtype) {
+bool passRows(Node *node, RuleContext &rc, bool keepsDtype,
+              int64_t minRank = 0) {
   for (Value *out : node->outputs())
     if (!isTensor(out))
       return false;
@@ -227,11 +234,25 @@ bool passRows(Node *node, RuleContext &rc, bool keepsDtype) {
   if (!count)
     return false;
   torch::jit::Graph &graph = rc.graph;
+  Value *firstPadded = rc.rep(first)->value;
+  Value *cond = nullptr;
+  auto require = [&](Value *c) {
+    cond = cond ? emit(graph, "aten::__and__", {cond, c}, node) : c;
+  };
+  if (minRank > 0)
+    require(emit(graph, "aten::ge",
+                 {emit(graph, "aten::dim", {firstPadded}, node),
+                  rc.constant(minRank)},
+                 node));
+  for (Value *p : guarded)
+    require(emit(graph, "aten::eq",
+                 {emit(graph, "aten::dim", {firstPadded}, node),
+                  emit(graph, "aten::dim", {p}, node)},
+                 node));
   std::vector<Value *> results =
-      guarded.empty()
-          ? cloneOnRows(graph, node, replaced, list, parts)
-          : emitRankGuarded(rc, node, replaced, list, parts,
-                            rc.rep(first)->value, guarded, count);
+      cond ? emitRankGuarded(rc, node, replaced, list, parts, firstPadded,
+                             cond, count)
+           : cloneOnRows(graph, node, replaced, list, parts);
   for (size_t i = 0; i < node->outputs().size(); ++i) {
     DTypeKind known = rc.analysis.info(node->output(i)).dtype;
     bool index =
@@ -247,12 +268,16 @@ bool passRows(Node *node, RuleContext &rc, bool keepsDtype) {
 /// An op of kPerRowOps on trailing dimensions.
 RuleResult perRow(Node *node, RuleContext &rc) {
   const std::vector<const char *> *dims = perRowDims(node);
-  if (!dims || !onlyTrailingDims(node, *dims, rc))
+  std::optional<int64_t> minRank =
+      dims ? trailingDimsRank(node, *dims, rc) : std::nullopt;
+  // Behind a rank guard, the fallback's result must have the input's rows.
+  if (!minRank || (*minRank > 0 && !opInfo(node)->has(kKeepsShape)))
     return RuleResult::notApplicable();
   Value *dtype = namedInput(node, "dtype");
   return RuleResult::appliedIf(
       passRows(node, rc,
-               (!dtype || dtype->mustBeNone()) && !is(node, "aten::argsort")));
+               (!dtype || dtype->mustBeNone()) && !is(node, "aten::argsort"),
+               *minRank));
 }
 
 /// sort and argsort of a bounded value along any constant dim, and topk
@@ -335,7 +360,7 @@ RuleResult reduce(Node *node, RuleContext &rc) {
                                     {r->value, r->count}, node)[0]};
   std::string why;
   std::vector<Value *> outs = emitMaskedReduction(rc.graph, node, view, why);
-  if (outs.empty() && onlyTrailingDims(node, {"dim"}, rc))
+  if (outs.empty() && trailingDimsRank(node, {"dim"}, rc) == 0)
     return RuleResult::appliedIf(passRows(node, rc, /*keepsDtype=*/false));
   if (outs.empty())
     return RuleResult::declined(why);

@@ -290,6 +290,17 @@ class FullOfCount(torch.nn.Module):
         return x.new_full((2,), n) + torch.full((2,), float(n) / 2)
 
 
+class LogSoftmaxLastDim(torch.nn.Module):
+    """fairseq's MaskedLmLoss: log_softmax(logits[masked], dim=-1) where the
+    graph does not record the logits' rank: -1 is a trailing dim for rank 2
+    (the padded rows, behind a rank guard) and dim 0 for a vector (the
+    guard's fallback: over all valid elements)."""
+
+    def forward(self, x, t):
+        m = t > 0
+        return torch.log_softmax(x[m], dim=-1).sum()
+
+
 class IntegerDivisionKept(torch.nn.Module):
     """// could divide by zero on unselected elements: kept."""
 
@@ -676,6 +687,8 @@ CASES = [
     ("cross-entropy-probabilities", CrossEntropyProbabilities(), lambda g, k: (floats((8, 4), g), mask_like((8,), g, k), torch.softmax(floats((8, 4), g), 1)), "static"),
     ("nll-loss-rows", NllLossRows(), lambda g, k: (floats((8, 5), g), mask_like((8,), g, k), torch.randint(0, 5, (8,), generator=g)), "static"),
     ("full-of-count", FullOfCount(), _1d(20), "static"),
+    ("log-softmax-rows", LogSoftmaxLastDim(), lambda g, k: (floats((7, 5), g), mask_like((7,), g, k)), "static"),
+    ("log-softmax-vector-fallback", LogSoftmaxLastDim(), lambda g, k: (floats((7,), g), mask_like((7,), g, k)), "static"),
     ("integer-division-kept", IntegerDivisionKept(), lambda g, k: (torch.randint(-9, 9, (20,), generator=g), mask_like((20,), g, k)), "kept:mask-propagate"),
     ("if-on-tensor", IfOnTensor(), _same((4, 4)), "static"),
     ("if-elif-chain", IfElifChain(), _same((4, 4)), "static"),

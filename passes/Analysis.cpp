@@ -122,7 +122,7 @@ private:
   AnalysisResult &result;
   /// While a loop body iterates to its fixpoint, findings are not recorded.
   int silentDepth = 0;
-  /// Inside a rank guard's fallback branch: root findings are counted in
+  /// Inside a guard's fallback branch: root findings are counted in
   /// fallbackSyncPoints, none recorded.
   int fallbackDepth = 0;
   /// The data a branch or loop being analysed is conditioned on: what it
@@ -220,7 +220,7 @@ private:
   //===--------------------------------------------------------------------===//
 
   void analyzeIf(const Node *node) {
-    if (node->hasAttribute(rankGuardAttr())) {
+    if (node->hasAttribute(guardAttr())) {
       analyzeBlock(node->blocks()[0]);
       ++fallbackDepth;
       analyzeBlock(node->blocks()[1]);

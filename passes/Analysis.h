@@ -68,23 +68,23 @@ struct AnalysisResult {
   std::unordered_map<const torch::jit::Value *, ValueInfo> values;
   size_t numNodes = 0;
   bool outputsStatic = true;
-  /// Sync points in the fallback branches of rank guards (rankGuardAttr()),
-  /// which run only when two operands' ranks differ: counted here, not as
-  /// findings.
+  /// Sync points in the fallback branches of guards (guardAttr()), which
+  /// run only when the host facts they check do not hold: counted here,
+  /// not as findings.
   size_t fallbackSyncPoints = 0;
 
   const ValueInfo &info(const torch::jit::Value *v) const;
 };
 
-/// The attribute of a `prim::If` that bound inserted as a rank guard: its
-/// first branch is the static form, taken when the ranks it compares agree
-/// (a host fact); its second computes the original op with host reads.
-/// The analysis takes the if's results from the first branch and counts
-/// the second's sync points apart, in fallbackSyncPoints. (TorchScript does
-/// not save node attributes: a saved model analysed again counts them.)
-inline c10::Symbol rankGuardAttr() {
-  return c10::Symbol::attr("staticify_rank_guard");
-}
+/// The attribute of a `prim::If` that a rewrite inserted as a guard on host
+/// facts: its first branch is the static form, taken when the facts it
+/// checks hold (two operands' ranks agree, a rank is high enough, two
+/// branch results have one shape, dtype and device); its second computes
+/// what the original computed, with host reads. The analysis takes the
+/// if's results from the first branch and counts the second's sync points
+/// apart, in fallbackSyncPoints. (TorchScript does not save node
+/// attributes: a saved model analysed again counts them.)
+inline c10::Symbol guardAttr() { return c10::Symbol::attr("staticify_guard"); }
 
 /// Analyses \p graph (which is not modified).
 AnalysisResult analyzeGraph(const torch::jit::Graph &graph,

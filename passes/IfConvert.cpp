@@ -113,6 +113,41 @@ static bool sameConstant(const Value *x, const Value *y) {
   return sx.str() == sy.str();
 }
 
+Value *selectBranch(Graph &graph, Value *c, Value *a, Value *b,
+                    const Node *anchor) {
+  if (congruent(a, b))
+    return emit(graph, "aten::where", {c, a, b}, anchor);
+  auto same = [&](const char *op, const char *cmp) {
+    return emit(graph, cmp,
+                {emit(graph, op, {a}, anchor), emit(graph, op, {b}, anchor)},
+                anchor);
+  };
+  Value *agree = emit(graph, "aten::__and__",
+                      {emit(graph, "aten::__and__",
+                            {same("aten::size", "aten::eq"),
+                             same("prim::dtype", "aten::eq")},
+                            anchor),
+                       same("prim::device", "aten::eq")},
+                      anchor);
+  Node *guard = graph.insertNode(graph.create(c10::prim::If, {agree}, 1));
+  guard->i_(guardAttr(), 1);
+  guard->setSourceRange(anchor->sourceRange());
+  guard->output()->setType(a->type()->cast<c10::TensorType>()
+                               ? c10::TensorType::get()
+                               : a->type());
+  torch::jit::Block *fast = guard->addBlock();
+  torch::jit::Block *fallback = guard->addBlock();
+  {
+    torch::jit::WithInsertPoint in(fast);
+    fast->registerOutput(emit(graph, "aten::where", {c, a, b}, anchor));
+  }
+  torch::jit::WithInsertPoint in(fallback);
+  fallback->registerOutput(emitIf(graph, emit(graph, "aten::Bool", {c}, anchor),
+                                  anchor, [&] { return a; },
+                                  [&] { return b; }));
+  return guard->output();
+}
+
 bool congruent(const Value *a, const Value *b) {
   if (a == b)
     return true;
@@ -211,15 +246,9 @@ bool ifConvert(std::shared_ptr<Graph> &graph, PassContext &ctx) {
       continue;
     }
     std::string why = unconvertibleReason(node, aliases);
-    for (size_t i = 0; why.empty() && i < node->outputs().size(); ++i) {
-      const Value *a = node->blocks()[0]->outputs()[i];
-      const Value *b = node->blocks()[1]->outputs()[i];
+    for (size_t i = 0; why.empty() && i < node->outputs().size(); ++i)
       if (node->output(i)->type()->kind() != c10::TypeKind::TensorType)
         why = "an output is a host value (lift-scalars converts those)";
-      else if (!congruent(a, b))
-        why = "the branches' results are not provably of the same shape and "
-              "dtype";
-    }
     if (!why.empty()) {
       ctx.declined(node, kRule, why);
       continue;
@@ -230,8 +259,8 @@ bool ifConvert(std::shared_ptr<Graph> &graph, PassContext &ctx) {
     Value *c = emit(*graph, "aten::ne", {t, 0}, node);
     auto outs = hoistBranches(node);
     for (size_t i = 0; i < outs.size(); ++i)
-      node->output(i)->replaceAllUsesWith(emit(
-          *graph, "aten::where", {c, outs[i].first, outs[i].second}, node));
+      node->output(i)->replaceAllUsesWith(
+          selectBranch(*graph, c, outs[i].first, outs[i].second, node));
     ctx.rewrote(node, kRule);
     node->destroy();
     eraseIfDead(cond, ctx, kRule);

@@ -21,11 +21,12 @@ namespace staticify {
 /// side-effect free (no write to any value, no raise, no print; nested ifs
 /// included) and every op in them never raises on values (no indexing, no
 /// integer division: it now runs even when its branch would not have); no
-/// result is written to in place afterwards; and each pair of results is
-/// provably congruent (same shape and dtype: the same value, the same
-/// elementwise or reduction op on congruent operands, or clone/contiguous/
-/// detach of one, or masked_fill with a mask of its own shape), since
-/// where() would otherwise broadcast or promote. A branch that only raises (a
+/// result is written to in place afterwards. A pair of results not provably
+/// congruent (same shape and dtype: the same value, the same elementwise or
+/// reduction op on congruent operands, or clone/contiguous/detach of one,
+/// or masked_fill with a mask of its own shape), which where() could
+/// broadcast or promote, is selected behind a guard (selectBranch). A
+/// branch that only raises (a
 /// data assert) is kept and reported, unless --drop-data-asserts drops the
 /// check.
 bool ifConvert(std::shared_ptr<torch::jit::Graph> &graph, PassContext &ctx);
@@ -40,6 +41,16 @@ std::string unconvertibleReason(const torch::jit::Node *ifNode,
 
 /// Whether \p a and \p b provably have the same shape and dtype.
 bool congruent(const torch::jit::Value *a, const torch::jit::Value *b);
+
+/// `where(c, a, b)` for a 0-d bool tensor \p c and the results \p a and
+/// \p b of two hoisted branches (at the insertion point). Of results not
+/// provably congruent, behind a guard (guardAttr()) on host facts: when
+/// their shapes, dtypes and devices agree at run time, where() is exact;
+/// otherwise the fallback branch picks one the way the original if did, by
+/// `bool(c)` (a host read, counted apart).
+torch::jit::Value *selectBranch(torch::jit::Graph &graph, torch::jit::Value *c,
+                                torch::jit::Value *a, torch::jit::Value *b,
+                                const torch::jit::Node *anchor);
 
 /// Moves every node of both branches of \p ifNode before it; returns the
 /// branch outputs as (then, else) pairs. The If is left without nodes in its

@@ -218,10 +218,6 @@ Region growRegion(const std::vector<Node *> &sources,
               why = "the if returns a non-numeric value";
             else
               push(user->output(i));
-          } else if (!congruent(user->blocks()[0]->outputs()[i],
-                                user->blocks()[1]->outputs()[i])) {
-            why = "the if's tensor results are not provably of the same "
-                  "shape and dtype";
           }
         }
         if (!why.empty())
@@ -374,7 +370,7 @@ private:
       Value *b = node->blocks()[1]->outputs()[i];
       Value *out = node->output(i);
       if (isTensor(out)) {
-        out->replaceAllUsesWith(emit(graph, "aten::where", {c, a, b}, node));
+        out->replaceAllUsesWith(selectBranch(graph, c, a, b, node));
         continue;
       }
       lifted[out] = emit(graph, "aten::where",

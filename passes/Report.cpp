@@ -178,8 +178,8 @@ static std::string renderSummary(const MethodReport &m) {
   os << "  output shapes: "
      << (m.after.outputsStatic ? "all static" : "data-dependent") << "\n";
   if (m.after.fallbackSyncPoints)
-    os << "  rank guards: static when the operands' ranks agree; otherwise "
-          "their fallbacks read the host at "
+    os << "  guards: static while the host facts they check hold (ranks, "
+          "shapes); otherwise their fallbacks read the host at "
        << m.after.fallbackSyncPoints << " point"
        << (m.after.fallbackSyncPoints == 1 ? "" : "s") << "\n";
   os << "  graph: "

@@ -34,8 +34,8 @@ struct GraphSummary {
   size_t numNodes = 0;
   CategoryCounts counts;
   bool outputsStatic = false; // every output has a host-static shape
-  /// Host reads in rank guards' fallback branches (taken only when two
-  /// operands' ranks differ): not findings, not sync points of the graph.
+  /// Host reads in guards' fallback branches (taken only when the host
+  /// facts a guard checks do not hold): not findings, not sync points.
   size_t fallbackSyncPoints = 0;
   std::vector<Segment> partition;
   bool isStatic() const { return counts.total() == 0; }

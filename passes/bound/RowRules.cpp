@@ -119,7 +119,7 @@ cloneOnRows(torch::jit::Graph &graph, Node *node,
 /// the original op on the valid rows (cut at `int(count)`, a host read)
 /// and pads its result back to the padded rows (it has `count` rows: the
 /// operand of highest rank keeps dimension 0, and an op along dim 0 of a
-/// vector keeps its length). The if carries rankGuardAttr(): the analysis
+/// vector keeps its length). The if carries guardAttr(): the analysis
 /// counts the fallback's host reads apart
 /// (AnalysisResult::fallbackSyncPoints).
 std::vector<Value *>
@@ -130,7 +130,7 @@ emitRankGuarded(RuleContext &rc, Node *node,
   torch::jit::Graph &graph = rc.graph;
   Node *guard = graph.insertNode(
       graph.create(c10::prim::If, {cond}, node->outputs().size()));
-  guard->i_(rankGuardAttr(), 1);
+  guard->i_(guardAttr(), 1);
   guard->setSourceRange(node->sourceRange());
   for (size_t i = 0; i < node->outputs().size(); ++i)
     guard->output(i)->setType(node->output(i)->type());

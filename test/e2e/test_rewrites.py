@@ -18,6 +18,7 @@ EXPECTED_RULES = {
     "cross-entropy-weighted": "bound", "cross-entropy-probabilities": "bound",
     "nll-loss-rows": "bound", "full-of-count": "bound",
     "log-softmax-rows": "bound", "log-softmax-vector-fallback": "bound",
+    "if-shapes-guarded": "if-convert", "if-shapes-guarded-fallback": "if-convert",
     "gather-two-bases-2d-mask": "index-to-mask", "if-on-tensor": "if-convert",
     "if-elif-chain": "if-convert", "lift-int-arithmetic": "lift-scalars",
     "lift-counts-through-ifs": "lift-scalars",

@@ -162,6 +162,26 @@ def test_static_claim_checker_flags_data_dependent_ops():
     assert differential.dynamic_ops(static.forward.graph) == []
 
 
+class _Guarded(torch.nn.Module):
+    def forward(self, x, t):
+        if x.dim() == t.dim():
+            return x * t
+        return x[: int(t.sum())]
+
+
+def test_static_claim_checker_allows_only_the_reported_fallback_reads():
+    """A guard's fallback (the second branch of an if on host facts) may
+    read the host as often as the report's fallback_sync_points says; a read
+    anywhere else, or one more, contradicts a static claim."""
+    ops = differential.dynamic_ops(torch.jit.script(_Guarded()).forward.graph)
+    assert [(o["op"], o["in_else"]) for o in ops] == [("aten::Int of a Tensor", True)]
+    assert differential.contradicting(ops, 1) == []
+    assert differential.contradicting(ops, 0) == ops
+    top = differential.dynamic_ops(torch.jit.script(_NonzeroLeft()).forward.graph)
+    assert not any(o["in_else"] for o in top)
+    assert differential.contradicting(top, 5) == top
+
+
 def test_static_claim_checker_sees_outputs_that_vary_with_data():
     """The second check of a static claim: on inputs of one shape, a static
     method's output shapes (and host scalars) cannot differ."""

@@ -147,9 +147,13 @@ emitRankGuarded(RuleContext &rc, Node *node,
     return emit(graph, "aten::slice",
                 {padded, 0, rc.constant(0), n, 1}, node);
   };
+  // In operand order, so that the graph printed is the same every run.
   std::unordered_map<Value *, Value *> valid;
-  for (const auto &[original, padded] : replaced)
-    valid[original] = rc.bounded(original) ? cut(padded) : padded;
+  for (Value *original : node->inputs())
+    if (auto it = replaced.find(original); it != replaced.end() &&
+                                           !valid.count(original))
+      valid[original] =
+          rc.bounded(original) ? cut(it->second) : it->second;
   std::vector<Value *> validParts;
   for (Value *p : parts)
     validParts.push_back(cut(p));

@@ -60,12 +60,16 @@ class Summary:
     static: bool
     outputs_static: bool
     partition: Tuple[dict, ...]
+    #: Host reads in guards' fallback branches, taken only when the host facts
+    #: a guard checks (ranks, shapes) do not hold: not counted in `counts`.
+    fallback_sync_points: int = 0
 
     @staticmethod
     def from_json(d):
         return Summary(nodes=d["nodes"], counts=dict(d["counts"]), static=d["static"],
                        outputs_static=d["outputs_static"],
-                       partition=tuple(d.get("partition", ())))
+                       partition=tuple(d.get("partition", ())),
+                       fallback_sync_points=d.get("fallback_sync_points", 0))
 
     @property
     def sync_points(self) -> int:

@@ -204,3 +204,21 @@ def test_ops_registered_in_this_process_need_no_library():
 
     report = staticify_api.analyze(Detector())
     assert [f.op for f in report.findings if f.role == "root"] == ["torchvision::nms"]
+
+
+class _TwoInputsOneMask(torch.nn.Module):
+    """torchmetrics' accuracy with an ignore index: two inputs selected by
+    one mask, their ranks unrecorded (a rank guard)."""
+
+    def forward(self, preds, target):
+        mask = target != -1
+        return (preds[mask] == target[mask]).sum() / mask.sum()
+
+
+def test_guard_fallback_reads_are_in_the_summary():
+    static, report = staticify_api.optimize(_TwoInputsOneMask())
+    after = report.methods[0].after
+    assert after.static and after.fallback_sync_points == 1
+    assert report.methods[0].before.fallback_sync_points == 0
+    preds, target = torch.tensor([1, 2, 3, 0]), torch.tensor([1, -1, 3, 2])
+    assert torch.equal(static(preds, target), _TwoInputsOneMask()(preds, target))

@@ -76,6 +76,35 @@ static bool decomposeReducedLosses(Graph &graph) {
   return changed;
 }
 
+/// `x.shape[i]` (`size(x)[i]` for a constant i, the list not written) as
+/// `x.size(i)`: one spelling for the rules of a dimension's size (bound
+/// lifts dimension 0 of a bounded value to its count). Out of range both
+/// raise, with other texts.
+static bool canonicalizeSizeItems(Graph &graph) {
+  bool changed = false;
+  for (Node *node : collectNodes(graph.block())) {
+    if (node->kind() != c10::aten::__getitem__ || node->inputs().size() != 2)
+      continue;
+    Node *sizes = node->input(0)->node();
+    std::optional<int64_t> dim = constantInt(node->input(1));
+    if (sizes->kind() != c10::aten::size || sizes->inputs().size() != 1 ||
+        !dim || !isTensor(sizes->input(0)))
+      continue;
+    const auto &uses = sizes->output()->uses();
+    if (std::any_of(uses.begin(), uses.end(), [](const torch::jit::Use &u) {
+          return mutatesFirstInput(u.user);
+        }))
+      continue;
+    torch::jit::WithInsertPoint guard(node);
+    torch::jit::Value *size =
+        emit(graph, "aten::size", {sizes->input(0), node->input(1)}, node);
+    node->output()->replaceAllUsesWith(size);
+    node->destroy();
+    changed = true;
+  }
+  return changed;
+}
+
 /// Canonical forms the analysis and the rewrites rely on. Constant
 /// propagation never folds nondeterministic ops (rand*, randperm,
 /// multinomial), and nothing here merges or reorders them.
@@ -83,6 +112,7 @@ static bool normalize(std::shared_ptr<Graph> &graph, PassContext &) {
   size_t before = countNodes(graph->block());
   bool changed = propagateConstants(graph);
   changed |= decomposeReducedLosses(*graph);
+  changed |= canonicalizeSizeItems(*graph);
   torch::jit::LowerSimpleTuples(graph->block()); // its graph form adds a DCE
   eliminateDeadCode(graph);
   // Tuple lowering and dead-code elimination only ever remove nodes.
@@ -96,8 +126,10 @@ const std::vector<PassInfo> &registeredPasses() {
        "submodules and functions are seen",
        false, inlineCalls},
       {"normalize",
-       "constant propagation, tuple lowering and dead-code elimination; never "
-       "folds or merges nondeterministic ops",
+       "constant propagation, tuple lowering and dead-code elimination; "
+       "x.shape[i] as x.size(i); losses with a constant mean/sum as "
+       "reduction none and mean()/sum(); never folds or merges "
+       "nondeterministic ops",
        false, normalize},
       {"index-to-mask",
        "gather/index_select/index by where(m)[0] -> a padded gather "

@@ -24,18 +24,31 @@ Value *emit(torch::jit::Graph &graph, const char *op,
                       anchor->sourceRange());
 }
 
-Value *emitIf(torch::jit::Graph &graph, Value *cond, const Node *anchor,
-              const std::function<Value *()> &then,
-              const std::function<Value *()> &otherwise) {
-  Node *branch = graph.insertNode(graph.create(c10::prim::If, {cond}, 1));
+std::vector<Value *>
+emitIf(torch::jit::Graph &graph, Value *cond, const Node *anchor,
+       size_t results, const std::function<std::vector<Value *>()> &then,
+       const std::function<std::vector<Value *>()> &otherwise) {
+  Node *branch =
+      graph.insertNode(graph.create(c10::prim::If, {cond}, results));
   branch->setSourceRange(anchor->sourceRange());
-  branch->output()->setType(c10::TensorType::get());
+  for (Value *out : branch->outputs())
+    out->setType(c10::TensorType::get());
   for (const auto *body : {&then, &otherwise}) {
     torch::jit::Block *block = branch->addBlock();
     torch::jit::WithInsertPoint in(block);
-    block->registerOutput((*body)());
+    for (Value *v : (*body)())
+      block->registerOutput(v);
   }
-  return branch->output();
+  return {branch->outputs().begin(), branch->outputs().end()};
+}
+
+Value *emitIf(torch::jit::Graph &graph, Value *cond, const Node *anchor,
+              const std::function<Value *()> &then,
+              const std::function<Value *()> &otherwise) {
+  return emitIf(
+      graph, cond, anchor, 1,
+      [&] { return std::vector<Value *>{then()}; },
+      [&] { return std::vector<Value *>{otherwise()}; })[0];
 }
 
 bool isTensor(const Value *v) {

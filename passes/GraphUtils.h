@@ -31,6 +31,13 @@ emitIf(torch::jit::Graph &graph, torch::jit::Value *cond,
        const std::function<torch::jit::Value *()> &then,
        const std::function<torch::jit::Value *()> &otherwise);
 
+/// emitIf with \p results tensor results per branch.
+std::vector<torch::jit::Value *> emitIf(
+    torch::jit::Graph &graph, torch::jit::Value *cond,
+    const torch::jit::Node *anchor, size_t results,
+    const std::function<std::vector<torch::jit::Value *>()> &then,
+    const std::function<std::vector<torch::jit::Value *>()> &otherwise);
+
 /// Whether \p v is a tensor (by its TorchScript type).
 bool isTensor(const torch::jit::Value *v);
 

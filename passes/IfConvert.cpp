@@ -129,23 +129,15 @@ Value *selectBranch(Graph &graph, Value *c, Value *a, Value *b,
                             anchor),
                        same("prim::device", "aten::eq")},
                       anchor);
-  Node *guard = graph.insertNode(graph.create(c10::prim::If, {agree}, 1));
-  guard->i_(guardAttr(), 1);
-  guard->setSourceRange(anchor->sourceRange());
-  guard->output()->setType(a->type()->cast<c10::TensorType>()
-                               ? c10::TensorType::get()
-                               : a->type());
-  torch::jit::Block *fast = guard->addBlock();
-  torch::jit::Block *fallback = guard->addBlock();
-  {
-    torch::jit::WithInsertPoint in(fast);
-    fast->registerOutput(emit(graph, "aten::where", {c, a, b}, anchor));
-  }
-  torch::jit::WithInsertPoint in(fallback);
-  fallback->registerOutput(emitIf(graph, emit(graph, "aten::Bool", {c}, anchor),
-                                  anchor, [&] { return a; },
-                                  [&] { return b; }));
-  return guard->output();
+  Value *picked = emitIf(
+      graph, agree, anchor,
+      [&] { return emit(graph, "aten::where", {c, a, b}, anchor); },
+      [&] {
+        return emitIf(graph, emit(graph, "aten::Bool", {c}, anchor), anchor,
+                      [&] { return a; }, [&] { return b; });
+      });
+  picked->node()->i_(guardAttr(), 1);
+  return picked;
 }
 
 bool congruent(const Value *a, const Value *b) {

@@ -70,12 +70,12 @@ std::optional<int64_t> trailingDimsRank(const Node *node,
           resolveDim(d, node->input(0), extra, &rc.analysis);
       if (resolved && *resolved < 1)
         return std::nullopt;
-      if (!resolved && d >= 0)
+      if (resolved)
+        continue;
+      // Negative, and out of range of a known rank: the op raises.
+      if (knownRank(node->input(0), &rc.analysis))
         return std::nullopt;
-      if (!resolved && !knownRank(node->input(0), &rc.analysis))
-        minRank = std::max(minRank, 1 - d - extra);
-      else if (!resolved)
-        return std::nullopt;
+      minRank = std::max(minRank, 1 - d - extra);
     }
     any = true;
   }
@@ -128,39 +128,33 @@ emitRankGuarded(RuleContext &rc, Node *node,
                 Node *list, const std::vector<Value *> &parts,
                 Value *firstPadded, Value *cond, Value *count) {
   torch::jit::Graph &graph = rc.graph;
-  Node *guard = graph.insertNode(
-      graph.create(c10::prim::If, {cond}, node->outputs().size()));
-  guard->i_(guardAttr(), 1);
-  guard->setSourceRange(node->sourceRange());
-  for (size_t i = 0; i < node->outputs().size(); ++i)
-    guard->output(i)->setType(node->output(i)->type());
-  torch::jit::Block *rows = guard->addBlock();
-  torch::jit::Block *fallback = guard->addBlock();
-  {
-    torch::jit::WithInsertPoint in(rows);
-    for (Value *v : cloneOnRows(graph, node, replaced, list, parts))
-      rows->registerOutput(v);
-  }
-  torch::jit::WithInsertPoint in(fallback);
-  Value *n = emit(graph, "aten::Int", {count}, node);
-  auto cut = [&](Value *padded) {
-    return emit(graph, "aten::slice",
-                {padded, 0, rc.constant(0), n, 1}, node);
+  auto fallback = [&] {
+    Value *n = emit(graph, "aten::Int", {count}, node);
+    auto cut = [&](Value *padded) {
+      return emit(graph, "aten::slice", {padded, 0, rc.constant(0), n, 1},
+                  node);
+    };
+    // In operand order, so that the graph printed is the same every run.
+    std::unordered_map<Value *, Value *> valid;
+    for (Value *original : node->inputs())
+      if (auto it = replaced.find(original);
+          it != replaced.end() && !valid.count(original))
+        valid[original] = rc.bounded(original) ? cut(it->second) : it->second;
+    std::vector<Value *> validParts;
+    for (Value *p : parts)
+      validParts.push_back(cut(p));
+    Value *bound = emit(graph, "aten::size", {firstPadded, 0}, node);
+    std::vector<Value *> padded;
+    for (Value *v : cloneOnRows(graph, node, valid, list, validParts))
+      padded.push_back(insertForm(graph, "pad_rows", {v, bound}, node)[0]);
+    return padded;
   };
-  // In operand order, so that the graph printed is the same every run.
-  std::unordered_map<Value *, Value *> valid;
-  for (Value *original : node->inputs())
-    if (auto it = replaced.find(original); it != replaced.end() &&
-                                           !valid.count(original))
-      valid[original] =
-          rc.bounded(original) ? cut(it->second) : it->second;
-  std::vector<Value *> validParts;
-  for (Value *p : parts)
-    validParts.push_back(cut(p));
-  Value *bound = emit(graph, "aten::size", {firstPadded, 0}, node);
-  for (Value *v : cloneOnRows(graph, node, valid, list, validParts))
-    fallback->registerOutput(insertForm(graph, "pad_rows", {v, bound}, node)[0]);
-  return {guard->outputs().begin(), guard->outputs().end()};
+  std::vector<Value *> results = emitIf(
+      graph, cond, node, node->outputs().size(),
+      [&] { return cloneOnRows(graph, node, replaced, list, parts); },
+      fallback);
+  results[0]->node()->i_(guardAttr(), 1);
+  return results;
 }
 
 /// The padded rows of \p node's bounded operands go through it as they
@@ -243,16 +237,14 @@ bool passRows(Node *node, RuleContext &rc, bool keepsDtype,
   auto require = [&](Value *c) {
     cond = cond ? emit(graph, "aten::__and__", {cond, c}, node) : c;
   };
+  Value *rank = minRank > 0 || !guarded.empty()
+                    ? emit(graph, "aten::dim", {firstPadded}, node)
+                    : nullptr;
   if (minRank > 0)
-    require(emit(graph, "aten::ge",
-                 {emit(graph, "aten::dim", {firstPadded}, node),
-                  rc.constant(minRank)},
-                 node));
+    require(emit(graph, "aten::ge", {rank, rc.constant(minRank)}, node));
   for (Value *p : guarded)
     require(emit(graph, "aten::eq",
-                 {emit(graph, "aten::dim", {firstPadded}, node),
-                  emit(graph, "aten::dim", {p}, node)},
-                 node));
+                 {rank, emit(graph, "aten::dim", {p}, node)}, node));
   std::vector<Value *> results =
       cond ? emitRankGuarded(rc, node, replaced, list, parts, firstPadded,
                              cond, count)

@@ -283,3 +283,61 @@ def sort_dim(padded: Tensor, count: Tensor, dim: int,
     if dim == 0:
         return sort_rows(padded, count, descending)
     return torch.sort(padded, dim=dim, descending=descending, stable=True)
+
+
+def score_order(scores: Tensor, count: Optional[Tensor]) -> Tensor:
+    """Rows by descending score, ties by position (a stable sort, as
+    torchvision's nms sorts); with a count, the live rows first."""
+    order = torch.sort(scores, stable=True, dim=0, descending=True)[1]
+    if count is not None:
+        dead = (~live_rows(scores.size(0), count)).index_select(0, order)
+        order = order.index_select(0, torch.sort(dead.long(), stable=True)[1])
+    return order
+
+
+def iou_over(boxes: Tensor, iou_threshold: float) -> Tensor:
+    """[n, n] bool: IoU(i, j) > iou_threshold, with the arithmetic of
+    torchvision's nms kernel on boxes' device. On the CPU it compares the
+    float IoU in double; on CUDA with the threshold rounded to float."""
+    x1, y1, x2, y2 = boxes[:, 0], boxes[:, 1], boxes[:, 2], boxes[:, 3]
+    area = (x2 - x1) * (y2 - y1)
+    w = (torch.minimum(x2[:, None], x2[None, :]) -
+         torch.maximum(x1[:, None], x1[None, :])).clamp(min=0)
+    h = (torch.minimum(y2[:, None], y2[None, :]) -
+         torch.maximum(y1[:, None], y1[None, :])).clamp(min=0)
+    inter = w * h
+    iou = inter / (area[:, None] + area[None, :] - inter)
+    if boxes.is_cuda:
+        t = torch.full([], iou_threshold, dtype=6, device=boxes.device)  # float
+        return iou > t.to(iou.dtype)
+    # float iou > double t, for a float iou: iou >= t' where t' is t rounded
+    # to iou's dtype and rounding went up, else iou > t'.
+    t = torch.full([], iou_threshold, dtype=iou.dtype, device=boxes.device)
+    return torch.where(t.to(7) > iou_threshold, iou >= t, iou > t)
+
+
+def nms(boxes: Tensor, scores: Tensor, iou_threshold: float,
+        count: Optional[Tensor], classes: Optional[Tensor]) -> Tuple[Tensor, Tensor]:
+    """torchvision::nms(boxes, scores, iou_threshold) as a bounded value: the
+    kept rows' indices by descending score, padded to boxes' rows (with the
+    first index in that order), and their count. Greedy over the score order:
+    a row is kept unless a kept row before it overlaps it by more than the
+    threshold. The IoU matrix is computed at once; the walk is a loop of
+    host-static trip count (the rows), each step a few vector ops. With a
+    count, only the first count rows take part (a bounded input); with
+    classes, only rows of one class suppress each other (batched NMS)."""
+    n = boxes.size(0)
+    order = score_order(scores, count)
+    sorted_boxes = boxes.index_select(0, order)
+    over = iou_over(sorted_boxes, iou_threshold)
+    if classes is not None:
+        c = classes.index_select(0, order)
+        over = over & (c[:, None] == c[None, :])
+    over = over.triu(1)  # a row suppresses only rows after it
+    removed = torch.zeros([n], dtype=11, device=boxes.device)  # bool
+    if count is not None:
+        removed = ~live_rows(n, count)
+    for i in range(n):
+        removed = removed | (over[i] & ~removed[i])
+    positions, kept = compact(~removed)
+    return order.index_select(0, positions), kept

@@ -1,0 +1,211 @@
+//===- Nms.cpp - staticify::nms_padded, torchvision's NMS as a bounded value ===//
+//
+// `torch.ops.staticify.nms_padded(boxes, scores, iou_threshold, count=None,
+// classes=None) -> (indices, count)`: the indices of the boxes greedy NMS
+// keeps, by descending score, padded to boxes' rows with the first index in
+// that order, and how many there are (a 0-d int64 on boxes' device). The
+// same function as `nms` in passes/forms/bounded_forms.py (the reference the
+// tests compare it with, padding included), which equals torchvision::nms:
+// a stable descending sort of the scores; on the CPU the IoU compared with
+// the threshold in double, on CUDA with the threshold rounded to float, as
+// torchvision's kernels do. With `count` only the first count rows take part
+// (a bounded input); with `classes` only rows of one class suppress each
+// other (batched NMS).
+//
+// On CUDA nothing is read back to the host: a bitmask kernel, then the greedy
+// walk in one block on the device (runtime/kernels/nms.cu), then the
+// compaction kernel. torchvision copies the bitmask to the host instead.
+//
+//===----------------------------------------------------------------------===//
+
+#include <ATen/ATen.h>
+#include <torch/library.h>
+
+#ifdef STATICIFY_WITH_CUDA
+#include "runtime/kernels/compact.cuh"
+#include "runtime/kernels/nms.cuh"
+
+#include <c10/cuda/CUDAException.h>
+#include <c10/cuda/CUDAGuard.h>
+#include <c10/cuda/CUDAStream.h>
+#endif
+
+#include <algorithm>
+#include <vector>
+
+namespace staticify {
+namespace {
+
+using at::Tensor;
+
+void checkInputs(const Tensor &boxes, const Tensor &scores,
+                 const c10::optional<Tensor> &count,
+                 const c10::optional<Tensor> &classes) {
+  TORCH_CHECK(boxes.dim() == 2 && boxes.size(1) == 4,
+              "staticify::nms_padded expects boxes of shape [N, 4], got ",
+              boxes.sizes());
+  TORCH_CHECK(scores.dim() == 1 && scores.size(0) == boxes.size(0),
+              "staticify::nms_padded expects scores of shape [", boxes.size(0),
+              "], got ", scores.sizes());
+  TORCH_CHECK(boxes.scalar_type() == scores.scalar_type() &&
+                  (boxes.scalar_type() == at::kFloat ||
+                   boxes.scalar_type() == at::kDouble),
+              "staticify::nms_padded takes float or double boxes and scores "
+              "of one dtype, got ",
+              boxes.scalar_type(), " and ", scores.scalar_type());
+  TORCH_CHECK(scores.device() == boxes.device(),
+              "staticify::nms_padded: boxes and scores on different devices");
+  if (count)
+    TORCH_CHECK(count->dim() == 0 && count->scalar_type() == at::kLong &&
+                    count->device() == boxes.device(),
+                "staticify::nms_padded expects count as a 0-d int64 tensor "
+                "on boxes' device");
+  if (classes)
+    TORCH_CHECK(classes->dim() == 1 && classes->size(0) == boxes.size(0) &&
+                    !at::isFloatingType(classes->scalar_type()) &&
+                    classes->device() == boxes.device(),
+                "staticify::nms_padded expects classes as a 1-D integer "
+                "tensor of boxes' rows on boxes' device");
+}
+
+/// The walk order: by descending score, ties by position; with a count, the
+/// live rows first. The same ATen calls as the form's `score_order`, so the
+/// same permutation on either device.
+Tensor scoreOrder(const Tensor &scores, const c10::optional<Tensor> &count) {
+  Tensor order = std::get<1>(
+      scores.sort(/*stable=*/true, /*dim=*/0, /*descending=*/true));
+  if (count) {
+    Tensor dead = at::arange(scores.size(0), count->options()).ge(*count);
+    Tensor byLive = std::get<1>(dead.index_select(0, order).to(at::kLong).sort(
+        /*stable=*/true, /*dim=*/0, /*descending=*/false));
+    order = order.index_select(0, byLive);
+  }
+  return order;
+}
+
+/// The kept sorted positions, padded with position 0, as indices.
+std::tuple<Tensor, Tensor> indicesOf(const Tensor &order, const Tensor &positions,
+                                const Tensor &count) {
+  return {order.index_select(0, positions), count};
+}
+
+template <typename T>
+int64_t walkCpu(const Tensor &sorted, const int64_t *cls, int64_t limit,
+                double threshold, int64_t *positions) {
+  auto b = sorted.accessor<T, 2>();
+  int64_t n = sorted.size(0);
+  // Areas as torchvision computes them: one elementwise product per box.
+  Tensor areaT = (sorted.select(1, 2) - sorted.select(1, 0)) *
+                 (sorted.select(1, 3) - sorted.select(1, 1));
+  const T *area = areaT.contiguous().data_ptr<T>();
+  std::vector<char> removed(n, 0);
+  int64_t kept = 0;
+  for (int64_t i = 0; i < limit; ++i) {
+    if (removed[i])
+      continue;
+    positions[kept++] = i;
+    for (int64_t j = i + 1; j < limit; ++j) {
+      if (removed[j] || (cls && cls[i] != cls[j]))
+        continue;
+      T w = std::max(T(0), std::min(b[i][2], b[j][2]) -
+                               std::max(b[i][0], b[j][0]));
+      T h = std::max(T(0), std::min(b[i][3], b[j][3]) -
+                               std::max(b[i][1], b[j][1]));
+      T inter = w * h;
+      T iou = inter / (area[i] + area[j] - inter);
+      if (iou > threshold) // in double, as torchvision's CPU kernel
+        removed[j] = 1;
+    }
+  }
+  return kept;
+}
+
+std::tuple<Tensor, Tensor> nmsPaddedCpu(const Tensor &boxes,
+                                        const Tensor &scores,
+                                        double threshold,
+                                        const c10::optional<Tensor> &count,
+                                        const c10::optional<Tensor> &classes) {
+  checkInputs(boxes, scores, count, classes);
+  int64_t n = boxes.size(0);
+  Tensor order = scoreOrder(scores, count);
+  Tensor sorted = boxes.index_select(0, order).contiguous();
+  Tensor sortedClasses;
+  if (classes)
+    sortedClasses = classes->index_select(0, order).to(at::kLong).contiguous();
+  int64_t limit =
+      count ? std::clamp<int64_t>(count->item<int64_t>(), 0, n) : n;
+  Tensor positions = at::zeros({n}, order.options());
+  int64_t total = 0;
+  AT_DISPATCH_FLOATING_TYPES(boxes.scalar_type(), "nms_padded", [&] {
+    total = walkCpu<scalar_t>(
+        sorted, classes ? sortedClasses.data_ptr<int64_t>() : nullptr, limit,
+        threshold, positions.data_ptr<int64_t>());
+  });
+  return indicesOf(order, positions, at::scalar_tensor(total, order.options()));
+}
+
+#ifdef STATICIFY_WITH_CUDA
+std::tuple<Tensor, Tensor> nmsPaddedCuda(const Tensor &boxes,
+                                         const Tensor &scores,
+                                         double threshold,
+                                         const c10::optional<Tensor> &count,
+                                         const c10::optional<Tensor> &classes) {
+  checkInputs(boxes, scores, count, classes);
+  c10::cuda::CUDAGuard device(boxes.device());
+  int64_t n = boxes.size(0);
+  TORCH_CHECK(cuda::nmsMaskWords(n) <= 65535,
+              "staticify::nms_padded takes at most ", 65535 * 64,
+              " boxes on CUDA, got ", n);
+  auto stream = c10::cuda::getCurrentCUDAStream().stream();
+  Tensor order = scoreOrder(scores, count);
+  Tensor sorted = boxes.index_select(0, order).contiguous();
+  Tensor sortedClasses;
+  if (classes)
+    sortedClasses = classes->index_select(0, order).to(at::kLong).contiguous();
+  int64_t words = cuda::nmsMaskWords(n);
+  Tensor mask = at::empty({n, words}, boxes.options().dtype(at::kLong));
+  AT_DISPATCH_FLOATING_TYPES(boxes.scalar_type(), "nms_padded", [&] {
+    cuda::launchNmsMask<scalar_t>(
+        sorted.data_ptr<scalar_t>(),
+        classes ? sortedClasses.data_ptr<int64_t>() : nullptr, n,
+        static_cast<float>(threshold),
+        reinterpret_cast<uint64_t *>(mask.data_ptr<int64_t>()), stream);
+  });
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+  Tensor keep = at::empty({n}, boxes.options().dtype(at::kBool));
+  Tensor scratch = at::empty({words}, mask.options());
+  cuda::launchNmsWalk(reinterpret_cast<const uint64_t *>(mask.data_ptr<int64_t>()),
+                      n, count ? count->data_ptr<int64_t>() : nullptr,
+                      keep.data_ptr<bool>(),
+                      reinterpret_cast<uint64_t *>(scratch.data_ptr<int64_t>()),
+                      stream);
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+  Tensor rank = at::cumsum(keep, 0, at::kLong);
+  Tensor positions = at::zeros({n}, rank.options());
+  cuda::launchCompact(keep.data_ptr<bool>(), rank.data_ptr<int64_t>(), n,
+                      positions.data_ptr<int64_t>(), stream);
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+  // The count stays on the device: no host sync.
+  Tensor total = n ? rank[-1].clone() : at::zeros({}, rank.options());
+  return indicesOf(order, positions, total);
+}
+#endif
+
+} // namespace
+} // namespace staticify
+
+TORCH_LIBRARY_FRAGMENT(staticify, m) {
+  m.def("nms_padded(Tensor boxes, Tensor scores, float iou_threshold, "
+        "Tensor? count=None, Tensor? classes=None) -> (Tensor indices, "
+        "Tensor count)");
+}
+
+TORCH_LIBRARY_IMPL(staticify, CPU, m) {
+  m.impl("nms_padded", &staticify::nmsPaddedCpu);
+}
+
+#ifdef STATICIFY_WITH_CUDA
+TORCH_LIBRARY_IMPL(staticify, CUDA, m) {
+  m.impl("nms_padded", &staticify::nmsPaddedCuda);
+}
+#endif

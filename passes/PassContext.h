@@ -31,6 +31,10 @@ struct PassOptions {
   /// bound: a bounded graph output is returned as `(padded, count)` instead
   /// of being cut to its count (which reads count on the host).
   bool paddedOutputs = false;
+  /// bound: where a rewrite has a kernel in the runtime library
+  /// (staticify::nms_padded), emit it instead of its TorchScript form, when
+  /// that library is loaded. The output then needs it loaded too.
+  bool runtimeOps = false;
   /// The pipeline renders the final graph's partition as DOT (--dot).
   bool renderDot = false;
   /// After every pass, lint the graph and check that a pass reporting no

@@ -79,7 +79,13 @@ options:
                         graph per input signature on a GPU and runs it plainly
                         on CPU. The output then needs libstaticify_runtime.so:
                         torch.ops.load_library(PATH) before torch.jit.load
-  --runtime PATH        the runtime library for --cuda-graphs (default:
+  --runtime-ops         where a rewrite has a kernel in the runtime library
+                        (padded NMS: staticify::nms_padded, CPU and CUDA, no
+                        host read), emit it instead of its TorchScript form;
+                        on by default with --cuda-graphs. The output then
+                        needs libstaticify_runtime.so, as with --cuda-graphs
+  --runtime PATH        the runtime library for --cuda-graphs and
+                        --runtime-ops (default:
                         ../lib/libstaticify_runtime.so next to this program)
   --passes LIST         run this comma-separated pipeline instead of the
                         default; known passes: %PASSES%
@@ -212,6 +218,9 @@ int parseOptions(const std::vector<std::string> &args, Options &opts,
       opts.passOptions.dropDataAsserts = true;
     } else if (cl.flag("--cuda-graphs")) {
       opts.cudaGraphs = opts.outline = true;
+      opts.passOptions.runtimeOps = true;
+    } else if (cl.flag("--runtime-ops")) {
+      opts.passOptions.runtimeOps = true;
     } else if (cl.option("--runtime", value)) {
       opts.runtime = value;
     } else if (cl.flag("--outline")) {
@@ -285,11 +294,13 @@ int run(const Options &opts, std::ostream &out, std::ostream &err) {
   std::string dot;
   for (const std::string &lib : opts.libraries)
     loadLibrary(lib);
-  if (opts.cudaGraphs) {
+  if (opts.cudaGraphs || passOptions.runtimeOps) {
     std::string runtime =
         opts.runtime.empty() ? defaultRuntimeLibrary() : opts.runtime;
     if (runtime.empty() || access(runtime.c_str(), R_OK) != 0)
-      throw UserError("--cuda-graphs needs the staticify runtime library, "
+      throw UserError(std::string(opts.cudaGraphs ? "--cuda-graphs"
+                                                  : "--runtime-ops") +
+                      " needs the staticify runtime library, "
                       "not found at '" +
                       runtime +
                       "'; build it (target staticify_runtime) or "

@@ -46,6 +46,7 @@ std::vector<BoundRule> &ruleTable() {
     addRandomRules(r);
     addIndexRules(r);
     addRootRules(r);
+    addDetectionRules(r);
     return r;
   }();
   return rules;

@@ -19,10 +19,10 @@
 // (`nonzero(x)` of a graph input); use rules see nodes with at least one
 // input that has a representation (`numel` of a bounded value). Rules live
 // in files by family: roots (RootRules.cpp), host scalars (ScalarRules.cpp),
-// indexing (IndexRules.cpp), per-row ops and reductions (RowRules.cpp) and
-// random draws (RandomRules.cpp). A rule for another library's op (a custom
-// op such as `torchvision::nms`) is registered with `registerBoundRule`
-// before the pipeline runs.
+// indexing (IndexRules.cpp), per-row ops and reductions (RowRules.cpp),
+// random draws (RandomRules.cpp) and detection ops, torchvision's included
+// (DetectionRules.cpp). A rule for another library's op is registered with
+// `registerBoundRule` before the pipeline runs.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
@@ -132,6 +132,7 @@ void addScalarRules(std::vector<BoundRule> &rules);
 void addIndexRules(std::vector<BoundRule> &rules);
 void addRowRules(std::vector<BoundRule> &rules);
 void addRandomRules(std::vector<BoundRule> &rules);
+void addDetectionRules(std::vector<BoundRule> &rules);
 
 /// The state of one run of the driver, and what rules may do with it.
 class RuleContext {

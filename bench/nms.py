@@ -1,0 +1,145 @@
+"""Padded NMS side by side, in one process: torchvision.ops.nms, staticify's
+TorchScript form (`nms` in passes/forms/bounded_forms.py) and the runtime's
+kernel staticify::nms_padded; then a scripted model that keeps
+`boxes[nms(boxes, scores, 0.5)]` (the shape of torchvision's postprocess),
+original against staticify's output of it: default (cut to the count at the
+return), --padded-outputs, and --padded-outputs --runtime-ops.
+
+    /usr/bin/python3 bench/nms.py [--device cpu|cuda] [--sizes 1000 4000]
+        [--models DIR] [--bin build/bin] [--out bench/results]
+
+Boxes are clustered (detector-like heavy overlap), scores uniform. Each
+variant is checked equal to torchvision first, then timed as in
+bench/seed000.py: median and IQR of single calls (CUDA events on a GPU),
+host syncs per call (torch.cuda.set_sync_debug_mode), and the time per call
+when calls are queued back to back. --models takes staticified models made
+elsewhere (the GPU machine's CLI cannot load pip torchvision's _C.so);
+without it they are made with --bin, which needs torchvision's library:
+`--write-models DIR` only writes them."""
+import argparse
+import glob
+import json
+import os
+import pathlib
+import statistics
+import subprocess
+import sys
+
+import torch
+import torchvision
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "bench"))
+sys.path.insert(0, str(ROOT / "test" / "e2e"))
+from seed000 import count_syncs, pipelined, timer  # noqa: E402
+from test_forms import compile_forms  # noqa: E402
+
+VARIANTS = {"default": [], "padded": ["--padded-outputs"],
+            "padded+runtime-ops": ["--padded-outputs", "--runtime-ops"]}
+
+
+class KeepAfterNms(torch.nn.Module):
+    """torchvision's RoIHeads.postprocess_detections, its last steps."""
+
+    def forward(self, boxes, scores):
+        keep = torchvision.ops.nms(boxes, scores, 0.5)
+        return boxes[keep], scores[keep]
+
+
+def write_models(out, staticify_bin):
+    out.mkdir(parents=True, exist_ok=True)
+    original = out / "keep-after-nms.pt"
+    torch.jit.script(KeepAfterNms()).save(str(original))
+    lib = glob.glob(os.path.join(os.path.dirname(torchvision.__file__), "_C*.so"))[0]
+    for name, flags in VARIANTS.items():
+        subprocess.run([str(pathlib.Path(staticify_bin) / "staticify"), str(original),
+                        "-o", str(out / f"keep-after-nms-{name}.pt"),
+                        "--load-library", lib] + flags, check=True)
+
+
+def clustered(n, device, seed):
+    g = torch.Generator().manual_seed(seed)
+    centers = torch.rand(max(n // 20, 1), 2, generator=g) * 400
+    xy = centers[torch.randint(0, centers.size(0), (n,), generator=g)] + \
+        torch.rand(n, 2, generator=g) * 8
+    boxes = torch.cat([xy, xy + 16 + torch.rand(n, 2, generator=g) * 16], 1)
+    return boxes.to(device), torch.rand(n, generator=g).to(device)
+
+
+def measure(fn, args, device, reps):
+    run = timer(device)
+    for _ in range(3):
+        fn(*args)
+    times = sorted(run(fn, args) for _ in range(reps))
+    q = statistics.quantiles(times, n=4)
+    row = {"median_us": statistics.median(times), "iqr_us": q[2] - q[0]}
+    if device == "cuda":
+        row["syncs_per_call"] = count_syncs(fn, args)
+        row["pipelined_us"] = pipelined(fn, args, row["median_us"])
+    return row
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--device", default="cpu")
+    parser.add_argument("--sizes", type=int, nargs="+", default=[1000, 4000])
+    parser.add_argument("--reps", type=int, default=30)
+    parser.add_argument("--bin", default=str(ROOT / "build" / "bin"))
+    parser.add_argument("--models")
+    parser.add_argument("--write-models")
+    parser.add_argument("--runtime", default=str(ROOT / "build" / "lib" / "libstaticify_runtime.so"))
+    parser.add_argument("--out")
+    args = parser.parse_args()
+    if args.write_models:
+        write_models(pathlib.Path(args.write_models), args.bin)
+        return
+    torch.ops.load_library(args.runtime)
+    models = pathlib.Path(args.models) if args.models else pathlib.Path("/tmp/staticify-nms-bench")
+    if not args.models:
+        write_models(models, args.bin)
+    forms = compile_forms()
+    kernel = torch.ops.staticify.nms_padded
+    original = torch.jit.load(str(models / "keep-after-nms.pt"))
+    static = {name: torch.jit.load(str(models / f"keep-after-nms-{name}.pt"))
+              for name in VARIANTS}
+    rows = []
+    for n in args.sizes:
+        boxes, scores = clustered(n, args.device, n)
+        want = torchvision.ops.nms(boxes, scores, 0.5)
+        ops = {"torchvision.ops.nms": lambda b, s: torchvision.ops.nms(b, s, 0.5),
+               "form (TorchScript)": lambda b, s: forms.nms(b, s, 0.5, None, None),
+               "staticify::nms_padded": lambda b, s: kernel(b, s, 0.5)}
+        for name, fn in ops.items():
+            out = fn(boxes, scores)
+            got = out if name.startswith("torchvision") else out[0][:int(out[1])]
+            assert torch.equal(got, want), (name, n)
+            rows.append({"n": n, "kind": "op", "variant": name, "kept": len(want),
+                         **measure(fn, (boxes, scores), args.device, args.reps)})
+        want_boxes = boxes[want]
+        for name, fn in [("original", original)] + list(static.items()):
+            out = fn(boxes, scores)
+            got = out[0] if name in ("original", "default") else out[0][0][:int(out[0][1])]
+            assert torch.equal(got, want_boxes), (name, n)
+            rows.append({"n": n, "kind": "model", "variant": name, "kept": len(want),
+                         **measure(fn, (boxes, scores), args.device, args.reps)})
+    base = {}
+    for r in rows:
+        key = (r["n"], r["kind"])
+        base.setdefault(key, r["median_us"])
+        r["vs_first"] = r["median_us"] / base[key]
+    print(f"device {args.device}: {torch.cuda.get_device_name() if args.device == 'cuda' else 'cpu'}, "
+          f"torch {torch.__version__}, torchvision {torchvision.__version__}")
+    print("| N | kind | variant | kept | median | IQR | vs first | syncs/call | pipelined |")
+    print("|---:|---|---|---:|---:|---:|---:|---:|---:|")
+    for r in rows:
+        print(f"| {r['n']} | {r['kind']} | {r['variant']} | {r['kept']} | {r['median_us']:.1f} us | "
+              f"{r['iqr_us']:.1f} us | {r['vs_first']:.2f}x | {r.get('syncs_per_call', '')} | "
+              f"{'%.1f us' % r['pipelined_us'] if 'pipelined_us' in r else ''} |")
+    if args.out:
+        out = pathlib.Path(args.out)
+        out.mkdir(parents=True, exist_ok=True)
+        (out / f"nms-{args.device}.json").write_text(json.dumps(rows, indent=1))
+
+
+if __name__ == "__main__":
+    main()

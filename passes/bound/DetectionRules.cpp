@@ -1,0 +1,96 @@
+//===- DetectionRules.cpp - Detection ops as bounded values ---------------===//
+//
+//   torchvision::nms(boxes, scores, t)   -> bounded indices: the `nms` form
+//   of static boxes, or of bounded       (IoU matrix + greedy walk of host-
+//   boxes and scores of one count        static trip count), or with
+//                                        --runtime-ops the runtime's kernel
+//                                        staticify::nms_padded
+//
+// batched_nms's coordinate trick is elementwise arithmetic and one nms: its
+// nms takes this rule.
+//
+//===----------------------------------------------------------------------===//
+
+#include "passes/bound/Rules.h"
+
+#include "passes/BoundedForms.h"
+#include "passes/GraphUtils.h"
+
+#include <torch/csrc/jit/runtime/operator.h>
+
+namespace staticify::bound {
+
+using torch::jit::Node;
+using torch::jit::Value;
+
+namespace {
+
+const char *const kNmsKernel = "staticify::nms_padded";
+
+/// Whether the runtime library (which registers staticify::nms_padded) is
+/// loaded in this process.
+bool runtimeLoaded() {
+  return !torch::jit::getAllOperatorsFor(
+              c10::Symbol::fromQualString(kNmsKernel))
+              .empty();
+}
+
+/// The two results of a multi-result op emitted with `emit` (which packs
+/// them in a tuple).
+std::pair<Value *, Value *> unpackPair(Value *tuple, RuleContext &rc) {
+  Node *construct = tuple->node();
+  if (construct->kind() == c10::prim::TupleConstruct) {
+    std::pair<Value *, Value *> out{construct->input(0), construct->input(1)};
+    construct->destroy();
+    return out;
+  }
+  Node *unpack = rc.graph.insertNode(rc.graph.createTupleUnpack(tuple));
+  return {unpack->output(0), unpack->output(1)};
+}
+
+RuleResult nms(Node *node, RuleContext &rc) {
+  if (node->inputs().size() != 3)
+    return RuleResult::notApplicable();
+  Value *boxes = node->input(0), *scores = node->input(1);
+  Value *threshold = node->input(2);
+  if (rc.rep(threshold))
+    return RuleResult::declined("its IoU threshold is read from data");
+  Rep *b = rc.rep(boxes), *s = rc.rep(scores);
+  if ((b && b->kind != Rep::Kind::Bounded) ||
+      (s && s->kind != Rep::Kind::Bounded))
+    return RuleResult::declined();
+  Value *count = rc.none();
+  if (b || s) {
+    // Row i of the boxes must be row i of the scores: one count.
+    if (!b || !s || !rc.sameCount(b->count, s->count))
+      return RuleResult::declined(
+          "its boxes and scores are not rows of one selection");
+    boxes = b->value;
+    scores = s->value;
+    count = b->count;
+  }
+  Value *indices, *kept;
+  if (rc.ctx.options.runtimeOps && runtimeLoaded()) {
+    std::tie(indices, kept) = unpackPair(
+        emit(rc.graph, kNmsKernel, {boxes, scores, threshold, count}, node),
+        rc);
+  } else {
+    auto outs = insertForm(rc.graph, "nms",
+                           {boxes, scores, threshold, count, rc.none()}, node);
+    indices = outs[0];
+    kept = outs[1];
+  }
+  rc.setBounded(node->output(), indices, kept, /*isIndex=*/true,
+                /*is1D=*/true);
+  return RuleResult::applied();
+}
+
+} // namespace
+
+void addDetectionRules(std::vector<BoundRule> &rules) {
+  using On = BoundRule::On;
+  rules.push_back({"nms", On::Root, ops({"torchvision::nms"}), nms});
+  rules.push_back({"nms", On::Use, ops({"torchvision::nms"}), nms});
+}
+
+} // namespace staticify::bound

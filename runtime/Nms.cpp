@@ -3,14 +3,19 @@
 // `torch.ops.staticify.nms_padded(boxes, scores, iou_threshold, count=None,
 // classes=None) -> (indices, count)`: the indices of the boxes greedy NMS
 // keeps, by descending score, padded to boxes' rows with the first index in
-// that order, and how many there are (a 0-d int64 on boxes' device). The
-// same function as `nms` in passes/forms/bounded_forms.py (the reference the
-// tests compare it with, padding included), which equals torchvision::nms:
-// a stable descending sort of the scores; on the CPU the IoU compared with
-// the threshold in double, on CUDA with the threshold rounded to float, as
-// torchvision's kernels do. With `count` only the first count rows take part
-// (a bounded input); with `classes` only rows of one class suppress each
-// other (batched NMS).
+// that order, and how many there are (a 0-d int64 on boxes' device). With
+// `count` only the first count rows take part (a bounded input); with
+// `classes` only rows of one class suppress each other (batched NMS).
+//
+// On the CPU it equals torchvision::nms, order and ties included (a stable
+// descending sort of the scores, then the greedy walk, the float IoU
+// compared with the threshold in double, as torchvision's CPU kernel does),
+// and the form `nms` in passes/forms/bounded_forms.py, padding included. On
+// CUDA it equals the form, padding included: IEEE arithmetic, no FMAs, the
+// threshold rounded to float, as torchvision's CUDA kernel rounds it. That
+// kernel's own IoU expression is contracted into FMAs by nvcc, so at a
+// threshold within one rounding of an IoU it can decide otherwise than the
+// CPU and than the form (test/e2e/test_nms.py counts such cases).
 //
 // On CUDA nothing is read back to the host: a bitmask kernel, then the greedy
 // walk in one block on the device (runtime/kernels/nms.cu), then the

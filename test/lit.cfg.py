@@ -1,5 +1,6 @@
 # lit configuration for staticify's pass and analysis tests.
 import os
+import subprocess
 
 import lit.formats
 
@@ -14,3 +15,12 @@ config.environment["PATH"] = os.pathsep.join(
 # Captured names must not leak between CHECK-LABEL blocks.
 config.environment["FILECHECK_OPTS"] = "--enable-var-scope"
 config.substitutions.append(("%python", config.python))
+
+# torchvision's ops, where staticify-opt can load them (Debian's build can; a
+# pip wheel's _C.so is a Python extension that loads only inside Python):
+# tests of rules on torchvision::nms say `REQUIRES: torchvision`.
+if config.torchvision_ops and subprocess.run(
+        [os.path.join(config.staticify_bin_dir, "staticify-opt"), "--load-library",
+         config.torchvision_ops, "--help"], capture_output=True).returncode == 0:
+    config.available_features.add("torchvision")
+    config.substitutions.append(("%torchvision_ops", config.torchvision_ops))

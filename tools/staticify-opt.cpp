@@ -12,6 +12,8 @@
 #include "passes/Report.h"
 #include "tools/CommandLine.h"
 
+#include <dlfcn.h>
+
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -36,6 +38,8 @@ options:
   --verify-each    after every pass, lint the graph and check that a pass
                    that reports no change left it as it was (every lit test)
   --time-passes    print the wall time of each pass and analysis to stderr
+  --load-library P dlopen() a custom-op library the IR uses (torchvision's
+                   _C.so for torchvision::nms); repeatable
   --saved-training=true|false
                    what specialize-training takes every module's saved
                    `training` flag to be (IR carries no module)
@@ -136,7 +140,14 @@ int main(int argc, char **argv) {
           return std::optional<bool>(training);
         };
       }
-      else if (cl.option("--pass", value)) {
+      else if (cl.option("--load-library", value)) {
+        // A custom-op library the IR names (torchvision's, for its nms).
+        if (!dlopen(value.c_str(), RTLD_NOW | RTLD_GLOBAL)) {
+          std::cerr << "staticify-opt: error: cannot load library '" << value
+                    << "': " << dlerror() << "\n";
+          return 1;
+        }
+      } else if (cl.option("--pass", value)) {
         for (std::string &p : parsePassList(value))
           passes.push_back(p);
       } else

@@ -40,6 +40,8 @@ options:
   --time-passes    print the wall time of each pass and analysis to stderr
   --load-library P dlopen() a custom-op library the IR uses (torchvision's
                    _C.so for torchvision::nms); repeatable
+  --runtime-ops    bound emits the runtime library's kernels where it has
+                   one (staticify::nms_padded); load that library first
   --saved-training=true|false
                    what specialize-training takes every module's saved
                    `training` flag to be (IR carries no module)
@@ -126,6 +128,8 @@ int main(int argc, char **argv) {
         options.verifyEach = true;
       else if (cl.flag("--time-passes"))
         timePasses = true;
+      else if (cl.flag("--runtime-ops"))
+        options.runtimeOps = true;
       else if (cl.flag("--print-graph"))
         printGraph = true;
       else if (cl.flag("--print-classes"))

@@ -48,6 +48,14 @@ std::pair<Value *, Value *> unpackPair(Value *tuple, RuleContext &rc) {
   return {unpack->output(0), unpack->output(1)};
 }
 
+bool insideLoop(const Node *node) {
+  for (const Node *n = node->owningBlock()->owningNode(); n;
+       n = n->owningBlock()->owningNode())
+    if (n->kind() == c10::prim::Loop)
+      return true;
+  return false;
+}
+
 RuleResult nms(Node *node, RuleContext &rc) {
   if (node->inputs().size() != 3)
     return RuleResult::notApplicable();
@@ -60,6 +68,13 @@ RuleResult nms(Node *node, RuleContext &rc) {
       (s && s->kind != Rep::Kind::Bounded))
     return RuleResult::declined();
   Value *count = rc.none();
+  if ((b || s) && insideLoop(node))
+    // Padded rows are as many as the bound, not the count: in a loop (the
+    // per-class loop of batched_nms, whose bound is every class's boxes)
+    // the walk would cost the bound squared per iteration.
+    return RuleResult::declined(
+        "inside a loop, NMS over padded rows would cost the padded size "
+        "squared per iteration");
   if (b || s) {
     // Row i of the boxes must be row i of the scores: one count.
     if (!b || !s || !rc.sameCount(b->count, s->count))
@@ -90,7 +105,7 @@ RuleResult nms(Node *node, RuleContext &rc) {
 void addDetectionRules(std::vector<BoundRule> &rules) {
   using On = BoundRule::On;
   rules.push_back({"nms", On::Root, ops({"torchvision::nms"}), nms});
-  rules.push_back({"nms", On::Use, ops({"torchvision::nms"}), nms});
+  rules.push_back({"nms-of-selection", On::Use, ops({"torchvision::nms"}), nms});
 }
 
 } // namespace staticify::bound

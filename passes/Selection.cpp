@@ -145,6 +145,18 @@ bool provablyZeroDim(const Value *v) {
     return true;
   if (op == "aten::tensor")
     return isNumber(node->input(0));
+  // An elementwise op of 0-d tensors and numbers (`boxes.max() + 1`).
+  if (const OpInfo *info = opInfo(node); info && info->has(kElementwise)) {
+    bool anyTensor = false;
+    for (const Value *in : node->inputs()) {
+      if (!isTensor(in))
+        continue;
+      if (!provablyZeroDim(in))
+        return false;
+      anyTensor = true;
+    }
+    return anyTensor;
+  }
   if (opRole(node) != OpRole::Reduction || !node->maybeSchema())
     return false;
   // One tensor input (max(a, b) is elementwise) and no kept dimensions.

@@ -2,6 +2,7 @@
 //
 //   nonzero/argwhere                 -> bounded (cumsum + scatter)
 //   where(c), nonzero_numpy(c)       -> a list whose elements are bounded
+//   (of a bounded c too: its padding rows count as false)
 //   x[mask], masked_select           -> bounded gather
 //   _unique2, unique_consecutive     -> sort + adjacent diff
 //   unique(dim=0)                    -> sorted rows + adjacent diff
@@ -64,11 +65,28 @@ Value *countedMask(Value *t, RuleContext &rc) {
   return def->input(0);
 }
 
+/// What where(c) / nonzero(c) read: c itself, or for a bounded c its padded
+/// rows with the padding false. Its live rows are the original's rows, so
+/// the coordinates of their elements are the original's; null when c has
+/// another representation.
+Value *conditionOf(Node *node, RuleContext &rc) {
+  Value *c = node->input(0);
+  Rep *r = rc.rep(c);
+  if (!r)
+    return c;
+  if (r->kind != Rep::Kind::Bounded)
+    return nullptr;
+  return insertForm(rc.graph, "live_nonzero", {r->value, r->count}, node)[0];
+}
+
 RuleResult whereList(Node *node, RuleContext &rc) {
   if (is(node, "aten::where") && node->inputs().size() != 1)
     return RuleResult::notApplicable(); // where(c, a, b): elementwise
+  Value *c = conditionOf(node, rc);
+  if (!c)
+    return RuleResult::declined();
   Rep r(Rep::Kind::WhereList);
-  r.value = node->input(0);
+  r.value = c;
   rc.setRep(node->output(), r);
   return RuleResult::applied();
 }
@@ -76,7 +94,10 @@ RuleResult whereList(Node *node, RuleContext &rc) {
 RuleResult nonzero(Node *node, RuleContext &rc) {
   if (node->inputs().size() != 1)
     return RuleResult::notApplicable();
-  auto outs = insertForm(rc.graph, "nonzero", {node->input(0)}, node);
+  Value *c = conditionOf(node, rc);
+  if (!c)
+    return RuleResult::declined();
+  auto outs = insertForm(rc.graph, "nonzero", {c}, node);
   rc.setBounded(node->output(), outs[0], outs[1], true);
   return RuleResult::applied();
 }
@@ -184,6 +205,12 @@ void addRootRules(std::vector<BoundRule> &rules) {
                    ops({"aten::where", "aten::nonzero_numpy"}), whereList});
   rules.push_back(
       {"nonzero", On::Root, ops({"aten::nonzero", "aten::argwhere"}), nonzero});
+  // Of a bounded condition (`torch.where(keep)[0]` of a mask computed from
+  // selected boxes: remove_small_boxes after a score threshold).
+  rules.push_back({"where-list-of-bounded", On::Use,
+                   ops({"aten::where", "aten::nonzero_numpy"}), whereList});
+  rules.push_back({"nonzero-of-bounded", On::Use,
+                   ops({"aten::nonzero", "aten::argwhere"}), nonzero});
   rules.push_back({"selection", On::Root,
                    ops({"aten::masked_select", "aten::index"}), selection});
   rules.push_back({"unique", On::Root,

@@ -245,6 +245,13 @@ def keep_rows(padded: Tensor, count: Tensor) -> Tensor:
 
 
 
+def live_nonzero(padded: Tensor, count: Tensor) -> Tensor:
+    """Which elements of a bounded value are nonzero, false on its padding
+    rows: what where/nonzero of the original's rows select, in its padded
+    shape (the live rows' coordinates are the original's)."""
+    return (padded != 0) & keep_rows(padded, count)
+
+
 def ignore_padding(target: Tensor, count: Tensor, ignore_index: int) -> Tensor:
     """Class targets of a bounded value with the padding rows set to
     ignore_index: a loss then skips them (and never reads their classes)."""

@@ -102,6 +102,11 @@ DTypeKind inferDType(const Node *node, const Value *out,
     }
   }
   switch (rule) {
+  case DTypeRule::BoolUnlessByte: {
+    DTypeKind in = dtypeOf(node->input(0));
+    return in == DTypeKind::Unknown || in == DTypeKind::Byte ? in
+                                                             : DTypeKind::Bool;
+  }
   case DTypeRule::IntArithmetic:
     return intArithmeticDType(node, op, dtypeOf);
   case DTypeRule::KeepsInput:

@@ -120,6 +120,8 @@ enum class DTypeRule : uint8_t {
   Bool,
   /// int64 indices (nonzero, argmax, nms).
   Long,
+  /// bool, except uint8 for a uint8 input, which PyTorch keeps (any, all).
+  BoolUnlessByte,
   /// The second result is int64 indices (sort, topk, max(dim)).
   LongSecond,
   /// The tensor operands' common dtype (views, copies, bitwise ops, cat).

@@ -1,21 +1,24 @@
 """Padded NMS side by side, in one process: torchvision.ops.nms, staticify's
 TorchScript form (`nms` in passes/forms/bounded_forms.py) and the runtime's
-kernel staticify::nms_padded; then a scripted model that keeps
-`boxes[nms(boxes, scores, 0.5)]` (the shape of torchvision's postprocess),
-original against staticify's output of it: default (cut to the count at the
-return), --padded-outputs, and --padded-outputs --runtime-ops.
+kernel staticify::nms_padded; then two scripted models (test/e2e/test_nms.py)
+against staticify's outputs of them: `keep-after-nms` keeps
+`boxes[nms(boxes, scores, 0.5)]`, `postprocess` is torchvision's
+postprocess_detections with an offset batched NMS (score threshold,
+remove_small_boxes, NMS, top 100). Each is staticified three ways: default
+(cut to the count at the return), --padded-outputs, and --padded-outputs
+--runtime-ops.
 
     /usr/bin/python3 bench/nms.py [--device cpu|cuda] [--sizes 1000 4000]
         [--models DIR] [--bin build/bin] [--out bench/results]
 
 Boxes are clustered (detector-like heavy overlap), scores uniform. Each
-variant is checked equal to torchvision first, then timed as in
-bench/seed000.py: median and IQR of single calls (CUDA events on a GPU),
-host syncs per call (torch.cuda.set_sync_debug_mode), and the time per call
-when calls are queued back to back. --models takes staticified models made
-elsewhere (the GPU machine's CLI cannot load pip torchvision's _C.so);
-without it they are made with --bin, which needs torchvision's library:
-`--write-models DIR` only writes them."""
+variant is checked equal to torchvision (or the original model) first, then
+timed as in bench/seed000.py: median and IQR of single calls (CUDA events on
+a GPU), host syncs per call (torch.cuda.set_sync_debug_mode), and the time
+per call when calls are queued back to back. --models takes staticified
+models made elsewhere (the GPU machine's CLI cannot load pip torchvision's
+_C.so); without it they are made with --bin, which needs torchvision's
+library: `--write-models DIR` only writes them."""
 import argparse
 import glob
 import json
@@ -33,28 +36,25 @@ sys.path.insert(0, str(ROOT / "bench"))
 sys.path.insert(0, str(ROOT / "test" / "e2e"))
 from seed000 import count_syncs, pipelined, timer  # noqa: E402
 from test_forms import compile_forms  # noqa: E402
+from test_nms import KeepAfterNms, ThresholdThenOffsetNms  # noqa: E402
 
 VARIANTS = {"default": [], "padded": ["--padded-outputs"],
             "padded+runtime-ops": ["--padded-outputs", "--runtime-ops"]}
 
 
-class KeepAfterNms(torch.nn.Module):
-    """torchvision's RoIHeads.postprocess_detections, its last steps."""
-
-    def forward(self, boxes, scores):
-        keep = torchvision.ops.nms(boxes, scores, 0.5)
-        return boxes[keep], scores[keep]
+MODELS = {"keep-after-nms": KeepAfterNms, "postprocess": ThresholdThenOffsetNms}
 
 
 def write_models(out, staticify_bin):
     out.mkdir(parents=True, exist_ok=True)
-    original = out / "keep-after-nms.pt"
-    torch.jit.script(KeepAfterNms()).save(str(original))
     lib = glob.glob(os.path.join(os.path.dirname(torchvision.__file__), "_C*.so"))[0]
-    for name, flags in VARIANTS.items():
-        subprocess.run([str(pathlib.Path(staticify_bin) / "staticify"), str(original),
-                        "-o", str(out / f"keep-after-nms-{name}.pt"),
-                        "--load-library", lib] + flags, check=True)
+    for model, cls in MODELS.items():
+        original = out / f"{model}.pt"
+        torch.jit.script(cls()).save(str(original))
+        for name, flags in VARIANTS.items():
+            subprocess.run([str(pathlib.Path(staticify_bin) / "staticify"), str(original),
+                            "-o", str(out / f"{model}-{name}.pt"),
+                            "--load-library", lib] + flags, check=True)
 
 
 def clustered(n, device, seed):
@@ -99,12 +99,14 @@ def main():
         write_models(models, args.bin)
     forms = compile_forms()
     kernel = torch.ops.staticify.nms_padded
-    original = torch.jit.load(str(models / "keep-after-nms.pt"))
-    static = {name: torch.jit.load(str(models / f"keep-after-nms-{name}.pt"))
-              for name in VARIANTS}
+    loaded = {model: {name: torch.jit.load(str(models / f"{model}{suffix}.pt"))
+                      for name, suffix in [("original", "")] +
+                      [(v, "-" + v) for v in VARIANTS]}
+              for model in MODELS}
     rows = []
     for n in args.sizes:
         boxes, scores = clustered(n, args.device, n)
+        labels = torch.randint(0, 4, (n,), generator=torch.Generator().manual_seed(n)).to(args.device)
         want = torchvision.ops.nms(boxes, scores, 0.5)
         ops = {"torchvision.ops.nms": lambda b, s: torchvision.ops.nms(b, s, 0.5),
                "form (TorchScript)": lambda b, s: forms.nms(b, s, 0.5, None, None),
@@ -115,13 +117,16 @@ def main():
             assert torch.equal(got, want), (name, n)
             rows.append({"n": n, "kind": "op", "variant": name, "kept": len(want),
                          **measure(fn, (boxes, scores), args.device, args.reps)})
-        want_boxes = boxes[want]
-        for name, fn in [("original", original)] + list(static.items()):
-            out = fn(boxes, scores)
-            got = out[0] if name in ("original", "default") else out[0][0][:int(out[0][1])]
-            assert torch.equal(got, want_boxes), (name, n)
-            rows.append({"n": n, "kind": "model", "variant": name, "kept": len(want),
-                         **measure(fn, (boxes, scores), args.device, args.reps)})
+        for model, variants in loaded.items():
+            inputs = (boxes, scores) if model == "keep-after-nms" else (boxes, scores, labels)
+            reference = variants["original"](*inputs)
+            for name, fn in variants.items():
+                out = fn(*inputs)
+                if name.startswith("padded"):
+                    out = tuple(padded[:int(count)] for padded, count in out)
+                assert all(torch.equal(a, b) for a, b in zip(out, reference)), (model, name, n)
+                rows.append({"n": n, "kind": model, "variant": name, "kept": len(reference[0]),
+                             **measure(fn, inputs, args.device, args.reps)})
     base = {}
     for r in rows:
         key = (r["n"], r["kind"])

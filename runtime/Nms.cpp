@@ -88,10 +88,32 @@ Tensor scoreOrder(const Tensor &scores, const c10::optional<Tensor> &count) {
   return order;
 }
 
-/// The kept sorted positions, padded with position 0, as indices.
-std::tuple<Tensor, Tensor> indicesOf(const Tensor &order, const Tensor &positions,
-                                const Tensor &count) {
-  return {order.index_select(0, positions), count};
+/// The inputs in walk order: boxes (contiguous) and classes (int64), with
+/// the order that maps walk positions back to rows.
+struct Sorted {
+  Tensor order, boxes, classes;
+};
+
+Sorted sortInputs(const Tensor &boxes, const Tensor &scores,
+                  const c10::optional<Tensor> &count,
+                  const c10::optional<Tensor> &classes) {
+  checkInputs(boxes, scores, count, classes);
+  Sorted s;
+  s.order = scoreOrder(scores, count);
+  s.boxes = boxes.index_select(0, s.order).contiguous();
+  if (classes)
+    s.classes = classes->index_select(0, s.order).to(at::kLong).contiguous();
+  return s;
+}
+
+/// The kept walk positions (padded with position 0) as row indices.
+std::tuple<Tensor, Tensor> indicesOf(const Sorted &s, const Tensor &positions,
+                                     const Tensor &count) {
+  return {s.order.index_select(0, positions), count};
+}
+
+const int64_t *classesOf(const Sorted &s) {
+  return s.classes.defined() ? s.classes.data_ptr<int64_t>() : nullptr;
 }
 
 template <typename T>
@@ -130,23 +152,17 @@ std::tuple<Tensor, Tensor> nmsPaddedCpu(const Tensor &boxes,
                                         double threshold,
                                         const c10::optional<Tensor> &count,
                                         const c10::optional<Tensor> &classes) {
-  checkInputs(boxes, scores, count, classes);
+  Sorted s = sortInputs(boxes, scores, count, classes);
   int64_t n = boxes.size(0);
-  Tensor order = scoreOrder(scores, count);
-  Tensor sorted = boxes.index_select(0, order).contiguous();
-  Tensor sortedClasses;
-  if (classes)
-    sortedClasses = classes->index_select(0, order).to(at::kLong).contiguous();
   int64_t limit =
       count ? std::clamp<int64_t>(count->item<int64_t>(), 0, n) : n;
-  Tensor positions = at::zeros({n}, order.options());
+  Tensor positions = at::zeros({n}, s.order.options());
   int64_t total = 0;
   AT_DISPATCH_FLOATING_TYPES(boxes.scalar_type(), "nms_padded", [&] {
-    total = walkCpu<scalar_t>(
-        sorted, classes ? sortedClasses.data_ptr<int64_t>() : nullptr, limit,
-        threshold, positions.data_ptr<int64_t>());
+    total = walkCpu<scalar_t>(s.boxes, classesOf(s), limit, threshold,
+                              positions.data_ptr<int64_t>());
   });
-  return indicesOf(order, positions, at::scalar_tensor(total, order.options()));
+  return indicesOf(s, positions, at::scalar_tensor(total, s.order.options()));
 }
 
 #ifdef STATICIFY_WITH_CUDA
@@ -155,24 +171,18 @@ std::tuple<Tensor, Tensor> nmsPaddedCuda(const Tensor &boxes,
                                          double threshold,
                                          const c10::optional<Tensor> &count,
                                          const c10::optional<Tensor> &classes) {
-  checkInputs(boxes, scores, count, classes);
   c10::cuda::CUDAGuard device(boxes.device());
   int64_t n = boxes.size(0);
   TORCH_CHECK(cuda::nmsMaskWords(n) <= 65535,
               "staticify::nms_padded takes at most ", 65535 * 64,
               " boxes on CUDA, got ", n);
+  Sorted s = sortInputs(boxes, scores, count, classes);
   auto stream = c10::cuda::getCurrentCUDAStream().stream();
-  Tensor order = scoreOrder(scores, count);
-  Tensor sorted = boxes.index_select(0, order).contiguous();
-  Tensor sortedClasses;
-  if (classes)
-    sortedClasses = classes->index_select(0, order).to(at::kLong).contiguous();
   int64_t words = cuda::nmsMaskWords(n);
   Tensor mask = at::empty({n, words}, boxes.options().dtype(at::kLong));
   AT_DISPATCH_FLOATING_TYPES(boxes.scalar_type(), "nms_padded", [&] {
     cuda::launchNmsMask<scalar_t>(
-        sorted.data_ptr<scalar_t>(),
-        classes ? sortedClasses.data_ptr<int64_t>() : nullptr, n,
+        s.boxes.data_ptr<scalar_t>(), classesOf(s), n,
         static_cast<float>(threshold),
         reinterpret_cast<uint64_t *>(mask.data_ptr<int64_t>()), stream);
   });
@@ -192,7 +202,7 @@ std::tuple<Tensor, Tensor> nmsPaddedCuda(const Tensor &boxes,
   C10_CUDA_KERNEL_LAUNCH_CHECK();
   // The count stays on the device: no host sync.
   Tensor total = n ? rank[-1].clone() : at::zeros({}, rank.options());
-  return indicesOf(order, positions, total);
+  return indicesOf(s, positions, total);
 }
 #endif
 

@@ -7,6 +7,8 @@
 #include <torch/custom_class.h>
 
 #include <climits>
+#include <dlfcn.h>
+#include <stdlib.h>
 #include <sstream>
 #include <unistd.h>
 
@@ -17,13 +19,23 @@ using torch::jit::Node;
 using torch::jit::Value;
 
 std::string defaultRuntimeLibrary() {
-  char exe[PATH_MAX];
-  ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-  if (n <= 0)
+  // The file holding this code: the staticify program (bin/), or the Python
+  // package's native module (python/staticify/), both in one build tree
+  // with the runtime in lib/.
+  Dl_info info;
+  if (!dladdr(reinterpret_cast<void *>(&defaultRuntimeLibrary), &info) ||
+      !info.dli_fname)
     return "";
-  std::string dir(exe, static_cast<size_t>(n));
-  dir.resize(dir.rfind('/'));
-  return dir + "/../lib/libstaticify_runtime.so";
+  char resolved[PATH_MAX];
+  std::string self = realpath(info.dli_fname, resolved) ? resolved
+                                                        : info.dli_fname;
+  std::string dir = self.substr(0, self.rfind('/'));
+  const char *const name = "libstaticify_runtime.so";
+  std::string next = dir + "/../lib/" + name;
+  for (const std::string &candidate : {next, dir + "/../../lib/" + name})
+    if (access(candidate.c_str(), R_OK) == 0)
+      return candidate;
+  return next;
 }
 
 static bool allTensors(const std::vector<c10::TypePtr> &types) {

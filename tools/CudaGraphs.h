@@ -10,7 +10,9 @@
 
 namespace staticify {
 
-/// The runtime library next to this executable (../lib), or "".
+/// The runtime library of the build tree this code is in: ../lib next to
+/// the staticify program, ../../lib next to the Python package's native
+/// module (the first that exists; else the first), or "".
 std::string defaultRuntimeLibrary();
 
 /// For each outlined region whose inputs and results are tensors and that

@@ -75,7 +75,7 @@ def _first_problem(error: Exception) -> str:
 
 
 def _options(methods, passes, bounds, padded_outputs, outline, cuda_graphs,
-             specialize_training, drop_data_asserts, load_libraries):
+             runtime_ops, specialize_training, drop_data_asserts, load_libraries):
     args = []
     for m in ([methods] if isinstance(methods, str) else methods):
         args += ["--method", m]
@@ -84,7 +84,7 @@ def _options(methods, passes, bounds, padded_outputs, outline, cuda_graphs,
     for name, n in (bounds or {}).items():
         args += ["--bound", f"{name}={n}"]
     for flag, on in (("--padded-outputs", padded_outputs), ("--outline", outline),
-                     ("--cuda-graphs", cuda_graphs),
+                     ("--cuda-graphs", cuda_graphs), ("--runtime-ops", runtime_ops),
                      ("--specialize-training", specialize_training),
                      ("--drop-data-asserts", drop_data_asserts)):
         if on:
@@ -126,14 +126,16 @@ def _staticify(model, write_module, methods, **options):
 def optimize(model, example_inputs: Optional[Tuple] = None, *,
              methods: Iterable[str] = ("forward",), passes: Optional[Sequence[str]] = None,
              bounds: Optional[Dict[str, int]] = None, padded_outputs: bool = False,
-             outline: bool = False, cuda_graphs: bool = False,
+             outline: bool = False, cuda_graphs: bool = False, runtime_ops: bool = False,
              specialize_training: bool = False, drop_data_asserts: bool = False,
              load_libraries: Iterable[str] = ()) -> Tuple[torch.jit.ScriptModule, Report]:
     """Rewrites `model` into static form: (the new ScriptModule, its Report).
 
     Each option is the CLI's (`staticify --help`): `methods` --method,
     `passes` --passes, `bounds` --bound NAME=N, `padded_outputs`, `outline`,
-    `cuda_graphs`, `specialize_training`, `drop_data_asserts`, and
+    `cuda_graphs`, `runtime_ops` (the runtime library's kernels, such as
+    padded NMS; the library is then loaded in this process, which the new
+    module needs), `specialize_training`, `drop_data_asserts`, and
     `load_libraries` --load-library (ops already registered in this process,
     torchvision's once it is imported, need none). With `example_inputs`, the
     new module is run once on them before it is returned, so that a module
@@ -143,7 +145,7 @@ def optimize(model, example_inputs: Optional[Tuple] = None, *,
     """
     module, report = _staticify(model, True, methods, passes=passes, bounds=bounds,
                                 padded_outputs=padded_outputs, outline=outline,
-                                cuda_graphs=cuda_graphs,
+                                cuda_graphs=cuda_graphs, runtime_ops=runtime_ops,
                                 specialize_training=specialize_training,
                                 drop_data_asserts=drop_data_asserts,
                                 load_libraries=load_libraries)
@@ -164,6 +166,6 @@ def analyze(model, *, methods: Iterable[str] = ("forward",),
     pipeline would do with it. Nothing is written and `model` is unchanged."""
     _, report = _staticify(model, False, methods, passes=None, bounds=None,
                            padded_outputs=False, outline=False, cuda_graphs=False,
-                           specialize_training=specialize_training,
+                           runtime_ops=False, specialize_training=specialize_training,
                            drop_data_asserts=False, load_libraries=load_libraries)
     return report

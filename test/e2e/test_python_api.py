@@ -207,6 +207,30 @@ def test_ops_registered_in_this_process_need_no_library():
             if f.role == "root" and f.action != "introduced"] == ["torchvision::nms"]
 
 
+def test_runtime_ops_put_the_nms_kernel_in_the_module():
+    """runtime_ops=True: torchvision's nms becomes the runtime's padded NMS
+    kernel (the library is loaded in this process, so the module loads and
+    runs here), and the outputs equal the original's."""
+    torchvision = pytest.importorskip("torchvision")
+
+    class Detector(torch.nn.Module):
+        def forward(self, boxes: torch.Tensor, scores: torch.Tensor):
+            keep = torchvision.ops.nms(boxes, scores, 0.5)
+            return boxes[keep], scores[keep]
+
+    static, report = staticify_api.optimize(Detector(), runtime_ops=True)
+    assert "staticify::nms_padded" in str(static.forward.graph)
+    assert "torchvision::nms" not in str(static.forward.graph)
+    original = torch.jit.script(Detector())
+    gen = torch.Generator().manual_seed(0)
+    for n in (0, 1, 50, 300):
+        xy = torch.rand(n, 2, generator=gen) * 40
+        boxes = torch.cat([xy, xy + 1 + torch.rand(n, 2, generator=gen) * 20], 1)
+        scores = torch.rand(n, generator=gen)
+        for got, want in zip(static(boxes, scores), original(boxes, scores)):
+            assert torch.equal(got, want), n
+
+
 class _TwoInputsOneMask(torch.nn.Module):
     """torchmetrics' accuracy with an ignore index: two inputs selected by
     one mask, their ranks unrecorded (a rank guard)."""

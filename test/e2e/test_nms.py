@@ -2,7 +2,8 @@
 runtime's kernel `staticify::nms_padded` (runtime/Nms.cpp, CPU here, CUDA on
 the GPU machine) against torchvision's own NMS, on 2,000 random cases per
 device: sizes 0 to 5,000, heavy overlap, identical boxes, tied scores,
-zero-area boxes, and thresholds exactly at an IoU that occurs in the case.
+zero-area boxes, float and double, and thresholds exactly at an IoU that
+occurs in the case.
 
 The kept indices (the first `count` rows) must equal torchvision.ops.nms
 exactly, order included. The reference is torchvision's CPU kernel: on CUDA
@@ -102,6 +103,8 @@ def test_nms_form_and_kernel_equal_torchvision(ops, device):
     for case in range(CASES):
         n = 5000 if case == 0 else None  # the largest size, at least once
         boxes, scores, classes, t = random_case(gen, n)
+        if case % 10 == 3:  # double boxes: the IoU in double, the same rules
+            boxes, scores = boxes.double(), scores.double()
         cpu = (boxes, scores, classes)
         boxes, scores, classes = (x.to(device) for x in cpu)
         tf = form_threshold(t, device)

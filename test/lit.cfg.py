@@ -24,3 +24,7 @@ if config.torchvision_ops and subprocess.run(
          config.torchvision_ops, "--help"], capture_output=True).returncode == 0:
     config.available_features.add("torchvision")
     config.substitutions.append(("%torchvision_ops", config.torchvision_ops))
+
+# The runtime library (its kernels, for rules that emit them with
+# --runtime-ops): built with the tools, always there.
+config.substitutions.append(("%runtime_library", config.runtime_library))

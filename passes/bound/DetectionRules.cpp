@@ -6,8 +6,10 @@
 //                                        --runtime-ops the runtime's kernel
 //                                        staticify::nms_padded
 //
-// batched_nms's coordinate trick is elementwise arithmetic and one nms: its
-// nms takes this rule.
+// Left alone: boxes and scores of different selections, a threshold read
+// from data, and selected rows inside a loop (batched_nms's per-class loop:
+// each iteration would walk the whole bound). batched_nms's coordinate
+// trick is elementwise arithmetic and one nms: its nms takes this rule.
 //
 //===----------------------------------------------------------------------===//
 
@@ -67,22 +69,23 @@ RuleResult nms(Node *node, RuleContext &rc) {
   if ((b && b->kind != Rep::Kind::Bounded) ||
       (s && s->kind != Rep::Kind::Bounded))
     return RuleResult::declined();
-  Value *count = rc.none();
-  if ((b || s) && insideLoop(node))
-    // Padded rows are as many as the bound, not the count: in a loop (the
-    // per-class loop of batched_nms, whose bound is every class's boxes)
-    // the walk would cost the bound squared per iteration.
-    return RuleResult::declined(
-        "inside a loop, NMS over padded rows would cost the padded size "
-        "squared per iteration");
   if (b || s) {
     // Row i of the boxes must be row i of the scores: one count.
     if (!b || !s || !rc.sameCount(b->count, s->count))
       return RuleResult::declined(
           "its boxes and scores are not rows of one selection");
+    // Padded rows are as many as the bound, not the count: in a loop (the
+    // per-class loop of batched_nms, whose bound is every class's boxes)
+    // the walk would cost the bound squared per iteration.
+    if (insideLoop(node))
+      return RuleResult::declined(
+          "inside a loop, NMS over padded rows would cost the padded size "
+          "squared per iteration");
+  }
+  Value *count = b ? b->count : rc.none();
+  if (b) {
     boxes = b->value;
     scores = s->value;
-    count = b->count;
   }
   Value *indices, *kept;
   if (rc.ctx.options.runtimeOps && runtimeLoaded()) {

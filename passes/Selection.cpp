@@ -138,7 +138,11 @@ static bool isNumber(const Value *v) {
          k == c10::TypeKind::BoolType || k == c10::TypeKind::NumberType;
 }
 
-bool provablyZeroDim(const Value *v) {
+static bool provablyZeroDim(const Value *v, int depth);
+
+bool provablyZeroDim(const Value *v) { return provablyZeroDim(v, 0); }
+
+static bool provablyZeroDim(const Value *v, int depth) {
   const Node *node = v->node();
   const std::string op = node->kind().toQualString();
   if (op == "prim::NumToTensor" || op == "aten::scalar_tensor")
@@ -146,12 +150,15 @@ bool provablyZeroDim(const Value *v) {
   if (op == "aten::tensor")
     return isNumber(node->input(0));
   // An elementwise op of 0-d tensors and numbers (`boxes.max() + 1`).
+  // Shallow: an archive may chain `t = t + t` deep, and each level doubles.
   if (const OpInfo *info = opInfo(node); info && info->has(kElementwise)) {
+    if (depth >= 8)
+      return false;
     bool anyTensor = false;
     for (const Value *in : node->inputs()) {
       if (!isTensor(in))
         continue;
-      if (!provablyZeroDim(in))
+      if (!provablyZeroDim(in, depth + 1))
         return false;
       anyTensor = true;
     }

@@ -8,6 +8,8 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "runtime/Compact.h"
+
 #include <ATen/ATen.h>
 #include <torch/library.h>
 
@@ -41,6 +43,9 @@ std::tuple<at::Tensor, at::Tensor> compactCpu(const at::Tensor &keep) {
   return {out, at::scalar_tensor(count, out.options())};
 }
 
+
+} // namespace
+
 #ifdef STATICIFY_WITH_CUDA
 std::tuple<at::Tensor, at::Tensor> compactCuda(const at::Tensor &keep) {
   checkKeep(keep);
@@ -58,7 +63,6 @@ std::tuple<at::Tensor, at::Tensor> compactCuda(const at::Tensor &keep) {
 }
 #endif
 
-} // namespace
 } // namespace staticify
 
 TORCH_LIBRARY_FRAGMENT(staticify, m) {

@@ -27,7 +27,7 @@
 #include <torch/library.h>
 
 #ifdef STATICIFY_WITH_CUDA
-#include "runtime/kernels/compact.cuh"
+#include "runtime/Compact.h"
 #include "runtime/kernels/nms.cuh"
 
 #include <c10/cuda/CUDAException.h>
@@ -195,13 +195,7 @@ std::tuple<Tensor, Tensor> nmsPaddedCuda(const Tensor &boxes,
                       reinterpret_cast<uint64_t *>(scratch.data_ptr<int64_t>()),
                       stream);
   C10_CUDA_KERNEL_LAUNCH_CHECK();
-  Tensor rank = at::cumsum(keep, 0, at::kLong);
-  Tensor positions = at::zeros({n}, rank.options());
-  cuda::launchCompact(keep.data_ptr<bool>(), rank.data_ptr<int64_t>(), n,
-                      positions.data_ptr<int64_t>(), stream);
-  C10_CUDA_KERNEL_LAUNCH_CHECK();
-  // The count stays on the device: no host sync.
-  Tensor total = n ? rank[-1].clone() : at::zeros({}, rank.options());
+  auto [positions, total] = compactCuda(keep); // the count stays on the device
   return indicesOf(s, positions, total);
 }
 #endif

@@ -110,7 +110,8 @@ int main(int argc, char **argv) {
     // analyses: what `staticify` spends between loading and saving.
     std::vector<std::pair<std::string, double>> steps;
     double pipeline = medianSeconds(runs, graph, [&](auto &g) {
-      steps = runPipeline(g, "bench", defaultPipeline(false)).seconds;
+      steps = runPipeline(g, "bench", defaultPipeline(false), {}, graph.get())
+                  .seconds;
     });
     if (breakdown)
       for (const auto &[step, seconds] : steps)

@@ -302,7 +302,7 @@ void eliminateDeadCode(std::shared_ptr<torch::jit::Graph> &graph) {
 }
 
 bool computesSameValue(const Value *a, const Value *b,
-                       const torch::jit::AliasDb &aliases, int depth) {
+                       const Aliases &aliases, int depth) {
   if (a == b)
     return true;
   const Node *x = a->node(), *y = b->node();
@@ -336,7 +336,7 @@ bool computesSameValue(const Value *a, const Value *b,
 }
 
 bool writtenByOthers(torch::jit::Graph &graph,
-                     const torch::jit::AliasDb &aliases, const Value *v,
+                     const Aliases &aliases, const Value *v,
                      const Node *except) {
   if (!aliases.hasWriters(v))
     return false;
@@ -369,11 +369,77 @@ FactCache::sharedAnalysis(const std::shared_ptr<Graph> &graph, Detail detail) {
   return analysis_;
 }
 
-const torch::jit::AliasDb &
-FactCache::aliases(const std::shared_ptr<Graph> &graph) {
+static bool anyWriterIn(const torch::jit::Block *block) {
+  for (const Node *node : block->nodes()) {
+    if (Aliases::mayWrite(node))
+      return true;
+    for (const torch::jit::Block *b : node->blocks())
+      if (anyWriterIn(b))
+        return true;
+  }
+  return false;
+}
+
+static bool writes(const c10::AliasInfo &alias) {
+  if (alias.isWrite())
+    return true;
+  for (const c10::AliasInfo &inner : alias.containedTypes())
+    if (writes(inner))
+      return true;
+  return false;
+}
+
+bool Aliases::mayWrite(const Node *node) {
+  if (const c10::FunctionSchema *schema = node->maybeSchema()) {
+    if (node->getOperator().aliasAnalysisKind() ==
+        c10::AliasAnalysisKind::CONSERVATIVE)
+      return true; // modelled as writing to every input
+    for (const c10::Argument &arg : schema->arguments())
+      if (arg.alias_info() && writes(*arg.alias_info()))
+        return true;
+    return false;
+  }
+  // Nodes without a schema: the structural ones libtorch models as creating
+  // or forwarding values; anything else (prim::SetAttr, calls, Python ops,
+  // fork) may write.
+  switch (node->kind()) {
+  case c10::prim::Constant:
+  case c10::prim::ListConstruct:
+  case c10::prim::ListUnpack:
+  case c10::prim::TupleConstruct:
+  case c10::prim::TupleUnpack:
+  case c10::prim::TupleIndex:
+  case c10::prim::DictConstruct:
+  case c10::prim::GetAttr:
+  case c10::prim::Uninitialized:
+  case c10::prim::RaiseException:
+  case c10::prim::unchecked_cast:
+  case c10::prim::If:   // its blocks' nodes are asked one by one
+  case c10::prim::Loop:
+  case c10::prim::Return:
+  case c10::prim::Param:
+    return false;
+  default:
+    return true;
+  }
+}
+
+Aliases::Aliases(std::shared_ptr<Graph> graph)
+    : graph(std::move(graph)), anyWriter(anyWriterIn(this->graph->block())) {
+  if (anyWriter) // built now, on the graph as it is before any rewrite
+    db();
+}
+
+const torch::jit::AliasDb &Aliases::db() const {
+  if (!db_)
+    db_ = std::make_unique<torch::jit::AliasDb>(graph);
+  return *db_;
+}
+
+const Aliases &FactCache::aliases(const std::shared_ptr<Graph> &graph) {
   check(graph.get());
   if (!aliases_)
-    aliases_ = std::make_unique<torch::jit::AliasDb>(graph);
+    aliases_ = std::make_unique<Aliases>(graph);
   return *aliases_;
 }
 

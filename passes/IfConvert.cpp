@@ -197,7 +197,7 @@ std::vector<std::pair<Value *, Value *>> hoistBranches(Node *ifNode) {
 }
 
 std::string unconvertibleReason(const Node *ifNode,
-                                const torch::jit::AliasDb &aliases) {
+                                const Aliases &aliases) {
   std::string why = impureBranchReason(ifNode);
   if (!why.empty())
     return why;
@@ -212,7 +212,7 @@ std::string unconvertibleReason(const Node *ifNode,
 
 bool ifConvert(std::shared_ptr<Graph> &graph, PassContext &ctx) {
   bool changed = false;
-  const torch::jit::AliasDb &aliases = ctx.facts.aliases(graph);
+  const Aliases &aliases = ctx.facts.aliases(graph);
   // Innermost first: a nested If is converted before the one around it.
   // Only Ifs are kept: conversions destroy conditions, never Ifs.
   std::vector<Node *> ifs;

@@ -37,7 +37,7 @@ std::string impureBranchReason(const torch::jit::Node *ifNode);
 
 /// impureBranchReason, or a result of the if being written to in place.
 std::string unconvertibleReason(const torch::jit::Node *ifNode,
-                                const torch::jit::AliasDb &aliases);
+                                const Aliases &aliases);
 
 /// Whether \p a and \p b provably have the same shape and dtype.
 bool congruent(const torch::jit::Value *a, const torch::jit::Value *b);

@@ -172,7 +172,7 @@ struct Group {
 /// Every row gather by where(m)[0] of an unwritten mask, grouped by mask
 /// (groups in the order of their first site).
 std::vector<Group> collectGroups(const std::shared_ptr<Graph> &graph,
-                                 const torch::jit::AliasDb &aliases,
+                                 const Aliases &aliases,
                                  PassContext *ctx) {
   std::vector<Group> groups;
   std::unordered_map<Value *, size_t> groupOf;

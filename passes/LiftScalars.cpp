@@ -172,7 +172,7 @@ struct Region {
 /// Grows the region of \p sources to completion (so that `touched` is the
 /// whole reach), recording the first reason it cannot be lifted.
 Region growRegion(const std::vector<Node *> &sources,
-                  const torch::jit::AliasDb &aliases) {
+                  const Aliases &aliases) {
   Region r;
   r.sources = sources;
   std::vector<Value *> work;
@@ -441,7 +441,7 @@ private:
 } // namespace
 
 bool liftScalars(std::shared_ptr<Graph> &graph, PassContext &ctx) {
-  const torch::jit::AliasDb &aliases = ctx.facts.aliases(graph);
+  const Aliases &aliases = ctx.facts.aliases(graph);
   std::vector<Node *> sources;
   for (Node *node : collectNodes(graph->block()))
     if (isSource(node))

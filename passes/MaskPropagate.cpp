@@ -45,7 +45,7 @@ bool consumesSelection(Node *node, const AnalysisResult &analysis) {
 
 /// f(x[m], y[m], s) -> f(x, y, s)[m]; returns whether it rewrote.
 bool propagateThrough(Graph &graph, Node *node, const AnalysisResult &analysis,
-                      const torch::jit::AliasDb &aliases, PassContext &ctx) {
+                      const Aliases &aliases, PassContext &ctx) {
   Value *mask = nullptr;
   Value *firstBase = nullptr;
   std::vector<std::pair<size_t, Selection>> selected;
@@ -104,7 +104,7 @@ bool propagateThrough(Graph &graph, Node *node, const AnalysisResult &analysis,
 
 /// x[m][g[m]] -> x[m' & g].
 bool combineNested(Graph &graph, Node *node, const AnalysisResult &analysis,
-                   const torch::jit::AliasDb &aliases, PassContext &ctx) {
+                   const Aliases &aliases, PassContext &ctx) {
   auto outer = matchSelection(node->output(), analysis);
   if (!outer || outer->broadcasts)
     return false;
@@ -139,7 +139,7 @@ bool maskPropagate(std::shared_ptr<Graph> &graph, PassContext &ctx) {
     if (changed)
       ctx.facts.invalidate();
     const AnalysisResult &analysis = ctx.facts.analysis(graph);
-    const torch::jit::AliasDb &aliases = ctx.facts.aliases(graph);
+    const Aliases &aliases = ctx.facts.aliases(graph);
     for (Node *node : collectNodes(graph->block())) {
       if (node->kind() == c10::aten::index &&
           combineNested(*graph, node, analysis, aliases, ctx)) {

@@ -33,7 +33,7 @@ static std::optional<Selection> storeSelection(Node *node,
 
 bool maskStore(std::shared_ptr<Graph> &graph, PassContext &ctx) {
   const AnalysisResult &analysis = ctx.facts.analysis(graph);
-  const torch::jit::AliasDb &aliases = ctx.facts.aliases(graph);
+  const Aliases &aliases = ctx.facts.aliases(graph);
   bool changed = false;
   static const c10::Symbol indexPutInPlace =
       c10::Symbol::fromQualString("aten::index_put_");

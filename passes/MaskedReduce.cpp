@@ -246,7 +246,7 @@ std::vector<Value *> emitMaskedReduction(Graph &graph, Node *node,
 
 bool maskedReduce(std::shared_ptr<Graph> &graph, PassContext &ctx) {
   const AnalysisResult &analysis = ctx.facts.analysis(graph);
-  const torch::jit::AliasDb &aliases = ctx.facts.aliases(graph);
+  const Aliases &aliases = ctx.facts.aliases(graph);
   bool changed = false;
   for (Node *node : collectNodes(graph->block())) {
     OpRole role = opRole(node);

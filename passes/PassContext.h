@@ -47,6 +47,40 @@ struct PassOptions {
       savedTraining;
 };
 
+/// What the passes ask about writes and aliasing: libtorch's alias database,
+/// built only for a graph in which some node may write. Most graphs the
+/// passes see have none (no in-place op, no attribute store, no call left),
+/// and there every value is unwritten: the answers need no database, whose
+/// construction is the costliest step of several passes on large graphs.
+class Aliases {
+public:
+  explicit Aliases(std::shared_ptr<torch::jit::Graph> graph);
+
+  /// Whether a node may write to \p v's memory.
+  bool hasWriters(const torch::jit::Value *v) const {
+    return anyWriter && db().hasWriters(v);
+  }
+  /// Whether \p node writes to memory that a value in \p values may use.
+  bool writesToAlias(torch::jit::Node *node,
+                     const torch::jit::ValueSet &values) const {
+    return anyWriter && db().writesToAlias(node, values);
+  }
+  /// Whether \p a and \p b may share memory.
+  bool mayAlias(const torch::jit::Value *a, const torch::jit::Value *b) const {
+    return db().mayAlias(a, b);
+  }
+  /// Whether a node of the graph may write (as libtorch's alias analysis
+  /// sees it: a write in its schema, a conservatively modelled op, an
+  /// attribute store, a call).
+  static bool mayWrite(const torch::jit::Node *node);
+
+private:
+  const torch::jit::AliasDb &db() const;
+  std::shared_ptr<torch::jit::Graph> graph;
+  bool anyWriter;
+  mutable std::unique_ptr<torch::jit::AliasDb> db_;
+};
+
 /// Facts about the graph the passes work on, computed on first request and
 /// kept until a pass changes the graph: a pass that only looks (most passes,
 /// on most graphs) costs no analysis and no alias database of its own.
@@ -65,8 +99,8 @@ public:
   /// The value classes and findings of \p graph (analyzeGraph), at least
   /// at Detail::Facts.
   const AnalysisResult &analysis(const std::shared_ptr<torch::jit::Graph> &graph);
-  /// libtorch's alias analysis of \p graph.
-  const torch::jit::AliasDb &aliases(const std::shared_ptr<torch::jit::Graph> &graph);
+  /// What may write or alias in \p graph.
+  const Aliases &aliases(const std::shared_ptr<torch::jit::Graph> &graph);
   /// The cached analysis of \p graph at \p detail or more, shared
   /// (computed if needed).
   std::shared_ptr<const AnalysisResult>
@@ -78,7 +112,7 @@ private:
   void check(const torch::jit::Graph *graph);
   const torch::jit::Graph *graph_ = nullptr;
   std::shared_ptr<const AnalysisResult> analysis_;
-  std::unique_ptr<torch::jit::AliasDb> aliases_;
+  std::unique_ptr<Aliases> aliases_;
 };
 
 class PassContext {

@@ -335,7 +335,8 @@ void verifyAfter(const PassInfo &pass, Graph &graph, bool changed,
 PipelineResult runPipeline(std::shared_ptr<Graph> &graph,
                            const std::string &name,
                            const std::vector<std::string> &passes,
-                           const PassOptions &options) {
+                           const PassOptions &options,
+                           Graph *original) {
   PipelineResult result;
   result.report.name = name;
   result.report.passes = passes;
@@ -345,8 +346,10 @@ PipelineResult runPipeline(std::shared_ptr<Graph> &graph,
   ctx.options = options;
   std::shared_ptr<const AnalysisResult> before;
   std::vector<Segment> beforeSegments;
-  // The graph as the rewriting passes found it, for the policy's last word.
+  // The graph as the rewriting passes found it, for the policy's last word:
+  // a copy, or (with \p original) how many passes made it from original.
   std::shared_ptr<Graph> unrewritten;
+  std::optional<size_t> passesBeforeRewriting;
   // Data-dependent ops once calls are inlined, and when the analysis first
   // looks: fewer means normalization erased dead ones.
   std::optional<size_t> dynamicOpsInlined;
@@ -356,7 +359,8 @@ PipelineResult runPipeline(std::shared_ptr<Graph> &graph,
           countDynamicOps(graph->block()) < *dynamicOpsInlined;
     result.boundsMatched = boundKeysNamingValues(*graph, options.bounds);
   };
-  for (const std::string &passName : passes) {
+  for (size_t index = 0; index < passes.size(); ++index) {
+    const std::string &passName = passes[index];
     const PassInfo *pass = findPass(passName);
     if (!pass)
       throw std::invalid_argument("unknown pass '" + passName + "'");
@@ -370,8 +374,12 @@ PipelineResult runPipeline(std::shared_ptr<Graph> &graph,
       beforeSegments = timed(result.seconds, "partition (before)", [&] {
                          return partitionGraph(*graph, *before).segments;
                        });
-      if (!before->findings.empty()) // a static method is not rewritten
-        unrewritten = graph->copy();
+      if (!before->findings.empty()) { // a static method is not rewritten
+        if (original)
+          passesBeforeRewriting = index;
+        else
+          unrewritten = graph->copy();
+      }
     }
     if (!pass->rewrites && !dynamicOpsInlined && pass->name != "inline")
       dynamicOpsInlined = countDynamicOps(graph->block());
@@ -397,12 +405,19 @@ PipelineResult runPipeline(std::shared_ptr<Graph> &graph,
   // back for a host use, while bound keeps the selection). A method that
   // would reach the host at more points than before is left as it was.
   std::string reverted;
-  if (unrewritten && result.rewritten) {
+  if ((unrewritten || passesBeforeRewriting) && result.rewritten) {
     size_t was = countSyncPoints(*before), now = countSyncPoints(*afterFacts);
     if (now > was) {
       reverted = "pipeline: the rewritten method would reach the host at " +
                  std::to_string(now) + " points instead of " +
                  std::to_string(was) + "; it is left as it was";
+      if (!unrewritten) { // derived again: the passes are deterministic
+        unrewritten = original->copy();
+        PassContext scratch;
+        scratch.options = options;
+        for (size_t i = 0; i < *passesBeforeRewriting; ++i)
+          runPass(*findPass(passes[i]), unrewritten, scratch);
+      }
       graph = unrewritten;
       ctx.facts.invalidate();
       result.rewritten = false;

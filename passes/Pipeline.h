@@ -82,10 +82,19 @@ struct PipelineResult {
 /// work in place, except that one that tried its rewrite on a copy may make
 /// \p graph point to that copy (RewriteTrial::adopt) instead of running the
 /// rewrite twice: the result is \p graph after the call.
+///
+/// A method the rewrites would leave reaching the host more often is left
+/// as the passes before the first rewriting one made it. With \p original
+/// (the graph \p graph was copied from, which the pipeline only reads),
+/// that graph is derived
+/// again from it in that rare case, and the pipeline keeps no copy of its
+/// own (at 120k nodes a copy and its destruction cost more than half a
+/// second); without it, the pipeline copies the graph before rewriting.
 PipelineResult runPipeline(std::shared_ptr<torch::jit::Graph> &graph,
                            const std::string &name,
                            const std::vector<std::string> &passes,
-                           const PassOptions &options = {});
+                           const PassOptions &options = {},
+                           torch::jit::Graph *original = nullptr);
 
 /// --time-passes: one line per step, "<prefix>   12.345 ms  step", then
 /// the total.

@@ -368,7 +368,7 @@ std::optional<int64_t> resolveDim(int64_t dim, const Value *of, int64_t extra,
   return dim + *rank + extra;
 }
 
-bool isUnwritten(const Selection &sel, const torch::jit::AliasDb &aliases) {
+bool isUnwritten(const Selection &sel, const Aliases &aliases) {
   return !aliases.hasWriters(sel.base) && !aliases.hasWriters(sel.mask) &&
          !aliases.hasWriters(sel.node->output());
 }

@@ -14,6 +14,7 @@
 #pragma once
 
 #include "passes/Analysis.h"
+#include "passes/PassContext.h"
 
 #include <torch/csrc/jit/ir/alias_analysis.h>
 #include <torch/csrc/jit/ir/ir.h>
@@ -62,7 +63,7 @@ torch::jit::Value *emitMaskLike(torch::jit::Graph &graph, const Selection &sel,
 
 /// Whether nothing writes in place to the selection's base, its mask or the
 /// selection itself: only then may a rewrite read them at another point.
-bool isUnwritten(const Selection &sel, const torch::jit::AliasDb &aliases);
+bool isUnwritten(const Selection &sel, const Aliases &aliases);
 
 /// Whether \p a and \p b provably have the same shape: they derive from one
 /// value through shape-preserving ops (unary elementwise, elementwise with

@@ -75,7 +75,7 @@ StaticifyResult staticifyModule(torch::jit::Module &module,
     // written back exactly as it came.
     std::shared_ptr<Graph> graph = fn.graph()->copy();
     PipelineResult result =
-        runPipeline(graph, name, passes, passOptions);
+        runPipeline(graph, name, passes, passOptions, fn.graph().get());
     out.boundsMatched.insert(result.boundsMatched.begin(),
                              result.boundsMatched.end());
     out.dot = result.dot;

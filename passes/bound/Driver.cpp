@@ -19,6 +19,7 @@
 #include "passes/RewritePolicy.h"
 #include "passes/bound/Rules.h"
 
+#include <torch/csrc/jit/passes/constant_propagation.h>
 
 #include <algorithm>
 #include <cstdint>
@@ -67,7 +68,7 @@ public:
   /// \p roots, when given, are the only nodes root rules are asked about
   /// (one island of the graph; bound decides island by island).
   Driver(Graph &graph, PassContext &ctx, const AnalysisResult &analysis,
-         const torch::jit::AliasDb &aliases,
+         const Aliases &aliases,
          const std::unordered_set<const Node *> *roots = nullptr)
       : graph(graph), ctx(ctx), rc(graph, ctx, analysis, aliases),
         roots(roots) {}
@@ -462,7 +463,9 @@ bool runOnce(std::shared_ptr<Graph> &graph, PassContext &ctx,
     return false;
   ctx.facts.invalidate(); // \p analysis included: it is the cache's
   // The forms branch on host facts (None arguments, ranks): fold them.
-  propagateConstants(graph);
+  // Those are immutable values, and normalize folded everything else the
+  // graph had, so no alias database is needed here.
+  torch::jit::ConstantPropagationImmutableTypes(graph);
   return true;
 }
 

@@ -139,13 +139,13 @@ class RuleContext {
 public:
   RuleContext(torch::jit::Graph &graph, PassContext &ctx,
               const AnalysisResult &analysis,
-              const torch::jit::AliasDb &aliases)
+              const Aliases &aliases)
       : graph(graph), ctx(ctx), analysis(analysis), aliases(aliases) {}
 
   torch::jit::Graph &graph;
   PassContext &ctx;
   const AnalysisResult &analysis;
-  const torch::jit::AliasDb &aliases;
+  const Aliases &aliases;
 
   //===--- Representations ------------------------------------------------===//
 

@@ -9,6 +9,9 @@ JSON reports and the text on stderr (the input and output paths aside).
 
     /usr/bin/python3 test/e2e/report_snapshot.py --old OLD/staticify --new build/bin/staticify
 
+With --ignore-added-fields, a field of the new binary's report that the old
+one does not write (a field added since) is not compared.
+
 With --ignore-ssa-numbers, the numbers of unnamed SSA values (`%41`) in the
 findings' node text are not compared: a pass that keeps a rewrite it tried on
 a copy of the graph (RewriteTrial::adopt) numbers the values it created in the
@@ -87,6 +90,16 @@ def without_ssa_numbers(report):
     return report
 
 
+def without_added_fields(new, old):
+    """\p new without the object fields \p old lacks (fields added since the
+    old binary), recursively."""
+    if isinstance(new, dict) and isinstance(old, dict):
+        return {k: without_added_fields(v, old[k]) for k, v in new.items() if k in old}
+    if isinstance(new, list) and isinstance(old, list) and len(new) == len(old):
+        return [without_added_fields(a, b) for a, b in zip(new, old)]
+    return new
+
+
 def run(binary, model, variant, workdir, ignore_ssa_numbers=False):
     out = workdir / "out.pt"
     report = workdir / "report.json"
@@ -110,6 +123,8 @@ def main():
     parser.add_argument("--new", required=True, help="the binary under test")
     parser.add_argument("--ignore-ssa-numbers", action="store_true",
                         help="do not compare the numbers of unnamed values in findings")
+    parser.add_argument("--ignore-added-fields", action="store_true",
+                        help="do not compare report fields the old binary does not write")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         workdir = pathlib.Path(tmp)
@@ -119,6 +134,8 @@ def main():
             for variant in VARIANTS:
                 old = run(args.old, path, variant, workdir, args.ignore_ssa_numbers)
                 new = run(args.new, path, variant, workdir, args.ignore_ssa_numbers)
+                if args.ignore_added_fields:
+                    new = without_added_fields(new, old)
                 if old == new:
                     continue
                 differ += 1

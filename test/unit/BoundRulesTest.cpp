@@ -89,7 +89,7 @@ public:
 
   std::shared_ptr<Graph> graph;
   AnalysisResult analysis;
-  torch::jit::AliasDb aliases;
+  Aliases aliases;
   PassContext ctx;
   RuleContext rc;
 };

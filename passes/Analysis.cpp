@@ -125,6 +125,9 @@ private:
   /// Inside a guard's fallback branch: root findings are counted in
   /// fallbackSyncPoints, none recorded.
   int fallbackDepth = 0;
+  /// Inside a branch that only raises: root findings are counted in
+  /// errorPathSyncPoints, none recorded.
+  int errorPathDepth = 0;
   /// The data a branch or loop being analysed is conditioned on: what it
   /// writes to a list, a dict or an attribute depends on that data too.
   std::vector<ValueInfo> control;
@@ -182,6 +185,10 @@ private:
                                  std::string message, const ValueInfo &causes) {
     if (silentDepth)
       return std::nullopt;
+    if (errorPathDepth) {
+      result.errorPathSyncPoints += role == Role::Root;
+      return std::nullopt;
+    }
     if (fallbackDepth) {
       result.fallbackSyncPoints += role == Role::Root;
       return std::nullopt;
@@ -236,8 +243,12 @@ private:
              "branch on a condition computed from tensor data", cond);
     if (dataCond)
       control.push_back(cond);
-    for (const Block *b : node->blocks())
+    for (const Block *b : node->blocks()) {
+      bool errorPath = onlyRaises(b);
+      errorPathDepth += errorPath;
       analyzeBlock(b);
+      errorPathDepth -= errorPath;
+    }
     if (dataCond)
       control.pop_back();
     for (size_t i = 0; i < node->outputs().size(); ++i) {

@@ -72,6 +72,10 @@ struct AnalysisResult {
   /// run only when the host facts they check do not hold: counted here,
   /// not as findings.
   size_t fallbackSyncPoints = 0;
+  /// Sync points in branches that only raise (an error message that reads
+  /// a size or a value): they run only on the way to an exception, so they
+  /// are counted here, not as findings.
+  size_t errorPathSyncPoints = 0;
 
   const ValueInfo &info(const torch::jit::Value *v) const;
 };

@@ -51,6 +51,12 @@ Value *emitIf(torch::jit::Graph &graph, Value *cond, const Node *anchor,
       [&] { return std::vector<Value *>{otherwise()}; })[0];
 }
 
+bool onlyRaises(const torch::jit::Block *block) {
+  const Node *last = block->return_node()->prev();
+  return last != block->param_node() &&
+         last->kind() == c10::prim::RaiseException;
+}
+
 bool isTensor(const Value *v) {
   return v->type()->kind() == c10::TypeKind::TensorType;
 }

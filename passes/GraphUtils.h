@@ -38,6 +38,11 @@ std::vector<torch::jit::Value *> emitIf(
     const std::function<std::vector<torch::jit::Value *>()> &then,
     const std::function<std::vector<torch::jit::Value *>()> &otherwise);
 
+/// Whether \p block only leads to an exception: its last node raises. What
+/// it computes runs only on the way to the error (the message's sizes and
+/// values).
+bool onlyRaises(const torch::jit::Block *block);
+
 /// Whether \p v is a tensor (by its TorchScript type).
 bool isTensor(const torch::jit::Value *v);
 
@@ -88,14 +93,14 @@ void eliminateDeadCode(std::shared_ptr<torch::jit::Graph> &graph);
 /// side effects) on inputs that provably hold the same values and that
 /// nothing writes (`valid > 0` computed twice). Looks \p depth producers up.
 bool computesSameValue(const torch::jit::Value *a, const torch::jit::Value *b,
-                       const torch::jit::AliasDb &aliases, int depth = 4);
+                       const Aliases &aliases, int depth = 4);
 
 /// Whether a node of \p graph other than \p except writes to (an alias of)
 /// \p v. libtorch's alias analysis counts a write to a graph input as a
 /// possible write to anything stored in a list (an index list, say); a
 /// rewrite replacing the writer itself must not count its own write.
 bool writtenByOthers(torch::jit::Graph &graph,
-                     const torch::jit::AliasDb &aliases,
+                     const Aliases &aliases,
                      const torch::jit::Value *v,
                      const torch::jit::Node *except);
 

@@ -251,6 +251,7 @@ GraphSummary summarize(const AnalysisResult &analysis) {
   s.counts = countByCategory(analysis.findings);
   s.outputsStatic = analysis.outputsStatic;
   s.fallbackSyncPoints = analysis.fallbackSyncPoints;
+  s.errorPathSyncPoints = analysis.errorPathSyncPoints;
   return s;
 }
 

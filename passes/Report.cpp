@@ -182,6 +182,11 @@ static std::string renderSummary(const MethodReport &m) {
           "shapes); otherwise their fallbacks read the host at "
        << m.after.fallbackSyncPoints << " point"
        << (m.after.fallbackSyncPoints == 1 ? "" : "s") << "\n";
+  if (m.after.errorPathSyncPoints)
+    os << "  error paths: branches that only raise read the host at "
+       << m.after.errorPathSyncPoints << " point"
+       << (m.after.errorPathSyncPoints == 1 ? "" : "s")
+       << ", only on the way to the exception\n";
   os << "  graph: "
      << (m.after.isStatic()
              ? std::string("static (no data-dependent value remains)")
@@ -320,6 +325,8 @@ static std::string jsonSummary(const GraphSummary &s) {
          ", \"static\": " + jsonBool(s.isStatic()) +
          ", \"fallback_sync_points\": " +
          std::to_string(s.fallbackSyncPoints) +
+         ", \"error_path_sync_points\": " +
+         std::to_string(s.errorPathSyncPoints) +
          ", \"partition\": " + partition + "]}";
 }
 

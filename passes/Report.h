@@ -37,6 +37,9 @@ struct GraphSummary {
   /// Host reads in guards' fallback branches (taken only when the host
   /// facts a guard checks do not hold): not findings, not sync points.
   size_t fallbackSyncPoints = 0;
+  /// Host reads in branches that only raise (run only on the way to an
+  /// exception): not findings, not sync points.
+  size_t errorPathSyncPoints = 0;
   std::vector<Segment> partition;
   bool isStatic() const { return counts.total() == 0; }
 };

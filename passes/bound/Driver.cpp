@@ -360,30 +360,65 @@ private:
       at = n->node()->next();
     torch::jit::WithInsertPoint guard(at);
     const Node *anchor = user->sourceRange().source() ? user : located(def);
-    std::string why = reasonFor(user);
-    Value *out;
+    bool mid = !isOutputPosition(user);
+    if (r.kind == Rep::Kind::Bounded && (!n || !n->node()->isBefore(at)))
+      n = nullptr; // not read yet at this point
+    Value *out = emitMaterialized(v, r, anchor, reasonFor(user), n, mid);
+    materialized[v] = out;
+    return out;
+  }
+
+  /// \p v's original value for \p user, a node in a branch that only raises
+  /// (an error message's sizes) where \p v is defined outside it: read
+  /// right before \p user, so the host read runs only on the way to the
+  /// exception (the analysis counts it apart: errorPathSyncPoints).
+  Value *materializeOnErrorPath(const Value *v, const Rep &r, Node *user) {
+    torch::jit::WithInsertPoint guard(user);
+    Value *n = nullptr;
+    return emitMaterialized(
+        v, r, user, "materialized for a branch that only raises", n, false);
+  }
+
+  /// \p v's host value from lifted \p r, or bounded \p r cut to its count
+  /// (read into \p n unless \p n holds the read already), at the insertion
+  /// point. \p mid: the read counts as mid-computation (RewriteCost).
+  Value *emitMaterialized(const Value *v, const Rep &r, const Node *anchor,
+                          const std::string &why, Value *&n, bool mid) {
     if (r.kind == Rep::Kind::Lifted) {
       const char *op = v->type()->kind() == c10::TypeKind::IntType ? "aten::Int"
                        : v->type()->kind() == c10::TypeKind::BoolType
                            ? "aten::Bool"
                            : "aten::Float";
-      out = emit(graph, op, {r.value}, anchor);
+      Value *out = emit(graph, op, {r.value}, anchor);
       ctx.declined(out->node(), kRule, why);
-      if (!isOutputPosition(user))
+      if (mid)
         midReads.insert(out->node());
-    } else {
-      if (!n || !n->node()->isBefore(at)) {
-        n = emit(graph, "aten::Int", {r.count}, anchor);
-        ctx.declined(n->node(), kRule, why);
-      }
-      if (!isOutputPosition(user)) // a shared read counts once
-        midReads.insert(n->node());
-      out = emit(graph, "aten::slice", {r.value, 0, rc.constant(0), n, 1},
-                 anchor);
-      ctx.declined(out->node(), kRule, why);
+      return out;
     }
-    materialized[v] = out;
+    if (!n) {
+      n = emit(graph, "aten::Int", {r.count}, anchor);
+      ctx.declined(n->node(), kRule, why);
+    }
+    if (mid) // a shared read counts once
+      midReads.insert(n->node());
+    Value *out = emit(graph, "aten::slice", {r.value, 0, rc.constant(0), n, 1},
+                      anchor);
+    ctx.declined(out->node(), kRule, why);
     return out;
+  }
+
+  /// Whether \p user sits in a branch that only raises and \p v is defined
+  /// outside that branch.
+  static bool onErrorPath(const Node *user, const Value *v) {
+    std::unordered_set<const Block *> aroundDef;
+    for (const Block *b = v->node()->owningBlock(); b;
+         b = b->owningNode() ? b->owningNode()->owningBlock() : nullptr)
+      aroundDef.insert(b);
+    for (const Block *b = user->owningBlock(); b && !aroundDef.count(b);
+         b = b->owningNode() ? b->owningNode()->owningBlock() : nullptr)
+      if (onlyRaises(b))
+        return true;
+    return false;
   }
 
   /// `(padded, count)` in place of a bounded graph output.
@@ -416,7 +451,10 @@ private:
       for (const torch::jit::Use &use : uses) {
         if (rc.absorbed.count(use.user) || returnPadded(r, use))
           continue;
-        use.user->replaceInput(use.offset, materialize(v, r, use.user));
+        use.user->replaceInput(use.offset,
+                               onErrorPath(use.user, v)
+                                   ? materializeOnErrorPath(v, r, use.user)
+                                   : materialize(v, r, use.user));
       }
     }
   }

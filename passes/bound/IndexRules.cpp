@@ -185,22 +185,83 @@ RuleResult cat(Node *node, RuleContext &rc) {
   return RuleResult::applied();
 }
 
-/// x[i] = v for a bounded 1-D index i and a 0-d v.
+/// x[i] = v for a bounded index i (with accumulate=False): v 0-d, every
+/// valid row of i marks a row of x (put_rows); or v bounded with i's count,
+/// one row per index row (put_row_values: the Matcher's low-quality write
+/// `matches[j] = all_matches[j]`). What the forms assume and only the run
+/// time knows is checked on the host: i a vector, and v of x's rank (a
+/// lower rank would broadcast along x's trailing dims instead of its rows)
+/// and dtype (index_put_ raises otherwise). Where that fails, the guard's
+/// fallback runs the original op on the valid rows, after a host read.
 RuleResult put(Node *node, RuleContext &rc) {
   Node *list = node->input(1)->node();
+  Value *x = node->input(0), *v = node->input(2);
   if (list->kind() != c10::prim::ListConstruct ||
-      list->inputs().size() != 1 || rc.rep(node->input(0)) ||
-      rc.rep(node->input(2)))
+      list->inputs().size() != 1 || rc.rep(x))
     return RuleResult::declined();
   auto accumulate = torch::jit::toIValue(node->input(3));
   if (!accumulate || !accumulate->isBool() || accumulate->toBool())
     return RuleResult::declined();
   Rep *i = rc.bounded(list->input(0));
-  if (!i || !i->isIndex || !provablyZeroDim(node->input(2)))
+  if (!i || !i->isIndex)
     return RuleResult::declined();
-  Value *out = insertForm(rc.graph, "put_rows",
-                          {node->input(0), i->value, i->count, node->input(2)},
-                          node)[0];
+  Rep *rows = rc.rep(v);
+  if (rows && (rows->kind != Rep::Kind::Bounded ||
+               !rc.sameCount(rows->count, i->count)))
+    return RuleResult::declined(
+        "the values written are not one row per row of the index");
+  if (!rows && !provablyZeroDim(v))
+    return RuleResult::declined();
+  torch::jit::Graph &graph = rc.graph;
+  auto form = [&] {
+    return insertForm(graph, rows ? "put_row_values" : "put_rows",
+                      {x, i->value, i->count, rows ? rows->value : v},
+                      node)[0];
+  };
+  // The host facts the forms assume.
+  std::vector<Value *> facts;
+  if (!i->is1D)
+    facts.push_back(emit(graph, "aten::eq",
+                         {emit(graph, "aten::dim", {i->value}, node),
+                          rc.constant(1)},
+                         node));
+  if (rows) {
+    facts.push_back(emit(graph, "aten::eq",
+                         {emit(graph, "aten::dim", {rows->value}, node),
+                          emit(graph, "aten::dim", {x}, node)},
+                         node));
+    facts.push_back(emit(graph, "aten::eq",
+                         {emit(graph, "prim::dtype", {rows->value}, node),
+                          emit(graph, "prim::dtype", {x}, node)},
+                         node));
+  }
+  Value *out;
+  if (facts.empty()) {
+    out = form();
+  } else {
+    Value *cond = facts[0];
+    for (size_t k = 1; k < facts.size(); ++k)
+      cond = emit(graph, "aten::__and__", {cond, facts[k]}, node);
+    out = emitIf(graph, cond, node, form, [&] {
+      Value *n = emit(graph, "aten::Int", {i->count}, node);
+      auto cut = [&](Value *padded) {
+        return emit(graph, "aten::slice", {padded, 0, rc.constant(0), n, 1},
+                    node);
+      };
+      Value *index = graph.insertNode(graph.createList(
+                         c10::TensorType::get(), {cut(i->value)}))->output();
+      Value *value = rows ? cut(rows->value) : v;
+      return graph
+          .insertNode(graph.createClone(node,
+                                        [&](Value *in) {
+                                          return in == list->output() ? index
+                                                 : in == v ? value
+                                                           : in;
+                                        }))
+          ->output();
+    });
+    out->node()->i_(guardAttr(), 1);
+  }
   rc.replaceStatic(node->output(), out);
   rc.replaceWriter(node); // it writes: never erased as dead
   return RuleResult::applied();

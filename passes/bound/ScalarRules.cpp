@@ -63,6 +63,40 @@ RuleResult metadata(Node *node, RuleContext &rc) {
   return RuleResult::applied();
 }
 
+/// `x.size() == y.size()` (or `!=`) of bounded x and y with one count: the
+/// functional losses' check that target and input agree, on two selections
+/// by one mask. Their rows agree, so the lists are equal where the trailing
+/// sizes are, and those are the padded tensors' (no sync). Applies when
+/// every use of the size list is such a comparison; one whose result is
+/// already replaced (its partner's list came first) is left to be erased.
+RuleResult sizeListCompared(Node *node, const Rep &r, RuleContext &rc) {
+  std::vector<std::pair<Node *, Value *>> compares; // comparison, y padded
+  for (const torch::jit::Use &use : node->output()->uses()) {
+    Node *cmp = use.user;
+    if (!is(cmp, "aten::eq") && !is(cmp, "aten::ne"))
+      return RuleResult::declined();
+    Node *other = cmp->input(1 - use.offset)->node();
+    Rep *y = other->inputs().size() == 1 && is(other, "aten::size")
+                 ? rc.bounded(other->input(0))
+                 : nullptr;
+    if (!y || !rc.sameCount(r.count, y->count))
+      return RuleResult::declined();
+    if (cmp->output()->hasUses())
+      compares.emplace_back(cmp, y->value);
+  }
+  auto trailing = [&](Value *padded) {
+    Value *sizes = emit(rc.graph, "aten::size", {padded}, node);
+    return emit(rc.graph, "aten::slice", {sizes, 1, rc.none(), 1}, node);
+  };
+  for (auto [cmp, other] : compares) {
+    Value *mine = trailing(r.value), *theirs = trailing(other);
+    rc.replaceStatic(cmp->output(),
+                     emit(rc.graph, cmp->kind().toQualString(),
+                          {mine, theirs}, node));
+  }
+  return RuleResult::applied();
+}
+
 /// numel, size and len of a bounded value.
 RuleResult sizeOf(Node *node, RuleContext &rc) {
   if (opRole(node) != OpRole::ShapeRead)
@@ -72,8 +106,8 @@ RuleResult sizeOf(Node *node, RuleContext &rc) {
     return RuleResult::declined();
   Value *bound = rc.boundOf(*r, node);
   if (is(node, "aten::size")) {
-    if (node->inputs().size() != 2)
-      return RuleResult::declined(); // the whole size list
+    if (node->inputs().size() != 2) // the whole size list
+      return sizeListCompared(node, *r, rc);
     auto d = constantInt(node->input(1));
     if (d) // size(-1) of a value whose rank the program fixes
       d = resolveDim(*d, node->input(0), 0, &rc.analysis);

@@ -155,15 +155,47 @@ def cat_rows(parts: List[Tensor], counts: List[Tensor]) -> Tuple[Tensor, Tensor]
     return torch.cat(parts, 0).index_select(0, pos), count
 
 
+def put_slots(x: Tensor, index: Tensor, count: Tensor) -> Tensor:
+    """Where each row of a bounded 1-D index writes in x's rows, shifted by
+    one: padding rows go to slot 0, which is dropped; an index out of x's
+    range goes past the last slot, so the write raises as x[index] = v
+    would."""
+    n = x.size(0)
+    i = index.to(x.device)
+    i = torch.where(i < 0, i + n, i)
+    i = torch.where(i >= 0, i + 1, torch.full_like(i, n + 1))
+    return torch.where(live_rows(i.size(0), count.to(x.device)), i,
+                       torch.zeros_like(i))
+
+
 def put_rows(x: Tensor, index: Tensor, count: Tensor, value: Tensor) -> Tensor:
     """x[index] = value (value 0-d) for a bounded 1-D index: its valid rows
-    mark a mask of x's rows (padding rows go to a dropped extra slot)."""
+    mark a mask of x's rows."""
     n = x.size(0)
-    i = torch.where(index < 0, index + n, index)
-    i = torch.where(live_rows(index.size(0), count), i, torch.full_like(i, n))
     hit = torch.zeros([n + 1], device=x.device) != 0
-    hit = hit.index_fill(0, i, 1)[:n]
+    hit = hit.index_fill(0, put_slots(x, index, count), 1)[1:]
     return x.masked_fill_(hit.reshape([n] + [1] * (x.dim() - 1)), value)
+
+
+def put_row_values(x: Tensor, index: Tensor, count: Tensor,
+                   value: Tensor) -> Tensor:
+    """x[index] = value for a bounded 1-D index and a value with one row per
+    index row (the same count, value.dim() == x.dim(), one dtype). Where an
+    index repeats, its last valid row is written: PyTorch leaves the order
+    unspecified, and its CPU kernel writes rows in order."""
+    n = x.size(0)
+    if index.size(0) == 0 or value.size(0) == 0:
+        return x  # no valid row
+    # The last row of each slot: a stable sort groups the rows by slot in
+    # their order; each group's last row writes its slot, the others write
+    # slot 0, which is dropped (no two kept writes to one slot).
+    slots, order = torch.sort(put_slots(x, index, count), stable=True)
+    ends = torch.cat([slots[1:] != slots[:-1], torch.ones_like(slots[:1]) != 0])
+    last = slots.new_full([n + 1], -1).scatter(
+        0, torch.where(ends, slots, torch.zeros_like(slots)), order)[1:]
+    rows = value.to(x.device).index_select(0, last.clamp(min=0))
+    hit = (last >= 0).reshape([n] + [1] * (x.dim() - 1))
+    return x.copy_(torch.where(hit, rows, x))
 
 
 def unique_groups(s: Tensor, first: Tensor) -> Tuple[Tensor, Tensor, Tensor, Tensor]:

@@ -63,13 +63,17 @@ class Summary:
     #: Host reads in guards' fallback branches, taken only when the host facts
     #: a guard checks (ranks, shapes) do not hold: not counted in `counts`.
     fallback_sync_points: int = 0
+    #: Host reads in branches that only raise (an error message's sizes or
+    #: values), run only on the way to the exception: not counted in `counts`.
+    error_path_sync_points: int = 0
 
     @staticmethod
     def from_json(d):
         return Summary(nodes=d["nodes"], counts=dict(d["counts"]), static=d["static"],
                        outputs_static=d["outputs_static"],
                        partition=tuple(d.get("partition", ())),
-                       fallback_sync_points=d.get("fallback_sync_points", 0))
+                       fallback_sync_points=d.get("fallback_sync_points", 0),
+                       error_path_sync_points=d.get("error_path_sync_points", 0))
 
     @property
     def sync_points(self) -> int:

@@ -158,3 +158,22 @@ class HintedArange(torch.nn.Module):
     def forward(self, x: Tensor) -> Tensor:
         k = int(x.sum())
         return torch.arange(k) * 2
+
+
+class WriteGathered(torch.nn.Module):
+    """torchvision's Matcher.set_low_quality_matches_: every prediction that
+    is some ground truth's best match takes its original match back
+    (`matches[pred] = all_matches[pred]`), and, to exercise repeats, the
+    ground-truth index of each (gt, pred) pair is written too: a prediction
+    that is the best of several ground truths is written several times."""
+
+    def forward(self, quality: torch.Tensor, matches: torch.Tensor):
+        all_matches = matches.clone()
+        matches = torch.where(quality.max(dim=0)[0] > 0.5, matches, -torch.ones_like(matches))
+        best, _ = quality.max(dim=1)
+        pairs = torch.nonzero(quality == best[:, None])
+        pred = pairs[:, 1]
+        matches[pred] = all_matches[pred]
+        written = torch.full_like(matches, -1)
+        written[pred] = pairs[:, 0]
+        return matches, written

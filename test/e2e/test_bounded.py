@@ -268,3 +268,20 @@ def test_bad_bound_option_is_a_usage_error(staticify, save):
     for bad in ("k", "k=", "=3", "k=-1", "k=3x"):
         proc = staticify(path, "--bound", bad, check=False)
         assert proc.returncode == 2 and "--bound" in proc.stderr, bad
+
+
+def test_write_at_bounded_rows_is_static_and_exact(staticify, save, tmp_path):
+    """x[i] = v[...] at bounded indices: a masked write, the last of repeated
+    indices winning as on PyTorch's CPU kernel. Quality matrices with ties
+    (integers in a small range) make many repeats."""
+    path, out, method = static_output(staticify, save, tmp_path, bm.WriteGathered())
+    assert method["before"]["counts"]["dynamic-shape"] > 0
+    assert method["after"]["static"] is True, method["after"]
+    original, result = torch.jit.load(str(path)), torch.jit.load(str(out))
+    gen = torch.Generator().manual_seed(11)
+    for trial in range(300):
+        gts, preds = (int(s) for s in torch.randint(1, 7, (2,), generator=gen))
+        quality = torch.randint(0, 3, (gts, preds), generator=gen).float() / 2
+        matches = torch.randint(0, gts, (preds,), generator=gen)
+        want, got = original(quality, matches), result(quality, matches)
+        assert all(torch.equal(a, b) for a, b in zip(want, got)), (trial, quality)

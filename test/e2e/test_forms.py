@@ -99,6 +99,37 @@ def test_gather_cat_put(cu):
     assert x.tolist() == [0, 1, 0, 0, 0, 1]  # the padding rows (5, 0) are not written
 
 
+def test_put_forms_equal_index_put_with_repeats(cu):
+    """x[index] = value against PyTorch on CPU for put_rows (0-d value) and
+    put_row_values (a row per index row): negative and repeated indices
+    (the last row of a repeat wins, as the CPU kernel writes them in order),
+    padding holding anything, an index out of range raising."""
+    gen = torch.Generator().manual_seed(7)
+    for trial in range(2000):
+        n = int(torch.randint(1, 8, (), generator=gen))
+        rows = int(torch.randint(0, 10, (), generator=gen))
+        count = int(torch.randint(0, rows + 1, (), generator=gen))
+        index = torch.randint(-n, n, (rows,), generator=gen)
+        padded = index.clone()
+        padded[count:] = torch.randint(-50, 50, (rows - count,), generator=gen)
+        tail = [3] if trial % 2 else []
+        x = torch.randn([n] + tail, generator=gen)
+        value = torch.randn([rows] + tail, generator=gen)
+        want = x.clone()
+        want[index[:count]] = value[:count]
+        got = cu.put_row_values(x.clone(), padded, torch.tensor(count), value)
+        assert torch.equal(got, want), (index, count, value)
+        want = x.clone()
+        want[index[:count]] = 2.5
+        got = cu.put_rows(x.clone(), padded, torch.tensor(count), torch.tensor(2.5))
+        assert torch.equal(got, want), (index, count)
+    for bad in ([0, 4], [0, -5]):
+        with pytest.raises(RuntimeError):
+            cu.put_row_values(torch.zeros(4), torch.tensor(bad), torch.tensor(2), torch.ones(2))
+        with pytest.raises(RuntimeError):
+            cu.put_rows(torch.zeros(4), torch.tensor(bad), torch.tensor(2), torch.tensor(1.0))
+
+
 def test_sort_rows_sorts_the_live_rows_first(cu):
     """Against torch.sort(stable=True) of the live rows alone, padding rows
     holding anything (NaN, infinities, extremes, ties), any dtype and rank."""

@@ -182,6 +182,24 @@ def test_static_claim_checker_allows_only_the_reported_fallback_reads():
     assert differential.contradicting(top, 5) == top
 
 
+class _RaisesWithValue(torch.nn.Module):
+    def forward(self, x, flag: bool):
+        if flag:
+            raise ValueError("bad: {}".format(int(x.sum())))
+        return x * 2
+
+
+def test_static_claim_checker_allows_only_the_reported_error_path_reads():
+    """A read in a branch that only raises is allowed as often as the
+    report's error_path_sync_points says, and not as a guard fallback."""
+    ops = differential.dynamic_ops(torch.jit.script(_RaisesWithValue()).forward.graph)
+    assert [(o["op"], o["error_path"]) for o in ops] == [("aten::Int of a Tensor", True)]
+    assert differential.contradicting(ops, 0, 1) == []
+    assert differential.contradicting(ops, 0, 0) == ops
+    top = differential.dynamic_ops(torch.jit.script(_NonzeroLeft()).forward.graph)
+    assert differential.contradicting(top, 0, 5) == top
+
+
 def test_static_claim_checker_sees_outputs_that_vary_with_data():
     """The second check of a static claim: on inputs of one shape, a static
     method's output shapes (and host scalars) cannot differ."""

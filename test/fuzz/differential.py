@@ -941,12 +941,18 @@ def _index_list_has_bool(value):
     return any(_is_tensor(i) and _is_bool_tensor(i) for i in node.inputs())
 
 
+def _only_raises(block):
+    nodes = list(block.nodes())
+    return bool(nodes) and nodes[-1].kind() == "prim::RaiseException"
+
+
 def _hits(g):
-    """(op, node text, in_else): in_else when the node is in the second
-    block of an if (where a guard's fallback is)."""
+    """(op, node text, in_else, error_path): in_else when the node is in the
+    second block of an if (where a guard's fallback is), error_path when it
+    is in a block that only raises."""
     found = []
 
-    def visit(nodes, in_else=False):
+    def visit(nodes, in_else=False, error_path=False):
         for node in nodes:
             kind = node.kind()
             ins = list(node.inputs())
@@ -968,9 +974,10 @@ def _hits(g):
                     len(ins) >= 2 and _index_list_has_bool(ins[1]):
                 hit = f"{kind} with a bool mask"
             if hit:
-                found.append((hit, str(node).strip().splitlines()[0], in_else))
+                found.append((hit, str(node).strip().splitlines()[0], in_else, error_path))
             for i, b in enumerate(node.blocks()):
-                visit(b.nodes(), in_else or (kind == "prim::If" and i == 1))
+                visit(b.nodes(), in_else or (kind == "prim::If" and i == 1),
+                      error_path or (kind == "prim::If" and _only_raises(b)))
 
     visit(g.nodes())
     return found
@@ -995,23 +1002,29 @@ def dynamic_ops(graph):
             getattr(torch._C, cleanup)(live_graph)
         except RuntimeError:
             pass
-    live = collections.Counter(op for op, _, _ in _hits(live_graph))
+    live = collections.Counter(op for op, _, _, _ in _hits(live_graph))
     out = []
-    for op, node, in_else in hits:
+    for op, node, in_else, error_path in hits:
         dead = live[op] <= 0
         if not dead:
             live[op] -= 1
-        out.append({"op": op, "node": node, "dead": dead, "in_else": in_else})
+        out.append({"op": op, "node": node, "dead": dead, "in_else": in_else,
+                    "error_path": error_path})
     return out
 
 
-def contradicting(ops, fallback_sync_points):
+def contradicting(ops, fallback_sync_points, error_path_sync_points=0):
     """The dynamic ops a static claim cannot have: all of them, less as many
     in the second branches of ifs as the report counts in guards' fallbacks
-    (an if on host facts whose fallback computes what the original did)."""
+    (an if on host facts whose fallback computes what the original did), and
+    as many in branches that only raise as it counts on error paths."""
     allowed = fallback_sync_points
+    allowed_raising = error_path_sync_points
     out = []
     for o in ops:
+        if o.get("error_path") and not o["dead"] and allowed_raising > 0:
+            allowed_raising -= 1
+            continue
         if o["in_else"] and not o["dead"] and allowed > 0:
             allowed -= 1
             continue
@@ -1264,7 +1277,8 @@ def process_pack(seed, indices, binary, out_dir, trials, workroot=None, keep=Fal
             claim_hit = False
             if claims_static:
                 ops = contradicting(dynamic_ops(rewritten.graph),
-                                    entry["after"].get("fallback_sync_points", 0))
+                                    entry["after"].get("fallback_sync_points", 0),
+                                    entry["after"].get("error_path_sync_points", 0))
                 if ops:
                     claim_hit = True
                     stats["contradicted_claims"] += 1

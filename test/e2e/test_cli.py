@@ -39,8 +39,9 @@ def test_report_json_schema(staticify, save):
     for key in ("before", "after"):
         s = method[key]
         assert set(s) == {"nodes", "counts", "outputs_static", "static", "partition",
-                          "fallback_sync_points"}
+                          "fallback_sync_points", "error_path_sync_points"}
         assert s["fallback_sync_points"] == 0  # the model has no rank guard
+        assert s["error_path_sync_points"] == 0  # nor a branch that only raises
         for seg in s["partition"]:
             assert seg["kind"] in {"static", "dynamic"} and seg["nodes"] > 0
         assert s["counts"]["total"] == sum(

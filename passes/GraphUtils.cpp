@@ -185,22 +185,35 @@ std::vector<Node *> collectNodes(torch::jit::Block *block) {
   return nodes;
 }
 
+/// Whether \p user is dead: in \p dead, or the result list of a block of a
+/// node in \p dead (a converted if's branch result).
+static bool deadUser(const Node *user,
+                     const std::unordered_set<const Node *> &dead) {
+  if (dead.count(user))
+    return true;
+  const Node *owner = user->kind() == c10::prim::Return
+                          ? user->owningBlock()->owningNode()
+                          : nullptr;
+  return owner && dead.count(owner);
+}
+
 /// The pure nodes of \p graph whose results nothing live uses, consumers
-/// before producers.
-static std::vector<Node *> deadNodes(torch::jit::Graph &graph) {
+/// before producers; the nodes in \p alsoDead count as dead whatever they
+/// are (and are not in the result).
+static std::vector<Node *>
+deadNodes(torch::jit::Graph &graph, std::unordered_set<const Node *> &dead) {
   // In reverse program order every consumer, nested blocks included, is
   // seen before its producers: one pass marks, one sweep destroys.
   std::vector<Node *> nodes = collectNodes(graph.block());
-  std::unordered_set<Node *> dead;
   std::vector<Node *> order;
   for (auto it = nodes.rbegin(); it != nodes.rend(); ++it) {
     Node *node = *it;
-    if (node->outputs().empty() || !isErasable(node))
+    if (node->outputs().empty() || !isErasable(node) || dead.count(node))
       continue;
     bool live = false;
     for (const Value *out : node->outputs())
       for (const torch::jit::Use &use : out->uses())
-        live |= !dead.count(use.user);
+        live |= !deadUser(use.user, dead);
     if (live)
       continue;
     dead.insert(node);
@@ -209,9 +222,17 @@ static std::vector<Node *> deadNodes(torch::jit::Graph &graph) {
   return order;
 }
 
+std::unordered_set<const Node *>
+deadNodeSet(torch::jit::Graph &graph, const std::vector<Node *> &alsoDead) {
+  std::unordered_set<const Node *> dead(alsoDead.begin(), alsoDead.end());
+  deadNodes(graph, dead);
+  return dead;
+}
+
 size_t eraseDeadNodes(torch::jit::Graph &graph, PassContext &ctx,
                       std::string_view rule) {
-  std::vector<Node *> order = deadNodes(graph);
+  std::unordered_set<const Node *> dead;
+  std::vector<Node *> order = deadNodes(graph, dead);
   for (Node *node : order) {
     ctx.rewrote(node, rule);
     node->destroy();
@@ -301,7 +322,8 @@ static bool mayHaveDeadWriters(torch::jit::Graph &graph) {
 }
 
 void eliminateDeadCode(std::shared_ptr<torch::jit::Graph> &graph) {
-  for (Node *node : deadNodes(*graph))
+  std::unordered_set<const Node *> dead;
+  for (Node *node : deadNodes(*graph, dead))
     node->destroy();
   if (mayHaveDeadWriters(*graph))
     torch::jit::EliminateDeadCode(graph);

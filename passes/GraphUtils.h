@@ -9,6 +9,7 @@
 #include <functional>
 #include <optional>
 #include <unordered_map>
+#include <unordered_set>
 #include <string_view>
 #include <vector>
 
@@ -73,6 +74,13 @@ size_t eraseIfDead(torch::jit::Node *node, PassContext &ctx,
 /// unused and that has no side effects, logging each as rewritten by \p rule.
 size_t eraseDeadNodes(torch::jit::Graph &graph, PassContext &ctx,
                       std::string_view rule);
+
+/// The nodes eraseDeadNodes would erase if the nodes in \p alsoDead were
+/// gone (writers a rewrite replaced), and those: what a rewrite leaves dead
+/// before it is kept (GraphCheckpoint).
+std::unordered_set<const torch::jit::Node *>
+deadNodeSet(torch::jit::Graph &graph,
+            const std::vector<torch::jit::Node *> &alsoDead);
 
 /// libtorch's ConstantPropagation, with the same result, but without its
 /// alias analysis where no node needs it: the nodes of immutable types are

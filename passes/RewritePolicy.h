@@ -5,8 +5,9 @@
 // outputs: a bounded form whose uses materialize, or a gather rewritten into
 // selections nothing absorbs, would otherwise trade one sync for several, or
 // for as many mid-computation. The passes whose rewrites can cost syncs
-// (index-to-mask, bound) try them on a RewriteTrial and ask allowed(); no
-// pass keeps a trial loop of its own.
+// try them and ask rewriteAllowed(): index-to-mask on a RewriteTrial (a
+// copy, on which the passes that absorb its selections run too), bound in
+// place under a GraphCheckpoint (passes/GraphCheckpoint.h).
 //
 //===----------------------------------------------------------------------===//
 #pragma once

@@ -12,6 +12,7 @@
 
 #include "passes/Bounded.h"
 
+#include "passes/GraphCheckpoint.h"
 #include "passes/GraphUtils.h"
 #include "passes/IfConvert.h"
 #include "passes/LiftScalars.h"
@@ -74,17 +75,22 @@ public:
         roots(roots) {}
 
   /// Whether the graph changed; \p midSyncPoints, the host reads it now
-  /// has for uses mid-computation (RewriteCost).
+  /// has for uses mid-computation (RewriteCost). What the rewrites
+  /// replaced is left in place, dead, and so are the writers they replaced
+  /// (replacedWriters()): the caller erases them when it keeps the rewrite,
+  /// or restores the graph (GraphCheckpoint) when it does not.
   bool run(size_t &midSyncPoints) {
     runBlock(graph.block());
     if (!changed)
       return false;
     materializeRest();
     midSyncPoints = midReads.size();
-    // What the rewrites replaced, converted ifs included, is now dead.
-    eraseDeadNodes(graph, ctx, kRule);
     return true;
   }
+
+  /// The writers the rules replaced by static code: they no longer have
+  /// uses but write, so only their owner destroys them.
+  const std::vector<Node *> &replacedWriters() const { return writers; }
 
 private:
   Graph &graph;
@@ -92,6 +98,7 @@ private:
   RuleContext rc;
   const std::unordered_set<const Node *> *roots;
   bool changed = false;
+  std::vector<Node *> writers;
   /// The rules asked about each op, per BoundRule::On.
   std::unordered_map<c10::Symbol, std::vector<const BoundRule *>>
       candidatesOf[2];
@@ -137,8 +144,7 @@ private:
     changed = true;
     if (rc.replacedWriter == node) {
       rc.replacedWriter = nullptr;
-      node->destroy();
-      return;
+      writers.push_back(node);
     }
     rc.absorb(node);
   }
@@ -460,16 +466,36 @@ private:
   }
 };
 
-/// What the syncs a trial introduced are, most frequent first: "uses with
-/// no bounded form materialize: 'torchvision::nms' 4, returned 2, ...".
-std::string materializationSummary(RewriteTrial &trial) {
-  const AnalysisResult &analysis = trial.ctx().facts.analysis(trial.graph());
+/// Whether \p node is in \p dead or in a block of a node that is.
+bool isDead(const Node *node, const std::unordered_set<const Node *> &dead) {
+  for (; node; node = node->owningBlock()->owningNode())
+    if (dead.count(node))
+      return true;
+  return false;
+}
+
+/// The sync points of \p analysis on live nodes (not in \p dead).
+size_t liveSyncPoints(const AnalysisResult &analysis,
+                      const std::unordered_set<const Node *> &dead) {
+  size_t n = 0;
+  for (size_t i = 0; i < analysis.findings.size(); ++i)
+    n += analysis.findings[i].role == Role::Root &&
+         !isDead(analysis.findingNodes[i], dead);
+  return n;
+}
+
+/// What the syncs a rewrite introduced are, most frequent first: "uses
+/// with no bounded form materialize: 'torchvision::nms' 4, returned 2, ...".
+std::string materializationSummary(const AnalysisResult &analysis,
+                                   const PassContext &ctx,
+                                   const std::unordered_set<const Node *> &dead) {
   std::map<std::string, size_t> count;
   for (size_t i = 0; i < analysis.findings.size(); ++i) {
     const Node *node = analysis.findingNodes[i];
-    if (analysis.findings[i].role != Role::Root || trial.ctx().isTracked(node))
+    if (analysis.findings[i].role != Role::Root || ctx.isTracked(node) ||
+        isDead(node, dead))
       continue;
-    std::string why = trial.ctx().reasonForNewNode(node);
+    std::string why = ctx.reasonForNewNode(node);
     size_t quote = why.find('\'');
     size_t end = quote == std::string::npos ? quote : why.find('\'', quote + 1);
     if (end != std::string::npos)
@@ -489,22 +515,6 @@ std::string materializationSummary(RewriteTrial &trial) {
   if (sorted.size() > 5)
     text += ", ...";
   return text;
-}
-
-/// One walk over \p graph; whether it changed, and in \p midSyncPoints the
-/// host reads materialization put mid-computation.
-bool runOnce(std::shared_ptr<Graph> &graph, PassContext &ctx,
-             const AnalysisResult &analysis, size_t &midSyncPoints,
-             const std::unordered_set<const Node *> *roots = nullptr) {
-  if (!Driver(*graph, ctx, analysis, ctx.facts.aliases(graph), roots)
-           .run(midSyncPoints))
-    return false;
-  ctx.facts.invalidate(); // \p analysis included: it is the cache's
-  // The forms branch on host facts (None arguments, ranks): fold them.
-  // Those are immutable values, and normalize folded everything else the
-  // graph had, so no alias database is needed here.
-  torch::jit::ConstantPropagationImmutableTypes(graph);
-  return true;
 }
 
 } // namespace
@@ -569,12 +579,12 @@ constexpr size_t kMaxIslandTrials = 8;
 bool boundShapes(std::shared_ptr<Graph> &graph, PassContext &ctx) {
   const AnalysisResult &analysis = ctx.facts.analysis(graph);
   if (analysis.findings.empty())
-    return false; // nothing data-dependent: no trial copy
+    return false; // nothing data-dependent: nothing to try
   // Materializations cost a sync each. The graph's dynamic islands are
-  // independent (no def-use edge joins two): each is bounded on a trial
-  // copy, and kept (the trial adopted, not run again) only where the policy
-  // allows it, so one island with no bounded form leaves the others free.
-  // Past kMaxIslandTrials islands the graph is one trial, as a whole.
+  // independent (no def-use edge joins two): each is bounded in place under
+  // a checkpoint, and kept only where the policy allows it, so one island
+  // with no bounded form leaves the others free. Past kMaxIslandTrials
+  // islands the graph is one trial, as a whole (each costs an analysis).
   RewriteCost current = rewriteCost(analysis);
   std::vector<std::vector<Node *>> islands = rootsByIsland(*graph, analysis);
   if (islands.size() > kMaxIslandTrials) {
@@ -585,43 +595,64 @@ bool boundShapes(std::shared_ptr<Graph> &graph, PassContext &ctx) {
   }
   bool changed = false;
   for (size_t k = 0; k < islands.size(); ++k) {
-    RewriteTrial trial(*graph, ctx);
-    std::unordered_set<const Node *> only;
-    for (Node *root : islands[k])
-      only.insert(trial.counterpart(root));
+    std::unordered_set<const Node *> only(islands[k].begin(),
+                                          islands[k].end());
     const std::unordered_set<const Node *> *filter =
         islands.size() > 1 ? &only : nullptr;
+    GraphCheckpoint checkpoint(*graph);
+    PassContext before = ctx;
+    auto restore = [&] {
+      checkpoint.restore();
+      ctx = std::move(before);
+    };
     size_t midSyncPoints = 0;
-    if (!bound::runOnce(trial.graph(), trial.ctx(),
-                        trial.ctx().facts.analysis(trial.graph()),
-                        midSyncPoints, filter))
+    bound::Driver driver(*graph, ctx, ctx.facts.analysis(graph),
+                         ctx.facts.aliases(graph), filter);
+    if (!driver.run(midSyncPoints)) {
+      restore(); // what the rules recorded while declining goes too
       continue;
-    RewriteCost after = trial.cost(midSyncPoints);
+    }
+    // The cost of the graph as it will be once dead code is erased: what
+    // the rewrite replaced is still there, dead, until it is kept.
+    ctx.facts.invalidate();
+    const AnalysisResult &trial = ctx.facts.analysis(graph);
+    std::unordered_set<const Node *> dead =
+        deadNodeSet(*graph, driver.replacedWriters());
+    RewriteCost after{bound::liveSyncPoints(trial, dead), midSyncPoints};
     if (!rewriteAllowed(current, after)) {
-      declineAll(ctx, islands[k],
-                 "bounded, the graph would reach the host at " +
-                     std::to_string(after.syncPoints) + " points instead of " +
-                     std::to_string(current.syncPoints) +
-                     (after.syncPoints == current.syncPoints
-                          ? ", " + std::to_string(after.midSyncPoints) +
-                                " of them mid-computation"
-                          : "") +
-                     " (" + bound::materializationSummary(trial) + ")");
+      std::string why =
+          "bounded, the graph would reach the host at " +
+          std::to_string(after.syncPoints) + " points instead of " +
+          std::to_string(current.syncPoints) +
+          (after.syncPoints == current.syncPoints
+               ? ", " + std::to_string(after.midSyncPoints) +
+                     " of them mid-computation"
+               : "") +
+          " (" + bound::materializationSummary(trial, ctx, dead) + ")";
+      restore();
+      declineAll(ctx, islands[k], why);
       continue;
     }
-    // The later islands' roots, in the graph the trial becomes (the rewrite
-    // of this island leaves them be; one it erased is no longer a root).
-    std::unordered_set<const Node *> alive;
-    for (Node *n : collectNodes(trial.graph()->block()))
-      alive.insert(n);
-    for (size_t j = k + 1; j < islands.size(); ++j) {
-      std::vector<Node *> moved;
-      for (Node *root : islands[j])
-        if (Node *twin = trial.counterpart(root); alive.count(twin))
-          moved.push_back(twin);
-      islands[j] = std::move(moved);
+    for (Node *writer : driver.replacedWriters())
+      writer->destroy(); // reported when replaced
+    // What the rewrites replaced, converted ifs included, is now dead.
+    eraseDeadNodes(*graph, ctx, bound::kRule);
+    // The forms branch on host facts (None arguments, ranks): fold them.
+    // Those are immutable values, and normalize folded everything else the
+    // graph had, so no alias database is needed here.
+    torch::jit::ConstantPropagationImmutableTypes(graph);
+    ctx.facts.invalidate();
+    // The later islands' roots that are still there (the rewrite of this
+    // island leaves them be; one it erased is no longer a root).
+    if (k + 1 < islands.size()) {
+      std::unordered_set<const Node *> alive;
+      for (Node *n : collectNodes(graph->block()))
+        alive.insert(n);
+      for (size_t j = k + 1; j < islands.size(); ++j)
+        islands[j].erase(std::remove_if(islands[j].begin(), islands[j].end(),
+                                        [&](Node *n) { return !alive.count(n); }),
+                         islands[j].end());
     }
-    trial.adopt(graph, ctx);
     current = after;
     changed = true;
   }

@@ -91,7 +91,7 @@ def without_ssa_numbers(report):
 
 
 def without_added_fields(new, old):
-    """\p new without the object fields \p old lacks (fields added since the
+    r"""\p new without the object fields \p old lacks (fields added since the
     old binary), recursively."""
     if isinstance(new, dict) and isinstance(old, dict):
         return {k: without_added_fields(v, old[k]) for k, v in new.items() if k in old}

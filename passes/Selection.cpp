@@ -334,6 +334,19 @@ std::optional<int64_t> knownRank(const Value *v, const AnalysisResult *analysis,
       return std::nullopt;
     return *keepdim ? *r : *r - static_cast<int64_t>(dims->size());
   }
+  if (op == "aten::index_select")
+    return rankOf(node->input(0));
+  if (analysis && op == "aten::index" &&
+      node->input(1)->node()->kind() == c10::prim::ListConstruct &&
+      node->input(1)->node()->inputs().size() == 1 &&
+      analysis->info(node->input(1)->node()->input(0)).dtype ==
+          DTypeKind::Long) {
+    // x[i] with one integer index: i's dims in place of x's first.
+    auto r = rankOf(node->input(0));
+    auto i = rankOf(node->input(1)->node()->input(0));
+    return r && i && *r >= 1 ? std::optional<int64_t>(*r - 1 + *i)
+                             : std::nullopt;
+  }
   if (analysis && (op == "aten::index" || op == "aten::masked_select")) {
     std::optional<Selection> sel =
         matchSelection(const_cast<Value *>(v), *analysis);

@@ -276,6 +276,44 @@ RuleResult perRow(Node *node, RuleContext &rc) {
                *minRank));
 }
 
+/// linear(x, W, b) of a bounded x and static W and b (a mixture-of-experts
+/// expert on the tokens routed to it, `expert(x[idx])`): row by row, since
+/// the product contracts x's last dim, where the program fixes x's rank at
+/// 2 or more (of a vector, linear contracts the rows). The bias is expanded
+/// to the result: of rank 1 it adds to every row; of rank 2 it must have
+/// the valid rows' count, which the padded rows do not have, so that case
+/// (a host fact) takes the guard's fallback, the original op on the valid
+/// rows (whose result has those rows, or raises as the original does).
+RuleResult linearRows(Node *node, RuleContext &rc) {
+  Rep *x = rc.bounded(node->input(0));
+  Value *bias = node->input(2);
+  if (!x || rc.rep(node->input(1)) || rc.rep(bias) ||
+      !isTensor(node->input(1)))
+    return RuleResult::declined();
+  std::optional<int64_t> rank = knownRank(node->input(0), &rc.analysis);
+  if (!rank || *rank < 2)
+    return RuleResult::declined(
+        "linear of rows whose rank the program does not fix at 2 or more "
+        "(of a vector, linear contracts the rows)");
+  std::unordered_map<Value *, Value *> replaced = {
+      {node->input(0), x->value}};
+  std::vector<Value *> out;
+  if (bias->mustBeNone()) {
+    out = cloneOnRows(rc.graph, node, replaced, nullptr, {});
+  } else {
+    if (!isTensor(bias))
+      return RuleResult::declined(); // an Optional the run time resolves
+    Value *cond = emit(rc.graph, "aten::le",
+                       {emit(rc.graph, "aten::dim", {bias}, node),
+                        rc.constant(1)},
+                       node);
+    out = emitRankGuarded(rc, node, replaced, nullptr, {}, x->value, cond,
+                          x->count);
+  }
+  rc.setBounded(node->output(), out[0], x->count, /*isIndex=*/false);
+  return RuleResult::applied();
+}
+
 /// sort and argsort of a bounded value along any constant dim, and topk
 /// along dim 0: along dim 0 the live rows sorted first (the sort_rows form:
 /// stable, so ties keep their order, and NaN and infinities sort as
@@ -479,6 +517,7 @@ void addRowRules(std::vector<BoundRule> &rules) {
                    sortRows});
   rules.push_back(
       {"gather-within-rows", On::Use, ops({"aten::gather"}), gatherRows});
+  rules.push_back({"linear", On::Use, ops({"aten::linear"}), linearRows});
   rules.push_back({"class-loss", On::Use,
                    ops({"aten::cross_entropy_loss", "aten::nll_loss",
                         "aten::nll_loss_nd", "aten::nll_loss2d"}),

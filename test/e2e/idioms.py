@@ -272,6 +272,26 @@ class MoEDispatch(torch.nn.Module):
         return out
 
 
+class MoELayerFlattened(torch.nn.Module):
+    """fairseq's MOELayer / DeepSpeed's MoE: tokens flattened to
+    (tokens, d_model), a top-1 gate, each expert on the tokens routed to it,
+    its output weighted by the gate and written back."""
+
+    def __init__(self):
+        super().__init__()
+        self.gate = torch.nn.Linear(4, 3, bias=False)
+        self.experts = torch.nn.ModuleList([torch.nn.Linear(4, 4) for _ in range(3)])
+
+    def forward(self, x: Tensor) -> Tensor:
+        tokens = x.reshape(-1, x.size(-1))
+        weight, expert_index = self.gate(tokens).softmax(-1).max(-1)
+        out = torch.zeros_like(tokens)
+        for e, expert in enumerate(self.experts):
+            idx = torch.where(expert_index == e)[0]
+            out[idx] = expert(tokens[idx]) * weight[idx].unsqueeze(1)
+        return out.reshape(x.shape)
+
+
 class MoETokensPerExpert(torch.nn.Module):
     def forward(self, router: Tensor) -> Tensor:
         expert_index = router.argmax(-1)
@@ -441,6 +461,8 @@ IDIOMS = [
                    torch.where(_mask((20,), g, k), torch.randint(0, 3, (20,), generator=g), 255))),
     ("moe-dispatch", "Switch Transformer: route tokens to experts", MoEDispatch(),
      lambda g, k: (torch.randn(10, 4, generator=g), torch.randn(10, 3, generator=g))),
+    ("moe-layer-flattened", "fairseq MOELayer / DeepSpeed MoE: top-1 dispatch of flattened tokens",
+     MoELayerFlattened(), lambda g, k: (torch.randn(2, 5, 4, generator=g),)),
     ("moe-tokens-per-expert", "GShard: tokens per expert (load balancing)", MoETokensPerExpert(),
      lambda g, k: (torch.randn(10, 3, generator=g),)),
     ("moe-capacity-drop", "GShard: top-1 gating with capacity", MoECapacityDrop(),

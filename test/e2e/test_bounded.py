@@ -28,6 +28,15 @@ def static_output(staticify, save, tmp_path, module, *args):
     return path, out, method
 
 
+def original_and_static(staticify, save, tmp_path, module, found):
+    """Scripts and staticifies module, checks that its report finds `found`
+    before and nothing after; the original and the staticified modules."""
+    path, out, method = static_output(staticify, save, tmp_path, module)
+    assert method["before"]["counts"][found] > 0
+    assert method["after"]["static"] is True, method["after"]
+    return torch.jit.load(str(path)), torch.jit.load(str(out))
+
+
 def expected_counts(num_pos_avail, num_neg_avail, sub=1000):
     """sample_data's class counts, computed as the seed computes them."""
     num_pos = min(num_pos_avail, sub // 2)
@@ -240,10 +249,8 @@ def test_padded_outputs_return_padded_and_count(staticify, save, tmp_path):
 
 
 def test_narrow_by_a_count_is_static_and_exact(staticify, save, tmp_path):
-    path, out, method = static_output(staticify, save, tmp_path, bm.NarrowByCount())
-    assert method["before"]["counts"]["host-sync"] > 0
-    assert method["after"]["static"] is True, method["after"]
-    original, result = torch.jit.load(str(path)), torch.jit.load(str(out))
+    original, result = original_and_static(staticify, save, tmp_path, bm.NarrowByCount(),
+                                           "host-sync")
     gen = torch.Generator().manual_seed(9)
     for trial in range(300):
         x = torch.randn(int(torch.randint(0, 9, (), generator=gen)), 3, generator=gen)
@@ -274,10 +281,8 @@ def test_write_at_bounded_rows_is_static_and_exact(staticify, save, tmp_path):
     """x[i] = v[...] at bounded indices: a masked write, the last of repeated
     indices winning as on PyTorch's CPU kernel. Quality matrices with ties
     (integers in a small range) make many repeats."""
-    path, out, method = static_output(staticify, save, tmp_path, bm.WriteGathered())
-    assert method["before"]["counts"]["dynamic-shape"] > 0
-    assert method["after"]["static"] is True, method["after"]
-    original, result = torch.jit.load(str(path)), torch.jit.load(str(out))
+    original, result = original_and_static(staticify, save, tmp_path, bm.WriteGathered(),
+                                           "dynamic-shape")
     gen = torch.Generator().manual_seed(11)
     for trial in range(300):
         gts, preds = (int(s) for s in torch.randint(1, 7, (2,), generator=gen))

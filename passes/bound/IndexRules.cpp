@@ -15,6 +15,7 @@
 #include "passes/BoundedForms.h"
 #include "passes/GraphUtils.h"
 #include "passes/LiftScalars.h"
+#include "passes/OpCatalogue.h"
 #include "passes/Selection.h"
 
 namespace staticify::bound {
@@ -185,14 +186,79 @@ RuleResult cat(Node *node, RuleContext &rc) {
   return RuleResult::applied();
 }
 
+/// A write of \p node at the rows of x that bounded index \p i names, of
+/// the 0-d value \p v or of \p v's bounded rows (\p rows, i's count): the
+/// form \p form on (x, i's padded rows, its count, the values). What the
+/// forms assume and only the run time knows is checked on the host behind a
+/// guard: i a vector, and row values of x's rank (a lower rank would
+/// broadcast along x's trailing dims instead of its rows) and dtype (the
+/// ops raise otherwise). Where that fails, the fallback runs the original
+/// on the valid rows, after a host read. \p indexUse: the input of \p node
+/// that holds i (a list of it, or i itself).
+RuleResult writeRows(Node *node, RuleContext &rc, const Rep &i,
+                     Value *indexUse, Value *v, const Rep *rows,
+                     const char *form) {
+  Value *x = node->input(0);
+  torch::jit::Graph &graph = rc.graph;
+  auto emitForm = [&] {
+    return insertForm(graph, form,
+                      {x, i.value, i.count, rows ? rows->value : v}, node)[0];
+  };
+  std::vector<Value *> facts;
+  if (!i.is1D)
+    facts.push_back(emit(graph, "aten::eq",
+                         {emit(graph, "aten::dim", {i.value}, node),
+                          rc.constant(1)},
+                         node));
+  if (rows) {
+    facts.push_back(emit(graph, "aten::eq",
+                         {emit(graph, "aten::dim", {rows->value}, node),
+                          emit(graph, "aten::dim", {x}, node)},
+                         node));
+    facts.push_back(emit(graph, "aten::eq",
+                         {emit(graph, "prim::dtype", {rows->value}, node),
+                          emit(graph, "prim::dtype", {x}, node)},
+                         node));
+  }
+  Value *out;
+  if (facts.empty()) {
+    out = emitForm();
+  } else {
+    Value *cond = facts[0];
+    for (size_t k = 1; k < facts.size(); ++k)
+      cond = emit(graph, "aten::__and__", {cond, facts[k]}, node);
+    out = emitIf(graph, cond, node, emitForm, [&] {
+      Value *n = emit(graph, "aten::Int", {i.count}, node);
+      auto cut = [&](Value *padded) {
+        return emit(graph, "aten::slice", {padded, 0, rc.constant(0), n, 1},
+                    node);
+      };
+      Value *index = cut(i.value);
+      if (indexUse->type()->kind() == c10::TypeKind::ListType)
+        index = graph.insertNode(graph.createList(c10::TensorType::get(),
+                                                  {index}))->output();
+      Value *value = rows ? cut(rows->value) : v;
+      return graph
+          .insertNode(graph.createClone(node,
+                                        [&](Value *in) {
+                                          return in == indexUse ? index
+                                                 : in == v      ? value
+                                                                : in;
+                                        }))
+          ->output();
+    });
+    out->node()->i_(guardAttr(), 1);
+  }
+  rc.replaceStatic(node->output(), out);
+  if (mutatesFirstInput(node))
+    rc.replaceWriter(node); // it writes: never erased as dead
+  return RuleResult::applied();
+}
+
 /// x[i] = v for a bounded index i (with accumulate=False): v 0-d, every
 /// valid row of i marks a row of x (put_rows); or v bounded with i's count,
 /// one row per index row (put_row_values: the Matcher's low-quality write
-/// `matches[j] = all_matches[j]`). What the forms assume and only the run
-/// time knows is checked on the host: i a vector, and v of x's rank (a
-/// lower rank would broadcast along x's trailing dims instead of its rows)
-/// and dtype (index_put_ raises otherwise). Where that fails, the guard's
-/// fallback runs the original op on the valid rows, after a host read.
+/// `matches[j] = all_matches[j]`).
 RuleResult put(Node *node, RuleContext &rc) {
   Node *list = node->input(1)->node();
   Value *x = node->input(0), *v = node->input(2);
@@ -212,59 +278,29 @@ RuleResult put(Node *node, RuleContext &rc) {
         "the values written are not one row per row of the index");
   if (!rows && !provablyZeroDim(v))
     return RuleResult::declined();
-  torch::jit::Graph &graph = rc.graph;
-  auto form = [&] {
-    return insertForm(graph, rows ? "put_row_values" : "put_rows",
-                      {x, i->value, i->count, rows ? rows->value : v},
-                      node)[0];
-  };
-  // The host facts the forms assume.
-  std::vector<Value *> facts;
-  if (!i->is1D)
-    facts.push_back(emit(graph, "aten::eq",
-                         {emit(graph, "aten::dim", {i->value}, node),
-                          rc.constant(1)},
-                         node));
-  if (rows) {
-    facts.push_back(emit(graph, "aten::eq",
-                         {emit(graph, "aten::dim", {rows->value}, node),
-                          emit(graph, "aten::dim", {x}, node)},
-                         node));
-    facts.push_back(emit(graph, "aten::eq",
-                         {emit(graph, "prim::dtype", {rows->value}, node),
-                          emit(graph, "prim::dtype", {x}, node)},
-                         node));
-  }
-  Value *out;
-  if (facts.empty()) {
-    out = form();
-  } else {
-    Value *cond = facts[0];
-    for (size_t k = 1; k < facts.size(); ++k)
-      cond = emit(graph, "aten::__and__", {cond, facts[k]}, node);
-    out = emitIf(graph, cond, node, form, [&] {
-      Value *n = emit(graph, "aten::Int", {i->count}, node);
-      auto cut = [&](Value *padded) {
-        return emit(graph, "aten::slice", {padded, 0, rc.constant(0), n, 1},
-                    node);
-      };
-      Value *index = graph.insertNode(graph.createList(
-                         c10::TensorType::get(), {cut(i->value)}))->output();
-      Value *value = rows ? cut(rows->value) : v;
-      return graph
-          .insertNode(graph.createClone(node,
-                                        [&](Value *in) {
-                                          return in == list->output() ? index
-                                                 : in == v ? value
-                                                           : in;
-                                        }))
-          ->output();
-    });
-    out->node()->i_(guardAttr(), 1);
-  }
-  rc.replaceStatic(node->output(), out);
-  rc.replaceWriter(node); // it writes: never erased as dead
-  return RuleResult::applied();
+  return writeRows(node, rc, *i, list->output(), v, rows,
+                   rows ? "put_row_values" : "put_rows");
+}
+
+/// x.index_add(0, i, source) and index_add_ for a bounded index i and
+/// source rows of its count (GShard-style combine of expert outputs:
+/// `out.index_add_(0, idx, expert(x[idx]))`), with alpha 1: the live rows
+/// add to x's rows in their order (add_rows).
+RuleResult addRows(Node *node, RuleContext &rc) {
+  Value *x = node->input(0), *index = node->input(2), *source = node->input(3);
+  Value *alpha = namedInput(node, "alpha");
+  auto one = alpha ? torch::jit::toIValue(alpha) : c10::nullopt;
+  if (rc.rep(x) || constantInt(node->input(1)) != 0 || !one ||
+      !((one->isInt() && one->toInt() == 1) ||
+        (one->isDouble() && one->toDouble() == 1.0)))
+    return RuleResult::declined();
+  Rep *i = rc.bounded(index);
+  Rep *rows = rc.bounded(source);
+  if (!i || !i->isIndex || !rows || !rc.sameCount(rows->count, i->count))
+    return RuleResult::declined(
+        "the rows added are not one row per row of the index");
+  return writeRows(node, rc, *i, index, source, rows,
+                   mutatesFirstInput(node) ? "add_rows_" : "add_rows");
 }
 
 } // namespace
@@ -280,6 +316,9 @@ void addIndexRules(std::vector<BoundRule> &rules) {
       {"gather", On::Use, ops({"aten::index", "aten::index_select"}), gather});
   rules.push_back({"cat", On::Use, ops({"aten::cat"}), cat});
   rules.push_back({"put", On::Use, ops({"aten::index_put_"}), put});
+  rules.push_back(
+      {"add-rows", On::Use, ops({"aten::index_add", "aten::index_add_"}),
+       addRows});
 }
 
 } // namespace staticify::bound

@@ -198,6 +198,26 @@ def put_row_values(x: Tensor, index: Tensor, count: Tensor,
     return x.copy_(torch.where(hit, rows, x))
 
 
+def add_rows(x: Tensor, index: Tensor, count: Tensor, source: Tensor) -> Tensor:
+    """x.index_add(0, index, source) for a bounded 1-D index and source rows
+    of its count (source.dim() == x.dim(), one dtype): the live rows add to
+    x's rows in their order, as the CPU kernel adds them; padding rows add
+    to a first row that is dropped, and an index out of range (negative
+    included, as index_add raises for those) still raises."""
+    n = x.size(0)
+    m = min(index.size(0), source.size(0))
+    i = index[:m].to(x.device)
+    i = torch.where(i < 0, torch.full_like(i, n + 1), i + 1)
+    i = torch.where(live_rows(m, count.to(x.device)), i, torch.zeros_like(i))
+    out = torch.cat([x.new_zeros([1] + x.size()[1:]), x])
+    return out.index_add_(0, i, source[:m])[1:]
+
+
+def add_rows_(x: Tensor, index: Tensor, count: Tensor, source: Tensor) -> Tensor:
+    """x.index_add_(0, index, source), as add_rows, in place."""
+    return x.copy_(add_rows(x, index, count, source))
+
+
 def unique_groups(s: Tensor, first: Tensor) -> Tuple[Tensor, Tensor, Tensor, Tensor]:
     """Values, group ids, counts and count for a 1-D s whose groups start
     where `first` holds."""

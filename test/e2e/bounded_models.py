@@ -177,3 +177,17 @@ class WriteGathered(torch.nn.Module):
         written = torch.full_like(matches, -1)
         written[pred] = pairs[:, 0]
         return matches, written
+
+
+class AddAtBoundedRows(torch.nn.Module):
+    """GShard-style combine, `out.index_add_(0, idx, rows)`, at indices that
+    repeat (each prediction once per ground truth it is the best match of),
+    in place and out of place."""
+
+    def forward(self, quality: torch.Tensor, x: torch.Tensor):
+        best, _ = quality.max(dim=1)
+        pairs = torch.nonzero(quality == best[:, None])
+        pred = pairs[:, 1]
+        out = torch.zeros_like(x)
+        out.index_add_(0, pred, x[pred] * 2.0)
+        return out, x.index_add(0, pred, x[pred])

@@ -290,3 +290,18 @@ def test_write_at_bounded_rows_is_static_and_exact(staticify, save, tmp_path):
         matches = torch.randint(0, gts, (preds,), generator=gen)
         want, got = original(quality, matches), result(quality, matches)
         assert all(torch.equal(a, b) for a, b in zip(want, got)), (trial, quality)
+
+
+def test_index_add_at_bounded_rows_is_static_and_exact(staticify, save, tmp_path):
+    """index_add(_) of rows at bounded indices: the live rows add to x's rows
+    in their order, as PyTorch's CPU kernel adds them, so the sums are equal
+    bit for bit, repeats included."""
+    original, result = original_and_static(staticify, save, tmp_path, bm.AddAtBoundedRows(),
+                                           "dynamic-shape")
+    gen = torch.Generator().manual_seed(13)
+    for trial in range(300):
+        gts, preds = (int(s) for s in torch.randint(1, 7, (2,), generator=gen))
+        quality = torch.randint(0, 3, (gts, preds), generator=gen).float() / 2
+        x = torch.randn(preds, 3, generator=gen)
+        want, got = original(quality, x), result(quality, x)
+        assert all(torch.equal(a, b) for a, b in zip(want, got)), (trial, quality)

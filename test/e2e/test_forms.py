@@ -130,6 +130,33 @@ def test_put_forms_equal_index_put_with_repeats(cu):
             cu.put_rows(torch.zeros(4), torch.tensor(bad), torch.tensor(2), torch.tensor(1.0))
 
 
+def test_add_rows_equals_index_add_bit_for_bit(cu):
+    """index_add(_)(0, index, source) against PyTorch on CPU: repeated
+    indices, source padded past the index, padding holding anything; the
+    sums equal bit for bit (the live rows add in their order), and an index
+    out of range, negative included, raises as index_add does."""
+    gen = torch.Generator().manual_seed(8)
+    for trial in range(2000):
+        n = int(torch.randint(1, 8, (), generator=gen))
+        rows = int(torch.randint(0, 10, (), generator=gen))
+        extra = int(torch.randint(0, 3, (), generator=gen))
+        count = int(torch.randint(0, rows + 1, (), generator=gen))
+        index = torch.randint(0, n, (rows,), generator=gen)
+        padded = index.clone()
+        padded[count:] = torch.randint(-50, 50, (rows - count,), generator=gen)
+        tail = [3] if trial % 2 else []
+        x = torch.randn([n] + tail, generator=gen)
+        source = torch.randn([rows + extra] + tail, generator=gen)
+        want = x.clone().index_add_(0, index[:count], source[:count])
+        assert torch.equal(cu.add_rows(x, padded, torch.tensor(count), source), want)
+        inplace = x.clone()
+        cu.add_rows_(inplace, padded, torch.tensor(count), source)
+        assert torch.equal(inplace, want), (index, count)
+    for bad in ([0, 4], [0, -1]):
+        with pytest.raises(RuntimeError):
+            cu.add_rows_(torch.zeros(4), torch.tensor(bad), torch.tensor(2), torch.ones(2))
+
+
 def test_sort_rows_sorts_the_live_rows_first(cu):
     """Against torch.sort(stable=True) of the live rows alone, padding rows
     holding anything (NaN, infinities, extremes, ties), any dtype and rank."""

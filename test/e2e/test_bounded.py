@@ -277,6 +277,13 @@ def test_bad_bound_option_is_a_usage_error(staticify, save):
         assert proc.returncode == 2 and "--bound" in proc.stderr, bad
 
 
+def tied_quality(gen):
+    """A (gts, preds) match-quality matrix of a few levels: many ties, so a
+    prediction is often the best match of several ground truths."""
+    gts, preds = (int(s) for s in torch.randint(1, 7, (2,), generator=gen))
+    return torch.randint(0, 3, (gts, preds), generator=gen).float() / 2
+
+
 def test_write_at_bounded_rows_is_static_and_exact(staticify, save, tmp_path):
     """x[i] = v[...] at bounded indices: a masked write, the last of repeated
     indices winning as on PyTorch's CPU kernel. Quality matrices with ties
@@ -285,8 +292,8 @@ def test_write_at_bounded_rows_is_static_and_exact(staticify, save, tmp_path):
                                            "dynamic-shape")
     gen = torch.Generator().manual_seed(11)
     for trial in range(300):
-        gts, preds = (int(s) for s in torch.randint(1, 7, (2,), generator=gen))
-        quality = torch.randint(0, 3, (gts, preds), generator=gen).float() / 2
+        quality = tied_quality(gen)
+        gts, preds = quality.shape
         matches = torch.randint(0, gts, (preds,), generator=gen)
         want, got = original(quality, matches), result(quality, matches)
         assert all(torch.equal(a, b) for a, b in zip(want, got)), (trial, quality)
@@ -300,8 +307,7 @@ def test_index_add_at_bounded_rows_is_static_and_exact(staticify, save, tmp_path
                                            "dynamic-shape")
     gen = torch.Generator().manual_seed(13)
     for trial in range(300):
-        gts, preds = (int(s) for s in torch.randint(1, 7, (2,), generator=gen))
-        quality = torch.randint(0, 3, (gts, preds), generator=gen).float() / 2
-        x = torch.randn(preds, 3, generator=gen)
+        quality = tied_quality(gen)
+        x = torch.randn(quality.size(1), 3, generator=gen)
         want, got = original(quality, x), result(quality, x)
         assert all(torch.equal(a, b) for a, b in zip(want, got)), (trial, quality)

@@ -52,9 +52,10 @@ Value *emitIf(torch::jit::Graph &graph, Value *cond, const Node *anchor,
 }
 
 bool onlyRaises(const torch::jit::Block *block) {
-  const Node *last = block->return_node()->prev();
-  return last != block->param_node() &&
-         last->kind() == c10::prim::RaiseException;
+  for (const Node *node : block->nodes())
+    if (node->kind() == c10::prim::RaiseException)
+      return true;
+  return false;
 }
 
 bool isTensor(const Value *v) {
@@ -222,22 +223,26 @@ deadNodes(torch::jit::Graph &graph, std::unordered_set<const Node *> &dead) {
   return order;
 }
 
-std::unordered_set<const Node *>
-deadNodeSet(torch::jit::Graph &graph, const std::vector<Node *> &alsoDead) {
-  std::unordered_set<const Node *> dead(alsoDead.begin(), alsoDead.end());
-  deadNodes(graph, dead);
+DeadNodes findDeadNodes(torch::jit::Graph &graph,
+                        const std::vector<Node *> &alsoDead) {
+  DeadNodes dead;
+  dead.all.insert(alsoDead.begin(), alsoDead.end());
+  dead.order = deadNodes(graph, dead.all);
   return dead;
 }
 
-size_t eraseDeadNodes(torch::jit::Graph &graph, PassContext &ctx,
-                      std::string_view rule) {
-  std::unordered_set<const Node *> dead;
-  std::vector<Node *> order = deadNodes(graph, dead);
+size_t eraseNodes(const std::vector<Node *> &order, PassContext &ctx,
+                  std::string_view rule) {
   for (Node *node : order) {
     ctx.rewrote(node, rule);
     node->destroy();
   }
   return order.size();
+}
+
+size_t eraseDeadNodes(torch::jit::Graph &graph, PassContext &ctx,
+                      std::string_view rule) {
+  return eraseNodes(findDeadNodes(graph, {}).order, ctx, rule);
 }
 
 static bool isConstant(const Value *v) {

@@ -39,9 +39,9 @@ std::vector<torch::jit::Value *> emitIf(
     const std::function<std::vector<torch::jit::Value *>()> &then,
     const std::function<std::vector<torch::jit::Value *>()> &otherwise);
 
-/// Whether \p block only leads to an exception: its last node raises. What
-/// it computes runs only on the way to the error (the message's sizes and
-/// values).
+/// Whether \p block only leads to an exception: one of its own nodes raises
+/// (what follows the raise never runs; what precedes it runs only on the
+/// way to the error: the message's sizes and values).
 bool onlyRaises(const torch::jit::Block *block);
 
 /// Whether \p v is a tensor (by its TorchScript type).
@@ -75,12 +75,22 @@ size_t eraseIfDead(torch::jit::Node *node, PassContext &ctx,
 size_t eraseDeadNodes(torch::jit::Graph &graph, PassContext &ctx,
                       std::string_view rule);
 
-/// The nodes eraseDeadNodes would erase if the nodes in \p alsoDead were
-/// gone (writers a rewrite replaced), and those: what a rewrite leaves dead
-/// before it is kept (GraphCheckpoint).
-std::unordered_set<const torch::jit::Node *>
-deadNodeSet(torch::jit::Graph &graph,
-            const std::vector<torch::jit::Node *> &alsoDead);
+/// What is dead in a graph: the nodes eraseDeadNodes would erase if the
+/// nodes in `alsoDead` were gone (writers a rewrite replaced), and those.
+/// A rewrite under a GraphCheckpoint leaves them in place until it is kept.
+struct DeadNodes {
+  /// Every dead node, `alsoDead` included.
+  std::unordered_set<const torch::jit::Node *> all;
+  /// The erasable ones (`alsoDead` excluded), consumers before producers.
+  std::vector<torch::jit::Node *> order;
+};
+DeadNodes findDeadNodes(torch::jit::Graph &graph,
+                        const std::vector<torch::jit::Node *> &alsoDead);
+
+/// Destroys \p order (consumers first, as DeadNodes::order), logging each
+/// as rewritten by \p rule. Returns how many.
+size_t eraseNodes(const std::vector<torch::jit::Node *> &order,
+                  PassContext &ctx, std::string_view rule);
 
 /// libtorch's ConstantPropagation, with the same result, but without its
 /// alias analysis where no node needs it: the nodes of immutable types are

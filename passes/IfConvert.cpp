@@ -67,14 +67,8 @@ bool isDataAssert(const Node *ifNode) {
   if (!ifNode->outputs().empty())
     return false;
   const Block *a = ifNode->blocks()[0], *b = ifNode->blocks()[1];
-  auto raises = [](const Block *blk) {
-    for (const Node *n : blk->nodes())
-      if (n->kind() == c10::prim::RaiseException)
-        return true;
-    return false;
-  };
-  return (raises(a) && b->nodes().begin() == b->nodes().end()) ||
-         (raises(b) && a->nodes().begin() == a->nodes().end());
+  return (onlyRaises(a) && b->nodes().begin() == b->nodes().end()) ||
+         (onlyRaises(b) && a->nodes().begin() == a->nodes().end());
 }
 
 /// Ops whose result has their first input's shape and dtype.

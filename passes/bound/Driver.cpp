@@ -619,9 +619,8 @@ bool boundShapes(std::shared_ptr<Graph> &graph, PassContext &ctx) {
     // the rewrite replaced is still there, dead, until it is kept.
     ctx.facts.invalidate();
     const AnalysisResult &trial = ctx.facts.analysis(graph);
-    std::unordered_set<const Node *> dead =
-        deadNodeSet(*graph, driver.replacedWriters());
-    RewriteCost after{bound::liveSyncPoints(trial, dead), midSyncPoints};
+    DeadNodes dead = findDeadNodes(*graph, driver.replacedWriters());
+    RewriteCost after{bound::liveSyncPoints(trial, dead.all), midSyncPoints};
     if (!rewriteAllowed(current, after)) {
       std::string why =
           "bounded, the graph would reach the host at " +
@@ -631,15 +630,16 @@ bool boundShapes(std::shared_ptr<Graph> &graph, PassContext &ctx) {
                ? ", " + std::to_string(after.midSyncPoints) +
                      " of them mid-computation"
                : "") +
-          " (" + bound::materializationSummary(trial, ctx, dead) + ")";
+          " (" + bound::materializationSummary(trial, ctx, dead.all) + ")";
       restore();
       declineAll(ctx, islands[k], why);
       continue;
     }
     for (Node *writer : driver.replacedWriters())
       writer->destroy(); // reported when replaced
-    // What the rewrites replaced, converted ifs included, is now dead.
-    eraseDeadNodes(*graph, ctx, bound::kRule);
+    // What the rewrites replaced, converted ifs included, is dead: found
+    // above, and nothing changed since but the writers' destruction.
+    eraseNodes(dead.order, ctx, bound::kRule);
     // The forms branch on host facts (None arguments, ranks): fold them.
     // Those are immutable values, and normalize folded everything else the
     // graph had, so no alias database is needed here.

@@ -942,8 +942,8 @@ def _index_list_has_bool(value):
 
 
 def _only_raises(block):
-    nodes = list(block.nodes())
-    return bool(nodes) and nodes[-1].kind() == "prim::RaiseException"
+    """As staticify's onlyRaises: one of the block's own nodes raises."""
+    return any(node.kind() == "prim::RaiseException" for node in block.nodes())
 
 
 def _hits(g):

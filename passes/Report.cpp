@@ -195,6 +195,13 @@ static std::string renderSummary(const MethodReport &m) {
                         ? " data-dependent value remains)"
                         : " data-dependent values remain)"))
      << "\n";
+  if (!m.lowering.target.empty())
+    os << "  lowering (" << m.lowering.target << ", inputs " << m.lowering.signature << "): "
+       << (m.lowering.lowered
+               ? "one kernel (" + std::to_string(m.lowering.kernelBytes) +
+                     " bytes); other inputs run the TorchScript"
+               : "not lowered: " + m.lowering.reason)
+       << "\n";
   auto same = [](const std::vector<Segment> &a, const std::vector<Segment> &b) {
     return std::equal(a.begin(), a.end(), b.begin(), b.end(),
                       [](const Segment &x, const Segment &y) {
@@ -371,8 +378,14 @@ std::string renderJson(const Report &report) {
     for (size_t p = 0; p < m.passes.size(); ++p)
       os << (p ? ", " : "") << quote(m.passes[p]);
     os << "],\n     \"before\": " << jsonSummary(m.before)
-       << ",\n     \"after\": " << jsonSummary(m.after)
-       << ",\n     \"findings\": [";
+       << ",\n     \"after\": " << jsonSummary(m.after);
+    if (!m.lowering.target.empty())
+      os << ",\n     \"lowering\": {\"target\": " << quote(m.lowering.target)
+         << ", \"inputs\": " << quote(m.lowering.signature)
+         << ", \"lowered\": " << jsonBool(m.lowering.lowered)
+         << ", \"reason\": " << (m.lowering.lowered ? "null" : quote(m.lowering.reason))
+         << ", \"kernel_bytes\": " << m.lowering.kernelBytes << "}";
+    os << ",\n     \"findings\": [";
     for (size_t f = 0; f < m.findings.size(); ++f)
       os << (f ? "," : "") << "\n       " << jsonFinding(m.findings[f]);
     os << (m.findings.empty() ? "" : "\n     ") << "]}";

@@ -51,6 +51,15 @@ struct MethodReport {
   std::vector<Finding> findings;   // found in the input, with their actions
   GraphSummary before;
   GraphSummary after;
+  /// With --lower: the target ("cpu"), whether the method became a kernel,
+  /// and why not (the op that stopped the bridge and its line).
+  struct Lowering {
+    std::string target; // empty: not asked
+    bool lowered = false;
+    std::string reason;
+    std::string signature;
+    size_t kernelBytes = 0;
+  } lowering;
 };
 
 struct Report {

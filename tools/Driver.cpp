@@ -19,6 +19,10 @@
 #include "tools/StaticifyModule.h"
 #include "tools/Supervisor.h"
 
+#ifdef STATICIFY_WITH_MLIR
+#include "lower/TorchToMlir.h"
+#endif
+
 #include <torch/csrc/jit/api/function_impl.h>
 
 #include <chrono>
@@ -87,6 +91,19 @@ options:
   --runtime PATH        the runtime library for --cuda-graphs and
                         --runtime-ops (default:
                         ../lib/libstaticify_runtime.so next to this program)
+  --lower=cpu           after rewriting, compile each method through MLIR and
+                        LLVM into a fused CPU kernel for inputs of the types
+                        --input-types gives, kept in the output with the
+                        method's TorchScript, which runs for any other input
+                        (another dtype, rank or device, non-contiguous, sizes
+                        the kernel does not take). Needs --input-types; the
+                        output needs libstaticify_runtime.so, as with
+                        --cuda-graphs. The report says which op stopped a
+                        method that could not be lowered (it is then left as
+                        it was)
+  --input-types LIST    the method's tensor inputs for --lower, in order:
+                        DTYPE[SIZES], DTYPE one of f16 bf16 f32 f64 i8 i16 i32
+                        i64 b8, each size a number or ?; e.g. 'f32[?], i64[?]'
   --passes LIST         run this comma-separated pipeline instead of the
                         default; known passes: %PASSES%
   --verbose             with an error, also print libtorch's own message
@@ -102,6 +119,7 @@ examples:
       /usr/lib/python3/dist-packages/torchvision/_C.cpython-311-x86_64-linux-gnu.so
   staticify model.pt --method forward --method sample --report
   staticify model.pt -o out.pt --bound num_boxes=300 --padded-outputs
+  staticify loss.pt -o loss_cpu.pt --lower=cpu --input-types 'f32[?], i64[?]'
 
 exit status: 0 on success (findings are not errors), 1 on a bad input or
 output, 2 on a bad command line. Outputs (-o, --report-json, --dot) are
@@ -124,6 +142,8 @@ struct Options {
   bool outline = false;
   bool cudaGraphs = false;
   bool specializeTraining = false;
+  std::string lower;
+  std::string inputTypes;
   std::string runtime;
   PassOptions passOptions;
   bool passesGiven = false;
@@ -221,6 +241,12 @@ int parseOptions(const std::vector<std::string> &args, Options &opts,
       opts.passOptions.runtimeOps = true;
     } else if (cl.flag("--runtime-ops")) {
       opts.passOptions.runtimeOps = true;
+    } else if (cl.option("--lower", value)) {
+      if (value != "cpu")
+        throw std::invalid_argument("--lower=" + value + ": the targets are: cpu");
+      setOnce(cl, opts.lower, value);
+    } else if (cl.option("--input-types", value)) {
+      setOnce(cl, opts.inputTypes, value);
     } else if (cl.option("--runtime", value)) {
       opts.runtime = value;
     } else if (cl.flag("--outline")) {
@@ -257,6 +283,18 @@ int parseOptions(const std::vector<std::string> &args, Options &opts,
     throw std::invalid_argument("--dot draws one method; give --method once");
   if (opts.output.empty() && opts.reportJson.empty() && opts.dot.empty())
     opts.report = true;
+  if (!opts.lower.empty() && opts.inputTypes.empty())
+    throw std::invalid_argument("--lower=" + opts.lower +
+                                " needs --input-types (e.g. 'f32[?], i64[?]')");
+  if (opts.lower.empty() && !opts.inputTypes.empty())
+    throw std::invalid_argument("--input-types is for --lower; add --lower=cpu");
+#ifdef STATICIFY_WITH_MLIR
+  if (!opts.inputTypes.empty())
+    lower::parseSignature(opts.inputTypes); // a bad one is a command-line error
+#else
+  if (!opts.lower.empty())
+    throw std::invalid_argument("--lower needs a staticify built with MLIR (libmlir-22-dev)");
+#endif
   return -1;
 }
 
@@ -294,12 +332,13 @@ int run(const Options &opts, std::ostream &out, std::ostream &err) {
   std::string dot;
   for (const std::string &lib : opts.libraries)
     loadLibrary(lib);
-  if (opts.cudaGraphs || passOptions.runtimeOps) {
+  if (opts.cudaGraphs || passOptions.runtimeOps || !opts.lower.empty()) {
     std::string runtime =
         opts.runtime.empty() ? defaultRuntimeLibrary() : opts.runtime;
     if (runtime.empty() || access(runtime.c_str(), R_OK) != 0)
       throw UserError(std::string(opts.cudaGraphs ? "--cuda-graphs"
-                                                  : "--runtime-ops") +
+                                  : !opts.lower.empty() ? "--lower"
+                                                        : "--runtime-ops") +
                       " needs the staticify runtime library, "
                       "not found at '" +
                       runtime +
@@ -342,6 +381,8 @@ int run(const Options &opts, std::ostream &out, std::ostream &err) {
   options.outline = opts.outline;
   options.cudaGraphs = opts.cudaGraphs;
   options.specializeTraining = opts.specializeTraining;
+  options.lowerTarget = opts.lower;
+  options.lowerSignature = opts.inputTypes;
   elapsed();
   StaticifyResult result = staticifyModule(loaded.module, options);
   std::vector<std::pair<std::string, double>> seconds = {{"load", loadSeconds}};

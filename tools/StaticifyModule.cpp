@@ -8,6 +8,10 @@
 #include "tools/CudaGraphs.h"
 #include "tools/ModuleIO.h"
 
+#ifdef STATICIFY_WITH_MLIR
+#include "lower/LowerModule.h"
+#endif
+
 #include <torch/csrc/jit/api/function_impl.h>
 
 #include <algorithm>
@@ -96,6 +100,23 @@ StaticifyResult staticifyModule(torch::jit::Module &module,
                 " runs through staticify::RegionRunner (CUDA graphs on GPU)");
       }
       replaceGraphContents(*fn.graph(), *graph);
+    }
+    if (!options.lowerTarget.empty()) {
+      MethodReport::Lowering &l = result.report.lowering;
+      l.target = options.lowerTarget;
+      l.signature = options.lowerSignature;
+#ifdef STATICIFY_WITH_MLIR
+      lower::LoweringOutcome lowered = lower::lowerMethodForCpu(
+          module, name, lower::parseSignature(options.lowerSignature));
+      l.lowered = lowered.lowered;
+      l.reason = lowered.reason;
+      l.kernelBytes = lowered.kernelBytes;
+      out.seconds.emplace_back(name + ": lower (" + options.lowerTarget + ")", lowered.seconds);
+      out.notes.push_back(name + (lowered.lowered ? ": lowered to a CPU kernel"
+                                                  : ": not lowered: " + lowered.reason));
+#else
+      throw UserError("--lower needs a staticify built with MLIR (libmlir-22-dev)");
+#endif
     }
     out.methods.push_back(std::move(result.report));
   }

@@ -33,6 +33,10 @@ struct StaticifyOptions {
   /// Treat each submodule's saved `training` flag as a constant
   /// (the specialize-training pass, after inlining).
   bool specializeTraining = false;
+  /// --lower=cpu: compile each method, after rewriting, into a CPU kernel for
+  /// inputs of this signature (lower/LowerModule.h); "" for no lowering.
+  std::string lowerTarget;
+  std::string lowerSignature;
 };
 
 struct StaticifyResult {

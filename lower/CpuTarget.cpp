@@ -1,0 +1,268 @@
+//===- CpuTarget.cpp - Lowered functions to a shared object for this CPU --===//
+#include "lower/CpuTarget.h"
+
+#include "staticify/StaticifyDialect.h"
+
+#include "mlir/Dialect/Affine/IR/AffineOps.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Arith/Transforms/BufferizableOpInterfaceImpl.h"
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
+#include "mlir/Dialect/Bufferization/Transforms/FuncBufferizableOpInterfaceImpl.h"
+#include "mlir/Dialect/ControlFlow/IR/ControlFlow.h"
+#include "mlir/Dialect/Func/Extensions/AllExtensions.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Linalg/Transforms/BufferizableOpInterfaceImpl.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/SCF/Transforms/BufferizableOpInterfaceImpl.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Dialect/Tensor/Transforms/BufferizableOpInterfaceImpl.h"
+#include "mlir/ExecutionEngine/OptUtils.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/InitAllExtensions.h"
+#include "mlir/InitAllPasses.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Pass/PassRegistry.h"
+#include "mlir/Target/LLVMIR/Dialect/All.h"
+#include "mlir/Target/LLVMIR/Export.h"
+
+#include "llvm/IR/LegacyPassManager.h"
+#include "llvm/IR/Module.h"
+#include "llvm/MC/TargetRegistry.h"
+#include "llvm/Support/TargetSelect.h"
+#include "llvm/Support/raw_ostream.h"
+#include "llvm/Target/TargetMachine.h"
+#include "llvm/Target/TargetOptions.h"
+#include "llvm/TargetParser/Host.h"
+
+#include <cstdio>
+#include <fstream>
+#include <mutex>
+#include <sstream>
+#include <sys/wait.h>
+#include <unistd.h>
+
+namespace staticify::lower {
+
+void registerLoweringDialects(mlir::DialectRegistry &registry) {
+  registry.insert<mlir::affine::AffineDialect, mlir::arith::ArithDialect,
+                  mlir::bufferization::BufferizationDialect,
+                  mlir::cf::ControlFlowDialect, mlir::func::FuncDialect,
+                  mlir::linalg::LinalgDialect, mlir::LLVM::LLVMDialect,
+                  mlir::math::MathDialect, mlir::memref::MemRefDialect,
+                  mlir::scf::SCFDialect, mlir::tensor::TensorDialect,
+                  staticify::mlir_dialect::StaticifyDialect>();
+  mlir::arith::registerBufferizableOpInterfaceExternalModels(registry);
+  mlir::bufferization::func_ext::registerBufferizableOpInterfaceExternalModels(registry);
+  mlir::linalg::registerBufferizableOpInterfaceExternalModels(registry);
+  mlir::scf::registerBufferizableOpInterfaceExternalModels(registry);
+  mlir::tensor::registerBufferizableOpInterfaceExternalModels(registry);
+  mlir::registerAllExtensions(registry);
+  mlir::registerAllToLLVMIRTranslations(registry);
+}
+
+const char *cpuPipeline() {
+  // shared/MLIR-NOTES.md: module-anchored, not wrapped in builtin.module().
+  return "staticify-strip-bounds, canonicalize, cse, linalg-fuse-elementwise-ops, "
+         "canonicalize, cse, eliminate-empty-tensors, "
+         "one-shot-bufferize{bufferize-function-boundaries=1 "
+         "function-boundary-type-conversion=identity-layout-map}, "
+         "canonicalize, cse, convert-linalg-to-loops, convert-scf-to-cf, "
+         "expand-strided-metadata, lower-affine, finalize-memref-to-llvm, "
+         "convert-to-llvm, reconcile-unrealized-casts";
+}
+
+namespace {
+
+std::string runCommand(const std::vector<std::string> &argv) {
+  std::string cmd;
+  for (const std::string &a : argv)
+    cmd += "'" + a + "' ";
+  cmd += "2>&1";
+  FILE *pipe = popen(cmd.c_str(), "r");
+  if (!pipe)
+    return "could not run " + argv[0];
+  std::string out;
+  char buf[512];
+  while (size_t n = fread(buf, 1, sizeof buf, pipe))
+    out.append(buf, n);
+  int status = pclose(pipe);
+  if (status != 0)
+    return argv[0] + " failed: " + out;
+  return "";
+}
+
+std::string readFile(const std::string &path) {
+  std::ifstream f(path, std::ios::binary);
+  std::ostringstream s;
+  s << f.rdbuf();
+  return s.str();
+}
+
+/// The runtime functions lowered code may call, linked into every kernel:
+/// MLIR's `memrefCopy` (a copy between strided buffers, which bufferization
+/// emits for a slice write such as `cat`), written here so that a kernel
+/// needs no MLIR runner library.
+const char *const kSupportSource = R"(
+#include <stdint.h>
+#include <string.h>
+typedef struct { int64_t rank; void *descriptor; } Unranked;
+typedef struct { char *base; char *data; int64_t offset; int64_t dims[]; } Ranked;
+void memrefCopy(int64_t elemSize, Unranked *src, Unranked *dst) {
+  int64_t rank = src->rank;
+  Ranked *s = (Ranked *)src->descriptor, *d = (Ranked *)dst->descriptor;
+  const int64_t *sizes = s->dims, *ss = s->dims + rank, *ds = d->dims + rank;
+  int64_t total = 1;
+  for (int64_t i = 0; i < rank; ++i)
+    total *= sizes[i];
+  if (total == 0)
+    return;
+  char *from = s->data + s->offset * elemSize, *to = d->data + d->offset * elemSize;
+  if (rank == 0) {
+    memcpy(to, from, elemSize);
+    return;
+  }
+  int64_t index[rank];
+  memset(index, 0, sizeof index);
+  int64_t so = 0, doff = 0;
+  for (;;) {
+    memcpy(to + doff * elemSize, from + so * elemSize, elemSize);
+    int64_t axis = rank - 1;
+    for (; axis >= 0; --axis) {
+      so += ss[axis];
+      doff += ds[axis];
+      if (++index[axis] < sizes[axis])
+        break;
+      so -= ss[axis] * sizes[axis];
+      doff -= ds[axis] * sizes[axis];
+      index[axis] = 0;
+    }
+    if (axis < 0)
+      return;
+  }
+}
+)";
+
+/// Symbols the object may take from the process: libc's and libm's, and
+/// those kSupportSource defines.
+bool allowedUndefined(llvm::StringRef name) {
+  static const char *const allowed[] = {"malloc", "free", "memcpy", "memset", "memmove",
+                                        "aligned_alloc", "posix_memalign", "abort",
+                                        "memrefCopy"};
+  for (const char *a : allowed)
+    if (name == a)
+      return true;
+  // libm's functions (expf, logf, tanhf, ...) that math lowering may call.
+  static const char *const mathPrefixes[] = {"exp", "log", "tanh", "sin", "cos", "sqrt",
+                                             "erf", "pow", "fmod", "atan", "floor", "ceil",
+                                             "round", "trunc", "fabs"};
+  for (const char *p : mathPrefixes)
+    if (name.starts_with(p))
+      return true;
+  return false;
+}
+
+} // namespace
+
+CompiledObject compileForCpu(mlir::ModuleOp module) {
+  CompiledObject out;
+  static std::once_flag registered;
+  std::call_once(registered, [] {
+    mlir::registerAllPasses();
+    staticify::mlir_dialect::registerStaticifyPasses();
+    llvm::InitializeNativeTarget();
+    llvm::InitializeNativeTargetAsmPrinter();
+  });
+  mlir::MLIRContext *ctx = module.getContext();
+  mlir::PassManager pm(ctx);
+  std::string errors;
+  llvm::raw_string_ostream errStream(errors);
+  if (mlir::failed(mlir::parsePassPipeline(cpuPipeline(), pm, errStream))) {
+    out.error = "the CPU pass pipeline did not parse: " + errors;
+    return out;
+  }
+  {
+    mlir::ScopedDiagnosticHandler handler(ctx, [&](mlir::Diagnostic &d) {
+      errStream << d.str() << "\n";
+      return mlir::success();
+    });
+    if (mlir::failed(pm.run(module))) {
+      out.error = "the CPU pass pipeline failed: " + errors;
+      return out;
+    }
+  }
+  {
+    llvm::raw_string_ostream s(out.loweredMlir);
+    module.print(s);
+  }
+  llvm::LLVMContext llvmContext;
+  std::unique_ptr<llvm::Module> llvmModule = mlir::translateModuleToLLVMIR(module, llvmContext);
+  if (!llvmModule) {
+    out.error = "translation to LLVM IR failed";
+    return out;
+  }
+  std::string triple = llvm::sys::getDefaultTargetTriple();
+  std::string lookupError;
+  const llvm::Target *target = llvm::TargetRegistry::lookupTarget(triple, lookupError);
+  if (!target) {
+    out.error = "no LLVM target for " + triple + ": " + lookupError;
+    return out;
+  }
+  llvm::TargetOptions options;
+  std::unique_ptr<llvm::TargetMachine> machine(target->createTargetMachine(
+      llvm::Triple(triple), "generic", "", options, llvm::Reloc::PIC_));
+  llvmModule->setDataLayout(machine->createDataLayout());
+  llvmModule->setTargetTriple(llvm::Triple(triple));
+  auto optimize = mlir::makeOptimizingTransformer(3, 0, machine.get());
+  if (llvm::Error e = optimize(llvmModule.get())) {
+    out.error = "LLVM optimization failed: " + llvm::toString(std::move(e));
+    return out;
+  }
+  for (const llvm::Function &f : *llvmModule)
+    if (f.isDeclaration() && !f.isIntrinsic() && !allowedUndefined(f.getName())) {
+      out.error = "the kernel needs '" + f.getName().str() +
+                  "', which the runtime does not provide";
+      return out;
+    }
+  llvm::SmallVector<char, 0> object;
+  {
+    llvm::raw_svector_ostream os(object);
+    llvm::legacy::PassManager codegen;
+    if (machine->addPassesToEmitFile(codegen, os, nullptr, llvm::CodeGenFileType::ObjectFile)) {
+      out.error = "LLVM cannot emit an object for " + triple;
+      return out;
+    }
+    codegen.run(*llvmModule);
+  }
+  // Link: the system's compiler driver (g++ is a build dependency).
+  char dir[] = "/tmp/staticify-lower-XXXXXX";
+  if (!mkdtemp(dir)) {
+    out.error = "cannot make a temporary directory";
+    return out;
+  }
+  std::string obj = std::string(dir) + "/kernel.o", so = std::string(dir) + "/kernel.so",
+              support = std::string(dir) + "/support.c";
+  {
+    std::ofstream f(obj, std::ios::binary);
+    f.write(object.data(), object.size());
+    std::ofstream c(support);
+    c << kSupportSource;
+  }
+  const char *cc = getenv("STATICIFY_CC");
+  std::string linkError = runCommand({cc && *cc ? cc : "cc", "-shared", "-fPIC", "-O2",
+                                      "-nostartfiles", "-o", so, obj, support, "-lm"});
+  if (linkError.empty())
+    out.sharedObject = readFile(so);
+  else
+    out.error = "linking the kernel: " + linkError;
+  unlink(obj.c_str());
+  unlink(so.c_str());
+  unlink(support.c_str());
+  rmdir(dir);
+  return out;
+}
+
+} // namespace staticify::lower

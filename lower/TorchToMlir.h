@@ -1,0 +1,82 @@
+//===- TorchToMlir.h - A TorchScript graph as MLIR functions on tensors ---===//
+//
+// The bridge: the one place that sees both libtorch and MLIR. A graph
+// (a method after staticify's rewrites) and an input signature (each
+// input's dtype and rank, sizes known or `?`) become two MLIR functions:
+//
+//   @<name>_shape(inputs as memrefs, memref<Kxi64> sizes)
+//       sizes[0] = 1 if the kernel computes what the graph computes for
+//       these inputs (every size check the graph would make holds), 0 if
+//       not (the caller runs the TorchScript instead, which raises the
+//       error or handles the case); then each result's sizes.
+//   @<name>(inputs as memrefs, results as memrefs)
+//       the computation, writing into buffers the caller allocated with
+//       the sizes @<name>_shape gave (destination-passing style).
+//
+// Host values the graph computes from ranks and sizes (what staticify's
+// static programs are full of: `dim(x) == 0`, `size(x)[1:]`, loops over a
+// shape) are evaluated while building: a branch or loop they decide is
+// folded; what depends on a size becomes index arithmetic in both
+// functions. An op outside the supported subset stops the lowering, and
+// the result names it.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <c10/core/ScalarType.h>
+
+namespace mlir {
+class MLIRContext;
+class ModuleOp;
+template <typename OpTy> class OwningOpRef;
+} // namespace mlir
+
+namespace torch::jit {
+struct Graph;
+struct Node;
+} // namespace torch::jit
+
+namespace staticify::lower {
+
+/// One input of a lowered method: a tensor of a dtype and rank, with each
+/// size fixed or dynamic (-1).
+struct TensorSignature {
+  c10::ScalarType dtype;
+  std::vector<int64_t> sizes;
+  bool operator==(const TensorSignature &o) const {
+    return dtype == o.dtype && sizes == o.sizes;
+  }
+};
+
+/// Parses `f32[?], i64[?,4], b8[]` (dtype names: f16 bf16 f32 f64 i8 u8 i16
+/// i32 i64 b8; `?` a dynamic size). Throws std::invalid_argument naming
+/// what is wrong.
+std::vector<TensorSignature> parseSignature(const std::string &text);
+std::string formatSignature(const std::vector<TensorSignature> &signature);
+
+/// What the bridge made of a graph.
+struct BridgeResult {
+  /// Empty when the graph lowered; otherwise why not, naming the op and
+  /// its source line ("aten::nonzero at model.py:12: not supported by the
+  /// bridge").
+  std::string unsupported;
+  /// The result signature: dtype and rank of each output (sizes -1).
+  std::vector<TensorSignature> results;
+};
+
+/// Builds `@<name>_shape` and `@<name>` for \p graph into \p module.
+/// \p graph's first input is the module (`self`) when \p hasSelf.
+BridgeResult buildFunctions(const torch::jit::Graph &graph, bool hasSelf,
+                            const std::vector<TensorSignature> &signature,
+                            const std::string &name, mlir::ModuleOp module);
+
+/// The MLIR dtype name of a torch dtype in signatures ("f32"), or "" if the
+/// bridge has none.
+std::string dtypeName(c10::ScalarType dtype);
+
+} // namespace staticify::lower

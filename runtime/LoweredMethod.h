@@ -1,0 +1,56 @@
+//===- LoweredMethod.h - A method compiled to a CPU kernel, with fallback -===//
+//
+// `torch.classes.staticify.LoweredMethod(module, name, kernel, signature,
+// results, mlir)` holds a method's TorchScript (a small module, as bytes)
+// and the shared object `staticify --lower=cpu` compiled from it (bytes;
+// the MLIR it came from is kept for provenance). `run(inputs)` calls the
+// kernel when the inputs are contiguous CPU tensors of the signature's
+// dtypes and ranks and the kernel's shape function accepts their sizes;
+// otherwise it runs the TorchScript. No LLVM or MLIR is needed to load or
+// run it: the object is loaded from memory (memfd_create + dlopen).
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include <torch/custom_class.h>
+#include <torch/script.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace staticify {
+
+class LoweredMethod : public torch::CustomClassHolder {
+public:
+  LoweredMethod(std::string module, std::string name, std::string kernel,
+                std::string signature, std::string results, std::string mlir);
+  ~LoweredMethod() override;
+
+  std::vector<at::Tensor> run(std::vector<at::Tensor> inputs);
+
+  std::vector<std::string> state() const {
+    return {module_, name_, kernel_, signature_, results_, mlir_};
+  }
+  /// How many calls took the kernel and how many the TorchScript.
+  std::vector<int64_t> counts() const { return {kernelCalls_, fallbackCalls_}; }
+  std::string mlir() const { return mlir_; }
+  std::string signature() const { return signature_; }
+
+private:
+  struct Arg {
+    c10::ScalarType dtype;
+    std::vector<int64_t> sizes; // -1: any
+  };
+  std::string module_, name_, kernel_, signature_, results_, mlir_;
+  torch::jit::Module fallback_;
+  std::vector<Arg> inputs_, outputs_;
+  void *handle_ = nullptr;
+  void *shapeFn_ = nullptr, *kernelFn_ = nullptr;
+  int64_t kernelCalls_ = 0, fallbackCalls_ = 0;
+
+  bool accepts(const std::vector<at::Tensor> &inputs) const;
+  std::vector<at::Tensor> runFallback(const std::vector<at::Tensor> &inputs);
+};
+
+} // namespace staticify

@@ -256,6 +256,17 @@ private:
   std::optional<ScalarType> dim, zero, wrapped;
 };
 
+/// The op and its source line, as reasons name them ("aten::cumsum at
+/// model.py:12").
+std::string where(Node *node) {
+  std::string out = node->kind().toQualString();
+  if (auto loc = locationOf(node)) {
+    std::string file = loc->file.substr(loc->file.rfind('/') + 1);
+    out += " at " + file + ":" + std::to_string(loc->line);
+  }
+  return out;
+}
+
 /// An operand of an elementwise op: a tensor or a host scalar.
 using Operand = std::variant<Tensor, Host>;
 
@@ -657,8 +668,17 @@ private:
   //===--------------------------------------------------------------------===//
 
   void evalBlock(Block *block) {
-    for (Node *node : block->nodes())
-      evalNode(node);
+    for (Node *node : block->nodes()) {
+      try {
+        evalNode(node);
+      } catch (const Unsupported &e) {
+        // Every reason names the node it stopped at, once.
+        std::string what = e.what(), at = where(node);
+        if (what.rfind(node->kind().toQualString(), 0) == 0 || node->blocks().size())
+          throw;
+        throw Unsupported(at + ": " + what);
+      }
+    }
   }
 
   std::vector<Sym> blockOutputs(Block *block) {
@@ -697,14 +717,6 @@ bool hasTensorInput(Node *node) {
   return false;
 }
 
-std::string where(Node *node) {
-  std::string out = node->kind().toQualString();
-  if (auto loc = locationOf(node)) {
-    std::string file = loc->file.substr(loc->file.rfind('/') + 1);
-    out += " at " + file + ":" + std::to_string(loc->line);
-  }
-  return out;
-}
 
 void Evaluator::evalNode(Node *node) {
   using namespace c10;
@@ -753,7 +765,12 @@ bool Evaluator::evalHostOp(Node *node) {
   auto in = node->inputs();
   torch::jit::Value *out = node->outputs().size() == 1 ? node->output() : nullptr;
   if (k == prim::ListConstruct) {
-    if (out->type()->isSubtypeOf(*ListType::ofTensors())) {
+    // A list of tensors (Tensor[] or Tensor?[] with none absent) or of host
+    // scalars.
+    bool tensors = out->type()->isSubtypeOf(*ListType::ofTensors());
+    for (torch::jit::Value *v : in)
+      tensors = tensors || std::holds_alternative<Tensor>(get(v));
+    if (tensors) {
       TensorList l;
       for (torch::jit::Value *v : in)
         l.push_back(tensorOf(v));
@@ -1208,6 +1225,46 @@ void Evaluator::evalTensorOp(Node *node) {
     return set(elementwise({cb, x, y}, t, t, [t, this](auto &ob, auto loc, auto xs) -> Value {
       Value cond = convert(ob, loc, xs[0], t, ScalarType::Bool);
       return arith::SelectOp::create(ob, loc, cond, xs[1], xs[2]);
+    }));
+  }
+  if (k == aten::clamp || k == aten::clamp_min || k == aten::clamp_max) {
+    // clamp(x, min, max) with host bounds: max then min, NaN kept as PyTorch
+    // keeps it; the result's dtype promotes with the bounds.
+    const Tensor &x = tensorOf(in[0]);
+    std::optional<Host> lo, hi;
+    if (k == aten::clamp_max)
+      hi = hostOf(in[1]);
+    else if (!isNone(in[1]))
+      lo = hostOf(in[1]);
+    if (k == aten::clamp && !isNone(in[2]))
+      hi = hostOf(in[2]);
+    if (x.dtype == ScalarType::Bool)
+      throw Unsupported(where(node) + ": clamp of a bool tensor");
+    Promotion p;
+    p.tensor(x);
+    for (const std::optional<Host> &h : {lo, hi})
+      if (h)
+        p.host(*h);
+    ScalarType t = p.result();
+    bool fl = isFloating(t);
+    std::vector<Operand> ops{x};
+    if (lo)
+      ops.push_back(*lo);
+    if (hi)
+      ops.push_back(*hi);
+    bool hasLo = lo.has_value();
+    return set(elementwise(ops, t, t, [fl, hasLo](auto &ob, auto loc, auto xs) -> Value {
+      Value v = xs[0];
+      size_t next = 1;
+      if (hasLo)
+        v = fl ? Value(arith::MaximumFOp::create(ob, loc, v, xs[next]))
+               : Value(arith::MaxSIOp::create(ob, loc, v, xs[next]));
+      if (hasLo)
+        ++next;
+      if (next < xs.size())
+        v = fl ? Value(arith::MinimumFOp::create(ob, loc, v, xs[next]))
+               : Value(arith::MinSIOp::create(ob, loc, v, xs[next]));
+      return v;
     }));
   }
   if (k == aten::masked_fill) {

@@ -1,0 +1,158 @@
+"""`--lower=cpu`: a rewritten method compiled through MLIR and LLVM into a CPU
+kernel, kept in the output with the method's TorchScript. Each test runs the
+real binary on a real model and compares the output's numbers with the
+original's, on inputs whose masks keep nothing, everything and some."""
+import json
+
+import pytest
+import torch
+
+import models
+from conftest import RUNTIME
+
+torch.ops.load_library(str(RUNTIME))
+
+
+class MaskedTokenMean(torch.nn.Module):
+    """Hugging Face style: the mean of per-token losses over the tokens the
+    attention mask keeps, per sequence (batch, seq) and overall, with the
+    boolean-indexed form the rewrite turns static."""
+
+    def forward(self, losses: torch.Tensor, attention_mask: torch.Tensor):
+        keep = attention_mask != 0
+        per_sequence = (losses * keep.float()).sum(dim=1, keepdim=True) / \
+            keep.float().sum(dim=1, keepdim=True).clamp_min(1.0)
+        overall = losses[keep].sum() / keep.sum().clamp(min=1)
+        return per_sequence, overall
+
+
+class CumulativeScores(torch.nn.Module):
+    """An op the bridge does not take yet (cumsum, as in torchmetrics'
+    binary curves: the running count of positives by threshold)."""
+
+    def forward(self, scores: torch.Tensor):
+        return torch.cumsum((scores > 0).long(), dim=0)
+
+
+def lower(staticify, path, out, types, *extra):
+    report = out.with_suffix(".json")
+    proc = staticify(path, "-o", out, "--lower=cpu", "--input-types", types,
+                     "--report-json", report, *extra)
+    return proc, json.loads(report.read_text())["methods"][0]["lowering"]
+
+
+def counts(model):
+    return model._staticify_lowered_forward.counts()
+
+
+def masks(n, gen):
+    """Masks of n elements that keep nothing, everything, and about half."""
+    return [torch.zeros(n, dtype=torch.bool), torch.ones(n, dtype=torch.bool),
+            torch.rand(n, generator=gen) < 0.5]
+
+
+@pytest.mark.parametrize("n", [0, 1, 7, 4096])
+def test_seed002_example1_lowered_equals_original(staticify, save, tmp_path, n):
+    path = save(models.Seed002Example1())
+    out = tmp_path / "lowered.pt"
+    _, lowering = lower(staticify, path, out, "f32[?], i64[?]")
+    assert lowering == {"target": "cpu", "inputs": "f32[?], i64[?]", "lowered": True,
+                        "reason": None, "kernel_bytes": lowering["kernel_bytes"]}
+    assert lowering["kernel_bytes"] > 0
+    original, lowered = torch.jit.load(str(path)), torch.jit.load(str(out))
+    gen = torch.Generator().manual_seed(n)
+    for keep in masks(n, gen):
+        loss = torch.randn(n, generator=gen)
+        targets = torch.where(keep, torch.randint(1, 9, (n,), generator=gen), 0)
+        expected, got = original(loss, targets), lowered(loss, targets)
+        # The kernel sums in order; PyTorch vectorizes: float tolerance.
+        assert got.dtype == expected.dtype and got.shape == expected.shape
+        torch.testing.assert_close(got, expected, rtol=1e-5, atol=1e-4 * max(1, n) ** 0.5)
+    assert counts(lowered) == [3, 0]
+
+
+def test_seed002_example2_lowered_equals_original(staticify, save, tmp_path):
+    path = save(models.Seed002Example2())
+    out = tmp_path / "lowered.pt"
+    _, lowering = lower(staticify, path, out, "f32[?], f32[?], i64[?]")
+    assert lowering["lowered"], lowering["reason"]
+    original, lowered = torch.jit.load(str(path)), torch.jit.load(str(out))
+    gen = torch.Generator().manual_seed(0)
+    calls = 0
+    for n in [0, 1, 5, 1000]:
+        for keep in masks(n, gen):
+            a, b = torch.randn(n, generator=gen), torch.randn(n, generator=gen)
+            c = torch.where(keep, 3, -1)
+            torch.testing.assert_close(lowered(a, b, c), original(a, b, c),
+                                       rtol=1e-5, atol=1e-4)
+            calls += 1
+    assert counts(lowered) == [calls, 0]
+
+
+def test_two_dimensional_reductions_with_keepdim(staticify, save, tmp_path):
+    path = save(MaskedTokenMean())
+    out = tmp_path / "lowered.pt"
+    _, lowering = lower(staticify, path, out, "f32[?,?], i64[?,?]")
+    assert lowering["lowered"], lowering["reason"]
+    original, lowered = torch.jit.load(str(path)), torch.jit.load(str(out))
+    gen = torch.Generator().manual_seed(1)
+    for batch, seq in [(1, 1), (3, 17), (8, 128), (0, 5), (4, 0)]:
+        for p in [0.0, 1.0, 0.6]:
+            losses = torch.rand(batch, seq, generator=gen) * 5
+            mask = (torch.rand(batch, seq, generator=gen) < p).long()
+            for got, expected in zip(lowered(losses, mask), original(losses, mask)):
+                assert got.shape == expected.shape and got.dtype == expected.dtype
+                torch.testing.assert_close(got, expected, rtol=1e-5, atol=1e-5)
+    assert counts(lowered)[1] == 0
+
+
+def test_other_inputs_run_the_torchscript(staticify, save, tmp_path):
+    """Another dtype, a non-contiguous tensor: the kernel is not called and
+    the TorchScript gives the original's result. Sizes the original does not
+    check either (A and B of different lengths) give what the staticified
+    TorchScript gives."""
+    path = save(models.Seed002Example2())
+    out, static = tmp_path / "lowered.pt", tmp_path / "static.pt"
+    lower(staticify, path, out, "f32[?], f32[?], i64[?]")
+    staticify(path, "-o", static)
+    original, lowered = torch.jit.load(str(path)), torch.jit.load(str(out))
+    # The static form sums masked products where the original sums the
+    # selected ones: equal up to float rounding.
+    gen = torch.Generator().manual_seed(2)
+    a = torch.randn(10, dtype=torch.float64, generator=gen)
+    b = torch.randn(10, dtype=torch.float64, generator=gen)
+    c = torch.tensor([1, -1] * 5)
+    torch.testing.assert_close(lowered(a, b, c), original(a, b, c))
+    strided = torch.randn(20, generator=gen)[::2]
+    torch.testing.assert_close(lowered(strided, b.float(), c), original(strided, b.float(), c))
+    assert counts(lowered) == [0, 2]
+    ragged = torch.randn(3), torch.randn(4), torch.tensor([1, 1, -1])
+    torch.testing.assert_close(lowered(*ragged), torch.jit.load(str(static))(*ragged))
+
+
+def test_an_op_the_bridge_does_not_take_is_named_and_the_output_runs(staticify, save, tmp_path):
+    path = save(CumulativeScores())
+    out = tmp_path / "lowered.pt"
+    proc, lowering = lower(staticify, path, out, "f32[?]", "--report")
+    assert not lowering["lowered"]
+    assert lowering["reason"].startswith("aten::cumsum at test_lower.py:")
+    assert "not lowered: aten::cumsum" in proc.stdout
+    original, result = torch.jit.load(str(path)), torch.jit.load(str(out))
+    assert "_staticify_lowered_forward" not in result.code
+    x = torch.randn(100)
+    assert torch.equal(result(x), original(x))
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--lower=cpu"], "--lower=cpu needs --input-types"),
+    (["--input-types", "f32[?]"], "--input-types is for --lower"),
+    (["--lower=gpu", "--input-types", "f32[?]"], "--lower=gpu: the targets are: cpu"),
+    (["--lower=cpu", "--input-types", "float[?]"], "unknown dtype 'float'"),
+    (["--lower=cpu", "--input-types", "f32[?"], "']' expected"),
+])
+def test_bad_lowering_options_are_command_line_errors(staticify, save, tmp_path, args, message):
+    path = save(models.Seed002Example1())
+    out = tmp_path / "never.pt"
+    proc = staticify(path, "-o", out, *args, check=False)
+    assert proc.returncode == 2 and message in proc.stderr, proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1 and not out.exists()

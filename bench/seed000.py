@@ -53,7 +53,7 @@ def batched(fn):
     return run
 
 
-def build_variants(n, staticify_bin, workdir):
+def build_variants(n, staticify_bin, workdir, device="cpu"):
     sub = max(n // 10, 2)
     original = torch.jit.script(sampler.BalancedSampler(sub))
     path = workdir / f"sampler-{n}.pt"
@@ -64,6 +64,15 @@ def build_variants(n, staticify_bin, workdir):
                    capture_output=True)
     subprocess.run([str(staticify_bin), str(path), "-o", str(graphed), "--cuda-graphs"],
                    check=True, capture_output=True)
+    lowered = None
+    if device == "cpu":  # the fused CPU kernel (--lower=cpu), when it builds
+        lowered = workdir / f"sampler-{n}-lowered.pt"
+        proc = subprocess.run([str(staticify_bin), str(path), "-o", str(lowered),
+                               "--lower=cpu", "--input-types", f"f32[?,{FEATURES}], i64[?]"],
+                              capture_output=True, text=True)
+        if proc.returncode != 0 or "lowered to a CPU kernel" not in proc.stderr:
+            print(f"--lower=cpu did not lower the sampler: {proc.stderr.strip()}", flush=True)
+            lowered = None
     variants = {
         "original": original,
         "handwritten": torch.jit.script(handwritten.OptSampler(sub)),
@@ -71,6 +80,8 @@ def build_variants(n, staticify_bin, workdir):
         # CUDA graphs on a GPU; on a CPU the runner's fallback (plain run).
         "staticify+cuda-graphs": torch.jit.load(str(graphed)),
     }
+    if lowered:
+        variants["staticify+lower-cpu"] = torch.jit.load(str(lowered))
     if hasattr(torch, "compile"):  # PyTorch 2.x: the eager modules, compiled
         variants["original+compile"] = torch.compile(sampler.BalancedSampler(sub))
         variants["handwritten+compile"] = torch.compile(handwritten.OptSampler(sub))
@@ -140,7 +151,7 @@ def run(args, on_rows=None):
     gen = torch.Generator(device=device).manual_seed(0)
     with tempfile.TemporaryDirectory() as tmp:
         for n in sizes:
-            variants = build_variants(n, staticify_bin, pathlib.Path(tmp))
+            variants = build_variants(n, staticify_bin, pathlib.Path(tmp), device)
             for batch in args.batches:
                 nbytes = batch * n * FEATURES * 4
                 if nbytes > MAX_INPUT_BYTES[device]:
@@ -324,12 +335,16 @@ def main():
                         help="time budget per configuration")
     parser.add_argument("--render", metavar="JSON",
                         help="measure nothing: write --docs from a sampler-DEVICE.json")
+    parser.add_argument("--threads", type=int,
+                        help="torch.set_num_threads (default: PyTorch's)")
     parser.add_argument("--smoke", action="store_true",
                         help="tiny sizes, few repetitions: checks the harness runs")
     args = parser.parse_args()
     if args.smoke:
         args.sizes, args.batches = ["2e3"], [1, 2]
         args.warmup, args.min_repeats, args.max_repeats, args.seconds = 1, 2, 2, 0.0
+    if args.threads:
+        torch.set_num_threads(args.threads)
     if args.render:  # results measured elsewhere (the GPU machine): docs only
         saved = json.loads(pathlib.Path(args.render).read_text())
         rows, info, command = saved["rows"], saved["machine"], saved["command"]

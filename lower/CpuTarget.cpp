@@ -70,6 +70,10 @@ const char *cpuPipeline() {
          "canonicalize, cse, eliminate-empty-tensors, "
          "one-shot-bufferize{bufferize-function-boundaries=1 "
          "function-boundary-type-conversion=identity-layout-map}, "
+         "canonicalize, cse, "
+         // Every buffer bufferization allocated is freed on every path.
+         "ownership-based-buffer-deallocation, canonicalize, "
+         "buffer-deallocation-simplification, bufferization-lower-deallocations, "
          "canonicalize, cse, convert-linalg-to-loops, convert-scf-to-cf, "
          "expand-strided-metadata, lower-affine, finalize-memref-to-llvm, "
          "convert-to-llvm, reconcile-unrealized-casts";
@@ -102,49 +106,13 @@ std::string readFile(const std::string &path) {
   return s.str();
 }
 
-/// The runtime functions lowered code may call, linked into every kernel:
-/// MLIR's `memrefCopy` (a copy between strided buffers, which bufferization
-/// emits for a slice write such as `cat`), written here so that a kernel
-/// needs no MLIR runner library.
-const char *const kSupportSource = R"(
-#include <stdint.h>
-#include <string.h>
-typedef struct { int64_t rank; void *descriptor; } Unranked;
-typedef struct { char *base; char *data; int64_t offset; int64_t dims[]; } Ranked;
-void memrefCopy(int64_t elemSize, Unranked *src, Unranked *dst) {
-  int64_t rank = src->rank;
-  Ranked *s = (Ranked *)src->descriptor, *d = (Ranked *)dst->descriptor;
-  const int64_t *sizes = s->dims, *ss = s->dims + rank, *ds = d->dims + rank;
-  int64_t total = 1;
-  for (int64_t i = 0; i < rank; ++i)
-    total *= sizes[i];
-  if (total == 0)
-    return;
-  char *from = s->data + s->offset * elemSize, *to = d->data + d->offset * elemSize;
-  if (rank == 0) {
-    memcpy(to, from, elemSize);
-    return;
-  }
-  int64_t index[rank];
-  memset(index, 0, sizeof index);
-  int64_t so = 0, doff = 0;
-  for (;;) {
-    memcpy(to + doff * elemSize, from + so * elemSize, elemSize);
-    int64_t axis = rank - 1;
-    for (; axis >= 0; --axis) {
-      so += ss[axis];
-      doff += ds[axis];
-      if (++index[axis] < sizes[axis])
-        break;
-      so -= ss[axis] * sizes[axis];
-      doff -= ds[axis] * sizes[axis];
-      index[axis] = 0;
-    }
-    if (axis < 0)
-      return;
-  }
-}
-)";
+/// The ukernels (lower/ukernels/cpu.c), linked into every kernel: MLIR's
+/// `memrefCopy` (bufferization's copy between strided buffers, for a slice
+/// write such as `cat`) and the primitives linalg does not express well
+/// (top-k selection, random permutation).
+const char *const kSupportSource =
+#include "lower/UkernelsCpu.inc"
+    ;
 
 /// Symbols the object may take from the process: libc's and libm's, and
 /// those kSupportSource defines.
@@ -152,6 +120,8 @@ bool allowedUndefined(llvm::StringRef name) {
   static const char *const allowed[] = {"malloc", "free", "memcpy", "memset", "memmove",
                                         "aligned_alloc", "posix_memalign", "abort",
                                         "memrefCopy"};
+  if (name.starts_with("_mlir_ciface_staticify_"))
+    return true; // the ukernels
   for (const char *a : allowed)
     if (name == a)
       return true;
@@ -256,6 +226,15 @@ CompiledObject compileForCpu(mlir::ModuleOp module) {
                                       "-nostartfiles", "-o", so, obj, support, "-lm"});
   if (linkError.empty())
     out.sharedObject = readFile(so);
+  // For profiling and debugging: STATICIFY_KEEP_KERNELS=DIR keeps each
+  // kernel (with its symbols) and the LLVM-dialect module it came from.
+  if (const char *keep = getenv("STATICIFY_KEEP_KERNELS"); keep && *keep && linkError.empty()) {
+    static int counter = 0;
+    std::string base = std::string(keep) + "/kernel-" + std::to_string(getpid()) + "-" +
+                       std::to_string(counter++);
+    std::ofstream(base + ".so", std::ios::binary) << out.sharedObject;
+    std::ofstream(base + ".mlir") << out.loweredMlir;
+  }
   else
     out.error = "linking the kernel: " + linkError;
   unlink(obj.c_str());

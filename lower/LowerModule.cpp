@@ -109,7 +109,8 @@ LoweringOutcome lowerMethodForCpu(torch::jit::Module &module, const std::string 
                                c10::IValue(name), c10::IValue(object.sharedObject),
                                c10::IValue(formatSignature(signature)),
                                c10::IValue(formatSignature(bridged.results)),
-                               c10::IValue(out.mlir)});
+                               c10::IValue(out.mlir),
+                               c10::IValue(std::string(bridged.random ? "random" : ""))});
   std::string attr = "_staticify_lowered_" + method;
   if (module.hasattr(attr))
     module._ivalue()->setAttr(attr, c10::IValue(object_));

@@ -272,7 +272,8 @@ using Operand = std::variant<Tensor, Host>;
 
 class Evaluator {
 public:
-  Evaluator(ImplicitLocOpBuilder &b, bool hasSelf) : b(b), hasSelf(hasSelf) {}
+  Evaluator(ImplicitLocOpBuilder &b, bool hasSelf, mlir::ModuleOp module)
+      : b(b), hasSelf(hasSelf), module(module) {}
 
   /// Evaluates \p graph with its tensor inputs bound to \p inputs; returns
   /// the graph's outputs.
@@ -287,6 +288,7 @@ public:
     for (size_t i = 0; i < inputs.size(); ++i)
       env[in[first + i]] = inputs[i];
     checks.emplace_back();
+    valueChecks.emplace_back();
     // Read only: libtorch's Graph has no const accessors for its blocks.
     evalBlock(const_cast<torch::jit::Graph &>(graph).block());
     std::vector<Sym> out;
@@ -296,12 +298,10 @@ public:
   }
 
   /// Every size check made at the top level, and-ed (true if none).
-  Value allChecks() {
-    Value ok = arith::ConstantIntOp::create(b, b.getI1Type(), 1);
-    for (Value c : checks.back())
-      ok = arith::AndIOp::create(b, ok, c);
-    return ok;
-  }
+  Value allChecks() { return conjunction(checks.back()); }
+  Value allValueChecks() { return conjunction(valueChecks.back()); }
+  void setSeed(Value v) { seed = v; }
+  bool usesRandom() const { return randomOps > 0; }
 
   Value index(const Host &h) { return materialize(h, Host::Int); }
 
@@ -419,6 +419,13 @@ private:
   }
 
   void check(Value cond) { checks.back().push_back(cond); }
+  void valueCheck(Value cond) { valueChecks.back().push_back(cond); }
+  Value conjunction(const std::vector<Value> &conds) {
+    Value ok = arith::ConstantIntOp::create(b, b.getI1Type(), 1);
+    for (Value c : conds)
+      ok = arith::AndIOp::create(b, ok, c);
+    return ok;
+  }
   void checkEqual(const Host &x, const Host &y) {
     Host eq = compare("eq", x, y);
     if (eq.isConstant()) {
@@ -693,14 +700,33 @@ private:
   void evalLoop(Node *node);
   bool evalHostOp(Node *node);
   void evalTensorOp(Node *node);
+  bool evalIndexingOrRandom(Node *node);
+  Value splitmix(mlir::OpBuilder &ob, mlir::Location loc, Value z);
+  Value streamSeed();
+  mlir::func::FuncOp ukernel(const std::string &name, mlir::FunctionType type);
+  Tensor gatherRows(Node *node, const Tensor &x, const Tensor &rowsOf, bool wrapNegative);
   Tensor binary(Node *node, const std::string &op);
   Tensor unary(Node *node, const std::string &op);
 
   ImplicitLocOpBuilder &b;
   bool hasSelf;
+  mlir::ModuleOp module;
   std::unordered_map<const torch::jit::Value *, Sym> env;
   /// Size checks, one list per open scf.if branch (the outermost first).
   std::vector<std::vector<Value>> checks;
+  /// Checks on tensor values (an index in range), made by the kernel, which
+  /// reports them in its status; one list per open scf.if branch.
+  std::vector<std::vector<Value>> valueChecks;
+  /// The i64 seed of this call's random draws (the runtime draws it from
+  /// PyTorch's default generator), and how many random ops used it.
+  Value seed;
+  int randomOps = 0;
+  /// Building the shape function: ukernel calls (which canonicalization
+  /// cannot remove) are replaced by empty tensors of their results' sizes.
+  bool shapeOnly = false;
+
+public:
+  void setShapeOnly(bool on) { shapeOnly = on; }
 };
 
 //===----------------------------------------------------------------------===//
@@ -1169,6 +1195,8 @@ void Evaluator::evalTensorOp(Node *node) {
   std::string op = opName(node);
   auto in = node->inputs();
   torch::jit::Value *out = node->outputs().size() == 1 ? node->output() : nullptr;
+  if (evalIndexingOrRandom(node))
+    return;
   if (!out)
     throw Unsupported(where(node) + ": not supported by the bridge");
   auto set = [&](Sym s) { env[out] = std::move(s); };
@@ -1547,6 +1575,320 @@ void Evaluator::evalTensorOp(Node *node) {
   throw Unsupported(where(node) + ": not supported by the bridge");
 }
 
+/// SplitMix64's output function on an i64.
+Value Evaluator::splitmix(mlir::OpBuilder &ob, mlir::Location loc, Value z) {
+  auto c = [&](uint64_t v) -> Value {
+    return arith::ConstantOp::create(ob, loc, ob.getI64IntegerAttr(static_cast<int64_t>(v)));
+  };
+  auto xorShift = [&](Value v, int64_t bits) -> Value {
+    return arith::XOrIOp::create(ob, loc, v, arith::ShRUIOp::create(ob, loc, v, c(bits)));
+  };
+  z = arith::MulIOp::create(ob, loc, xorShift(z, 30), c(0xBF58476D1CE4E5B9ull));
+  z = arith::MulIOp::create(ob, loc, xorShift(z, 27), c(0x94D049BB133111EBull));
+  return xorShift(z, 31);
+}
+
+/// A seed of its own for each random op of the graph, from the call's seed.
+Value Evaluator::streamSeed() {
+  if (!seed)
+    throw Unsupported("a random op where the bridge has no seed");
+  int64_t op = ++randomOps;
+  Value salt = arith::ConstantOp::create(
+      b, b.getI64IntegerAttr(static_cast<int64_t>(0xD1B54A32D192ED03ull * uint64_t(op))));
+  return splitmix(b, b.getLoc(), arith::AddIOp::create(b, seed, salt));
+}
+
+/// The declaration of a ukernel (lower/ukernels/cpu.c), called through
+/// MLIR's C interface.
+mlir::func::FuncOp Evaluator::ukernel(const std::string &name, mlir::FunctionType type) {
+  if (auto fn = module.lookupSymbol<mlir::func::FuncOp>(name))
+    return fn;
+  mlir::OpBuilder mb(b.getContext());
+  mb.setInsertionPointToStart(module.getBody());
+  auto fn = mlir::func::FuncOp::create(mb, b.getLoc(), name, type);
+  fn.setPrivate();
+  fn->setAttr("llvm.emit_c_interface", mlir::UnitAttr::get(b.getContext()));
+  return fn;
+}
+
+/// x[index] along dim 0: the rows of x an index vector names. An index out
+/// of range (PyTorch raises) makes the kernel's status false, so the
+/// TorchScript runs and raises; the read itself is clamped, never out of
+/// bounds.
+Tensor Evaluator::gatherRows(Node *node, const Tensor &x, const Tensor &rowsOf, bool wrapNegative) {
+  if (rowsOf.rank() != 1 || (rowsOf.dtype != ScalarType::Long && rowsOf.dtype != ScalarType::Int))
+    throw Unsupported(where(node) + ": an index that is not a vector of integers");
+  if (x.rank() < 1)
+    throw Unsupported(where(node) + ": indexing a 0-d tensor");
+  const Host &n = x.sizes[0];
+  // Reading a row of an empty tensor cannot be made safe by clamping.
+  Host noRows = compare("eq", rowsOf.sizes[0], Host::constInt(0));
+  Host someRows = compare("gt", n, Host::constInt(0));
+  check(materialize(Host{Host::Bool,
+                         arith::OrIOp::create(b, materialize(noRows, Host::Bool),
+                                              materialize(someRows, Host::Bool)),
+                         {}, {}},
+                    Host::Bool));
+  Value rows = index(n);
+  Value rows64 = arith::IndexCastOp::create(b, b.getI64Type(), rows);
+  ScalarType it = rowsOf.dtype;
+  Tensor inRange = elementwise({rowsOf}, ScalarType::Long, ScalarType::Bool,
+                               [&](auto &ob, auto loc, auto xs) -> Value {
+                                 Value zero = arith::ConstantOp::create(ob, loc, ob.getI64IntegerAttr(0));
+                                 Value lo = wrapNegative ? Value(arith::SubIOp::create(ob, loc, zero, rows64)) : zero;
+                                 Value ge = arith::CmpIOp::create(ob, loc, arith::CmpIPredicate::sge, xs[0], lo);
+                                 Value lt = arith::CmpIOp::create(ob, loc, arith::CmpIPredicate::slt, xs[0], rows64);
+                                 return arith::AndIOp::create(ob, loc, ge, lt);
+                               });
+  Tensor all = reduce(inRange, {0}, false, ScalarType::Bool, Host::constBool(true),
+                      [](auto &ob, auto loc, Value a, Value e) -> Value {
+                        return arith::AndIOp::create(ob, loc, a, e);
+                      });
+  valueCheck(tensor::ExtractOp::create(b, all.value, mlir::ValueRange{}));
+  std::vector<Host> outSizes{rowsOf.sizes[0]};
+  outSizes.insert(outSizes.end(), x.sizes.begin() + 1, x.sizes.end());
+  size_t rank = outSizes.size();
+  Value init = empty(outSizes, x.dtype);
+  ::llvm::SmallVector<mlir::AffineMap> maps{
+      mlir::AffineMap::get(rank, 0, {b.getAffineDimExpr(0)}, b.getContext()),
+      b.getMultiDimIdentityMap(rank)};
+  ::llvm::SmallVector<mlir::utils::IteratorType> iters(rank, mlir::utils::IteratorType::parallel);
+  Value source = x.value;
+  auto generic = linalg::GenericOp::create(
+      b, mlir::TypeRange{init.getType()}, mlir::ValueRange{rowsOf.value}, mlir::ValueRange{init},
+      maps, iters, [&](mlir::OpBuilder &ob, mlir::Location loc, mlir::ValueRange args) {
+        Value i = convert(ob, loc, args[0], it, ScalarType::Long);
+        if (wrapNegative) {
+          Value zero = arith::ConstantOp::create(ob, loc, ob.getI64IntegerAttr(0));
+          Value neg = arith::CmpIOp::create(ob, loc, arith::CmpIPredicate::slt, i, zero);
+          i = arith::SelectOp::create(ob, loc, neg, arith::AddIOp::create(ob, loc, i, rows64), i);
+        }
+        Value zero = arith::ConstantOp::create(ob, loc, ob.getI64IntegerAttr(0));
+        Value one = arith::ConstantOp::create(ob, loc, ob.getI64IntegerAttr(1));
+        Value last = arith::SubIOp::create(ob, loc, rows64, one);
+        i = arith::MinSIOp::create(ob, loc, arith::MaxSIOp::create(ob, loc, i, zero), last);
+        ::llvm::SmallVector<Value> at{arith::IndexCastOp::create(ob, loc, ob.getIndexType(), i)};
+        for (size_t d = 1; d < rank; ++d)
+          at.push_back(linalg::IndexOp::create(ob, loc, d));
+        linalg::YieldOp::create(ob, loc, tensor::ExtractOp::create(ob, loc, source, at).getResult());
+      });
+  return {generic.getResult(0), x.dtype, outSizes};
+}
+
+bool Evaluator::evalIndexingOrRandom(Node *node) {
+  using namespace c10;
+  Symbol k = node->kind();
+  auto in = node->inputs();
+  auto factoryDtype = [&](torch::jit::Value *v, ScalarType dflt) {
+    std::optional<ScalarType> t = dtypeArg(v);
+    return t ? *t : dflt;
+  };
+  if (k == aten::append) {
+    // In place on the list's value: only on a list this graph built, whose
+    // other uses read it (the evaluation order is the program's).
+    torch::jit::Value *list = in[0];
+    if (list->node()->kind() != prim::ListConstruct)
+      throw Unsupported(where(node) + ": appending to a list the graph did not build");
+    Sym &s = env.at(list);
+    if (auto *l = std::get_if<TensorList>(&s))
+      l->push_back(tensorOf(in[1]));
+    else if (auto *h = std::get_if<HostList>(&s))
+      h->push_back(hostOf(in[1]));
+    else
+      throw Unsupported(where(node) + ": appending to a value that is not a list");
+    env[node->output()] = env.at(list);
+    return true;
+  }
+  if (k == aten::new_full) {
+    const Tensor &x = tensorOf(in[0]);
+    env[node->output()] = filled(as<HostList>(in[1], "a list of sizes"),
+                                 factoryDtype(in[3], x.dtype), hostOf(in[2]));
+    return true;
+  }
+  if (k == aten::index_select) {
+    if (constInt(in[1], "index_select's dimension") != 0)
+      throw Unsupported(where(node) + ": index_select along a dimension other than 0");
+    env[node->output()] = gatherRows(node, tensorOf(in[0]), tensorOf(in[2]), /*wrap=*/false);
+    return true;
+  }
+  if (k == aten::index) {
+    const TensorList *l = std::get_if<TensorList>(&get(in[1]));
+    if (!l || l->size() != 1 || (*l)[0].dtype == ScalarType::Bool)
+      throw Unsupported(where(node) + ": indexing other than by one integer vector");
+    env[node->output()] = gatherRows(node, tensorOf(in[0]), (*l)[0], /*wrap=*/true);
+    return true;
+  }
+  if (k == aten::rand && in.size() == 5) { // rand(size, dtype, layout, device, pin)
+    const HostList &sizes = as<HostList>(in[0], "a list of sizes");
+    ScalarType t = factoryDtype(in[1], ScalarType::Float);
+    if (t != ScalarType::Float && t != ScalarType::Double)
+      throw Unsupported(where(node) + ": rand of a dtype other than f32 or f64");
+    Value stream = streamSeed();
+    // Row-major strides of the result, for each element's counter.
+    std::vector<Value> strides(sizes.size());
+    Value stride = arith::ConstantIndexOp::create(b, 1);
+    for (size_t d = sizes.size(); d-- > 0;) {
+      strides[d] = stride;
+      stride = arith::MulIOp::create(b, stride, index(sizes[d]));
+    }
+    Value init = empty(sizes, t);
+    size_t rank = sizes.size();
+    ::llvm::SmallVector<mlir::utils::IteratorType> iters(rank, mlir::utils::IteratorType::parallel);
+    auto generic = linalg::GenericOp::create(
+        b, mlir::TypeRange{init.getType()}, mlir::ValueRange{}, mlir::ValueRange{init},
+        ::llvm::ArrayRef<mlir::AffineMap>{b.getMultiDimIdentityMap(rank)}, iters,
+        [&](mlir::OpBuilder &ob, mlir::Location loc, mlir::ValueRange) {
+          Value linear = arith::ConstantIndexOp::create(ob, loc, 0);
+          for (size_t d = 0; d < rank; ++d)
+            linear = arith::AddIOp::create(
+                ob, loc, linear,
+                arith::MulIOp::create(ob, loc, linalg::IndexOp::create(ob, loc, d), strides[d]));
+          Value i64 = arith::IndexCastOp::create(ob, loc, ob.getI64Type(), linear);
+          Value gamma = arith::ConstantOp::create(
+              ob, loc, ob.getI64IntegerAttr(static_cast<int64_t>(0x9E3779B97F4A7C15ull)));
+          Value one = arith::ConstantOp::create(ob, loc, ob.getI64IntegerAttr(1));
+          Value counter = arith::MulIOp::create(ob, loc, arith::AddIOp::create(ob, loc, i64, one), gamma);
+          Value z = splitmix(ob, loc, arith::AddIOp::create(ob, loc, stream, counter));
+          // The top 24 (53) bits as a float in [0, 1), as PyTorch draws.
+          bool single = t == ScalarType::Float;
+          Value bits = arith::ShRUIOp::create(
+              ob, loc, z, arith::ConstantOp::create(ob, loc, ob.getI64IntegerAttr(single ? 40 : 11)));
+          Type ft = single ? Type(ob.getF32Type()) : Type(ob.getF64Type());
+          Value f = arith::SIToFPOp::create(ob, loc, ft, bits);
+          Value scale = arith::ConstantOp::create(
+              ob, loc, ob.getFloatAttr(ft, single ? 1.0 / 16777216.0 : 1.0 / 9007199254740992.0));
+          linalg::YieldOp::create(ob, loc, arith::MulFOp::create(ob, loc, f, scale).getResult());
+        });
+    env[node->output()] = Tensor{generic.getResult(0), t, sizes};
+    return true;
+  }
+  if (k == aten::randperm && in.size() == 5) { // randperm(n, dtype, layout, device, pin)
+    const Host &n = hostOf(in[0]);
+    check(materialize(compare("ge", n, Host::constInt(0)), Host::Bool));
+    ScalarType t = factoryDtype(in[1], ScalarType::Long);
+    if (shapeOnly) {
+      env[node->output()] = Tensor{empty({n}, t), t, {n}};
+      return true;
+    }
+    auto memType = mlir::MemRefType::get({mlir::ShapedType::kDynamic}, b.getI64Type());
+    Value buffer = mlir::memref::AllocOp::create(b, memType, mlir::ValueRange{index(n)});
+    auto fn = ukernel("staticify_randperm_i64",
+                      b.getFunctionType({memType, b.getI64Type()}, {}));
+    mlir::func::CallOp::create(b, fn, mlir::ValueRange{buffer, streamSeed()});
+    auto tt = mlir::RankedTensorType::get({mlir::ShapedType::kDynamic}, b.getI64Type());
+    Value perm = mlir::bufferization::ToTensorOp::create(b, tt, buffer, /*restrict=*/true,
+                                                          /*writable=*/true);
+    Tensor out{perm, ScalarType::Long, {n}};
+    if (t != ScalarType::Long)
+      out = elementwise({out}, ScalarType::Long, t, [this, t](auto &ob, auto loc, auto xs) {
+        return convert(ob, loc, xs[0], ScalarType::Long, t);
+      });
+    env[node->output()] = out;
+    return true;
+  }
+  if (k == aten::topk) {
+    const Tensor &x = tensorOf(in[0]);
+    if (x.rank() != 1 || (x.dtype != ScalarType::Float && x.dtype != ScalarType::Double))
+      throw Unsupported(where(node) + ": topk other than of an f32 or f64 vector");
+    if (normDim(constInt(in[2], "topk's dimension"), 1) != 0)
+      throw Unsupported(where(node) + ": topk along another dimension");
+    const Host &kk = hostOf(in[1]);
+    bool largest = *hostOf(in[3]).i;
+    check(materialize(compare("ge", kk, Host::constInt(0)), Host::Bool));
+    check(materialize(compare("le", kk, x.sizes[0]), Host::Bool));
+    if (shapeOnly) {
+      env[node->output(0)] = Tensor{empty({kk}, x.dtype), x.dtype, {kk}};
+      env[node->output(1)] = Tensor{empty({kk}, ScalarType::Long), ScalarType::Long, {kk}};
+      return true;
+    }
+    Type et = elementType(b.getContext(), x.dtype);
+    auto strided = mlir::MemRefType::get(
+        {mlir::ShapedType::kDynamic}, et,
+        mlir::StridedLayoutAttr::get(b.getContext(), mlir::ShapedType::kDynamic,
+                                     {mlir::ShapedType::kDynamic}));
+    auto valuesType = mlir::MemRefType::get({mlir::ShapedType::kDynamic}, et);
+    auto indicesType = mlir::MemRefType::get({mlir::ShapedType::kDynamic}, b.getI64Type());
+    Value keys = mlir::bufferization::ToBufferOp::create(b, strided, x.value,
+                                                         mlir::UnitAttr::get(b.getContext()));
+    Value values = mlir::memref::AllocOp::create(b, valuesType, mlir::ValueRange{index(kk)});
+    Value indices = mlir::memref::AllocOp::create(b, indicesType, mlir::ValueRange{index(kk)});
+    auto fn = ukernel("staticify_topk_" + dtypeName(x.dtype),
+                      b.getFunctionType({strided, valuesType, indicesType, b.getI64Type()}, {}));
+    Value flag = arith::ConstantOp::create(b, b.getI64IntegerAttr(largest));
+    mlir::func::CallOp::create(b, fn, mlir::ValueRange{keys, values, indices, flag});
+    auto vt = mlir::RankedTensorType::get({mlir::ShapedType::kDynamic}, et);
+    auto it = mlir::RankedTensorType::get({mlir::ShapedType::kDynamic}, b.getI64Type());
+    env[node->output(0)] = Tensor{mlir::bufferization::ToTensorOp::create(b, vt, values, true, true),
+                                  x.dtype, {kk}};
+    env[node->output(1)] = Tensor{mlir::bufferization::ToTensorOp::create(b, it, indices, true, true),
+                                  ScalarType::Long, {kk}};
+    return true;
+  }
+  if (k == aten::cumsum) {
+    const Tensor &x = tensorOf(in[0]);
+    if (x.rank() != 1 || normDim(constInt(in[1], "cumsum's dimension"), 1) != 0)
+      throw Unsupported(where(node) + ": cumsum other than of a vector");
+    std::optional<ScalarType> dt = dtypeArg(in[2]);
+    ScalarType acc = dt ? *dt : isFloating(x.dtype) ? x.dtype : ScalarType::Long;
+    bool fl = isFloating(acc);
+    Value init = empty(x.sizes, acc);
+    Value zero = hostElement(b, b.getLoc(), fl ? Host::constFloat(0) : Host::constInt(0), acc);
+    Value source = x.value;
+    ScalarType from = x.dtype;
+    auto loop = mlir::scf::ForOp::create(
+        b, arith::ConstantIndexOp::create(b, 0), index(x.sizes[0]),
+        arith::ConstantIndexOp::create(b, 1), mlir::ValueRange{zero, init},
+        [&](mlir::OpBuilder &ob, mlir::Location loc, Value i, mlir::ValueRange carried) {
+          Value e = convert(ob, loc, tensor::ExtractOp::create(ob, loc, source, mlir::ValueRange{i}),
+                            from, acc);
+          Value sum = fl ? Value(arith::AddFOp::create(ob, loc, carried[0], e))
+                         : Value(arith::AddIOp::create(ob, loc, carried[0], e));
+          Value t = tensor::InsertOp::create(ob, loc, sum, carried[1], mlir::ValueRange{i});
+          mlir::scf::YieldOp::create(ob, loc, mlir::ValueRange{sum, t});
+        });
+    env[node->output()] = Tensor{loop.getResult(1), acc, x.sizes};
+    return true;
+  }
+  if (k == aten::scatter && in.size() == 4 &&
+      in[3]->type()->kind() == TypeKind::TensorType) { // scatter.src
+    const Tensor &x = tensorOf(in[0]), &idx = tensorOf(in[2]), &src = tensorOf(in[3]);
+    if (x.rank() != 1 || idx.rank() != 1 || src.rank() != 1 ||
+        normDim(constInt(in[1], "scatter's dimension"), 1) != 0 || idx.dtype != ScalarType::Long)
+      throw Unsupported(where(node) + ": scatter other than of vectors along 0");
+    if (src.dtype != x.dtype)
+      throw Unsupported(where(node) + ": scatter of another dtype raises in PyTorch");
+    check(materialize(compare("le", idx.sizes[0], src.sizes[0]), Host::Bool));
+    Host noWrites = compare("eq", idx.sizes[0], Host::constInt(0));
+    Host someRows = compare("gt", x.sizes[0], Host::constInt(0));
+    check(arith::OrIOp::create(b, materialize(noWrites, Host::Bool), materialize(someRows, Host::Bool)));
+    Value n64 = arith::IndexCastOp::create(b, b.getI64Type(), index(x.sizes[0]));
+    Value source = src.value, indices = idx.value;
+    Value ok = arith::ConstantIntOp::create(b, b.getI1Type(), 1);
+    auto loop = mlir::scf::ForOp::create(
+        b, arith::ConstantIndexOp::create(b, 0), index(idx.sizes[0]),
+        arith::ConstantIndexOp::create(b, 1), mlir::ValueRange{ok, x.value},
+        [&](mlir::OpBuilder &ob, mlir::Location loc, Value i, mlir::ValueRange carried) {
+          Value j = tensor::ExtractOp::create(ob, loc, indices, mlir::ValueRange{i});
+          Value zero = arith::ConstantOp::create(ob, loc, ob.getI64IntegerAttr(0));
+          Value one = arith::ConstantOp::create(ob, loc, ob.getI64IntegerAttr(1));
+          Value inRange = arith::AndIOp::create(
+              ob, loc, arith::CmpIOp::create(ob, loc, arith::CmpIPredicate::sge, j, zero),
+              arith::CmpIOp::create(ob, loc, arith::CmpIPredicate::slt, j, n64));
+          Value safe = arith::MinSIOp::create(ob, loc, arith::MaxSIOp::create(ob, loc, j, zero),
+                                              arith::SubIOp::create(ob, loc, n64, one));
+          Value at = arith::IndexCastOp::create(ob, loc, ob.getIndexType(), safe);
+          Value v = tensor::ExtractOp::create(ob, loc, source, mlir::ValueRange{i});
+          Value t = tensor::InsertOp::create(ob, loc, v, carried[1], mlir::ValueRange{at});
+          mlir::scf::YieldOp::create(
+              ob, loc, mlir::ValueRange{arith::AndIOp::create(ob, loc, carried[0], inRange), t});
+        });
+    valueCheck(loop.getResult(0));
+    env[node->output()] = Tensor{loop.getResult(1), x.dtype, x.sizes};
+    return true;
+  }
+  return false;
+}
+
 void Evaluator::evalIf(Node *node) {
   const Host &cond = hostOf(node->input(0));
   Block *thenBlock = node->blocks()[0], *elseBlock = node->blocks()[1];
@@ -1574,16 +1916,19 @@ void Evaluator::evalIf(Node *node) {
   // and rank, host scalars of the same kind) and its branch's size checks.
   auto ifOp = mlir::scf::IfOp::create(b, mlir::TypeRange{}, cond.value, /*withElse=*/true);
   std::vector<std::vector<Sym>> branchOuts;
-  std::vector<Value> branchOk;
+  std::vector<Value> branchOk, branchValuesOk;
   for (int which = 0; which < 2; ++which) {
     mlir::Block &block = which ? ifOp.getElseRegion().front() : ifOp.getThenRegion().front();
     mlir::OpBuilder::InsertionGuard guard(b);
     b.setInsertionPoint(block.getTerminator());
     checks.emplace_back();
+    valueChecks.emplace_back();
     evalBlock(which ? elseBlock : thenBlock);
     branchOuts.push_back(blockOutputs(which ? elseBlock : thenBlock));
     branchOk.push_back(allChecks());
+    branchValuesOk.push_back(allValueChecks());
     checks.pop_back();
+    valueChecks.pop_back();
   }
   // Result types: a tensor's static sizes where both branches agree.
   std::vector<Type> types;
@@ -1630,13 +1975,38 @@ void Evaluator::evalIf(Node *node) {
       throw Unsupported("an if whose branches give lists or other values");
     }
   }
-  for (int which = 0; which < 2; ++which)
+  for (int which = 0; which < 2; ++which) {
     yields[which].push_back(branchOk[which]);
-  llvm::SmallVector<Type> resultTypes;
+    yields[which].push_back(branchValuesOk[which]);
+  }
+  // The dynamic sizes of tensor results, yielded as index values: the shape
+  // function needs them, not the tensors (canonicalization then drops the
+  // tensors' computation from it).
+  size_t dimResults = 0;
+  for (size_t i = 0; i < node->outputs().size(); ++i) {
+    auto type = mlir::dyn_cast_or_null<mlir::RankedTensorType>(types[i]);
+    if (!type)
+      continue;
+    for (int64_t d = 0; d < type.getRank(); ++d) {
+      if (!type.isDynamicDim(d))
+        continue;
+      ++dimResults;
+      for (int which = 0; which < 2; ++which) {
+        mlir::OpBuilder::InsertionGuard guard(b);
+        mlir::Block &block = which ? ifOp.getElseRegion().front() : ifOp.getThenRegion().front();
+        b.setInsertionPoint(block.getTerminator());
+        yields[which].push_back(index(std::get<Tensor>(branchOuts[which][i]).sizes[d]));
+      }
+    }
+  }
+  ::llvm::SmallVector<Type> resultTypes;
   for (Type t : types)
     if (t)
       resultTypes.push_back(t);
   resultTypes.push_back(b.getI1Type());
+  resultTypes.push_back(b.getI1Type());
+  for (size_t i = 0; i < dimResults; ++i)
+    resultTypes.push_back(b.getIndexType());
   auto result = mlir::scf::IfOp::create(b, resultTypes, cond.value, /*withElse=*/true);
   for (int which = 0; which < 2; ++which) {
     mlir::Region &from = which ? ifOp.getElseRegion() : ifOp.getThenRegion();
@@ -1649,7 +2019,7 @@ void Evaluator::evalIf(Node *node) {
     oldYield->erase();
   }
   ifOp.erase();
-  size_t r = 0;
+  size_t r = 0, dimAt = result.getNumResults() - dimResults;
   for (size_t i = 0; i < node->outputs().size(); ++i) {
     if (!types[i]) {
       env[node->output(i)] = None{};
@@ -1660,15 +2030,16 @@ void Evaluator::evalIf(Node *node) {
       auto type = mlir::cast<mlir::RankedTensorType>(v.getType());
       std::vector<Host> sizes;
       for (int64_t d = 0; d < type.getRank(); ++d)
-        sizes.push_back(type.isDynamicDim(d)
-                            ? dynamicInt(tensor::DimOp::create(b, v, d))
-                            : Host::constInt(type.getDimSize(d)));
+        sizes.push_back(type.isDynamicDim(d) ? dynamicInt(result.getResult(dimAt++))
+                                             : Host::constInt(type.getDimSize(d)));
       env[node->output(i)] = Tensor{v, a->dtype, sizes};
     } else {
       env[node->output(i)] = Host{std::get<Host>(branchOuts[0][i]).kind, v, {}, {}};
     }
   }
-  check(result.getResults().back());
+  size_t checksAt = result.getNumResults() - dimResults - 2;
+  check(result.getResult(checksAt));
+  valueCheck(result.getResult(checksAt + 1));
 }
 
 void Evaluator::evalLoop(Node *node) {
@@ -1755,8 +2126,10 @@ BridgeResult buildFunctions(const torch::jit::Graph &graph, bool hasSelf,
     return result;
   }
   // Evaluates the graph at the builder's point, on the function's first
-  // signature.size() arguments.
+  // signature.size() arguments; the next is the seed of random draws.
   auto evaluate = [&](mlir::func::FuncOp fn, Evaluator &ev) {
+    ev.setSeed(mlir::memref::LoadOp::create(b, fn.getArgument(signature.size()),
+                                            mlir::ValueRange{}));
     std::vector<Tensor> inputs;
     for (size_t i = 0; i < signature.size(); ++i) {
       Value m = fn.getArgument(i);
@@ -1778,6 +2151,8 @@ BridgeResult buildFunctions(const torch::jit::Graph &graph, bool hasSelf,
   };
   mlir::OpBuilder mb(ctx);
   mb.setInsertionPointToEnd(module.getBody());
+  // The seed and the kernel's status: rank-0 i64 buffers.
+  auto scalarType = mlir::MemRefType::get({}, b.getI64Type());
   try {
     // The shape function, first: it also tells the result signature.
     size_t resultDims = 0;
@@ -1786,11 +2161,13 @@ BridgeResult buildFunctions(const torch::jit::Graph &graph, bool hasSelf,
       // Sized after the evaluation; built with a placeholder then retyped.
       auto sizesType = mlir::MemRefType::get({mlir::ShapedType::kDynamic}, b.getI64Type());
       llvm::SmallVector<Type> args(inputTypes);
+      args.push_back(scalarType);
       args.push_back(sizesType);
       auto fn = mlir::func::FuncOp::create(mb, loc, name + "_shape",
                                            mlir::FunctionType::get(ctx, args, {}));
       attachBody(fn);
-      Evaluator ev(b, hasSelf);
+      Evaluator ev(b, hasSelf, module);
+      ev.setShapeOnly(true);
       results = evaluate(fn, ev);
       Value sizes = fn.getArguments().back();
       auto store = [&](Value v) {
@@ -1810,14 +2187,17 @@ BridgeResult buildFunctions(const torch::jit::Graph &graph, bool hasSelf,
       result.results.push_back({t.dtype, std::vector<int64_t>(t.rank(), -1)});
     {
       llvm::SmallVector<Type> args(inputTypes);
+      args.push_back(scalarType);
       for (const TensorSignature &r : result.results)
         args.push_back(memrefType(ctx, r));
+      args.push_back(scalarType);
       auto fn = mlir::func::FuncOp::create(mb, loc, name, mlir::FunctionType::get(ctx, args, {}));
       attachBody(fn);
-      Evaluator ev(b, hasSelf);
+      Evaluator ev(b, hasSelf, module);
       std::vector<Tensor> outs = evaluate(fn, ev);
+      result.random = ev.usesRandom();
       for (size_t i = 0; i < outs.size(); ++i) {
-        Value dest = fn.getArgument(signature.size() + i);
+        Value dest = fn.getArgument(signature.size() + 1 + i);
         auto destType = mlir::cast<mlir::MemRefType>(dest.getType());
         auto tt = mlir::RankedTensorType::get(destType.getShape(), destType.getElementType());
         Value v = outs[i].value.getType() == tt ? outs[i].value
@@ -1825,6 +2205,10 @@ BridgeResult buildFunctions(const torch::jit::Graph &graph, bool hasSelf,
         mlir::bufferization::MaterializeInDestinationOp::create(
             b, mlir::TypeRange{}, v, dest, /*restrict=*/true, /*writable=*/true);
       }
+      // The status: 1 if every check on values held (an index in range),
+      // else 0 and the caller runs the TorchScript.
+      Value status = arith::ExtUIOp::create(b, b.getI64Type(), ev.allValueChecks());
+      mlir::memref::StoreOp::create(b, status, fn.getArguments().back(), mlir::ValueRange{});
       mlir::func::ReturnOp::create(b);
     }
   } catch (const Unsupported &e) {

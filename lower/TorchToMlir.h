@@ -4,14 +4,17 @@
 // (a method after staticify's rewrites) and an input signature (each
 // input's dtype and rank, sizes known or `?`) become two MLIR functions:
 //
-//   @<name>_shape(inputs as memrefs, memref<Kxi64> sizes)
+//   @<name>_shape(inputs as memrefs, memref<i64> seed, memref<Kxi64> sizes)
 //       sizes[0] = 1 if the kernel computes what the graph computes for
 //       these inputs (every size check the graph would make holds), 0 if
 //       not (the caller runs the TorchScript instead, which raises the
 //       error or handles the case); then each result's sizes.
-//   @<name>(inputs as memrefs, results as memrefs)
+//   @<name>(inputs as memrefs, memref<i64> seed, results as memrefs,
+//           memref<i64> status)
 //       the computation, writing into buffers the caller allocated with
-//       the sizes @<name>_shape gave (destination-passing style).
+//       the sizes @<name>_shape gave (destination-passing style); status 1,
+//       or 0 where a check on values failed (an index out of range: PyTorch
+//       raises), and the caller runs the TorchScript instead.
 //
 // Host values the graph computes from ranks and sizes (what staticify's
 // static programs are full of: `dim(x) == 0`, `size(x)[1:]`, loops over a
@@ -67,6 +70,9 @@ struct BridgeResult {
   std::string unsupported;
   /// The result signature: dtype and rank of each output (sizes -1).
   std::vector<TensorSignature> results;
+  /// Whether the graph draws random numbers: the caller passes a fresh
+  /// seed on each call (from PyTorch's default generator).
+  bool random = false;
 };
 
 /// Builds `@<name>_shape` and `@<name>` for \p graph into \p module.

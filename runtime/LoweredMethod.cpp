@@ -1,10 +1,14 @@
 //===- LoweredMethod.cpp - A method compiled to a CPU kernel, with fallback ===//
 #include "runtime/LoweredMethod.h"
 
+#include <ATen/CPUGeneratorImpl.h>
+#include <ATen/core/Generator.h>
+
 #include <dlfcn.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <mutex>
 #include <sstream>
 #include <stdexcept>
 #include <utility>
@@ -89,17 +93,19 @@ constexpr size_t kMaxArgs = 32;
 } // namespace
 
 LoweredMethod::LoweredMethod(std::string module, std::string name, std::string kernel,
-                             std::string signature, std::string results, std::string mlir)
+                             std::string signature, std::string results, std::string mlir,
+                             std::string flags)
     : module_(std::move(module)), name_(std::move(name)), kernel_(std::move(kernel)),
-      signature_(std::move(signature)), results_(std::move(results)), mlir_(std::move(mlir)) {
+      signature_(std::move(signature)), results_(std::move(results)), mlir_(std::move(mlir)),
+      flags_(std::move(flags)) {
   std::istringstream in(module_);
   fallback_ = torch::jit::load(in);
   for (auto &[t, s] : parseArgs(signature_))
     inputs_.push_back({t, s});
   for (auto &[t, s] : parseArgs(results_))
     outputs_.push_back({t, s});
-  if (inputs_.size() + outputs_.size() > kMaxArgs)
-    throw std::invalid_argument("LoweredMethod: over 32 inputs and results");
+  if (inputs_.size() + outputs_.size() + 2 > kMaxArgs)
+    throw std::invalid_argument("LoweredMethod: over 30 inputs and results");
   // The kernel from memory: no file, no LLVM. A kernel that does not load
   // (another architecture, a damaged archive) leaves the TorchScript path.
   int fd = memfd_create(("staticify-" + name_).c_str(), MFD_CLOEXEC);
@@ -164,6 +170,15 @@ std::vector<at::Tensor> LoweredMethod::run(std::vector<at::Tensor> inputs) {
   descs.reserve(inputs.size() + outputs_.size() + 1);
   for (at::Tensor &t : inputs)
     descs.push_back(descriptor(t.data_ptr(), t.sizes(), t.strides()));
+  // The seed of this call's random draws, from the generator the original's
+  // random ops would use (so torch.manual_seed makes runs repeatable).
+  int64_t seed = 0, status = 0;
+  if (flags_ == "random") {
+    at::Generator gen = at::detail::getDefaultCPUGenerator();
+    std::lock_guard<std::mutex> lock(gen.mutex());
+    seed = static_cast<int64_t>(at::check_generator<at::CPUGeneratorImpl>(gen)->random64());
+  }
+  descs.push_back(descriptor(&seed, {}, {}));
   // The shape function: whether the kernel applies, and the results' sizes.
   size_t resultDims = 0;
   for (const Arg &a : outputs_)
@@ -175,8 +190,10 @@ std::vector<at::Tensor> LoweredMethod::run(std::vector<at::Tensor> inputs) {
   for (auto &d : descs)
     args.push_back(d.data());
   callN<kMaxArgs>(shapeFn_, args);
-  if (sizes[0] != 1)
+  if (sizes[0] != 1) {
+    ++rejectedShapes_;
     return runFallback(inputs);
+  }
   descs.pop_back();
   std::vector<at::Tensor> results;
   size_t at = 1;
@@ -187,10 +204,15 @@ std::vector<at::Tensor> LoweredMethod::run(std::vector<at::Tensor> inputs) {
     descs.push_back(descriptor(results.back().data_ptr(), results.back().sizes(),
                                results.back().strides()));
   }
+  descs.push_back(descriptor(&status, {}, {}));
   args.clear();
   for (auto &d : descs)
     args.push_back(d.data());
   callN<kMaxArgs>(kernelFn_, args);
+  if (status != 1) { // a value PyTorch rejects (an index out of range)
+    ++rejectedValues_;
+    return runFallback(inputs);
+  }
   ++kernelCalls_;
   return results;
 }
@@ -200,7 +222,7 @@ std::vector<at::Tensor> LoweredMethod::run(std::vector<at::Tensor> inputs) {
 TORCH_LIBRARY_FRAGMENT(staticify, m) {
   m.class_<staticify::LoweredMethod>("LoweredMethod")
       .def(torch::init<std::string, std::string, std::string, std::string, std::string,
-                       std::string>())
+                       std::string, std::string>())
       .def("run", &staticify::LoweredMethod::run)
       .def("counts", &staticify::LoweredMethod::counts)
       .def("mlir", &staticify::LoweredMethod::mlir)
@@ -208,10 +230,10 @@ TORCH_LIBRARY_FRAGMENT(staticify, m) {
       .def_pickle(
           [](const c10::intrusive_ptr<staticify::LoweredMethod> &self) { return self->state(); },
           [](std::vector<std::string> s) {
-            if (s.size() != 6)
+            if (s.size() != 7)
               throw std::invalid_argument("LoweredMethod: a saved state of " +
-                                          std::to_string(s.size()) + " fields, expected 6");
+                                          std::to_string(s.size()) + " fields, expected 7");
             return c10::make_intrusive<staticify::LoweredMethod>(s[0], s[1], s[2], s[3], s[4],
-                                                                  s[5]);
+                                                                  s[5], s[6]);
           });
 }

@@ -66,7 +66,8 @@ void registerLoweringDialects(mlir::DialectRegistry &registry) {
 
 const char *cpuPipeline() {
   // shared/MLIR-NOTES.md: module-anchored, not wrapped in builtin.module().
-  return "staticify-strip-bounds, canonicalize, cse, linalg-fuse-elementwise-ops, "
+  return "staticify-strip-bounds, canonicalize, cse, staticify-lower-to-ukernels, "
+         "linalg-fuse-elementwise-ops, "
          "canonicalize, cse, eliminate-empty-tensors, "
          "one-shot-bufferize{bufferize-function-boundaries=1 "
          "function-boundary-type-conversion=identity-layout-map}, "

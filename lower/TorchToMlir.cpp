@@ -31,6 +31,7 @@
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/ImplicitLocOpBuilder.h"
+#include "staticify/StaticifyDialect.h"
 
 #include <functional>
 #include <map>
@@ -703,7 +704,6 @@ private:
   bool evalIndexingOrRandom(Node *node);
   Value splitmix(mlir::OpBuilder &ob, mlir::Location loc, Value z);
   Value streamSeed();
-  mlir::func::FuncOp ukernel(const std::string &name, mlir::FunctionType type);
   Tensor gatherRows(Node *node, const Tensor &x, const Tensor &rowsOf, bool wrapNegative);
   Tensor binary(Node *node, const std::string &op);
   Tensor unary(Node *node, const std::string &op);
@@ -721,12 +721,6 @@ private:
   /// PyTorch's default generator), and how many random ops used it.
   Value seed;
   int randomOps = 0;
-  /// Building the shape function: ukernel calls (which canonicalization
-  /// cannot remove) are replaced by empty tensors of their results' sizes.
-  bool shapeOnly = false;
-
-public:
-  void setShapeOnly(bool on) { shapeOnly = on; }
 };
 
 //===----------------------------------------------------------------------===//
@@ -1598,19 +1592,6 @@ Value Evaluator::streamSeed() {
   return splitmix(b, b.getLoc(), arith::AddIOp::create(b, seed, salt));
 }
 
-/// The declaration of a ukernel (lower/ukernels/cpu.c), called through
-/// MLIR's C interface.
-mlir::func::FuncOp Evaluator::ukernel(const std::string &name, mlir::FunctionType type) {
-  if (auto fn = module.lookupSymbol<mlir::func::FuncOp>(name))
-    return fn;
-  mlir::OpBuilder mb(b.getContext());
-  mb.setInsertionPointToStart(module.getBody());
-  auto fn = mlir::func::FuncOp::create(mb, b.getLoc(), name, type);
-  fn.setPrivate();
-  fn->setAttr("llvm.emit_c_interface", mlir::UnitAttr::get(b.getContext()));
-  return fn;
-}
-
 /// x[index] along dim 0: the rows of x an index vector names. An index out
 /// of range (PyTorch raises) makes the kernel's status false, so the
 /// TorchScript runs and raises; the read itself is clamped, never out of
@@ -1766,18 +1747,8 @@ bool Evaluator::evalIndexingOrRandom(Node *node) {
     const Host &n = hostOf(in[0]);
     check(materialize(compare("ge", n, Host::constInt(0)), Host::Bool));
     ScalarType t = factoryDtype(in[1], ScalarType::Long);
-    if (shapeOnly) {
-      env[node->output()] = Tensor{empty({n}, t), t, {n}};
-      return true;
-    }
-    auto memType = mlir::MemRefType::get({mlir::ShapedType::kDynamic}, b.getI64Type());
-    Value buffer = mlir::memref::AllocOp::create(b, memType, mlir::ValueRange{index(n)});
-    auto fn = ukernel("staticify_randperm_i64",
-                      b.getFunctionType({memType, b.getI64Type()}, {}));
-    mlir::func::CallOp::create(b, fn, mlir::ValueRange{buffer, streamSeed()});
     auto tt = mlir::RankedTensorType::get({mlir::ShapedType::kDynamic}, b.getI64Type());
-    Value perm = mlir::bufferization::ToTensorOp::create(b, tt, buffer, /*restrict=*/true,
-                                                          /*writable=*/true);
+    Value perm = staticify::mlir_dialect::RandPermOp::create(b, tt, index(n), streamSeed());
     Tensor out{perm, ScalarType::Long, {n}};
     if (t != ScalarType::Long)
       out = elementwise({out}, ScalarType::Long, t, [this, t](auto &ob, auto loc, auto xs) {
@@ -1796,32 +1767,13 @@ bool Evaluator::evalIndexingOrRandom(Node *node) {
     bool largest = *hostOf(in[3]).i;
     check(materialize(compare("ge", kk, Host::constInt(0)), Host::Bool));
     check(materialize(compare("le", kk, x.sizes[0]), Host::Bool));
-    if (shapeOnly) {
-      env[node->output(0)] = Tensor{empty({kk}, x.dtype), x.dtype, {kk}};
-      env[node->output(1)] = Tensor{empty({kk}, ScalarType::Long), ScalarType::Long, {kk}};
-      return true;
-    }
     Type et = elementType(b.getContext(), x.dtype);
-    auto strided = mlir::MemRefType::get(
-        {mlir::ShapedType::kDynamic}, et,
-        mlir::StridedLayoutAttr::get(b.getContext(), mlir::ShapedType::kDynamic,
-                                     {mlir::ShapedType::kDynamic}));
-    auto valuesType = mlir::MemRefType::get({mlir::ShapedType::kDynamic}, et);
-    auto indicesType = mlir::MemRefType::get({mlir::ShapedType::kDynamic}, b.getI64Type());
-    Value keys = mlir::bufferization::ToBufferOp::create(b, strided, x.value,
-                                                         mlir::UnitAttr::get(b.getContext()));
-    Value values = mlir::memref::AllocOp::create(b, valuesType, mlir::ValueRange{index(kk)});
-    Value indices = mlir::memref::AllocOp::create(b, indicesType, mlir::ValueRange{index(kk)});
-    auto fn = ukernel("staticify_topk_" + dtypeName(x.dtype),
-                      b.getFunctionType({strided, valuesType, indicesType, b.getI64Type()}, {}));
-    Value flag = arith::ConstantOp::create(b, b.getI64IntegerAttr(largest));
-    mlir::func::CallOp::create(b, fn, mlir::ValueRange{keys, values, indices, flag});
     auto vt = mlir::RankedTensorType::get({mlir::ShapedType::kDynamic}, et);
     auto it = mlir::RankedTensorType::get({mlir::ShapedType::kDynamic}, b.getI64Type());
-    env[node->output(0)] = Tensor{mlir::bufferization::ToTensorOp::create(b, vt, values, true, true),
-                                  x.dtype, {kk}};
-    env[node->output(1)] = Tensor{mlir::bufferization::ToTensorOp::create(b, it, indices, true, true),
-                                  ScalarType::Long, {kk}};
+    auto topk = staticify::mlir_dialect::TopKOp::create(b, vt, it, x.value, index(kk),
+                                                         b.getBoolAttr(largest));
+    env[node->output(0)] = Tensor{topk.getValues(), x.dtype, {kk}};
+    env[node->output(1)] = Tensor{topk.getIndices(), ScalarType::Long, {kk}};
     return true;
   }
   if (k == aten::cumsum) {
@@ -2167,7 +2119,6 @@ BridgeResult buildFunctions(const torch::jit::Graph &graph, bool hasSelf,
                                            mlir::FunctionType::get(ctx, args, {}));
       attachBody(fn);
       Evaluator ev(b, hasSelf, module);
-      ev.setShapeOnly(true);
       results = evaluate(fn, ev);
       Value sizes = fn.getArguments().back();
       auto store = [&](Value v) {

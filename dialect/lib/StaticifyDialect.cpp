@@ -2,6 +2,7 @@
 #include "staticify/StaticifyDialect.h"
 
 #include "mlir/IR/Builders.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/IR/OpImplementation.h"
 
 using namespace mlir;
@@ -60,4 +61,36 @@ void BoundOp::populateBoundsForIndexValue(Value value, ValueBoundsConstraintSet 
   cstr.bound(value) == cstr.getExpr(getInput());
   cstr.bound(value) >= 0;
   cstr.bound(value) <= upperOf(*this);
+}
+
+//===----------------------------------------------------------------------===//
+// TopKOp, RandPermOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult TopKOp::verify() {
+  auto keys = getKeys().getType(), values = getValues().getType(),
+       indices = getIndices().getType();
+  if (keys.getRank() != 1 || values.getRank() != 1 || indices.getRank() != 1)
+    return emitOpError("takes and gives vectors (rank 1)");
+  if (keys.getElementType() != values.getElementType())
+    return emitOpError("values must have the keys' element type, got ")
+           << values.getElementType() << " for " << keys.getElementType();
+  if (!values.isDynamicDim(0) && !indices.isDynamicDim(0) &&
+      values.getDimSize(0) != indices.getDimSize(0))
+    return emitOpError("values and indices must have one size (k)");
+  if (!keys.isDynamicDim(0) && !values.isDynamicDim(0) &&
+      values.getDimSize(0) > keys.getDimSize(0))
+    return emitOpError("k (") << values.getDimSize(0) << ") exceeds the keys' size ("
+                              << keys.getDimSize(0) << ")";
+  return success();
+}
+
+LogicalResult RandPermOp::verify() {
+  if (auto n = getConstantIntValue(getN()); n && *n < 0)
+    return emitOpError("n must be non-negative, got ") << *n;
+  auto type = getResult().getType();
+  if (auto n = getConstantIntValue(getN()); n && !type.isDynamicDim(0) &&
+                                             type.getDimSize(0) != *n)
+    return emitOpError("result of size ") << type.getDimSize(0) << " for n = " << *n;
+  return success();
 }

@@ -29,3 +29,53 @@ func.func @types_differ(%n: i64) -> i32 {
   %k = "staticify.bound"(%n) {upper = 4 : i64} : (i64) -> i32
   return %k : i32
 }
+
+// -----
+
+func.func @topk_matrix(%keys: tensor<4x4xf32>, %k: index) {
+  // expected-error @+1 {{takes and gives vectors (rank 1)}}
+  %v, %i = staticify.topk %keys, %k {largest = true} : tensor<4x4xf32> -> tensor<?xf32>, tensor<?xi64>
+  return
+}
+
+// -----
+
+func.func @topk_value_type(%keys: tensor<?xf32>, %k: index) {
+  // expected-error @+1 {{values must have the keys' element type}}
+  %v, %i = staticify.topk %keys, %k {largest = true} : tensor<?xf32> -> tensor<?xf64>, tensor<?xi64>
+  return
+}
+
+// -----
+
+func.func @topk_too_many(%keys: tensor<4xf32>, %k: index) {
+  // expected-error @+1 {{k (5) exceeds the keys' size (4)}}
+  %v, %i = staticify.topk %keys, %k {largest = true} : tensor<4xf32> -> tensor<5xf32>, tensor<5xi64>
+  return
+}
+
+// -----
+
+func.func @topk_integer_keys(%keys: tensor<?xi32>, %k: index) {
+  // expected-error @+1 {{must be ranked tensor of 32-bit float or 64-bit float values}}
+  %v, %i = staticify.topk %keys, %k {largest = true} : tensor<?xi32> -> tensor<?xi32>, tensor<?xi64>
+  return
+}
+
+// -----
+
+func.func @randperm_negative(%seed: i64) {
+  %n = arith.constant -2 : index
+  // expected-error @+1 {{n must be non-negative, got -2}}
+  %p = staticify.randperm %n, %seed : tensor<?xi64>
+  return
+}
+
+// -----
+
+func.func @randperm_size(%seed: i64) {
+  %n = arith.constant 3 : index
+  // expected-error @+1 {{result of size 4 for n = 3}}
+  %p = staticify.randperm %n, %seed : tensor<4xi64>
+  return
+}

@@ -35,4 +35,44 @@ def Staticify_BoundOp : Staticify_Op<"bound", [
   let hasFolder = 1;
 }
 
+def Staticify_TopKOp : Staticify_Op<"topk", [Pure]> {
+  let summary = "the k first elements of a vector in order, and their indices";
+  let description = [{
+    `torch.topk` of a vector: the `k` largest keys (smallest with `largest =
+    false`) in order, NaN largest, ties by the lower index; `k` at most the
+    keys' size. Linalg has no selection: `staticify-lower-to-ukernels` turns
+    the op into a call to a hand-written kernel (a heap of the k best,
+    O(n log k)).
+
+    ```mlir
+    %values, %indices = staticify.topk %keys, %k {largest = true}
+        : tensor<?xf32> -> tensor<?xf32>, tensor<?xi64>
+    ```
+  }];
+  let arguments = (ins RankedTensorOf<[F32, F64]>:$keys, Index:$k, BoolAttr:$largest);
+  let results = (outs RankedTensorOf<[F32, F64]>:$values, RankedTensorOf<[I64]>:$indices);
+  let assemblyFormat = [{
+    $keys `,` $k attr-dict `:` type($keys) `->` type($values) `,` type($indices)
+  }];
+  let hasVerifier = 1;
+}
+
+def Staticify_RandPermOp : Staticify_Op<"randperm", [Pure]> {
+  let summary = "a uniformly random permutation of 0..n-1, drawn from a seed";
+  let description = [{
+    `torch.randperm(n)`: a permutation of `0..n-1`, each equally likely (for
+    a given seed, always the same one: the op is a function of `n` and
+    `seed`). Lowered by `staticify-lower-to-ukernels` to a Fisher-Yates
+    shuffle.
+
+    ```mlir
+    %perm = staticify.randperm %n, %seed : tensor<?xi64>
+    ```
+  }];
+  let arguments = (ins Index:$n, I64:$seed);
+  let results = (outs 1DTensorOf<[I64]>:$result);
+  let assemblyFormat = "$n `,` $seed attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+
 #endif // STATICIFY_OPS_TD

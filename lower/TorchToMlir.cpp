@@ -1890,7 +1890,7 @@ void Evaluator::evalIf(Node *node) {
     if (auto *a = std::get_if<Tensor>(&t0)) {
       auto *c = std::get_if<Tensor>(&t1);
       if (!c || c->dtype != a->dtype || c->rank() != a->rank())
-        throw Unsupported("an if whose branches give tensors of different dtypes or ranks");
+        throw Unsupported(where(node) + ": an if whose branches give tensors of different dtypes or ranks");
       ::llvm::SmallVector<int64_t> shape;
       for (size_t d = 0; d < a->rank(); ++d)
         shape.push_back(a->sizes[d].isConstant() && c->sizes[d].isConstant() &&
@@ -1911,7 +1911,7 @@ void Evaluator::evalIf(Node *node) {
     } else if (auto *h = std::get_if<Host>(&t0)) {
       auto *h1 = std::get_if<Host>(&t1);
       if (!h1 || h1->kind != h->kind)
-        throw Unsupported("an if whose branches give host values of different kinds");
+        throw Unsupported(where(node) + ": an if whose branches give host values of different kinds");
       types.push_back(h->kind == Host::Float ? b.getF64Type()
                       : h->kind == Host::Bool ? b.getI1Type()
                                               : Type(b.getIndexType()));
@@ -1924,7 +1924,7 @@ void Evaluator::evalIf(Node *node) {
     } else if (std::holds_alternative<None>(t0) && std::holds_alternative<None>(t1)) {
       types.push_back(Type());
     } else {
-      throw Unsupported("an if whose branches give lists or other values");
+      throw Unsupported(where(node) + ": an if whose branches give lists or other values");
     }
   }
   for (int which = 0; which < 2; ++which) {
@@ -2000,9 +2000,9 @@ void Evaluator::evalLoop(Node *node) {
   const Host &trip = hostOf(node->input(0));
   const Host &cond = hostOf(node->input(1));
   if (!trip.isConstant() || !cond.isConstant())
-    throw Unsupported("a loop whose trip count is not known when compiling");
+    throw Unsupported(where(node) + ": a loop whose trip count is not known when compiling");
   if (*trip.i > 4096)
-    throw Unsupported("a loop of over 4096 iterations");
+    throw Unsupported(where(node) + ": a loop of over 4096 iterations");
   Block *body = node->blocks()[0];
   std::vector<Sym> carried;
   for (size_t i = 2; i < node->inputs().size(); ++i)
@@ -2016,7 +2016,7 @@ void Evaluator::evalLoop(Node *node) {
     std::vector<Sym> outs = blockOutputs(body);
     const Host *c = std::get_if<Host>(&outs[0]);
     if (!c || !c->isConstant())
-      throw Unsupported("a loop whose condition is not known when compiling");
+      throw Unsupported(where(node) + ": a loop whose condition is not known when compiling");
     go = *c->i;
     carried.assign(outs.begin() + 1, outs.end());
   }

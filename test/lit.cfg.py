@@ -28,3 +28,7 @@ if config.torchvision_ops and subprocess.run(
 # The runtime library (its kernels, for rules that emit them with
 # --runtime-ops): built with the tools, always there.
 config.substitutions.append(("%runtime_library", config.runtime_library))
+
+# The bridge's tests (staticify-opt --emit-mlir) need a build with MLIR.
+if config.have_mlir in ("1", "ON", "TRUE", "True"):
+    config.available_features.add("mlir")

@@ -14,6 +14,16 @@
 
 #include <dlfcn.h>
 
+#ifdef STATICIFY_WITH_MLIR
+#include "lower/CpuTarget.h"
+#include "lower/TorchToMlir.h"
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/IR/OwningOpRef.h"
+#include "mlir/IR/Verifier.h"
+#endif
+
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -45,6 +55,11 @@ options:
   --saved-training=true|false
                    what specialize-training takes every module's saved
                    `training` flag to be (IR carries no module)
+  --emit-mlir SIG  after the passes, print the MLIR functions the bridge builds
+                   for inputs of signature SIG ('f32[?], i64[?]', as staticify's
+                   --input-types): the shape function and the kernel, on
+                   tensors, before the CPU pipeline; or "not lowered: WHY" on
+                   stderr and exit 1 (needs a build with MLIR)
   --help           print this help
 )";
 
@@ -108,9 +123,40 @@ static void printValueClasses(std::ostream &os, const torch::jit::Block &block,
   }
 }
 
+/// --emit-mlir: the bridge's functions for \p graph, printed.
+static int emitFunctions(torch::jit::Graph &graph, const std::string &signature) {
+#ifdef STATICIFY_WITH_MLIR
+  mlir::DialectRegistry registry;
+  lower::registerLoweringDialects(registry);
+  mlir::MLIRContext ctx(registry);
+  ctx.loadAllAvailableDialects();
+  mlir::OwningOpRef<mlir::ModuleOp> module = mlir::ModuleOp::create(mlir::UnknownLoc::get(&ctx));
+  bool hasSelf = !graph.inputs().empty() &&
+                 graph.inputs()[0]->type()->kind() == c10::TypeKind::ClassType;
+  lower::BridgeResult result = lower::buildFunctions(graph, hasSelf,
+                                                     lower::parseSignature(signature), "graph",
+                                                     *module);
+  if (!result.unsupported.empty()) {
+    std::cerr << "staticify-opt: not lowered: " << result.unsupported << "\n";
+    return 1;
+  }
+  if (mlir::failed(mlir::verify(*module))) {
+    std::cerr << "staticify-opt: error: the bridge built invalid MLIR\n";
+    module->print(llvm::errs());
+    return 1;
+  }
+  module->print(llvm::outs());
+  llvm::outs().flush();
+  return 0;
+#else
+  std::cerr << "staticify-opt: error: --emit-mlir needs a build with MLIR\n";
+  return 1;
+#endif
+}
+
 int main(int argc, char **argv) {
   std::vector<std::string> passes;
-  std::string input, reportJson;
+  std::string input, reportJson, emitMlir;
   bool analyze = false, printGraph = false, printClasses = false,
        timePasses = false;
   PassOptions options;
@@ -135,6 +181,8 @@ int main(int argc, char **argv) {
       else if (cl.flag("--print-classes"))
         printClasses = true;
       else if (cl.option("--report-json", reportJson))
+        continue;
+      else if (cl.option("--emit-mlir", emitMlir))
         continue;
       else if (cl.option("--saved-training", value)) {
         if (value != "true" && value != "false")
@@ -185,6 +233,8 @@ int main(int argc, char **argv) {
     PipelineResult result = runPipeline(graph, "graph", passes, options);
     if (timePasses)
       std::cerr << renderSeconds(result.seconds, "");
+    if (!emitMlir.empty())
+      return emitFunctions(*graph, emitMlir);
     if (!analyze) {
       graph->print(std::cout, /*print_source_locations=*/false);
       return 0;

@@ -56,7 +56,8 @@ void registerLoweringDialects(mlir::DialectRegistry &registry) {
                   mlir::scf::SCFDialect, mlir::tensor::TensorDialect,
                   staticify::mlir_dialect::StaticifyDialect>();
   mlir::arith::registerBufferizableOpInterfaceExternalModels(registry);
-  mlir::bufferization::func_ext::registerBufferizableOpInterfaceExternalModels(registry);
+  mlir::bufferization::func_ext::registerBufferizableOpInterfaceExternalModels(
+      registry);
   mlir::linalg::registerBufferizableOpInterfaceExternalModels(registry);
   mlir::scf::registerBufferizableOpInterfaceExternalModels(registry);
   mlir::tensor::registerBufferizableOpInterfaceExternalModels(registry);
@@ -66,7 +67,8 @@ void registerLoweringDialects(mlir::DialectRegistry &registry) {
 
 const char *cpuPipeline() {
   // shared/MLIR-NOTES.md: module-anchored, not wrapped in builtin.module().
-  return "staticify-strip-bounds, canonicalize, cse, staticify-lower-to-ukernels, "
+  return "staticify-strip-bounds, canonicalize, cse, "
+         "staticify-lower-to-ukernels, "
          "linalg-fuse-elementwise-ops, "
          "canonicalize, cse, eliminate-empty-tensors, "
          "one-shot-bufferize{bufferize-function-boundaries=1 "
@@ -74,7 +76,8 @@ const char *cpuPipeline() {
          "canonicalize, cse, "
          // Every buffer bufferization allocated is freed on every path.
          "ownership-based-buffer-deallocation, canonicalize, "
-         "buffer-deallocation-simplification, bufferization-lower-deallocations, "
+         "buffer-deallocation-simplification, "
+         "bufferization-lower-deallocations, "
          "canonicalize, cse, convert-linalg-to-loops, convert-scf-to-cf, "
          "expand-strided-metadata, lower-affine, finalize-memref-to-llvm, "
          "convert-to-llvm, reconcile-unrealized-casts";
@@ -118,18 +121,18 @@ const char *const kSupportSource =
 /// Symbols the object may take from the process: libc's and libm's, and
 /// those kSupportSource defines.
 bool allowedUndefined(llvm::StringRef name) {
-  static const char *const allowed[] = {"malloc", "free", "memcpy", "memset", "memmove",
-                                        "aligned_alloc", "posix_memalign", "abort",
-                                        "memrefCopy"};
+  static const char *const allowed[] = {
+      "malloc",        "free",           "memcpy", "memset",    "memmove",
+      "aligned_alloc", "posix_memalign", "abort",  "memrefCopy"};
   if (name.starts_with("_mlir_ciface_staticify_"))
     return true; // the ukernels
   for (const char *a : allowed)
     if (name == a)
       return true;
   // libm's functions (expf, logf, tanhf, ...) that math lowering may call.
-  static const char *const mathPrefixes[] = {"exp", "log", "tanh", "sin", "cos", "sqrt",
-                                             "erf", "pow", "fmod", "atan", "floor", "ceil",
-                                             "round", "trunc", "fabs"};
+  static const char *const mathPrefixes[] = {
+      "exp",  "log",  "tanh",  "sin",  "cos",   "sqrt",  "erf", "pow",
+      "fmod", "atan", "floor", "ceil", "round", "trunc", "fabs"};
   for (const char *p : mathPrefixes)
     if (name.starts_with(p))
       return true;
@@ -170,14 +173,16 @@ CompiledObject compileForCpu(mlir::ModuleOp module) {
     module.print(s);
   }
   llvm::LLVMContext llvmContext;
-  std::unique_ptr<llvm::Module> llvmModule = mlir::translateModuleToLLVMIR(module, llvmContext);
+  std::unique_ptr<llvm::Module> llvmModule =
+      mlir::translateModuleToLLVMIR(module, llvmContext);
   if (!llvmModule) {
     out.error = "translation to LLVM IR failed";
     return out;
   }
   std::string triple = llvm::sys::getDefaultTargetTriple();
   std::string lookupError;
-  const llvm::Target *target = llvm::TargetRegistry::lookupTarget(triple, lookupError);
+  const llvm::Target *target =
+      llvm::TargetRegistry::lookupTarget(triple, lookupError);
   if (!target) {
     out.error = "no LLVM target for " + triple + ": " + lookupError;
     return out;
@@ -193,7 +198,8 @@ CompiledObject compileForCpu(mlir::ModuleOp module) {
     return out;
   }
   for (const llvm::Function &f : *llvmModule)
-    if (f.isDeclaration() && !f.isIntrinsic() && !allowedUndefined(f.getName())) {
+    if (f.isDeclaration() && !f.isIntrinsic() &&
+        !allowedUndefined(f.getName())) {
       out.error = "the kernel needs '" + f.getName().str() +
                   "', which the runtime does not provide";
       return out;
@@ -202,7 +208,8 @@ CompiledObject compileForCpu(mlir::ModuleOp module) {
   {
     llvm::raw_svector_ostream os(object);
     llvm::legacy::PassManager codegen;
-    if (machine->addPassesToEmitFile(codegen, os, nullptr, llvm::CodeGenFileType::ObjectFile)) {
+    if (machine->addPassesToEmitFile(codegen, os, nullptr,
+                                     llvm::CodeGenFileType::ObjectFile)) {
       out.error = "LLVM cannot emit an object for " + triple;
       return out;
     }
@@ -214,7 +221,8 @@ CompiledObject compileForCpu(mlir::ModuleOp module) {
     out.error = "cannot make a temporary directory";
     return out;
   }
-  std::string obj = std::string(dir) + "/kernel.o", so = std::string(dir) + "/kernel.so",
+  std::string obj = std::string(dir) + "/kernel.o",
+              so = std::string(dir) + "/kernel.so",
               support = std::string(dir) + "/support.c";
   {
     std::ofstream f(obj, std::ios::binary);
@@ -223,20 +231,22 @@ CompiledObject compileForCpu(mlir::ModuleOp module) {
     c << kSupportSource;
   }
   const char *cc = getenv("STATICIFY_CC");
-  std::string linkError = runCommand({cc && *cc ? cc : "cc", "-shared", "-fPIC", "-O2",
-                                      "-nostartfiles", "-o", so, obj, support, "-lm"});
+  std::string linkError =
+      runCommand({cc && *cc ? cc : "cc", "-shared", "-fPIC", "-O2",
+                  "-nostartfiles", "-o", so, obj, support, "-lm"});
   if (linkError.empty())
     out.sharedObject = readFile(so);
   // For profiling and debugging: STATICIFY_KEEP_KERNELS=DIR keeps each
   // kernel (with its symbols) and the LLVM-dialect module it came from.
-  if (const char *keep = getenv("STATICIFY_KEEP_KERNELS"); keep && *keep && linkError.empty()) {
+  if (const char *keep = getenv("STATICIFY_KEEP_KERNELS");
+      keep && *keep && linkError.empty()) {
     static int counter = 0;
-    std::string base = std::string(keep) + "/kernel-" + std::to_string(getpid()) + "-" +
+    std::string base = std::string(keep) + "/kernel-" +
+                       std::to_string(getpid()) + "-" +
                        std::to_string(counter++);
     std::ofstream(base + ".so", std::ios::binary) << out.sharedObject;
     std::ofstream(base + ".mlir") << out.loweredMlir;
-  }
-  else
+  } else
     out.error = "linking the kernel: " + linkError;
   unlink(obj.c_str());
   unlink(so.c_str());

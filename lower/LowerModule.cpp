@@ -34,7 +34,8 @@ std::string symbolName(const std::string &method) {
 /// The method's graph as a module of its own (its forward), saved to bytes:
 /// the TorchScript the runtime runs for inputs the kernel does not take.
 std::string fallbackModule(Graph &graph, const std::string &method) {
-  torch::jit::Module region("__torch__.staticify.lowered_" + symbolName(method));
+  torch::jit::Module region("__torch__.staticify.lowered_" +
+                            symbolName(method));
   std::shared_ptr<Graph> body = graph.copy();
   body->inputs()[0]->setType(region.type());
   auto *fn = region.type()->compilation_unit()->create_function(
@@ -47,8 +48,9 @@ std::string fallbackModule(Graph &graph, const std::string &method) {
 
 } // namespace
 
-LoweringOutcome lowerMethodForCpu(torch::jit::Module &module, const std::string &method,
-                                  const std::vector<TensorSignature> &signature) {
+LoweringOutcome
+lowerMethodForCpu(torch::jit::Module &module, const std::string &method,
+                  const std::vector<TensorSignature> &signature) {
   auto start = std::chrono::steady_clock::now();
   LoweringOutcome out;
   out.method = method;
@@ -60,13 +62,15 @@ LoweringOutcome lowerMethodForCpu(torch::jit::Module &module, const std::string 
   auto &graphFn = torch::jit::toGraphFunction(fn->function());
   std::shared_ptr<Graph> graph = graphFn.graph();
   if (graph->inputs()[0]->hasUses()) {
-    out.reason = "the method reads the module's attributes or parameters (not supported by "
+    out.reason = "the method reads the module's attributes or parameters (not "
+                 "supported by "
                  "the bridge yet)";
     return out;
   }
   for (size_t i = 1; i < graph->inputs().size(); ++i)
     if (graph->inputs()[i]->type()->kind() != c10::TypeKind::TensorType) {
-      out.reason = "input '" + graph->inputs()[i]->debugName() + "' is not a tensor";
+      out.reason =
+          "input '" + graph->inputs()[i]->debugName() + "' is not a tensor";
       return out;
     }
   mlir::DialectRegistry registry;
@@ -76,7 +80,8 @@ LoweringOutcome lowerMethodForCpu(torch::jit::Module &module, const std::string 
   mlir::OwningOpRef<mlir::ModuleOp> mod =
       mlir::ModuleOp::create(mlir::UnknownLoc::get(&ctx));
   std::string name = symbolName(method);
-  BridgeResult bridged = buildFunctions(*graph, /*hasSelf=*/true, signature, name, *mod);
+  BridgeResult bridged =
+      buildFunctions(*graph, /*hasSelf=*/true, signature, name, *mod);
   if (!bridged.unsupported.empty()) {
     out.reason = bridged.unsupported;
     return out;
@@ -105,12 +110,12 @@ LoweringOutcome lowerMethodForCpu(torch::jit::Module &module, const std::string 
   }
   auto object_ = c10::ivalue::Object::create(c10::StrongTypePtr(nullptr, type),
                                              type->numAttributes());
-  type->getMethod("__init__")({c10::IValue(object_), c10::IValue(fallbackModule(*graph, method)),
-                               c10::IValue(name), c10::IValue(object.sharedObject),
-                               c10::IValue(formatSignature(signature)),
-                               c10::IValue(formatSignature(bridged.results)),
-                               c10::IValue(out.mlir),
-                               c10::IValue(std::string(bridged.random ? "random" : ""))});
+  type->getMethod("__init__")(
+      {c10::IValue(object_), c10::IValue(fallbackModule(*graph, method)),
+       c10::IValue(name), c10::IValue(object.sharedObject),
+       c10::IValue(formatSignature(signature)),
+       c10::IValue(formatSignature(bridged.results)), c10::IValue(out.mlir),
+       c10::IValue(std::string(bridged.random ? "random" : ""))});
   std::string attr = "_staticify_lowered_" + method;
   if (module.hasattr(attr))
     module._ivalue()->setAttr(attr, c10::IValue(object_));
@@ -125,21 +130,27 @@ LoweringOutcome lowerMethodForCpu(torch::jit::Module &module, const std::string 
     args.push_back(body->addInput(graph->inputs()[i]->debugName())
                        ->setType(graph->inputs()[i]->type()));
   Value *runner = body->insertGetAttr(self, attr);
-  Value *list = body->insertNode(body->createList(c10::TensorType::get(), args))->output();
-  Node *run = body->insertNode(body->create(c10::prim::CallMethod, {runner, list}, 1));
+  Value *list = body->insertNode(body->createList(c10::TensorType::get(), args))
+                    ->output();
+  Node *run =
+      body->insertNode(body->create(c10::prim::CallMethod, {runner, list}, 1));
   run->s_(c10::attr::name, "run");
   run->output()->setType(c10::ListType::ofTensors());
   std::vector<Value *> results;
   for (size_t i = 0; i < bridged.results.size(); ++i)
-    results.push_back(body->insert(c10::aten::__getitem__, {run->output(), int64_t(i)}));
+    results.push_back(
+        body->insert(c10::aten::__getitem__, {run->output(), int64_t(i)}));
   c10::TypePtr returned = graph->outputs()[0]->type();
   if (returned->kind() == c10::TypeKind::TupleType)
-    body->registerOutput(body->insertNode(body->createTuple(results))->output());
+    body->registerOutput(
+        body->insertNode(body->createTuple(results))->output());
   else
     body->registerOutput(results.at(0));
   replaceGraphContents(*graph, *body);
   out.lowered = true;
-  out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  out.seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+          .count();
   return out;
 }
 

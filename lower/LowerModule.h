@@ -17,9 +17,9 @@ struct LoweringOutcome {
   /// Why not (the unsupported op and its line, or a compile error); empty
   /// when lowered.
   std::string reason;
-  std::string mlir;        // the functions on tensors, before lowering
-  size_t kernelBytes = 0;  // the shared object's size
-  double seconds = 0;      // bridge + compile + link
+  std::string mlir;       // the functions on tensors, before lowering
+  size_t kernelBytes = 0; // the shared object's size
+  double seconds = 0;     // bridge + compile + link
 };
 
 /// Compiles \p method of \p module (its graph as staticify left it) for
@@ -27,7 +27,8 @@ struct LoweringOutcome {
 /// `torch.classes.staticify.LoweredMethod` attribute holding the kernel
 /// and the method's TorchScript (run for any other input); on failure the
 /// method is left as it is and the outcome says why.
-LoweringOutcome lowerMethodForCpu(torch::jit::Module &module, const std::string &method,
-                                  const std::vector<TensorSignature> &signature);
+LoweringOutcome
+lowerMethodForCpu(torch::jit::Module &module, const std::string &method,
+                  const std::vector<TensorSignature> &signature);
 
 } // namespace staticify::lower

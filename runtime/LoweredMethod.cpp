@@ -1,4 +1,5 @@
-//===- LoweredMethod.cpp - A method compiled to a CPU kernel, with fallback ===//
+//===- LoweredMethod.cpp - A method compiled to a CPU kernel, with fallback
+//===//
 #include "runtime/LoweredMethod.h"
 
 #include <ATen/CPUGeneratorImpl.h>
@@ -37,7 +38,8 @@ parseArgs(const std::string &text) {
     item = item.substr(start);
     size_t open = item.find('[');
     if (open == std::string::npos)
-      throw std::invalid_argument("LoweredMethod: bad signature '" + text + "'");
+      throw std::invalid_argument("LoweredMethod: bad signature '" + text +
+                                  "'");
     std::string name = item.substr(0, open);
     bool found = false;
     c10::ScalarType dtype = c10::ScalarType::Undefined;
@@ -61,7 +63,8 @@ parseArgs(const std::string &text) {
 
 /// A memref descriptor as MLIR's C interface takes it: base and aligned
 /// pointers, offset, then sizes and strides (rank of each).
-std::vector<int64_t> descriptor(void *data, c10::IntArrayRef sizes, c10::IntArrayRef strides) {
+std::vector<int64_t> descriptor(void *data, c10::IntArrayRef sizes,
+                                c10::IntArrayRef strides) {
   std::vector<int64_t> d(3 + 2 * sizes.size());
   d[0] = reinterpret_cast<int64_t>(data);
   d[1] = reinterpret_cast<int64_t>(data);
@@ -92,11 +95,13 @@ constexpr size_t kMaxArgs = 32;
 
 } // namespace
 
-LoweredMethod::LoweredMethod(std::string module, std::string name, std::string kernel,
-                             std::string signature, std::string results, std::string mlir,
+LoweredMethod::LoweredMethod(std::string module, std::string name,
+                             std::string kernel, std::string signature,
+                             std::string results, std::string mlir,
                              std::string flags)
-    : module_(std::move(module)), name_(std::move(name)), kernel_(std::move(kernel)),
-      signature_(std::move(signature)), results_(std::move(results)), mlir_(std::move(mlir)),
+    : module_(std::move(module)), name_(std::move(name)),
+      kernel_(std::move(kernel)), signature_(std::move(signature)),
+      results_(std::move(results)), mlir_(std::move(mlir)),
       flags_(std::move(flags)) {
   std::istringstream in(module_);
   fallback_ = torch::jit::load(in);
@@ -111,7 +116,8 @@ LoweredMethod::LoweredMethod(std::string module, std::string name, std::string k
   int fd = memfd_create(("staticify-" + name_).c_str(), MFD_CLOEXEC);
   if (fd < 0)
     return;
-  bool written = write(fd, kernel_.data(), kernel_.size()) == ssize_t(kernel_.size());
+  bool written =
+      write(fd, kernel_.data(), kernel_.size()) == ssize_t(kernel_.size());
   if (written) {
     std::string path = "/proc/self/fd/" + std::to_string(fd);
     handle_ = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
@@ -139,8 +145,9 @@ bool LoweredMethod::accepts(const std::vector<at::Tensor> &inputs) const {
     const at::Tensor &t = inputs[i];
     const Arg &a = inputs_[i];
     if (!t.defined() || !t.device().is_cpu() || t.scalar_type() != a.dtype ||
-        t.dim() != int64_t(a.sizes.size()) || !t.is_contiguous() || t.is_neg() || t.is_conj() ||
-        t.layout() != c10::kStrided || t.requires_grad())
+        t.dim() != int64_t(a.sizes.size()) || !t.is_contiguous() ||
+        t.is_neg() || t.is_conj() || t.layout() != c10::kStrided ||
+        t.requires_grad())
       return false;
     for (size_t d = 0; d < a.sizes.size(); ++d)
       if (a.sizes[d] >= 0 && t.size(d) != a.sizes[d])
@@ -149,7 +156,8 @@ bool LoweredMethod::accepts(const std::vector<at::Tensor> &inputs) const {
   return true;
 }
 
-std::vector<at::Tensor> LoweredMethod::runFallback(const std::vector<at::Tensor> &inputs) {
+std::vector<at::Tensor>
+LoweredMethod::runFallback(const std::vector<at::Tensor> &inputs) {
   ++fallbackCalls_;
   std::vector<c10::IValue> stack(inputs.begin(), inputs.end());
   c10::IValue out = fallback_.forward(std::move(stack));
@@ -176,7 +184,8 @@ std::vector<at::Tensor> LoweredMethod::run(std::vector<at::Tensor> inputs) {
   if (flags_ == "random") {
     at::Generator gen = at::detail::getDefaultCPUGenerator();
     std::lock_guard<std::mutex> lock(gen.mutex());
-    seed = static_cast<int64_t>(at::check_generator<at::CPUGeneratorImpl>(gen)->random64());
+    seed = static_cast<int64_t>(
+        at::check_generator<at::CPUGeneratorImpl>(gen)->random64());
   }
   descs.push_back(descriptor(&seed, {}, {}));
   // The shape function: whether the kernel applies, and the results' sizes.
@@ -185,7 +194,8 @@ std::vector<at::Tensor> LoweredMethod::run(std::vector<at::Tensor> inputs) {
     resultDims += a.sizes.size();
   std::vector<int64_t> sizes(1 + resultDims, 0);
   int64_t n = static_cast<int64_t>(sizes.size()), one = 1;
-  descs.push_back(descriptor(sizes.data(), c10::IntArrayRef(&n, 1), c10::IntArrayRef(&one, 1)));
+  descs.push_back(descriptor(sizes.data(), c10::IntArrayRef(&n, 1),
+                             c10::IntArrayRef(&one, 1)));
   std::vector<void *> args;
   for (auto &d : descs)
     args.push_back(d.data());
@@ -198,10 +208,12 @@ std::vector<at::Tensor> LoweredMethod::run(std::vector<at::Tensor> inputs) {
   std::vector<at::Tensor> results;
   size_t at = 1;
   for (const Arg &a : outputs_) {
-    std::vector<int64_t> shape(sizes.begin() + at, sizes.begin() + at + a.sizes.size());
+    std::vector<int64_t> shape(sizes.begin() + at,
+                               sizes.begin() + at + a.sizes.size());
     at += a.sizes.size();
     results.push_back(at::empty(shape, at::TensorOptions().dtype(a.dtype)));
-    descs.push_back(descriptor(results.back().data_ptr(), results.back().sizes(),
+    descs.push_back(descriptor(results.back().data_ptr(),
+                               results.back().sizes(),
                                results.back().strides()));
   }
   descs.push_back(descriptor(&status, {}, {}));
@@ -221,19 +233,22 @@ std::vector<at::Tensor> LoweredMethod::run(std::vector<at::Tensor> inputs) {
 
 TORCH_LIBRARY_FRAGMENT(staticify, m) {
   m.class_<staticify::LoweredMethod>("LoweredMethod")
-      .def(torch::init<std::string, std::string, std::string, std::string, std::string,
-                       std::string, std::string>())
+      .def(torch::init<std::string, std::string, std::string, std::string,
+                       std::string, std::string, std::string>())
       .def("run", &staticify::LoweredMethod::run)
       .def("counts", &staticify::LoweredMethod::counts)
       .def("mlir", &staticify::LoweredMethod::mlir)
       .def("signature", &staticify::LoweredMethod::signature)
       .def_pickle(
-          [](const c10::intrusive_ptr<staticify::LoweredMethod> &self) { return self->state(); },
+          [](const c10::intrusive_ptr<staticify::LoweredMethod> &self) {
+            return self->state();
+          },
           [](std::vector<std::string> s) {
             if (s.size() != 7)
               throw std::invalid_argument("LoweredMethod: a saved state of " +
-                                          std::to_string(s.size()) + " fields, expected 7");
-            return c10::make_intrusive<staticify::LoweredMethod>(s[0], s[1], s[2], s[3], s[4],
-                                                                  s[5], s[6]);
+                                          std::to_string(s.size()) +
+                                          " fields, expected 7");
+            return c10::make_intrusive<staticify::LoweredMethod>(
+                s[0], s[1], s[2], s[3], s[4], s[5], s[6]);
           });
 }

@@ -1,8 +1,8 @@
 //===- LoweredMethod.h - A method compiled to a CPU kernel, with fallback -===//
 //
 // `torch.classes.staticify.LoweredMethod(module, name, kernel, signature,
-// results, mlir, flags)` holds a method's TorchScript (a small module, as bytes)
-// and the shared object `staticify --lower=cpu` compiled from it (bytes;
+// results, mlir, flags)` holds a method's TorchScript (a small module, as
+// bytes) and the shared object `staticify --lower=cpu` compiled from it (bytes;
 // the MLIR it came from is kept for provenance). `run(inputs)` calls the
 // kernel when the inputs are contiguous CPU tensors of the signature's
 // dtypes and ranks and the kernel's shape function accepts their sizes;
@@ -55,7 +55,8 @@ private:
   std::vector<Arg> inputs_, outputs_;
   void *handle_ = nullptr;
   void *shapeFn_ = nullptr, *kernelFn_ = nullptr;
-  int64_t kernelCalls_ = 0, fallbackCalls_ = 0, rejectedShapes_ = 0, rejectedValues_ = 0;
+  int64_t kernelCalls_ = 0, fallbackCalls_ = 0, rejectedShapes_ = 0,
+          rejectedValues_ = 0;
 
   bool accepts(const std::vector<at::Tensor> &inputs) const;
   std::vector<at::Tensor> runFallback(const std::vector<at::Tensor> &inputs);

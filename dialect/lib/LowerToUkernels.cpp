@@ -31,12 +31,14 @@ func::FuncOp declare(ModuleOp module, StringRef name, FunctionType type) {
   return fn;
 }
 
-std::string suffix(Type t) { return t.isF32() ? "f32" : t.isF64() ? "f64" : "i64"; }
+std::string suffix(Type t) {
+  return t.isF32() ? "f32" : t.isF64() ? "f64" : "i64";
+}
 
 /// A fresh vector buffer of \p n elements of \p element.
 Value allocVector(ImplicitLocOpBuilder &b, Type element, Value n) {
-  return memref::AllocOp::create(b, MemRefType::get({ShapedType::kDynamic}, element),
-                                 ValueRange{n});
+  return memref::AllocOp::create(
+      b, MemRefType::get({ShapedType::kDynamic}, element), ValueRange{n});
 }
 
 Value asTensor(ImplicitLocOpBuilder &b, Value buffer) {
@@ -51,15 +53,18 @@ void lower(ModuleOp module, TopKOp op) {
   Type element = op.getKeys().getType().getElementType();
   auto strided = MemRefType::get(
       {ShapedType::kDynamic}, element,
-      StridedLayoutAttr::get(b.getContext(), ShapedType::kDynamic, {ShapedType::kDynamic}));
-  Value keys = bufferization::ToBufferOp::create(b, strided, op.getKeys(), b.getUnitAttr());
+      StridedLayoutAttr::get(b.getContext(), ShapedType::kDynamic,
+                             {ShapedType::kDynamic}));
+  Value keys = bufferization::ToBufferOp::create(b, strided, op.getKeys(),
+                                                 b.getUnitAttr());
   Value values = allocVector(b, element, op.getK());
   Value indices = allocVector(b, b.getI64Type(), op.getK());
-  auto fn = declare(module, "staticify_topk_" + suffix(element),
-                    b.getFunctionType({strided, values.getType(), indices.getType(),
-                                       b.getI64Type()},
-                                      {}));
-  Value largest = arith::ConstantOp::create(b, b.getI64IntegerAttr(op.getLargest()));
+  auto fn = declare(
+      module, "staticify_topk_" + suffix(element),
+      b.getFunctionType(
+          {strided, values.getType(), indices.getType(), b.getI64Type()}, {}));
+  Value largest =
+      arith::ConstantOp::create(b, b.getI64IntegerAttr(op.getLargest()));
   func::CallOp::create(b, fn, ValueRange{keys, values, indices, largest});
   Value v = asTensor(b, values), i = asTensor(b, indices);
   if (v.getType() != op.getValues().getType())
@@ -85,7 +90,8 @@ void lower(ModuleOp module, RandPermOp op) {
 }
 
 struct LowerToUkernels
-    : staticify::mlir_dialect::impl::StaticifyLowerToUkernelsBase<LowerToUkernels> {
+    : staticify::mlir_dialect::impl::StaticifyLowerToUkernelsBase<
+          LowerToUkernels> {
   void runOnOperation() override {
     ModuleOp module = getOperation();
     SmallVector<Operation *> ops;

@@ -1,8 +1,8 @@
 //===- StaticifyDialect.cpp - ops, verifiers, interfaces --------*- C++ -*-===//
 #include "staticify/StaticifyDialect.h"
 
-#include "mlir/IR/Builders.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
+#include "mlir/IR/Builders.h"
 #include "mlir/IR/OpImplementation.h"
 
 using namespace mlir;
@@ -34,7 +34,8 @@ LogicalResult BoundOp::verify() {
   unsigned width = getType().isIndex() ? IndexType::kInternalStorageBitWidth
                                        : getType().getIntOrFloatBitWidth();
   if (width < 64 && upper >= (int64_t(1) << (width - 1)))
-    return emitOpError("upper bound ") << upper << " does not fit in " << getType();
+    return emitOpError("upper bound ")
+           << upper << " does not fit in " << getType();
   return success();
 }
 
@@ -57,7 +58,8 @@ void BoundOp::inferResultRanges(ArrayRef<ConstantIntRanges> argRanges,
   setResultRange(getResult(), argRanges[0].intersection(stated));
 }
 
-void BoundOp::populateBoundsForIndexValue(Value value, ValueBoundsConstraintSet &cstr) {
+void BoundOp::populateBoundsForIndexValue(Value value,
+                                          ValueBoundsConstraintSet &cstr) {
   cstr.bound(value) == cstr.getExpr(getInput());
   cstr.bound(value) >= 0;
   cstr.bound(value) <= upperOf(*this);
@@ -80,8 +82,9 @@ LogicalResult TopKOp::verify() {
     return emitOpError("values and indices must have one size (k)");
   if (!keys.isDynamicDim(0) && !values.isDynamicDim(0) &&
       values.getDimSize(0) > keys.getDimSize(0))
-    return emitOpError("k (") << values.getDimSize(0) << ") exceeds the keys' size ("
-                              << keys.getDimSize(0) << ")";
+    return emitOpError("k (")
+           << values.getDimSize(0) << ") exceeds the keys' size ("
+           << keys.getDimSize(0) << ")";
   return success();
 }
 
@@ -89,8 +92,9 @@ LogicalResult RandPermOp::verify() {
   if (auto n = getConstantIntValue(getN()); n && *n < 0)
     return emitOpError("n must be non-negative, got ") << *n;
   auto type = getResult().getType();
-  if (auto n = getConstantIntValue(getN()); n && !type.isDynamicDim(0) &&
-                                             type.getDimSize(0) != *n)
-    return emitOpError("result of size ") << type.getDimSize(0) << " for n = " << *n;
+  if (auto n = getConstantIntValue(getN());
+      n && !type.isDynamicDim(0) && type.getDimSize(0) != *n)
+    return emitOpError("result of size ")
+           << type.getDimSize(0) << " for n = " << *n;
   return success();
 }

@@ -18,6 +18,6 @@ int main(int argc, char **argv) {
   mlir::registerAllDialects(registry);
   mlir::registerAllExtensions(registry);
   registry.insert<staticify::mlir_dialect::StaticifyDialect>();
-  return mlir::asMainReturnCode(
-      mlir::MlirOptMain(argc, argv, "staticify MLIR optimizer driver\n", registry));
+  return mlir::asMainReturnCode(mlir::MlirOptMain(
+      argc, argv, "staticify MLIR optimizer driver\n", registry));
 }

@@ -1,0 +1,358 @@
+//===- EvalIndexing.cpp - gathers, scatters, random draws, top-k ===//
+#include "lower/Evaluator.h"
+
+namespace staticify::lower::bridge {
+
+/// SplitMix64's output function on an i64.
+Value Evaluator::splitmix(mlir::OpBuilder &ob, mlir::Location loc, Value z) {
+  auto c = [&](uint64_t v) -> Value {
+    return arith::ConstantOp::create(
+        ob, loc, ob.getI64IntegerAttr(static_cast<int64_t>(v)));
+  };
+  auto xorShift = [&](Value v, int64_t bits) -> Value {
+    return arith::XOrIOp::create(ob, loc, v,
+                                 arith::ShRUIOp::create(ob, loc, v, c(bits)));
+  };
+  z = arith::MulIOp::create(ob, loc, xorShift(z, 30), c(0xBF58476D1CE4E5B9ull));
+  z = arith::MulIOp::create(ob, loc, xorShift(z, 27), c(0x94D049BB133111EBull));
+  return xorShift(z, 31);
+}
+
+/// A seed of its own for each random op of the graph, from the call's seed.
+Value Evaluator::streamSeed() {
+  if (!seed)
+    throw Unsupported("a random op where the bridge has no seed");
+  int64_t op = ++randomOps;
+  Value salt =
+      arith::ConstantOp::create(b, b.getI64IntegerAttr(static_cast<int64_t>(
+                                       0xD1B54A32D192ED03ull * uint64_t(op))));
+  return splitmix(b, b.getLoc(), arith::AddIOp::create(b, seed, salt));
+}
+
+/// x[index] along dim 0: the rows of x an index vector names. An index out
+/// of range (PyTorch raises) makes the kernel's status false, so the
+/// TorchScript runs and raises; the read itself is clamped, never out of
+/// bounds.
+Tensor Evaluator::gatherRows(Node *node, const Tensor &x, const Tensor &rowsOf,
+                             bool wrapNegative) {
+  if (rowsOf.rank() != 1 ||
+      (rowsOf.dtype != ScalarType::Long && rowsOf.dtype != ScalarType::Int))
+    throw Unsupported(where(node) +
+                      ": an index that is not a vector of integers");
+  if (x.rank() < 1)
+    throw Unsupported(where(node) + ": indexing a 0-d tensor");
+  const Host &n = x.sizes[0];
+  // Reading a row of an empty tensor cannot be made safe by clamping.
+  Host noRows = compare("eq", rowsOf.sizes[0], Host::constInt(0));
+  Host someRows = compare("gt", n, Host::constInt(0));
+  check(
+      materialize(Host{Host::Bool,
+                       arith::OrIOp::create(b, materialize(noRows, Host::Bool),
+                                            materialize(someRows, Host::Bool)),
+                       {},
+                       {}},
+                  Host::Bool));
+  Value rows = index(n);
+  Value rows64 = arith::IndexCastOp::create(b, b.getI64Type(), rows);
+  ScalarType it = rowsOf.dtype;
+  Tensor inRange = elementwise(
+      {rowsOf}, ScalarType::Long, ScalarType::Bool,
+      [&](auto &ob, auto loc, auto xs) -> Value {
+        Value zero =
+            arith::ConstantOp::create(ob, loc, ob.getI64IntegerAttr(0));
+        Value lo = wrapNegative
+                       ? Value(arith::SubIOp::create(ob, loc, zero, rows64))
+                       : zero;
+        Value ge = arith::CmpIOp::create(ob, loc, arith::CmpIPredicate::sge,
+                                         xs[0], lo);
+        Value lt = arith::CmpIOp::create(ob, loc, arith::CmpIPredicate::slt,
+                                         xs[0], rows64);
+        return arith::AndIOp::create(ob, loc, ge, lt);
+      });
+  Tensor all =
+      reduce(inRange, {0}, false, ScalarType::Bool, Host::constBool(true),
+             [](auto &ob, auto loc, Value a, Value e) -> Value {
+               return arith::AndIOp::create(ob, loc, a, e);
+             });
+  valueCheck(tensor::ExtractOp::create(b, all.value, mlir::ValueRange{}));
+  std::vector<Host> outSizes{rowsOf.sizes[0]};
+  outSizes.insert(outSizes.end(), x.sizes.begin() + 1, x.sizes.end());
+  size_t rank = outSizes.size();
+  Value init = empty(outSizes, x.dtype);
+  ::llvm::SmallVector<mlir::AffineMap> maps{
+      mlir::AffineMap::get(rank, 0, {b.getAffineDimExpr(0)}, b.getContext()),
+      b.getMultiDimIdentityMap(rank)};
+  ::llvm::SmallVector<mlir::utils::IteratorType> iters(
+      rank, mlir::utils::IteratorType::parallel);
+  Value source = x.value;
+  auto generic = linalg::GenericOp::create(
+      b, mlir::TypeRange{init.getType()}, mlir::ValueRange{rowsOf.value},
+      mlir::ValueRange{init}, maps, iters,
+      [&](mlir::OpBuilder &ob, mlir::Location loc, mlir::ValueRange args) {
+        Value i = convert(ob, loc, args[0], it, ScalarType::Long);
+        if (wrapNegative) {
+          Value zero =
+              arith::ConstantOp::create(ob, loc, ob.getI64IntegerAttr(0));
+          Value neg = arith::CmpIOp::create(ob, loc, arith::CmpIPredicate::slt,
+                                            i, zero);
+          i = arith::SelectOp::create(
+              ob, loc, neg, arith::AddIOp::create(ob, loc, i, rows64), i);
+        }
+        Value zero =
+            arith::ConstantOp::create(ob, loc, ob.getI64IntegerAttr(0));
+        Value one = arith::ConstantOp::create(ob, loc, ob.getI64IntegerAttr(1));
+        Value last = arith::SubIOp::create(ob, loc, rows64, one);
+        i = arith::MinSIOp::create(
+            ob, loc, arith::MaxSIOp::create(ob, loc, i, zero), last);
+        ::llvm::SmallVector<Value> at{
+            arith::IndexCastOp::create(ob, loc, ob.getIndexType(), i)};
+        for (size_t d = 1; d < rank; ++d)
+          at.push_back(linalg::IndexOp::create(ob, loc, d));
+        linalg::YieldOp::create(
+            ob, loc,
+            tensor::ExtractOp::create(ob, loc, source, at).getResult());
+      });
+  return {generic.getResult(0), x.dtype, outSizes};
+}
+
+bool Evaluator::evalIndexingOrRandom(Node *node) {
+  using namespace c10;
+  Symbol k = node->kind();
+  auto in = node->inputs();
+  auto factoryDtype = [&](torch::jit::Value *v, ScalarType dflt) {
+    std::optional<ScalarType> t = dtypeArg(v);
+    return t ? *t : dflt;
+  };
+  if (k == aten::append) {
+    // In place on the list's value: only on a list this graph built, whose
+    // other uses read it (the evaluation order is the program's).
+    torch::jit::Value *list = in[0];
+    if (list->node()->kind() != prim::ListConstruct)
+      throw Unsupported(where(node) +
+                        ": appending to a list the graph did not build");
+    Sym &s = env.at(list);
+    if (auto *l = std::get_if<TensorList>(&s))
+      l->push_back(tensorOf(in[1]));
+    else if (auto *h = std::get_if<HostList>(&s))
+      h->push_back(hostOf(in[1]));
+    else
+      throw Unsupported(where(node) +
+                        ": appending to a value that is not a list");
+    env[node->output()] = env.at(list);
+    return true;
+  }
+  if (k == aten::new_full) {
+    const Tensor &x = tensorOf(in[0]);
+    env[node->output()] = filled(as<HostList>(in[1], "a list of sizes"),
+                                 factoryDtype(in[3], x.dtype), hostOf(in[2]));
+    return true;
+  }
+  if (k == aten::index_select) {
+    if (constInt(in[1], "index_select's dimension") != 0)
+      throw Unsupported(where(node) +
+                        ": index_select along a dimension other than 0");
+    env[node->output()] =
+        gatherRows(node, tensorOf(in[0]), tensorOf(in[2]), /*wrap=*/false);
+    return true;
+  }
+  if (k == aten::index) {
+    const TensorList *l = std::get_if<TensorList>(&get(in[1]));
+    if (!l || l->size() != 1 || (*l)[0].dtype == ScalarType::Bool)
+      throw Unsupported(where(node) +
+                        ": indexing other than by one integer vector");
+    env[node->output()] =
+        gatherRows(node, tensorOf(in[0]), (*l)[0], /*wrap=*/true);
+    return true;
+  }
+  if (k == aten::rand &&
+      in.size() == 5) { // rand(size, dtype, layout, device, pin)
+    const HostList &sizes = as<HostList>(in[0], "a list of sizes");
+    ScalarType t = factoryDtype(in[1], ScalarType::Float);
+    if (t != ScalarType::Float && t != ScalarType::Double)
+      throw Unsupported(where(node) +
+                        ": rand of a dtype other than f32 or f64");
+    Value stream = streamSeed();
+    // Row-major strides of the result, for each element's counter.
+    std::vector<Value> strides(sizes.size());
+    Value stride = arith::ConstantIndexOp::create(b, 1);
+    for (size_t d = sizes.size(); d-- > 0;) {
+      strides[d] = stride;
+      stride = arith::MulIOp::create(b, stride, index(sizes[d]));
+    }
+    Value init = empty(sizes, t);
+    size_t rank = sizes.size();
+    ::llvm::SmallVector<mlir::utils::IteratorType> iters(
+        rank, mlir::utils::IteratorType::parallel);
+    auto generic = linalg::GenericOp::create(
+        b, mlir::TypeRange{init.getType()}, mlir::ValueRange{},
+        mlir::ValueRange{init},
+        ::llvm::ArrayRef<mlir::AffineMap>{b.getMultiDimIdentityMap(rank)},
+        iters, [&](mlir::OpBuilder &ob, mlir::Location loc, mlir::ValueRange) {
+          Value linear = arith::ConstantIndexOp::create(ob, loc, 0);
+          for (size_t d = 0; d < rank; ++d)
+            linear = arith::AddIOp::create(
+                ob, loc, linear,
+                arith::MulIOp::create(
+                    ob, loc, linalg::IndexOp::create(ob, loc, d), strides[d]));
+          Value i64 =
+              arith::IndexCastOp::create(ob, loc, ob.getI64Type(), linear);
+          Value gamma = arith::ConstantOp::create(
+              ob, loc,
+              ob.getI64IntegerAttr(
+                  static_cast<int64_t>(0x9E3779B97F4A7C15ull)));
+          Value one =
+              arith::ConstantOp::create(ob, loc, ob.getI64IntegerAttr(1));
+          Value counter = arith::MulIOp::create(
+              ob, loc, arith::AddIOp::create(ob, loc, i64, one), gamma);
+          Value z = splitmix(ob, loc,
+                             arith::AddIOp::create(ob, loc, stream, counter));
+          // The top 24 (53) bits as a float in [0, 1), as PyTorch draws.
+          bool single = t == ScalarType::Float;
+          Value bits = arith::ShRUIOp::create(
+              ob, loc, z,
+              arith::ConstantOp::create(
+                  ob, loc, ob.getI64IntegerAttr(single ? 40 : 11)));
+          Type ft = single ? Type(ob.getF32Type()) : Type(ob.getF64Type());
+          Value f = arith::SIToFPOp::create(ob, loc, ft, bits);
+          Value scale = arith::ConstantOp::create(
+              ob, loc,
+              ob.getFloatAttr(ft, single ? 1.0 / 16777216.0
+                                         : 1.0 / 9007199254740992.0));
+          linalg::YieldOp::create(
+              ob, loc, arith::MulFOp::create(ob, loc, f, scale).getResult());
+        });
+    env[node->output()] = Tensor{generic.getResult(0), t, sizes};
+    return true;
+  }
+  if (k == aten::randperm &&
+      in.size() == 5) { // randperm(n, dtype, layout, device, pin)
+    const Host &n = hostOf(in[0]);
+    check(materialize(compare("ge", n, Host::constInt(0)), Host::Bool));
+    ScalarType t = factoryDtype(in[1], ScalarType::Long);
+    auto tt = mlir::RankedTensorType::get({mlir::ShapedType::kDynamic},
+                                          b.getI64Type());
+    Value perm = staticify::mlir_dialect::RandPermOp::create(b, tt, index(n),
+                                                             streamSeed());
+    Tensor out{perm, ScalarType::Long, {n}};
+    if (t != ScalarType::Long)
+      out = elementwise({out}, ScalarType::Long, t,
+                        [this, t](auto &ob, auto loc, auto xs) {
+                          return convert(ob, loc, xs[0], ScalarType::Long, t);
+                        });
+    env[node->output()] = out;
+    return true;
+  }
+  if (k == aten::topk) {
+    const Tensor &x = tensorOf(in[0]);
+    if (x.rank() != 1 ||
+        (x.dtype != ScalarType::Float && x.dtype != ScalarType::Double))
+      throw Unsupported(where(node) +
+                        ": topk other than of an f32 or f64 vector");
+    if (normDim(constInt(in[2], "topk's dimension"), 1) != 0)
+      throw Unsupported(where(node) + ": topk along another dimension");
+    const Host &kk = hostOf(in[1]);
+    bool largest = *hostOf(in[3]).i;
+    check(materialize(compare("ge", kk, Host::constInt(0)), Host::Bool));
+    check(materialize(compare("le", kk, x.sizes[0]), Host::Bool));
+    Type et = elementType(b.getContext(), x.dtype);
+    auto vt = mlir::RankedTensorType::get({mlir::ShapedType::kDynamic}, et);
+    auto it = mlir::RankedTensorType::get({mlir::ShapedType::kDynamic},
+                                          b.getI64Type());
+    auto topk = staticify::mlir_dialect::TopKOp::create(
+        b, vt, it, x.value, index(kk), b.getBoolAttr(largest));
+    env[node->output(0)] = Tensor{topk.getValues(), x.dtype, {kk}};
+    env[node->output(1)] = Tensor{topk.getIndices(), ScalarType::Long, {kk}};
+    return true;
+  }
+  if (k == aten::cumsum) {
+    const Tensor &x = tensorOf(in[0]);
+    if (x.rank() != 1 || normDim(constInt(in[1], "cumsum's dimension"), 1) != 0)
+      throw Unsupported(where(node) + ": cumsum other than of a vector");
+    std::optional<ScalarType> dt = dtypeArg(in[2]);
+    ScalarType acc = dt                    ? *dt
+                     : isFloating(x.dtype) ? x.dtype
+                                           : ScalarType::Long;
+    bool fl = isFloating(acc);
+    Value init = empty(x.sizes, acc);
+    Value zero = hostElement(b, b.getLoc(),
+                             fl ? Host::constFloat(0) : Host::constInt(0), acc);
+    Value source = x.value;
+    ScalarType from = x.dtype;
+    auto loop = mlir::scf::ForOp::create(
+        b, arith::ConstantIndexOp::create(b, 0), index(x.sizes[0]),
+        arith::ConstantIndexOp::create(b, 1), mlir::ValueRange{zero, init},
+        [&](mlir::OpBuilder &ob, mlir::Location loc, Value i,
+            mlir::ValueRange carried) {
+          Value e = convert(
+              ob, loc,
+              tensor::ExtractOp::create(ob, loc, source, mlir::ValueRange{i}),
+              from, acc);
+          Value sum = fl ? Value(arith::AddFOp::create(ob, loc, carried[0], e))
+                         : Value(arith::AddIOp::create(ob, loc, carried[0], e));
+          Value t = tensor::InsertOp::create(ob, loc, sum, carried[1],
+                                             mlir::ValueRange{i});
+          mlir::scf::YieldOp::create(ob, loc, mlir::ValueRange{sum, t});
+        });
+    env[node->output()] = Tensor{loop.getResult(1), acc, x.sizes};
+    return true;
+  }
+  if (k == aten::scatter && in.size() == 4 &&
+      in[3]->type()->kind() == TypeKind::TensorType) { // scatter.src
+    const Tensor &x = tensorOf(in[0]), &idx = tensorOf(in[2]),
+                 &src = tensorOf(in[3]);
+    if (x.rank() != 1 || idx.rank() != 1 || src.rank() != 1 ||
+        normDim(constInt(in[1], "scatter's dimension"), 1) != 0 ||
+        idx.dtype != ScalarType::Long)
+      throw Unsupported(where(node) +
+                        ": scatter other than of vectors along 0");
+    if (src.dtype != x.dtype)
+      throw Unsupported(where(node) +
+                        ": scatter of another dtype raises in PyTorch");
+    check(materialize(compare("le", idx.sizes[0], src.sizes[0]), Host::Bool));
+    Host noWrites = compare("eq", idx.sizes[0], Host::constInt(0));
+    Host someRows = compare("gt", x.sizes[0], Host::constInt(0));
+    check(arith::OrIOp::create(b, materialize(noWrites, Host::Bool),
+                               materialize(someRows, Host::Bool)));
+    Value n64 =
+        arith::IndexCastOp::create(b, b.getI64Type(), index(x.sizes[0]));
+    Value source = src.value, indices = idx.value;
+    Value ok = arith::ConstantIntOp::create(b, b.getI1Type(), 1);
+    auto loop = mlir::scf::ForOp::create(
+        b, arith::ConstantIndexOp::create(b, 0), index(idx.sizes[0]),
+        arith::ConstantIndexOp::create(b, 1), mlir::ValueRange{ok, x.value},
+        [&](mlir::OpBuilder &ob, mlir::Location loc, Value i,
+            mlir::ValueRange carried) {
+          Value j =
+              tensor::ExtractOp::create(ob, loc, indices, mlir::ValueRange{i});
+          Value zero =
+              arith::ConstantOp::create(ob, loc, ob.getI64IntegerAttr(0));
+          Value one =
+              arith::ConstantOp::create(ob, loc, ob.getI64IntegerAttr(1));
+          Value inRange = arith::AndIOp::create(
+              ob, loc,
+              arith::CmpIOp::create(ob, loc, arith::CmpIPredicate::sge, j,
+                                    zero),
+              arith::CmpIOp::create(ob, loc, arith::CmpIPredicate::slt, j,
+                                    n64));
+          Value safe = arith::MinSIOp::create(
+              ob, loc, arith::MaxSIOp::create(ob, loc, j, zero),
+              arith::SubIOp::create(ob, loc, n64, one));
+          Value at =
+              arith::IndexCastOp::create(ob, loc, ob.getIndexType(), safe);
+          Value v =
+              tensor::ExtractOp::create(ob, loc, source, mlir::ValueRange{i});
+          Value t = tensor::InsertOp::create(ob, loc, v, carried[1],
+                                             mlir::ValueRange{at});
+          mlir::scf::YieldOp::create(
+              ob, loc,
+              mlir::ValueRange{
+                  arith::AndIOp::create(ob, loc, carried[0], inRange), t});
+        });
+    valueCheck(loop.getResult(0));
+    env[node->output()] = Tensor{loop.getResult(1), x.dtype, x.sizes};
+    return true;
+  }
+  return false;
+}
+
+} // namespace staticify::lower::bridge

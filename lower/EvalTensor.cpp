@@ -1,0 +1,698 @@
+//===- EvalTensor.cpp - tensor ops ===//
+#include "lower/Evaluator.h"
+
+namespace staticify::lower::bridge {
+
+/// Unary elementwise ops on floating tensors (an integer input is
+/// converted to the default float dtype, as PyTorch does).
+static const std::map<
+    std::string, std::function<Value(mlir::OpBuilder &, mlir::Location, Value)>>
+    &floatUnaries() {
+  static const std::map<
+      std::string,
+      std::function<Value(mlir::OpBuilder &, mlir::Location, Value)>>
+      ops = {
+          {"exp", [](auto &ob, auto loc,
+                     Value x) { return math::ExpOp::create(ob, loc, x); }},
+          {"log", [](auto &ob, auto loc,
+                     Value x) { return math::LogOp::create(ob, loc, x); }},
+          {"log1p", [](auto &ob, auto loc,
+                       Value x) { return math::Log1pOp::create(ob, loc, x); }},
+          {"expm1", [](auto &ob, auto loc,
+                       Value x) { return math::ExpM1Op::create(ob, loc, x); }},
+          {"sqrt", [](auto &ob, auto loc,
+                      Value x) { return math::SqrtOp::create(ob, loc, x); }},
+          {"rsqrt", [](auto &ob, auto loc,
+                       Value x) { return math::RsqrtOp::create(ob, loc, x); }},
+          {"tanh", [](auto &ob, auto loc,
+                      Value x) { return math::TanhOp::create(ob, loc, x); }},
+          {"sin", [](auto &ob, auto loc,
+                     Value x) { return math::SinOp::create(ob, loc, x); }},
+          {"cos", [](auto &ob, auto loc,
+                     Value x) { return math::CosOp::create(ob, loc, x); }},
+          {"sigmoid",
+           [](auto &ob, auto loc, Value x) {
+             Value one = arith::ConstantOp::create(
+                 ob, loc, ob.getFloatAttr(x.getType(), 1.0));
+             Value e = math::ExpOp::create(ob, loc,
+                                           arith::NegFOp::create(ob, loc, x));
+             return arith::DivFOp::create(
+                 ob, loc, one, arith::AddFOp::create(ob, loc, one, e));
+           }},
+          {"reciprocal",
+           [](auto &ob, auto loc, Value x) {
+             Value one = arith::ConstantOp::create(
+                 ob, loc, ob.getFloatAttr(x.getType(), 1.0));
+             return arith::DivFOp::create(ob, loc, one, x);
+           }},
+      };
+  return ops;
+}
+
+Tensor Evaluator::unary(Node *node, const std::string &op) {
+  const Tensor &x = tensorOf(node->input(0));
+  auto &floats = floatUnaries();
+  if (auto it = floats.find(op); it != floats.end()) {
+    ScalarType t = isFloating(x.dtype) ? x.dtype : ScalarType::Float;
+    auto fn = it->second;
+    return elementwise({x}, t, t, [fn](auto &ob, auto loc, auto xs) {
+      return fn(ob, loc, xs[0]);
+    });
+  }
+  bool fl = isFloating(x.dtype);
+  if (op == "neg") {
+    if (x.dtype == ScalarType::Bool)
+      throw Unsupported("neg of a bool tensor raises in PyTorch");
+    return elementwise({x}, x.dtype, x.dtype,
+                       [fl](auto &ob, auto loc, auto xs) -> Value {
+                         if (fl)
+                           return arith::NegFOp::create(ob, loc, xs[0]);
+                         Value zero = arith::ConstantOp::create(
+                             ob, loc, ob.getIntegerAttr(xs[0].getType(), 0));
+                         return arith::SubIOp::create(ob, loc, zero, xs[0]);
+                       });
+  }
+  if (op == "abs")
+    return elementwise(
+        {x}, x.dtype, x.dtype, [fl](auto &ob, auto loc, auto xs) -> Value {
+          return fl ? Value(math::AbsFOp::create(ob, loc, xs[0]))
+                    : Value(math::AbsIOp::create(ob, loc, xs[0]));
+        });
+  if (op == "relu" && x.dtype != ScalarType::Bool)
+    return elementwise(
+        {x}, x.dtype, x.dtype, [fl](auto &ob, auto loc, auto xs) -> Value {
+          if (fl) {
+            // PyTorch's relu keeps NaN: max(x, 0) with x first,
+            // NaN-propagating.
+            Value zero = arith::ConstantOp::create(
+                ob, loc, ob.getFloatAttr(xs[0].getType(), 0.0));
+            return arith::MaximumFOp::create(ob, loc, xs[0], zero);
+          }
+          Value zero = arith::ConstantOp::create(
+              ob, loc, ob.getIntegerAttr(xs[0].getType(), 0));
+          return arith::MaxSIOp::create(ob, loc, xs[0], zero);
+        });
+  if ((op == "floor" || op == "ceil" || op == "round" || op == "trunc")) {
+    if (!fl)
+      return x;
+    return elementwise({x}, x.dtype, x.dtype,
+                       [op](auto &ob, auto loc, auto xs) -> Value {
+                         if (op == "floor")
+                           return math::FloorOp::create(ob, loc, xs[0]);
+                         if (op == "ceil")
+                           return math::CeilOp::create(ob, loc, xs[0]);
+                         if (op == "trunc")
+                           return math::TruncOp::create(ob, loc, xs[0]);
+                         return math::RoundEvenOp::create(
+                             ob, loc, xs[0]); // torch.round: half to even
+                       });
+  }
+  if (op == "logical_not" ||
+      (op == "bitwise_not" && x.dtype == ScalarType::Bool))
+    return elementwise({x}, ScalarType::Bool, ScalarType::Bool,
+                       [](auto &ob, auto loc, auto xs) -> Value {
+                         Value one = arith::ConstantIntOp::create(
+                             ob, loc, ob.getI1Type(), 1);
+                         return arith::XOrIOp::create(ob, loc, xs[0], one);
+                       });
+  throw Unsupported(where(node) + ": not supported by the bridge");
+}
+
+Tensor Evaluator::binary(Node *node, const std::string &op) {
+  auto in = node->inputs();
+  auto operand = [&](torch::jit::Value *v) -> Operand {
+    const Sym &s = get(v);
+    if (auto *t = std::get_if<Tensor>(&s))
+      return *t;
+    return std::get<Host>(s);
+  };
+  Operand x = operand(in[0]), y = operand(in[1]);
+  Promotion p;
+  for (const Operand *o : {&x, &y}) {
+    if (auto *t = std::get_if<Tensor>(o))
+      p.tensor(*t);
+    else
+      p.host(std::get<Host>(*o));
+  }
+  ScalarType common = p.result();
+  bool fl = isFloating(common);
+  bool boolean = common == ScalarType::Bool;
+  using B = std::function<Value(mlir::OpBuilder &, mlir::Location,
+                                llvm::ArrayRef<Value>)>;
+  static const std::map<std::string,
+                        std::pair<arith::CmpFPredicate, arith::CmpIPredicate>>
+      cmps = {{"eq", {arith::CmpFPredicate::OEQ, arith::CmpIPredicate::eq}},
+              {"ne", {arith::CmpFPredicate::UNE, arith::CmpIPredicate::ne}},
+              {"lt", {arith::CmpFPredicate::OLT, arith::CmpIPredicate::slt}},
+              {"le", {arith::CmpFPredicate::OLE, arith::CmpIPredicate::sle}},
+              {"gt", {arith::CmpFPredicate::OGT, arith::CmpIPredicate::sgt}},
+              {"ge", {arith::CmpFPredicate::OGE, arith::CmpIPredicate::sge}}};
+  if (auto it = cmps.find(op); it != cmps.end()) {
+    auto [fp, ip] = it->second;
+    if (boolean) // bools compare as unsigned 0/1
+      ip = ip == arith::CmpIPredicate::slt   ? arith::CmpIPredicate::ult
+           : ip == arith::CmpIPredicate::sle ? arith::CmpIPredicate::ule
+           : ip == arith::CmpIPredicate::sgt ? arith::CmpIPredicate::ugt
+           : ip == arith::CmpIPredicate::sge ? arith::CmpIPredicate::uge
+                                             : ip;
+    return elementwise(
+        {x, y}, common, ScalarType::Bool,
+        [fl, fp, ip](auto &ob, auto loc, auto xs) -> Value {
+          return fl ? Value(arith::CmpFOp::create(ob, loc, fp, xs[0], xs[1]))
+                    : Value(arith::CmpIOp::create(ob, loc, ip, xs[0], xs[1]));
+        });
+  }
+  if (op == "logical_and" || op == "logical_or" || op == "logical_xor")
+    return elementwise({x, y}, ScalarType::Bool, ScalarType::Bool,
+                       [op](auto &ob, auto loc, auto xs) -> Value {
+                         if (op == "logical_and")
+                           return arith::AndIOp::create(ob, loc, xs[0], xs[1]);
+                         if (op == "logical_or")
+                           return arith::OrIOp::create(ob, loc, xs[0], xs[1]);
+                         return arith::XOrIOp::create(ob, loc, xs[0], xs[1]);
+                       });
+  if (op == "__and__" || op == "__or__" || op == "bitwise_and" ||
+      op == "bitwise_or" || op == "__xor__" || op == "bitwise_xor") {
+    if (fl)
+      throw Unsupported(where(node) +
+                        ": a bitwise op on floats raises in PyTorch");
+    return elementwise({x, y}, common, common,
+                       [op](auto &ob, auto loc, auto xs) -> Value {
+                         if (op.find("and") != std::string::npos)
+                           return arith::AndIOp::create(ob, loc, xs[0], xs[1]);
+                         if (op.find("xor") != std::string::npos)
+                           return arith::XOrIOp::create(ob, loc, xs[0], xs[1]);
+                         return arith::OrIOp::create(ob, loc, xs[0], xs[1]);
+                       });
+  }
+  if (op == "maximum" || op == "minimum") {
+    bool max = op == "maximum";
+    return elementwise(
+        {x, y}, common, common,
+        [fl, boolean, max](auto &ob, auto loc, auto xs) -> Value {
+          if (fl)
+            return max ? Value(arith::MaximumFOp::create(ob, loc, xs[0], xs[1]))
+                       : Value(
+                             arith::MinimumFOp::create(ob, loc, xs[0], xs[1]));
+          if (boolean)
+            return max ? Value(arith::OrIOp::create(ob, loc, xs[0], xs[1]))
+                       : Value(arith::AndIOp::create(ob, loc, xs[0], xs[1]));
+          return max ? Value(arith::MaxSIOp::create(ob, loc, xs[0], xs[1]))
+                     : Value(arith::MinSIOp::create(ob, loc, xs[0], xs[1]));
+        });
+  }
+  if (op == "add" || op == "sub" || op == "rsub" || op == "mul") {
+    if (boolean && op != "mul")
+      throw Unsupported(where(node) + ": add/sub of bools");
+    if (op != "mul" && in.size() > 2) {
+      const Host &alpha = hostOf(in[2]);
+      if (!alpha.isConstant() || alpha.kind != Host::Int || *alpha.i != 1)
+        throw Unsupported(where(node) + ": alpha other than 1");
+    }
+    if (op == "rsub")
+      std::swap(x, y);
+    return elementwise(
+        {x, y}, common, common,
+        [op, fl, boolean](auto &ob, auto loc, auto xs) -> Value {
+          if (op == "mul")
+            return fl ? Value(arith::MulFOp::create(ob, loc, xs[0], xs[1]))
+                   : boolean
+                       ? Value(arith::AndIOp::create(ob, loc, xs[0], xs[1]))
+                       : Value(arith::MulIOp::create(ob, loc, xs[0], xs[1]));
+          if (op == "add")
+            return fl ? Value(arith::AddFOp::create(ob, loc, xs[0], xs[1]))
+                      : Value(arith::AddIOp::create(ob, loc, xs[0], xs[1]));
+          return fl ? Value(arith::SubFOp::create(ob, loc, xs[0], xs[1]))
+                    : Value(arith::SubIOp::create(ob, loc, xs[0], xs[1]));
+        });
+  }
+  if (op == "div") {
+    std::string mode;
+    if (in.size() > 2 && !isNone(in[2]))
+      mode = as<Str>(in[2], "a rounding mode").text;
+    if (mode.empty()) { // true division: integers become the default float
+      ScalarType t = fl ? common : ScalarType::Float;
+      return elementwise({x, y}, t, t,
+                         [](auto &ob, auto loc, auto xs) -> Value {
+                           return arith::DivFOp::create(ob, loc, xs[0], xs[1]);
+                         });
+    }
+    if (!fl) {
+      // Integer division by zero raises in PyTorch: only by a host scalar,
+      // which the shape function checks.
+      const Host *d = std::get_if<Host>(&y);
+      if (!d || d->kind != Host::Int)
+        throw Unsupported(where(node) + ": integer division by a tensor");
+      Host nz = compare("ne", *d, Host::constInt(0));
+      if (nz.isConstant() && !*nz.i)
+        throw Unsupported(where(node) + ": integer division by zero");
+      if (!nz.isConstant())
+        check(nz.value);
+    }
+    bool floor = mode == "floor";
+    if (!floor && mode != "trunc")
+      throw Unsupported(where(node) + ": rounding mode '" + mode + "'");
+    return elementwise(
+        {x, y}, common, common,
+        [fl, floor](auto &ob, auto loc, auto xs) -> Value {
+          if (fl) {
+            Value q = arith::DivFOp::create(ob, loc, xs[0], xs[1]);
+            return floor ? Value(math::FloorOp::create(ob, loc, q))
+                         : Value(math::TruncOp::create(ob, loc, q));
+          }
+          return floor
+                     ? Value(arith::FloorDivSIOp::create(ob, loc, xs[0], xs[1]))
+                     : Value(arith::DivSIOp::create(ob, loc, xs[0], xs[1]));
+        });
+  }
+  throw Unsupported(where(node) + ": not supported by the bridge");
+}
+
+void Evaluator::evalTensorOp(Node *node) {
+  using namespace c10;
+  Symbol k = node->kind();
+  std::string op = opName(node);
+  auto in = node->inputs();
+  torch::jit::Value *out =
+      node->outputs().size() == 1 ? node->output() : nullptr;
+  if (evalIndexingOrRandom(node))
+    return;
+  if (!out)
+    throw Unsupported(where(node) + ": not supported by the bridge");
+  auto set = [&](Sym s) { env[out] = std::move(s); };
+  // Metadata of tensors: host values.
+  if (k == aten::size) {
+    const Tensor &x = tensorOf(in[0]);
+    if (in.size() == 1)
+      return set(HostList(x.sizes));
+    return set(
+        x.sizes.at(normDim(constInt(in[1], "a size's dimension"), x.rank())));
+  }
+  if (k == aten::dim)
+    return set(Host::constInt(tensorOf(in[0]).rank()));
+  if (k == Symbol::fromQualString("aten::numel"))
+    return set(numel(tensorOf(in[0]).sizes));
+  if (k == prim::dtype)
+    return set(Host::constInt(static_cast<int64_t>(tensorOf(in[0]).dtype)));
+  if (k == prim::device)
+    return set(Device{});
+  if (k == aten::contiguous || k == aten::clone || k == aten::detach)
+    return set(tensorOf(in[0]));
+  static const std::set<std::string> binaries = {
+      "add",     "sub",         "rsub",        "mul",         "div",
+      "eq",      "ne",          "lt",          "le",          "gt",
+      "ge",      "logical_and", "logical_or",  "logical_xor", "__and__",
+      "__or__",  "__xor__",     "bitwise_and", "bitwise_or",  "bitwise_xor",
+      "maximum", "minimum"};
+  if (binaries.count(op) && in.size() >= 2 &&
+      (in[1]->type()->kind() == TypeKind::TensorType ||
+       in[1]->type()->isSubtypeOf(*NumberType::get()) ||
+       in[1]->type()->kind() == TypeKind::BoolType))
+    return set(binary(node, op));
+  if (k == aten::where && in.size() == 3) {
+    const Tensor &c = tensorOf(in[0]);
+    auto operand = [&](torch::jit::Value *v) -> Operand {
+      const Sym &s = get(v);
+      if (auto *t = std::get_if<Tensor>(&s))
+        return *t;
+      return std::get<Host>(s);
+    };
+    Operand x = operand(in[1]), y = operand(in[2]);
+    Promotion p;
+    for (const Operand *o : {&x, &y}) {
+      if (auto *t = std::get_if<Tensor>(o))
+        p.tensor(*t);
+      else
+        p.host(std::get<Host>(*o));
+    }
+    ScalarType t = p.result();
+    // The condition is converted to the common dtype with the others and
+    // back: compute on the three, with the condition as bool.
+    Tensor cb = c;
+    if (c.dtype != ScalarType::Bool)
+      throw Unsupported(where(node) + ": a condition that is not bool");
+    // elementwise converts every operand to one dtype: select in the body
+    // with the condition converted back to i1.
+    return set(elementwise(
+        {cb, x, y}, t, t, [t, this](auto &ob, auto loc, auto xs) -> Value {
+          Value cond = convert(ob, loc, xs[0], t, ScalarType::Bool);
+          return arith::SelectOp::create(ob, loc, cond, xs[1], xs[2]);
+        }));
+  }
+  if (k == aten::clamp || k == aten::clamp_min || k == aten::clamp_max) {
+    // clamp(x, min, max) with host bounds: max then min, NaN kept as PyTorch
+    // keeps it; the result's dtype promotes with the bounds.
+    const Tensor &x = tensorOf(in[0]);
+    std::optional<Host> lo, hi;
+    if (k == aten::clamp_max)
+      hi = hostOf(in[1]);
+    else if (!isNone(in[1]))
+      lo = hostOf(in[1]);
+    if (k == aten::clamp && !isNone(in[2]))
+      hi = hostOf(in[2]);
+    if (x.dtype == ScalarType::Bool)
+      throw Unsupported(where(node) + ": clamp of a bool tensor");
+    Promotion p;
+    p.tensor(x);
+    for (const std::optional<Host> &h : {lo, hi})
+      if (h)
+        p.host(*h);
+    ScalarType t = p.result();
+    bool fl = isFloating(t);
+    std::vector<Operand> ops{x};
+    if (lo)
+      ops.push_back(*lo);
+    if (hi)
+      ops.push_back(*hi);
+    bool hasLo = lo.has_value();
+    return set(elementwise(
+        ops, t, t, [fl, hasLo](auto &ob, auto loc, auto xs) -> Value {
+          Value v = xs[0];
+          size_t next = 1;
+          if (hasLo)
+            v = fl ? Value(arith::MaximumFOp::create(ob, loc, v, xs[next]))
+                   : Value(arith::MaxSIOp::create(ob, loc, v, xs[next]));
+          if (hasLo)
+            ++next;
+          if (next < xs.size())
+            v = fl ? Value(arith::MinimumFOp::create(ob, loc, v, xs[next]))
+                   : Value(arith::MinSIOp::create(ob, loc, v, xs[next]));
+          return v;
+        }));
+  }
+  if (k == aten::masked_fill) {
+    const Tensor &x = tensorOf(in[0]), &m = tensorOf(in[1]);
+    if (m.dtype != ScalarType::Bool)
+      throw Unsupported(where(node) + ": a mask that is not bool");
+    Operand v = std::holds_alternative<Tensor>(get(in[2]))
+                    ? Operand(tensorOf(in[2]))
+                    : Operand(hostOf(in[2]));
+    if (auto *vt = std::get_if<Tensor>(&v); vt && vt->rank() != 0)
+      throw Unsupported(where(node) + ": a fill value with dimensions");
+    ScalarType t = x.dtype;
+    Tensor mb = m;
+    return set(elementwise(
+        {x, mb, v}, t, t, [t, this](auto &ob, auto loc, auto xs) -> Value {
+          Value cond = convert(ob, loc, xs[1], t, ScalarType::Bool);
+          return arith::SelectOp::create(ob, loc, cond, xs[2], xs[0]);
+        }));
+  }
+  if (k == aten::to || k == aten::type_as) {
+    const Tensor &x = tensorOf(in[0]);
+    std::optional<ScalarType> dtype;
+    if (k == aten::type_as || in[1]->type()->kind() == TypeKind::TensorType)
+      dtype = tensorOf(in[1]).dtype;
+    else if (in[1]->type()->kind() == TypeKind::DeviceObjType ||
+             std::holds_alternative<Device>(get(in[1])) || isNone(in[1]))
+      dtype = in.size() > 2 ? dtypeArg(in[2]) : std::nullopt;
+    else
+      dtype = dtypeArg(in[1]);
+    if (!dtype || *dtype == x.dtype)
+      return set(x);
+    ScalarType from = x.dtype, to = *dtype;
+    return set(elementwise({x}, from, to,
+                           [from, to, this](auto &ob, auto loc, auto xs) {
+                             return convert(ob, loc, xs[0], from, to);
+                           }));
+  }
+  if (k == aten::view || k == aten::reshape) {
+    const Tensor &x = tensorOf(in[0]);
+    HostList sizes = as<HostList>(in[1], "a list of sizes");
+    int inferred = -1;
+    Host known = Host::constInt(1);
+    for (size_t d = 0; d < sizes.size(); ++d) {
+      if (sizes[d].isConstant() && *sizes[d].i == -1) {
+        if (inferred >= 0)
+          throw Unsupported(where(node) + ": two inferred sizes");
+        inferred = static_cast<int>(d);
+      } else {
+        if (sizes[d].isConstant() && *sizes[d].i < 0)
+          throw Unsupported(where(node) + ": a negative size");
+        known = intOp("mul", known, sizes[d]);
+      }
+    }
+    Host total = numel(x.sizes);
+    if (inferred >= 0) {
+      // numel must be a multiple of the others (and the others non-zero).
+      check(materialize(compare("ne", known, Host::constInt(0)), Host::Bool));
+      sizes[inferred] = intOp("floordiv", total, known);
+      known = intOp("mul", known, sizes[inferred]);
+    }
+    checkEqual(known, total);
+    return set(reshape(x, sizes));
+  }
+  if (k == aten::flatten) {
+    const Tensor &x = tensorOf(in[0]);
+    int64_t r = x.rank();
+    int64_t lo = normDim(constInt(in[1], "start_dim"), r),
+            hi = normDim(constInt(in[2], "end_dim"), r);
+    std::vector<Host> sizes(x.sizes.begin(), x.sizes.begin() + lo);
+    Host n = Host::constInt(1);
+    for (int64_t d = lo; d <= hi && d < r; ++d)
+      n = intOp("mul", n, x.sizes[d]);
+    sizes.push_back(n);
+    for (int64_t d = hi + 1; d < r; ++d)
+      sizes.push_back(x.sizes[d]);
+    return set(reshape(x, sizes));
+  }
+  if (k == aten::unsqueeze) {
+    const Tensor &x = tensorOf(in[0]);
+    int64_t d = normDim(constInt(in[1], "a dimension"), x.rank() + 1);
+    std::vector<Host> sizes = x.sizes;
+    sizes.insert(sizes.begin() + d, Host::constInt(1));
+    return set(reshape(x, sizes));
+  }
+  // Reductions.
+  if (k == aten::sum || k == aten::mean || k == aten::amax || k == aten::amin ||
+      ((k == aten::max || k == aten::min || k == aten::any || k == aten::all) &&
+       in.size() == 1)) {
+    const Tensor &x = tensorOf(in[0]);
+    std::vector<int64_t> dims;
+    bool keepdim = false;
+    std::optional<ScalarType> dtype;
+    bool full = in.size() <= 2;
+    if (full) {
+      if (in.size() == 2)
+        dtype = dtypeArg(in[1]);
+    } else {
+      if (!isNone(in[1])) {
+        const Sym &s = get(in[1]);
+        if (auto *l = std::get_if<HostList>(&s)) {
+          for (const Host &h : *l) {
+            if (!h.isConstant())
+              throw Unsupported(
+                  where(node) +
+                  ": a reduced dimension not known when compiling");
+            dims.push_back(normDim(*h.i, x.rank()));
+          }
+        } else {
+          dims.push_back(normDim(constInt(in[1], "a dimension"), x.rank()));
+        }
+      }
+      keepdim = *hostOf(in[2]).i;
+      if (in.size() > 3)
+        dtype = dtypeArg(in[3]);
+    }
+    if (dims.empty())
+      for (size_t d = 0; d < x.rank(); ++d)
+        dims.push_back(d);
+    if (k == aten::max || k == aten::min || k == aten::amax ||
+        k == aten::amin) {
+      bool max = k == aten::max || k == aten::amax;
+      bool fl = isFloating(x.dtype);
+      if (!full)
+        for (int64_t d : dims)
+          if (!x.sizes[d].isConstant() || *x.sizes[d].i == 0)
+            check(materialize(compare("gt", x.sizes[d], Host::constInt(0)),
+                              Host::Bool));
+      if (full)
+        check(materialize(compare("gt", numel(x.sizes), Host::constInt(0)),
+                          Host::Bool));
+      Host identity =
+          fl ? Host::constFloat(max ? -INFINITY : INFINITY)
+          : x.dtype == ScalarType::Bool
+              ? Host::constBool(!max)
+              : Host::constInt(max ? std::numeric_limits<int64_t>::min()
+                                   : std::numeric_limits<int64_t>::max());
+      if (!fl && x.dtype != ScalarType::Bool && x.dtype != ScalarType::Long)
+        throw Unsupported(where(node) + ": max/min of a narrow integer dtype");
+      ScalarType t = x.dtype;
+      return set(reduce(
+          x, dims, keepdim, t, identity,
+          [fl, max, t](auto &ob, auto loc, Value a, Value e) -> Value {
+            if (fl)
+              return max ? Value(arith::MaximumFOp::create(ob, loc, a, e))
+                         : Value(arith::MinimumFOp::create(ob, loc, a, e));
+            if (t == ScalarType::Bool)
+              return max ? Value(arith::OrIOp::create(ob, loc, a, e))
+                         : Value(arith::AndIOp::create(ob, loc, a, e));
+            return max ? Value(arith::MaxSIOp::create(ob, loc, a, e))
+                       : Value(arith::MinSIOp::create(ob, loc, a, e));
+          }));
+    }
+    if (k == aten::any || k == aten::all) {
+      bool any = k == aten::any;
+      return set(
+          reduce(x, dims, keepdim, ScalarType::Bool, Host::constBool(!any),
+                 [any](auto &ob, auto loc, Value a, Value e) -> Value {
+                   return any ? Value(arith::OrIOp::create(ob, loc, a, e))
+                              : Value(arith::AndIOp::create(ob, loc, a, e));
+                 }));
+    }
+    ScalarType acc = dtype                 ? *dtype
+                     : isFloating(x.dtype) ? x.dtype
+                                           : ScalarType::Long;
+    if (k == aten::mean && !isFloating(acc))
+      throw Unsupported(where(node) +
+                        ": mean of an integer tensor raises in PyTorch");
+    bool fl = isFloating(acc);
+    Tensor sum = reduce(
+        x, dims, keepdim, acc, fl ? Host::constFloat(0) : Host::constInt(0),
+        [fl](auto &ob, auto loc, Value a, Value e) -> Value {
+          return fl ? Value(arith::AddFOp::create(ob, loc, a, e))
+                    : Value(arith::AddIOp::create(ob, loc, a, e));
+        });
+    if (k == aten::sum)
+      return set(sum);
+    Host count = Host::constInt(1);
+    for (int64_t d : dims)
+      count = intOp("mul", count, x.sizes[d]);
+    return set(elementwise(
+        {sum, count}, acc, acc, [](auto &ob, auto loc, auto xs) -> Value {
+          return arith::DivFOp::create(ob, loc, xs[0], xs[1]);
+        }));
+  }
+  // Factories.
+  auto factoryDtype = [&](torch::jit::Value *v, ScalarType dflt) {
+    std::optional<ScalarType> t = dtypeArg(v);
+    return t ? *t : dflt;
+  };
+  if (k == aten::zeros || k == aten::ones || k == aten::empty) {
+    const HostList &sizes = as<HostList>(in[0], "a list of sizes");
+    ScalarType t = factoryDtype(in[1], ScalarType::Float);
+    // empty() may hold anything: zeros are one such content.
+    return set(filled(sizes, t, Host::constInt(k == aten::ones ? 1 : 0)));
+  }
+  if (k == aten::full) {
+    const HostList &sizes = as<HostList>(in[0], "a list of sizes");
+    const Host &v = hostOf(in[1]);
+    ScalarType dflt = v.kind == Host::Float  ? ScalarType::Float
+                      : v.kind == Host::Bool ? ScalarType::Bool
+                                             : ScalarType::Long;
+    return set(filled(sizes, factoryDtype(in[2], dflt), v));
+  }
+  if (k == aten::zeros_like || k == aten::ones_like || k == aten::full_like) {
+    const Tensor &x = tensorOf(in[0]);
+    bool full = k == aten::full_like;
+    Host v =
+        full ? hostOf(in[1]) : Host::constInt(k == aten::ones_like ? 1 : 0);
+    return set(filled(x.sizes, factoryDtype(in[full ? 2 : 1], x.dtype), v));
+  }
+  if (k == aten::new_zeros || k == aten::new_ones || k == aten::new_empty) {
+    const Tensor &x = tensorOf(in[0]);
+    const HostList &sizes = as<HostList>(in[1], "a list of sizes");
+    return set(filled(sizes, factoryDtype(in[2], x.dtype),
+                      Host::constInt(k == aten::new_ones ? 1 : 0)));
+  }
+  if (k == aten::scalar_tensor) {
+    const Host &v = hostOf(in[0]);
+    return set(filled({}, factoryDtype(in[1], ScalarType::Float), v));
+  }
+  if (k == aten::arange &&
+      in.size() == 5) { // arange(end, dtype, layout, device, pin)
+    const Host &end = hostOf(in[0]);
+    if (end.kind != Host::Int)
+      throw Unsupported(where(node) + ": arange of a float end");
+    ScalarType t = factoryDtype(in[1], ScalarType::Long);
+    Host n = intOp("max", end, Host::constInt(0));
+    Value init = empty({n}, t);
+    auto generic = linalg::GenericOp::create(
+        b, mlir::TypeRange{init.getType()}, mlir::ValueRange{},
+        mlir::ValueRange{init},
+        ::llvm::ArrayRef<mlir::AffineMap>{b.getMultiDimIdentityMap(1)},
+        ::llvm::ArrayRef<mlir::utils::IteratorType>{
+            mlir::utils::IteratorType::parallel},
+        [&](mlir::OpBuilder &ob, mlir::Location loc, mlir::ValueRange) {
+          Value i = linalg::IndexOp::create(ob, loc, 0);
+          Value i64 = arith::IndexCastOp::create(ob, loc, ob.getI64Type(), i);
+          linalg::YieldOp::create(ob, loc,
+                                  convert(ob, loc, i64, ScalarType::Long, t));
+        });
+    return set(Tensor{generic.getResult(0), t, {n}});
+  }
+  // Slices and concatenation.
+  if (k == aten::slice && in.size() == 5) {
+    const Tensor &x = tensorOf(in[0]);
+    int64_t d = normDim(constInt(in[1], "a slice's dimension"), x.rank());
+    if (constInt(in[4], "a slice step") != 1)
+      throw Unsupported(where(node) + ": a slice step other than 1");
+    const Host &n = x.sizes[d];
+    // Python's bounds: negative from the end, clamped to [0, n].
+    auto clampBound = [&](torch::jit::Value *v, const Host &dflt) -> Host {
+      if (isNone(v))
+        return dflt;
+      const Host &h = hostOf(v);
+      if (h.isConstant() && *h.i >= 0)
+        return intOp("min", h, n);
+      if (h.isConstant())
+        return intOp("max", intOp("add", h, n), Host::constInt(0));
+      Value neg = arith::CmpIOp::create(b, arith::CmpIPredicate::slt, h.value,
+                                        arith::ConstantIndexOp::create(b, 0));
+      Value wrapped = arith::AddIOp::create(b, h.value, index(n));
+      Value v2 = arith::SelectOp::create(b, neg, wrapped, h.value);
+      return intOp("min", intOp("max", dynamicInt(v2), Host::constInt(0)), n);
+    };
+    Host lo = clampBound(in[2], Host::constInt(0)), hi = clampBound(in[3], n);
+    Host len = intOp("max", intOp("sub", hi, lo), Host::constInt(0));
+    std::vector<OpFoldResult> offsets, sizes, strides;
+    std::vector<Host> outSizes = x.sizes;
+    outSizes[d] = len;
+    for (size_t j = 0; j < x.rank(); ++j) {
+      offsets.push_back(j == size_t(d) ? foldResults({lo})[0]
+                                       : OpFoldResult(b.getIndexAttr(0)));
+      sizes.push_back(foldResults({outSizes[j]})[0]);
+      strides.push_back(b.getIndexAttr(1));
+    }
+    Value r = tensor::ExtractSliceOp::create(b, tensorType(outSizes, x.dtype),
+                                             x.value, offsets, sizes, strides);
+    return set(Tensor{r, x.dtype, outSizes});
+  }
+  if (k == aten::cat) {
+    const TensorList &xs = as<TensorList>(in[0], "a list of tensors");
+    if (xs.empty())
+      throw Unsupported(where(node) + ": cat of no tensors raises");
+    const Tensor &first = xs[0];
+    int64_t d = normDim(constInt(in[1], "cat's dimension"), first.rank());
+    std::vector<Host> outSizes = first.sizes;
+    outSizes[d] = Host::constInt(0);
+    for (const Tensor &t : xs) {
+      if (t.dtype != first.dtype || t.rank() != first.rank())
+        throw Unsupported(where(node) +
+                          ": cat of tensors of different dtypes or ranks");
+      for (size_t j = 0; j < t.rank(); ++j)
+        if (j != size_t(d))
+          checkEqual(first.sizes[j], t.sizes[j]);
+      outSizes[d] = intOp("add", outSizes[d], t.sizes[d]);
+    }
+    Value acc = empty(outSizes, first.dtype);
+    Host offset = Host::constInt(0);
+    for (const Tensor &t : xs) {
+      std::vector<OpFoldResult> offsets, sizes, strides;
+      for (size_t j = 0; j < t.rank(); ++j) {
+        offsets.push_back(j == size_t(d) ? foldResults({offset})[0]
+                                         : OpFoldResult(b.getIndexAttr(0)));
+        sizes.push_back(foldResults({t.sizes[j]})[0]);
+        strides.push_back(b.getIndexAttr(1));
+      }
+      acc = tensor::InsertSliceOp::create(b, t.value, acc, offsets, sizes,
+                                          strides);
+      offset = intOp("add", offset, t.sizes[d]);
+    }
+    return set(Tensor{acc, first.dtype, outSizes});
+  }
+  if (in.size() == 1)
+    return set(unary(node, op));
+  throw Unsupported(where(node) + ": not supported by the bridge");
+}
+
+} // namespace staticify::lower::bridge

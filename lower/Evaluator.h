@@ -1,0 +1,329 @@
+//===- Evaluator.h - The bridge's abstract evaluation (internal) -----*- C++
+//-*-===//
+//
+// Private to lower/: the values of the abstract evaluation of a TorchScript
+// graph (TorchToMlir.h) and the evaluator that builds MLIR while walking it.
+// Its methods live by family: EvalCore.cpp (host scalars, elementwise ops,
+// reductions, shapes), EvalControl.cpp (nodes, host ops, branches, loops),
+// EvalTensor.cpp (tensor ops), EvalIndexing.cpp (gathers, scatters, random
+// draws, top-k).
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "lower/TorchToMlir.h"
+
+#include "passes/Analysis.h"
+#include "passes/GraphUtils.h"
+
+#include <torch/csrc/jit/ir/ir.h>
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/ImplicitLocOpBuilder.h"
+#include "staticify/StaticifyDialect.h"
+
+#include <functional>
+#include <map>
+#include <optional>
+#include <sstream>
+#include <stdexcept>
+#include <unordered_map>
+#include <variant>
+
+namespace staticify::lower::bridge {
+
+using c10::ScalarType;
+using mlir::ImplicitLocOpBuilder;
+using mlir::OpFoldResult;
+using mlir::Type;
+using mlir::Value;
+using torch::jit::Block;
+using torch::jit::Node;
+namespace arith = mlir::arith;
+namespace linalg = mlir::linalg;
+namespace math = mlir::math;
+namespace tensor = mlir::tensor;
+
+//===----------------------------------------------------------------------===//
+// Values of the abstract evaluation
+//===----------------------------------------------------------------------===//
+
+/// A host scalar: a constant, or an SSA value (index for ints, f64 for
+/// floats, i1 for bools).
+struct Host {
+  enum Kind { Int, Float, Bool } kind = Int;
+  Value value;
+  std::optional<int64_t> i;
+  std::optional<double> f;
+
+  static Host constInt(int64_t v) { return {Int, {}, v, {}}; }
+  static Host constFloat(double v) { return {Float, {}, {}, v}; }
+  static Host constBool(bool v) { return {Bool, {}, v, {}}; }
+  bool isConstant() const { return !value; }
+};
+
+struct Tensor {
+  Value value; // a ranked tensor
+  ScalarType dtype;
+  std::vector<Host> sizes; // Int hosts
+  size_t rank() const { return sizes.size(); }
+};
+
+struct None {};
+struct Device {};
+struct Str {
+  std::string text;
+};
+using HostList = std::vector<Host>;
+using TensorList = std::vector<Tensor>;
+struct Tuple;
+using Sym = std::variant<None, Host, Tensor, HostList, TensorList, Device, Str,
+                         std::shared_ptr<Tuple>>;
+struct Tuple {
+  std::vector<Sym> elements;
+};
+
+/// Why the bridge stops: an op or a case it does not support.
+struct Unsupported : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+inline bool isFloating(ScalarType t) { return c10::isFloatingType(t); }
+
+inline Type elementType(mlir::MLIRContext *ctx, ScalarType t) {
+  mlir::Builder b(ctx);
+  switch (t) {
+  case ScalarType::Half:
+    return b.getF16Type();
+  case ScalarType::BFloat16:
+    return b.getBF16Type();
+  case ScalarType::Float:
+    return b.getF32Type();
+  case ScalarType::Double:
+    return b.getF64Type();
+  case ScalarType::Char:
+    return b.getI8Type();
+  case ScalarType::Short:
+    return b.getI16Type();
+  case ScalarType::Int:
+    return b.getI32Type();
+  case ScalarType::Long:
+    return b.getI64Type();
+  case ScalarType::Bool:
+    return b.getI1Type();
+  default:
+    throw Unsupported(std::string("dtype ") + c10::toString(t) +
+                      " is not supported by the bridge");
+  }
+}
+
+/// PyTorch's type promotion (c10's ResultTypeState): tensors with
+/// dimensions outrank zero-dimensional ones, which outrank host scalars;
+/// a lower group changes the result only by a higher category (bool <
+/// integer < floating).
+class Promotion {
+public:
+  void tensor(const Tensor &t) { merge(t.rank() ? dim : zero, t.dtype); }
+  void host(const Host &h) {
+    merge(wrapped, h.kind == Host::Float ? ScalarType::Float
+                   : h.kind == Host::Int ? ScalarType::Long
+                                         : ScalarType::Bool);
+  }
+  ScalarType result() const { return combine(dim, combine(zero, wrapped)); }
+
+private:
+  static void merge(std::optional<ScalarType> &slot, ScalarType t) {
+    slot = slot ? c10::promoteTypes(*slot, t) : t;
+  }
+  static ScalarType combine(std::optional<ScalarType> higher,
+                            std::optional<ScalarType> lower) {
+    if (!higher)
+      return lower ? *lower : ScalarType::Undefined;
+    if (!lower || *lower == ScalarType::Undefined)
+      return *higher;
+    if (isFloating(*higher))
+      return *higher;
+    if (*higher == ScalarType::Bool || isFloating(*lower))
+      return c10::promoteTypes(*higher, *lower);
+    return *higher;
+  }
+  std::optional<ScalarType> dim, zero, wrapped;
+};
+
+/// The op and its source line, as reasons name them ("aten::cumsum at
+/// model.py:12").
+inline std::string where(Node *node) {
+  std::string out = node->kind().toQualString();
+  if (auto loc = locationOf(node)) {
+    std::string file = loc->file.substr(loc->file.rfind('/') + 1);
+    out += " at " + file + ":" + std::to_string(loc->line);
+  }
+  return out;
+}
+
+/// An operand of an elementwise op: a tensor or a host scalar.
+using Operand = std::variant<Tensor, Host>;
+
+class Evaluator {
+public:
+  Evaluator(ImplicitLocOpBuilder &b, bool hasSelf, mlir::ModuleOp module)
+      : b(b), hasSelf(hasSelf), module(module) {}
+
+  /// Evaluates \p graph with its tensor inputs bound to \p inputs; returns
+  /// the graph's outputs.
+  std::vector<Sym> run(const torch::jit::Graph &graph,
+                       const std::vector<Tensor> &inputs);
+
+  /// Every size check made at the top level, and-ed (true if none).
+  Value allChecks() { return conjunction(checks.back()); }
+  Value allValueChecks() { return conjunction(valueChecks.back()); }
+  void setSeed(Value v) { seed = v; }
+  bool usesRandom() const { return randomOps > 0; }
+
+  Value index(const Host &h) { return materialize(h, Host::Int); }
+
+private:
+  //===--------------------------------------------------------------------===//
+  // Environment
+  //===--------------------------------------------------------------------===//
+
+  const Sym &get(const torch::jit::Value *v);
+  template <typename T> const T &as(torch::jit::Value *v, const char *what) {
+    const Sym &s = get(v);
+    if (auto *p = std::get_if<T>(&s))
+      return *p;
+    throw Unsupported(std::string("expected ") + what + " for %" +
+                      v->debugName());
+  }
+  const Tensor &tensorOf(torch::jit::Value *v) {
+    return as<Tensor>(v, "a tensor");
+  }
+  const Host &hostOf(torch::jit::Value *v) {
+    return as<Host>(v, "a host scalar");
+  }
+  bool isNone(torch::jit::Value *v) {
+    return std::holds_alternative<None>(get(v));
+  }
+  int64_t constInt(torch::jit::Value *v, const char *what) {
+    const Host &h = hostOf(v);
+    if (h.kind != Host::Int || !h.i || h.value)
+      throw Unsupported(std::string(what) + " must be known when compiling");
+    return *h.i;
+  }
+  std::optional<ScalarType> dtypeArg(torch::jit::Value *v) {
+    if (isNone(v))
+      return std::nullopt;
+    return static_cast<ScalarType>(constInt(v, "a dtype"));
+  }
+
+  //===--------------------------------------------------------------------===//
+  // Host scalars
+  //===--------------------------------------------------------------------===//
+
+  Value materialize(const Host &h, Host::Kind as);
+
+  Host dynamicInt(Value v) { return Host{Host::Int, v, {}, {}}; }
+
+  /// Host integer arithmetic, folded when both sides are constants.
+  Host intOp(const std::string &op, const Host &x, const Host &y);
+
+  Host compare(const std::string &op, const Host &x, const Host &y);
+
+  void check(Value cond) { checks.back().push_back(cond); }
+  void valueCheck(Value cond) { valueChecks.back().push_back(cond); }
+  Value conjunction(const std::vector<Value> &conds);
+  void checkEqual(const Host &x, const Host &y);
+
+  //===--------------------------------------------------------------------===//
+  // Scalars inside kernels
+  //===--------------------------------------------------------------------===//
+
+  Value convert(mlir::OpBuilder &ob, mlir::Location loc, Value v,
+                ScalarType from, ScalarType to);
+
+  /// A host scalar as an element of dtype \p to (the conversion is emitted
+  /// where the caller's builder points).
+  Value hostElement(mlir::OpBuilder &ob, mlir::Location loc, const Host &h,
+                    ScalarType to);
+
+  //===--------------------------------------------------------------------===//
+  // Tensors
+  //===--------------------------------------------------------------------===//
+
+  std::vector<OpFoldResult> foldResults(const std::vector<Host> &sizes);
+  mlir::RankedTensorType tensorType(const std::vector<Host> &sizes,
+                                    ScalarType dtype);
+  Value empty(const std::vector<Host> &sizes, ScalarType dtype);
+  Tensor filled(const std::vector<Host> &sizes, ScalarType dtype,
+                const Host &value);
+
+  using Body = std::function<Value(mlir::OpBuilder &, mlir::Location,
+                                   llvm::ArrayRef<Value>)>;
+
+  /// out[i] = body(operands converted to \p computeAs at i), broadcasting
+  /// as PyTorch does; where two sizes are dynamic, the shape function
+  /// checks that they are equal (a size 1 broadcast at run time takes the
+  /// TorchScript path).
+  Tensor elementwise(const std::vector<Operand> &operands, ScalarType computeAs,
+                     ScalarType outDtype, const Body &body);
+
+  /// Reduces \p x over \p dims with \p combine from \p identity.
+  Tensor reduce(const Tensor &x, std::vector<int64_t> dims, bool keepdim,
+                ScalarType accDtype, const Host &identity,
+                const std::function<Value(mlir::OpBuilder &, mlir::Location,
+                                          Value, Value)> &combine);
+
+  Tensor reshape(const Tensor &x, const std::vector<Host> &sizes);
+
+  Host numel(const std::vector<Host> &sizes);
+
+  int64_t normDim(int64_t d, size_t rank);
+
+  //===--------------------------------------------------------------------===//
+  // Nodes
+  //===--------------------------------------------------------------------===//
+
+  void evalBlock(Block *block);
+
+  std::vector<Sym> blockOutputs(Block *block);
+
+  void evalNode(Node *node);
+  void evalIf(Node *node);
+  void evalLoop(Node *node);
+  bool evalHostOp(Node *node);
+  void evalTensorOp(Node *node);
+  bool evalIndexingOrRandom(Node *node);
+  Value splitmix(mlir::OpBuilder &ob, mlir::Location loc, Value z);
+  Value streamSeed();
+  Tensor gatherRows(Node *node, const Tensor &x, const Tensor &rowsOf,
+                    bool wrapNegative);
+  Tensor binary(Node *node, const std::string &op);
+  Tensor unary(Node *node, const std::string &op);
+
+  ImplicitLocOpBuilder &b;
+  bool hasSelf;
+  mlir::ModuleOp module;
+  std::unordered_map<const torch::jit::Value *, Sym> env;
+  /// Size checks, one list per open scf.if branch (the outermost first).
+  std::vector<std::vector<Value>> checks;
+  /// Checks on tensor values (an index in range), made by the kernel, which
+  /// reports them in its status; one list per open scf.if branch.
+  std::vector<std::vector<Value>> valueChecks;
+  /// The i64 seed of this call's random draws (the runtime draws it from
+  /// PyTorch's default generator), and how many random ops used it.
+  Value seed;
+  int randomOps = 0;
+};
+
+/// The op's name without its namespace ("add" for aten::add).
+inline std::string opName(Node *node) { return node->kind().toUnqualString(); }
+
+} // namespace staticify::lower::bridge

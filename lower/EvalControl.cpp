@@ -3,10 +3,15 @@
 
 namespace staticify::lower::bridge {
 
-static bool hasTensorInput(Node *node) {
-  for (torch::jit::Value *v : node->inputs())
-    if (v->type()->kind() == c10::TypeKind::TensorType)
+/// Whether an input is a tensor, by what the evaluation made of it (a
+/// `Tensor?` input holding one is a tensor).
+bool Evaluator::hasTensorInput(Node *node) {
+  for (torch::jit::Value *v : node->inputs()) {
+    auto it = env.find(v);
+    if (it != env.end() ? std::holds_alternative<Tensor>(it->second)
+                        : v->type()->kind() == c10::TypeKind::TensorType)
       return true;
+  }
   return false;
 }
 
@@ -45,7 +50,8 @@ void Evaluator::evalNode(Node *node) {
   bool plumbing = k == prim::ListConstruct || k == prim::ListUnpack ||
                   k == prim::TupleConstruct || k == prim::TupleUnpack ||
                   k == aten::__getitem__ || k == aten::len ||
-                  k == prim::unchecked_cast;
+                  k == prim::unchecked_cast || k == aten::__is__ ||
+                  k == aten::__isnot__;
   if ((plumbing || !hasTensorInput(node)) && evalHostOp(node))
     return;
   evalTensorOp(node);
@@ -199,6 +205,21 @@ bool Evaluator::evalHostOp(Node *node) {
   static const std::map<std::string, std::string> compares = {
       {"eq", "eq"}, {"ne", "ne"}, {"lt", "lt"},
       {"le", "le"}, {"gt", "gt"}, {"ge", "ge"}};
+  if ((op == "eq" || op == "ne") && in.size() == 2) {
+    // Strings (a reduction mode) and devices (all on the CPU here) compare
+    // when compiling.
+    const Sym &x = get(in[0]), &y = get(in[1]);
+    std::optional<bool> same;
+    if (auto *a = std::get_if<Str>(&x))
+      if (auto *c = std::get_if<Str>(&y))
+        same = a->text == c->text;
+    if (std::holds_alternative<Device>(x) && std::holds_alternative<Device>(y))
+      same = true;
+    if (same) {
+      env[out] = Host::constBool(op == "eq" ? *same : !*same);
+      return true;
+    }
+  }
   if (compares.count(op) && in.size() == 2) {
     env[out] = compare(op, hostOf(in[0]), hostOf(in[1]));
     return true;

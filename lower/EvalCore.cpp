@@ -413,4 +413,99 @@ std::vector<Sym> Evaluator::blockOutputs(Block *block) {
   return out;
 }
 
+std::pair<Tensor, Tensor> Evaluator::reduceWithIndex(const Tensor &x,
+                                                     int64_t dim, bool keepdim,
+                                                     bool max) {
+  // An empty reduced dimension raises in PyTorch.
+  check(
+      materialize(compare("gt", x.sizes[dim], Host::constInt(0)), Host::Bool));
+  size_t rank = x.rank();
+  std::vector<Host> outSizes, keptSizes;
+  ::llvm::SmallVector<mlir::AffineExpr> outExprs;
+  ::llvm::SmallVector<mlir::utils::IteratorType> iters;
+  for (size_t d = 0; d < rank; ++d) {
+    bool reduced = int64_t(d) == dim;
+    iters.push_back(reduced ? mlir::utils::IteratorType::reduction
+                            : mlir::utils::IteratorType::parallel);
+    if (!reduced) {
+      outSizes.push_back(x.sizes[d]);
+      outExprs.push_back(b.getAffineDimExpr(d));
+    }
+    keptSizes.push_back(reduced ? Host::constInt(1) : x.sizes[d]);
+  }
+  bool fl = isFloating(x.dtype);
+  if (!fl && x.dtype != ScalarType::Long && x.dtype != ScalarType::Bool)
+    throw Unsupported("max/min with indices of a narrow integer dtype");
+  Host identity =
+      fl ? Host::constFloat(max ? -INFINITY : INFINITY)
+      : x.dtype == ScalarType::Bool
+          ? Host::constBool(!max)
+          : Host::constInt(max ? std::numeric_limits<int64_t>::min()
+                               : std::numeric_limits<int64_t>::max());
+  Tensor values = filled(outSizes, x.dtype, identity);
+  // -1: no element seen yet (the first always replaces it).
+  Tensor indices = filled(outSizes, ScalarType::Long, Host::constInt(-1));
+  auto outMap = mlir::AffineMap::get(rank, 0, outExprs, b.getContext());
+  ScalarType dtype = x.dtype;
+  auto generic = linalg::GenericOp::create(
+      b, mlir::TypeRange{values.value.getType(), indices.value.getType()},
+      mlir::ValueRange{x.value}, mlir::ValueRange{values.value, indices.value},
+      ::llvm::ArrayRef<mlir::AffineMap>{b.getMultiDimIdentityMap(rank), outMap,
+                                        outMap},
+      iters,
+      [&](mlir::OpBuilder &ob, mlir::Location loc, mlir::ValueRange args) {
+        Value e = args[0], acc = args[1], at = args[2];
+        Value i = arith::IndexCastOp::create(
+            ob, loc, ob.getI64Type(), linalg::IndexOp::create(ob, loc, dim));
+        Value none = arith::CmpIOp::create(
+            ob, loc, arith::CmpIPredicate::slt, at,
+            arith::ConstantOp::create(ob, loc, ob.getI64IntegerAttr(0)));
+        Value better;
+        if (fl) {
+          // Strictly better than a non-NaN, or the first NaN (which stays).
+          Value strict = arith::CmpFOp::create(ob, loc,
+                                               max ? arith::CmpFPredicate::OGT
+                                                   : arith::CmpFPredicate::OLT,
+                                               e, acc);
+          Value eNan =
+              arith::CmpFOp::create(ob, loc, arith::CmpFPredicate::UNO, e, e);
+          Value accNan = arith::CmpFOp::create(
+              ob, loc, arith::CmpFPredicate::UNO, acc, acc);
+          Value one = arith::ConstantIntOp::create(ob, loc, ob.getI1Type(), 1);
+          Value accNotNan = arith::XOrIOp::create(ob, loc, accNan, one);
+          better = arith::AndIOp::create(
+              ob, loc, arith::OrIOp::create(ob, loc, strict, eNan), accNotNan);
+        } else {
+          auto p = dtype == ScalarType::Bool
+                       ? (max ? arith::CmpIPredicate::ugt
+                              : arith::CmpIPredicate::ult)
+                       : (max ? arith::CmpIPredicate::sgt
+                              : arith::CmpIPredicate::slt);
+          better = arith::CmpIOp::create(ob, loc, p, e, acc);
+        }
+        better = arith::OrIOp::create(ob, loc, better, none);
+        Value v = arith::SelectOp::create(ob, loc, better, e, acc);
+        Value j = arith::SelectOp::create(ob, loc, better, i, at);
+        linalg::YieldOp::create(ob, loc, mlir::ValueRange{v, j});
+      });
+  Tensor v{generic.getResult(0), x.dtype, outSizes};
+  Tensor ix{generic.getResult(1), ScalarType::Long, outSizes};
+  if (keepdim)
+    return {reshape(v, keptSizes), reshape(ix, keptSizes)};
+  return {v, ix};
+}
+
+Tensor Evaluator::broadcastTo(const Tensor &x, const std::vector<Host> &sizes) {
+  if (sizes.size() < x.rank())
+    throw Unsupported("expanding to fewer dimensions");
+  for (const Host &s : sizes)
+    if (s.isConstant() && *s.i < 0)
+      throw Unsupported("expand with a negative size");
+  // The target as a tensor operand (its contents are never read).
+  Tensor shape{empty(sizes, x.dtype), x.dtype, sizes};
+  ScalarType t = x.dtype;
+  return elementwise({x, shape}, t, t,
+                     [](auto &, auto, auto xs) -> Value { return xs[0]; });
+}
+
 } // namespace staticify::lower::bridge

@@ -355,4 +355,231 @@ bool Evaluator::evalIndexingOrRandom(Node *node) {
   return false;
 }
 
+Value Evaluator::allInRange(const Tensor &x, const Host &lo, const Host &hi) {
+  Value lo64 = arith::IndexCastOp::create(b, b.getI64Type(), index(lo));
+  Value hi64 = arith::IndexCastOp::create(b, b.getI64Type(), index(hi));
+  Tensor in =
+      elementwise({x}, ScalarType::Long, ScalarType::Bool,
+                  [&](auto &ob, auto loc, auto xs) -> Value {
+                    Value ge = arith::CmpIOp::create(
+                        ob, loc, arith::CmpIPredicate::sge, xs[0], lo64);
+                    Value lt = arith::CmpIOp::create(
+                        ob, loc, arith::CmpIPredicate::slt, xs[0], hi64);
+                    return arith::AndIOp::create(ob, loc, ge, lt);
+                  });
+  std::vector<int64_t> dims;
+  for (size_t d = 0; d < x.rank(); ++d)
+    dims.push_back(d);
+  Tensor all = reduce(in, dims, false, ScalarType::Bool, Host::constBool(true),
+                      [](auto &ob, auto loc, Value a, Value e) -> Value {
+                        return arith::AndIOp::create(ob, loc, a, e);
+                      });
+  return tensor::ExtractOp::create(b, all.value, mlir::ValueRange{});
+}
+
+Tensor Evaluator::gatherAlong(Node *node, const Tensor &x, int64_t dim,
+                              const Tensor &idx) {
+  if (idx.dtype != ScalarType::Long)
+    throw Unsupported(where(node) +
+                      ": gather by an index that is not int64 raises");
+  if (idx.rank() != x.rank())
+    throw Unsupported(where(node) +
+                      ": gather by an index of another rank raises");
+  // index.size(d) <= x.size(d) off dim; a read along an empty dim is unsafe.
+  for (size_t d = 0; d < x.rank(); ++d)
+    if (int64_t(d) != dim)
+      check(materialize(compare("le", idx.sizes[d], x.sizes[d]), Host::Bool));
+  Host nothing = compare("eq", numel(idx.sizes), Host::constInt(0));
+  Host some = compare("gt", x.sizes[dim], Host::constInt(0));
+  check(arith::OrIOp::create(b, materialize(nothing, Host::Bool),
+                             materialize(some, Host::Bool)));
+  valueCheck(allInRange(idx, Host::constInt(0), x.sizes[dim]));
+  Value n64 =
+      arith::IndexCastOp::create(b, b.getI64Type(), index(x.sizes[dim]));
+  size_t rank = idx.rank();
+  Value init = empty(idx.sizes, x.dtype);
+  Value source = x.value;
+  auto generic = linalg::GenericOp::create(
+      b, mlir::TypeRange{init.getType()}, mlir::ValueRange{idx.value},
+      mlir::ValueRange{init},
+      ::llvm::ArrayRef<mlir::AffineMap>{b.getMultiDimIdentityMap(rank),
+                                        b.getMultiDimIdentityMap(rank)},
+      ::llvm::SmallVector<mlir::utils::IteratorType>(
+          rank, mlir::utils::IteratorType::parallel),
+      [&](mlir::OpBuilder &ob, mlir::Location loc, mlir::ValueRange args) {
+        Value zero =
+            arith::ConstantOp::create(ob, loc, ob.getI64IntegerAttr(0));
+        Value one = arith::ConstantOp::create(ob, loc, ob.getI64IntegerAttr(1));
+        Value i = arith::MinSIOp::create(
+            ob, loc, arith::MaxSIOp::create(ob, loc, args[0], zero),
+            arith::SubIOp::create(ob, loc, n64, one));
+        ::llvm::SmallVector<Value> at;
+        for (size_t d = 0; d < rank; ++d)
+          at.push_back(int64_t(d) == dim
+                           ? Value(arith::IndexCastOp::create(
+                                 ob, loc, ob.getIndexType(), i))
+                           : Value(linalg::IndexOp::create(ob, loc, d)));
+        linalg::YieldOp::create(
+            ob, loc,
+            tensor::ExtractOp::create(ob, loc, source, at).getResult());
+      });
+  return {generic.getResult(0), x.dtype, idx.sizes};
+}
+
+Tensor Evaluator::softmax(const Tensor &x, int64_t d, ScalarType t, bool log) {
+  ScalarType from = x.dtype;
+  Tensor xt =
+      from == t ? x : elementwise({x}, from, t, [](auto &, auto, auto xs) {
+        return xs[0]; // converted to t on the way in
+      });
+  // max, x - max, exp, sum; then (x - max) - log(sum) or exp / sum. A row
+  // of -inf gives NaN, as in PyTorch.
+  Tensor m = reduce(xt, {d}, true, t, Host::constFloat(-INFINITY),
+                    [](auto &ob, auto loc, Value a, Value e) -> Value {
+                      return arith::MaximumFOp::create(ob, loc, a, e);
+                    });
+  Tensor shifted =
+      elementwise({xt, m}, t, t, [](auto &ob, auto loc, auto xs) -> Value {
+        return arith::SubFOp::create(ob, loc, xs[0], xs[1]);
+      });
+  Tensor e =
+      elementwise({shifted}, t, t, [](auto &ob, auto loc, auto xs) -> Value {
+        return math::ExpOp::create(ob, loc, xs[0]);
+      });
+  Tensor sum = reduce(e, {d}, true, t, Host::constFloat(0),
+                      [](auto &ob, auto loc, Value a, Value v) -> Value {
+                        return arith::AddFOp::create(ob, loc, a, v);
+                      });
+  if (log)
+    return elementwise(
+        {shifted, sum}, t, t, [](auto &ob, auto loc, auto xs) -> Value {
+          return arith::SubFOp::create(ob, loc, xs[0],
+                                       math::LogOp::create(ob, loc, xs[1]));
+        });
+  return elementwise({e, sum}, t, t, [](auto &ob, auto loc, auto xs) -> Value {
+    return arith::DivFOp::create(ob, loc, xs[0], xs[1]);
+  });
+}
+
+Tensor Evaluator::nllLoss(Node *node) {
+  auto in = node->inputs();
+  bool crossEntropy =
+      node->kind().toUnqualString() == std::string("cross_entropy_loss");
+  Tensor x = tensorOf(in[0]);
+  const Tensor &target = tensorOf(in[1]);
+  if (!isNone(in[2]))
+    throw Unsupported(where(node) + ": class weights");
+  int64_t reduction = constInt(in[3], "the reduction");
+  const Host &ignore = hostOf(in[4]);
+  if (crossEntropy) {
+    const Host &smoothing = hostOf(in[5]);
+    if (!smoothing.isConstant() ||
+        (smoothing.f ? *smoothing.f : double(*smoothing.i)) != 0)
+      throw Unsupported(where(node) + ": label smoothing");
+  }
+  if (!isFloating(x.dtype) || target.dtype != ScalarType::Long)
+    throw Unsupported(where(node) +
+                      ": a loss of other than float scores and int64 classes");
+  if (x.rank() < 1 || target.rank() + 1 != x.rank())
+    throw Unsupported(where(node) + ": scores and targets of these ranks");
+  int64_t c = x.rank() == 1 ? 0 : 1;
+  for (size_t d = 0, j = 0; d < x.rank(); ++d)
+    if (int64_t(d) != c)
+      checkEqual(x.sizes[d], target.sizes[j++]);
+  ScalarType t = x.dtype;
+  Tensor logp = crossEntropy ? softmax(x, c, t, /*log=*/true) : x;
+  const Host &classes = x.sizes[c];
+  // A target is a class or ignore_index; anything else raises in PyTorch.
+  Value ignore64 = arith::IndexCastOp::create(b, b.getI64Type(), index(ignore));
+  Value classes64 =
+      arith::IndexCastOp::create(b, b.getI64Type(), index(classes));
+  Tensor valid = elementwise(
+      {target}, ScalarType::Long, ScalarType::Bool,
+      [&](auto &ob, auto loc, auto xs) -> Value {
+        Value zero =
+            arith::ConstantOp::create(ob, loc, ob.getI64IntegerAttr(0));
+        Value isClass = arith::AndIOp::create(
+            ob, loc,
+            arith::CmpIOp::create(ob, loc, arith::CmpIPredicate::sge, xs[0],
+                                  zero),
+            arith::CmpIOp::create(ob, loc, arith::CmpIPredicate::slt, xs[0],
+                                  classes64));
+        Value ignored = arith::CmpIOp::create(ob, loc, arith::CmpIPredicate::eq,
+                                              xs[0], ignore64);
+        return arith::OrIOp::create(ob, loc, isClass, ignored);
+      });
+  std::vector<int64_t> all;
+  for (size_t d = 0; d < target.rank(); ++d)
+    all.push_back(d);
+  Tensor allValid =
+      reduce(valid, all, false, ScalarType::Bool, Host::constBool(true),
+             [](auto &ob, auto loc, Value a, Value e) -> Value {
+               return arith::AndIOp::create(ob, loc, a, e);
+             });
+  valueCheck(tensor::ExtractOp::create(b, allValid.value, mlir::ValueRange{}));
+  // A read along an empty class dimension is unsafe (and raises).
+  Host noTargets = compare("eq", numel(target.sizes), Host::constInt(0));
+  Host someClasses = compare("gt", classes, Host::constInt(0));
+  check(arith::OrIOp::create(b, materialize(noTargets, Host::Bool),
+                             materialize(someClasses, Host::Bool)));
+  size_t rank = target.rank();
+  Value init = empty(target.sizes, t);
+  Value source = logp.value;
+  auto generic = linalg::GenericOp::create(
+      b, mlir::TypeRange{init.getType()}, mlir::ValueRange{target.value},
+      mlir::ValueRange{init},
+      ::llvm::ArrayRef<mlir::AffineMap>{b.getMultiDimIdentityMap(rank),
+                                        b.getMultiDimIdentityMap(rank)},
+      ::llvm::SmallVector<mlir::utils::IteratorType>(
+          rank, mlir::utils::IteratorType::parallel),
+      [&](mlir::OpBuilder &ob, mlir::Location loc, mlir::ValueRange args) {
+        Value zero =
+            arith::ConstantOp::create(ob, loc, ob.getI64IntegerAttr(0));
+        Value one = arith::ConstantOp::create(ob, loc, ob.getI64IntegerAttr(1));
+        Value kept = arith::CmpIOp::create(ob, loc, arith::CmpIPredicate::ne,
+                                           args[0], ignore64);
+        Value cls = arith::MinSIOp::create(
+            ob, loc, arith::MaxSIOp::create(ob, loc, args[0], zero),
+            arith::SubIOp::create(ob, loc, classes64, one));
+        ::llvm::SmallVector<Value> at;
+        for (size_t d = 0, j = 0; d < rank + 1; ++d)
+          at.push_back(int64_t(d) == c
+                           ? Value(arith::IndexCastOp::create(
+                                 ob, loc, ob.getIndexType(), cls))
+                           : Value(linalg::IndexOp::create(ob, loc, j++)));
+        Value v = tensor::ExtractOp::create(ob, loc, source, at);
+        Value negated = arith::NegFOp::create(ob, loc, v);
+        Value zf = arith::ConstantOp::create(ob, loc,
+                                             ob.getFloatAttr(v.getType(), 0.0));
+        linalg::YieldOp::create(
+            ob, loc,
+            arith::SelectOp::create(ob, loc, kept, negated, zf).getResult());
+      });
+  Tensor losses{generic.getResult(0), t, target.sizes};
+  if (reduction == 0)
+    return losses;
+  auto add = [](auto &ob, auto loc, Value a, Value e) -> Value {
+    return arith::AddFOp::create(ob, loc, a, e);
+  };
+  Tensor sum = reduce(losses, all, false, t, Host::constFloat(0), add);
+  if (reduction == 2)
+    return sum;
+  if (reduction != 1)
+    throw Unsupported(where(node) + ": reduction mode " +
+                      std::to_string(reduction));
+  // The mean over the targets kept (0/0: NaN, as in PyTorch).
+  Tensor kept = elementwise(
+      {target}, ScalarType::Long, t, [&](auto &ob, auto loc, auto xs) -> Value {
+        Value k = arith::CmpIOp::create(ob, loc, arith::CmpIPredicate::ne,
+                                        xs[0], ignore64);
+        Type ft = elementType(ob.getContext(), t);
+        return arith::UIToFPOp::create(ob, loc, ft, k);
+      });
+  Tensor count = reduce(kept, all, false, t, Host::constFloat(0), add);
+  return elementwise({sum, count}, t, t,
+                     [](auto &ob, auto loc, auto xs) -> Value {
+                       return arith::DivFOp::create(ob, loc, xs[0], xs[1]);
+                     });
+}
+
 } // namespace staticify::lower::bridge

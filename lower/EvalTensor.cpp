@@ -441,6 +441,8 @@ void Evaluator::evalTensorOp(Node *node) {
     checkEqual(known, total);
     return set(reshape(x, sizes));
   }
+  if (evalShapeOrComposite(node))
+    return;
   if (k == aten::flatten) {
     const Tensor &x = tensorOf(in[0]);
     int64_t r = x.rank();
@@ -693,6 +695,242 @@ void Evaluator::evalTensorOp(Node *node) {
   if (in.size() == 1)
     return set(unary(node, op));
   throw Unsupported(where(node) + ": not supported by the bridge");
+}
+
+/// Shape ops (select, stack, expand) and composites of elementwise ops and
+/// reductions (softmax, log_softmax, argmax, max/min along a dimension,
+/// isnan).
+bool Evaluator::evalShapeOrComposite(Node *node) {
+  using namespace c10;
+  Symbol k = node->kind();
+  auto in = node->inputs();
+  auto set = [&](size_t i, Sym s) { env[node->output(i)] = std::move(s); };
+  if (k == aten::is_floating_point) {
+    set(0, Host::constBool(isFloating(tensorOf(in[0]).dtype)));
+    return true;
+  }
+  if (k == Symbol::fromQualString("aten::promote_types")) {
+    auto a = static_cast<ScalarType>(constInt(in[0], "a dtype"));
+    auto c = static_cast<ScalarType>(constInt(in[1], "a dtype"));
+    set(0, Host::constInt(static_cast<int64_t>(c10::promoteTypes(a, c))));
+    return true;
+  }
+  if (k == aten::squeeze && in.size() == 2) {
+    // squeeze(x, d) drops d only where its size is 1: the rank must be
+    // known, so the shape function requires that size to be 1.
+    const Tensor &x = tensorOf(in[0]);
+    if (x.rank() == 0) {
+      set(0, x);
+      return true;
+    }
+    int64_t d = normDim(constInt(in[1], "squeeze's dimension"), x.rank());
+    const Host &s = x.sizes[d];
+    if (s.isConstant() && *s.i != 1) {
+      set(0, x);
+      return true;
+    }
+    checkEqual(s, Host::constInt(1));
+    std::vector<Host> sizes = x.sizes;
+    sizes.erase(sizes.begin() + d);
+    set(0, reshape(x, sizes));
+    return true;
+  }
+  if (k == aten::gather && in.size() == 4) {
+    set(0, gatherAlong(node, tensorOf(in[0]),
+                       normDim(constInt(in[1], "gather's dimension"),
+                               tensorOf(in[0]).rank()),
+                       tensorOf(in[2])));
+    return true;
+  }
+  if (k == Symbol::fromQualString("aten::one_hot")) {
+    const Tensor &x = tensorOf(in[0]);
+    int64_t classes = constInt(in[1], "one_hot's num_classes");
+    if (classes < 0)
+      throw Unsupported(where(node) +
+                        ": one_hot with num_classes from the data");
+    if (x.dtype != ScalarType::Long)
+      throw Unsupported(where(node) +
+                        ": one_hot of a tensor that is not int64 raises");
+    valueCheck(allInRange(x, Host::constInt(0), Host::constInt(classes)));
+    std::vector<Host> sizes = x.sizes;
+    sizes.push_back(Host::constInt(classes));
+    Tensor grid{empty(sizes, ScalarType::Long), ScalarType::Long, sizes};
+    std::vector<Host> kept = x.sizes;
+    kept.push_back(Host::constInt(1));
+    Tensor column = reshape(x, kept);
+    size_t last = sizes.size() - 1;
+    // out[..., c] = (x[...] == c)
+    Value init = grid.value;
+    ::llvm::SmallVector<mlir::AffineExpr> exprs;
+    for (size_t j = 0; j < last; ++j)
+      exprs.push_back(b.getAffineDimExpr(j));
+    exprs.push_back(b.getAffineConstantExpr(0));
+    size_t rank = sizes.size();
+    auto generic = linalg::GenericOp::create(
+        b, mlir::TypeRange{init.getType()}, mlir::ValueRange{column.value},
+        mlir::ValueRange{init},
+        ::llvm::ArrayRef<mlir::AffineMap>{
+            mlir::AffineMap::get(rank, 0, exprs, b.getContext()),
+            b.getMultiDimIdentityMap(rank)},
+        ::llvm::SmallVector<mlir::utils::IteratorType>(
+            rank, mlir::utils::IteratorType::parallel),
+        [&](mlir::OpBuilder &ob, mlir::Location loc, mlir::ValueRange args) {
+          Value c = arith::IndexCastOp::create(
+              ob, loc, ob.getI64Type(), linalg::IndexOp::create(ob, loc, last));
+          Value eq = arith::CmpIOp::create(ob, loc, arith::CmpIPredicate::eq,
+                                           args[0], c);
+          linalg::YieldOp::create(
+              ob, loc,
+              arith::ExtUIOp::create(ob, loc, ob.getI64Type(), eq).getResult());
+        });
+    set(0, Tensor{generic.getResult(0), ScalarType::Long, sizes});
+    return true;
+  }
+  if (k == Symbol::fromQualString("aten::nll_loss_nd") ||
+      k == Symbol::fromQualString("aten::cross_entropy_loss")) {
+    set(0, nllLoss(node));
+    return true;
+  }
+  if (k == aten::isnan || k == aten::isinf || k == aten::isfinite) {
+    const Tensor &x = tensorOf(in[0]);
+    if (!isFloating(x.dtype)) { // integers: never NaN or infinite
+      set(0, filled(x.sizes, ScalarType::Bool,
+                    Host::constBool(k == aten::isfinite)));
+      return true;
+    }
+    bool nan = k == aten::isnan, inf = k == aten::isinf;
+    set(0, elementwise(
+               {x}, x.dtype, ScalarType::Bool,
+               [nan, inf](auto &ob, auto loc, auto xs) -> Value {
+                 if (nan)
+                   return arith::CmpFOp::create(
+                       ob, loc, arith::CmpFPredicate::UNO, xs[0], xs[0]);
+                 Value a = math::AbsFOp::create(ob, loc, xs[0]);
+                 Value limit = arith::ConstantOp::create(
+                     ob, loc, ob.getFloatAttr(xs[0].getType(), INFINITY));
+                 return arith::CmpFOp::create(ob, loc,
+                                              inf ? arith::CmpFPredicate::OEQ
+                                                  : arith::CmpFPredicate::OLT,
+                                              a, limit);
+               }));
+    return true;
+  }
+  if (k == aten::select && in.size() == 3) {
+    const Tensor &x = tensorOf(in[0]);
+    int64_t d = normDim(constInt(in[1], "select's dimension"), x.rank());
+    const Host &n = x.sizes[d];
+    Host i = hostOf(in[2]);
+    // -n <= i < n, as PyTorch requires; negative from the end.
+    check(materialize(compare("lt", i, n), Host::Bool));
+    check(materialize(compare("ge", i, intOp("sub", Host::constInt(0), n)),
+                      Host::Bool));
+    Host at = i;
+    if (i.isConstant() && *i.i < 0) {
+      at = intOp("add", i, n);
+    } else if (!i.isConstant()) {
+      Value neg = arith::CmpIOp::create(b, arith::CmpIPredicate::slt, i.value,
+                                        arith::ConstantIndexOp::create(b, 0));
+      at = dynamicInt(arith::SelectOp::create(
+          b, neg, arith::AddIOp::create(b, i.value, index(n)), i.value));
+    }
+    std::vector<OpFoldResult> offsets, sizes, strides;
+    std::vector<Host> outSizes;
+    for (size_t j = 0; j < x.rank(); ++j) {
+      bool picked = int64_t(j) == d;
+      offsets.push_back(picked ? foldResults({at})[0]
+                               : OpFoldResult(b.getIndexAttr(0)));
+      sizes.push_back(picked ? OpFoldResult(b.getIndexAttr(1))
+                             : foldResults({x.sizes[j]})[0]);
+      strides.push_back(b.getIndexAttr(1));
+      if (!picked)
+        outSizes.push_back(x.sizes[j]);
+    }
+    Value r = tensor::ExtractSliceOp::create(b, tensorType(outSizes, x.dtype),
+                                             x.value, offsets, sizes, strides);
+    set(0, Tensor{r, x.dtype, outSizes});
+    return true;
+  }
+  if (k == aten::stack) {
+    const TensorList &xs = as<TensorList>(in[0], "a list of tensors");
+    if (xs.empty())
+      throw Unsupported(where(node) + ": stack of no tensors raises");
+    int64_t d = normDim(constInt(in[1], "stack's dimension"), xs[0].rank() + 1);
+    // stack = cat of each with a new dimension of size 1 at d.
+    TensorList parts;
+    for (const Tensor &t : xs) {
+      if (t.dtype != xs[0].dtype || t.rank() != xs[0].rank())
+        throw Unsupported(where(node) +
+                          ": stack of tensors of different dtypes or ranks");
+      for (size_t j = 0; j < t.rank(); ++j)
+        checkEqual(xs[0].sizes[j], t.sizes[j]);
+      std::vector<Host> s = t.sizes;
+      s.insert(s.begin() + d, Host::constInt(1));
+      parts.push_back(reshape(t, s));
+    }
+    std::vector<Host> outSizes = parts[0].sizes;
+    outSizes[d] = Host::constInt(static_cast<int64_t>(parts.size()));
+    Value acc = empty(outSizes, xs[0].dtype);
+    for (size_t p = 0; p < parts.size(); ++p) {
+      std::vector<OpFoldResult> offsets, sizes, strides;
+      for (size_t j = 0; j < outSizes.size(); ++j) {
+        offsets.push_back(b.getIndexAttr(int64_t(j) == d ? int64_t(p) : 0));
+        sizes.push_back(foldResults({parts[p].sizes[j]})[0]);
+        strides.push_back(b.getIndexAttr(1));
+      }
+      acc = tensor::InsertSliceOp::create(b, parts[p].value, acc, offsets,
+                                          sizes, strides);
+    }
+    set(0, Tensor{acc, xs[0].dtype, outSizes});
+    return true;
+  }
+  if (k == aten::expand_as || k == aten::expand) {
+    const Tensor &x = tensorOf(in[0]);
+    std::vector<Host> sizes = k == aten::expand_as
+                                  ? tensorOf(in[1]).sizes
+                                  : as<HostList>(in[1], "a list of sizes");
+    if (sizes.size() < x.rank())
+      throw Unsupported(where(node) + ": expanding to fewer dimensions raises");
+    // expand(-1) keeps the input's size there.
+    size_t lead = sizes.size() - x.rank();
+    for (size_t j = lead; j < sizes.size(); ++j)
+      if (sizes[j].isConstant() && *sizes[j].i == -1)
+        sizes[j] = x.sizes[j - lead];
+    set(0, broadcastTo(x, sizes));
+    return true;
+  }
+  if ((k == aten::max || k == aten::min) && node->outputs().size() == 2) {
+    const Tensor &x = tensorOf(in[0]);
+    int64_t d = normDim(constInt(in[1], "a dimension"), x.rank());
+    auto [v, i] = reduceWithIndex(x, d, *hostOf(in[2]).i, k == aten::max);
+    set(0, v);
+    set(1, i);
+    return true;
+  }
+  if (k == aten::argmax || k == aten::argmin) {
+    Tensor x = tensorOf(in[0]);
+    bool keepdim = *hostOf(in[2]).i;
+    int64_t d = 0;
+    if (isNone(in[1])) { // over all elements, flattened
+      x = reshape(x, {numel(x.sizes)});
+      keepdim = false;
+    } else {
+      d = normDim(constInt(in[1], "a dimension"), x.rank());
+    }
+    set(0, reduceWithIndex(x, d, keepdim, k == aten::argmax).second);
+    return true;
+  }
+  if (k == aten::log_softmax || k == aten::softmax) {
+    const Tensor &x = tensorOf(in[0]);
+    int64_t d = normDim(constInt(in[1], "a dimension"), x.rank());
+    std::optional<ScalarType> dt =
+        in.size() > 2 ? dtypeArg(in[2]) : std::nullopt;
+    ScalarType t = dt ? *dt : x.dtype;
+    if (!isFloating(t))
+      throw Unsupported(where(node) + ": softmax of an integer tensor raises");
+    set(0, softmax(x, d, t, k == aten::log_softmax));
+    return true;
+  }
+  return false;
 }
 
 } // namespace staticify::lower::bridge

@@ -283,6 +283,15 @@ private:
 
   Tensor reshape(const Tensor &x, const std::vector<Host> &sizes);
 
+  /// max/min along \p dim with the index of the first extreme (NaN counts
+  /// as the extreme, as in PyTorch): (values, indices).
+  std::pair<Tensor, Tensor> reduceWithIndex(const Tensor &x, int64_t dim,
+                                            bool keepdim, bool max);
+
+  /// \p x broadcast to \p sizes (PyTorch's expand: a size-1 dimension
+  /// repeats; others must match, which the shape function checks).
+  Tensor broadcastTo(const Tensor &x, const std::vector<Host> &sizes);
+
   Host numel(const std::vector<Host> &sizes);
 
   int64_t normDim(int64_t d, size_t rank);
@@ -296,6 +305,20 @@ private:
   std::vector<Sym> blockOutputs(Block *block);
 
   void evalNode(Node *node);
+  bool hasTensorInput(Node *node);
+  bool evalShapeOrComposite(Node *node);
+  /// x.gather(dim, index): out[i] = x[i with index[i] at dim]; an index out
+  /// of range fails the kernel's status (PyTorch raises).
+  Tensor gatherAlong(Node *node, const Tensor &x, int64_t dim,
+                     const Tensor &index);
+  /// Whether every element of an integer tensor lies in [lo, hi): an i1.
+  Value allInRange(const Tensor &x, const Host &lo, const Host &hi);
+  /// nll_loss_nd and cross_entropy_loss (no class weights, no label
+  /// smoothing): the mean, sum or each of -logp[n, target[n]] over the
+  /// targets other than ignore_index.
+  Tensor nllLoss(Node *node);
+  /// softmax or log_softmax of \p x along \p dim, computed in dtype \p t.
+  Tensor softmax(const Tensor &x, int64_t dim, ScalarType t, bool log);
   void evalIf(Node *node);
   void evalLoop(Node *node);
   bool evalHostOp(Node *node);

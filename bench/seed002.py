@@ -1,5 +1,6 @@
-"""CPU time per call of seed 002's two examples, original vs staticified,
-measured side by side in one process.
+"""CPU time per call of seed 002's two examples, original vs staticified vs
+staticified and lowered to a CPU kernel (--lower=cpu), measured side by side
+in one process.
 
     /usr/bin/python3 bench/seed002.py [--bin build/bin] [--sizes 1e4 1e6]
                                       [--json OUT.json]
@@ -56,6 +57,9 @@ def main():
     parser.add_argument("--json")
     args = parser.parse_args()
     torch.set_num_threads(1)
+    # The lowered outputs hold a staticify.LoweredMethod: the runtime library.
+    torch.ops.load_library(str(pathlib.Path(args.bin).resolve().parent / "lib" /
+                               "libstaticify_runtime.so"))
     gen = torch.Generator().manual_seed(0)
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
@@ -64,33 +68,45 @@ def main():
             src = os.path.join(tmp, f"{name}.pt")
             dst = os.path.join(tmp, f"{name}_static.pt")
             torch.jit.script(model).save(src)
+            lowered_path = os.path.join(tmp, f"{name}_lowered.pt")
             subprocess.run([os.path.join(args.bin, "staticify"), src, "-o", dst],
                            check=True, capture_output=True)
+            types = "f32[?], i64[?]" if name == "example1" else "f32[?], f32[?], i64[?]"
+            subprocess.run([os.path.join(args.bin, "staticify"), src, "-o", lowered_path,
+                            "--lower=cpu", "--input-types", types],
+                           check=True, capture_output=True)
             original, static = torch.jit.load(src), torch.jit.load(dst)
+            lowered = torch.jit.load(lowered_path)
             for size in args.sizes:
                 n = int(float(size))
                 data = inputs(name, n, gen)
                 repeats = 2000 if n <= 10**4 else 60
-                for _ in range(max(10, repeats // 20)):  # warm-up, both
+                for _ in range(max(10, repeats // 20)):  # warm-up, all
                     original(*data)
                     static(*data)
-                a, b = [], []
+                    lowered(*data)
+                a, b, c = [], [], []
                 for _ in range(5):  # interleaved rounds
                     a += time_calls(original, data, repeats // 5)
                     b += time_calls(static, data, repeats // 5)
-                ra, rb = summarize(a), summarize(b)
+                    c += time_calls(lowered, data, repeats // 5)
+                ra, rb, rc = summarize(a), summarize(b), summarize(c)
+                kernel_calls = lowered._staticify_lowered_forward.counts()[0]
                 rows.append({"example": name, "n": n, "original": ra,
-                             "staticified": rb,
-                             "ratio": rb["median_us"] / ra["median_us"]})
+                             "staticified": rb, "lowered": rc,
+                             "kernel_calls": kernel_calls,
+                             "ratio": rb["median_us"] / ra["median_us"],
+                             "lowered_ratio": rc["median_us"] / ra["median_us"]})
     print(f"CPU, 1 thread, {platform.processor() or platform.machine()}, "
           f"torch {torch.__version__}")
     print(f"{'example':10} {'N':>9} {'original us':>14} {'static us':>14} "
-          f"{'static/original':>16}")
+          f"{'lowered us':>14} {'static/orig':>12} {'lowered/orig':>13}")
     for r in rows:
         print(f"{r['example']:10} {r['n']:>9} "
               f"{r['original']['median_us']:>9.1f} ±{r['original']['iqr_us']:<4.0f}"
               f"{r['staticified']['median_us']:>9.1f} ±{r['staticified']['iqr_us']:<4.0f}"
-              f"{r['ratio']:>16.2f}")
+              f"{r['lowered']['median_us']:>9.1f} ±{r['lowered']['iqr_us']:<4.0f}"
+              f"{r['ratio']:>12.2f} {r['lowered_ratio']:>13.2f}")
     if args.json:
         pathlib.Path(args.json).write_text(json.dumps(
             {"torch": torch.__version__, "threads": 1, "rows": rows}, indent=2))

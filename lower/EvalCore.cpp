@@ -352,11 +352,22 @@ Tensor Evaluator::reduce(
         Value e = convert(ob, loc, args[0], x.dtype, accDtype);
         linalg::YieldOp::create(ob, loc, combine(ob, loc, args[1], e));
       });
+  // A float sum may be reassociated, as PyTorch's own vectorized and
+  // cascaded sums are: LLVM then keeps several partial sums in vector
+  // registers instead of one sequential chain (results differ within
+  // summation-order rounding; the tests compare with that tolerance).
+  generic.getRegion().walk([](arith::AddFOp add) {
+    add.setFastmath(arith::FastMathFlags::reassoc);
+  });
   Tensor out{generic.getResult(0), accDtype, outSizes};
   return keepdim ? reshape(out, keptSizes) : out;
 }
 
 Tensor Evaluator::reshape(const Tensor &x, const std::vector<Host> &sizes) {
+  // Callers pass sizes with x's element count (view/reshape check it): a
+  // vector stays the vector it is (no copy into a fresh buffer).
+  if (sizes.size() == 1 && x.rank() == 1)
+    return x;
   if (sizes.size() == x.rank()) {
     bool same = true;
     for (size_t d = 0; d < sizes.size(); ++d)

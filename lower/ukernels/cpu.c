@@ -16,7 +16,8 @@ typedef struct { char *base; char *data; int64_t offset; int64_t dims[]; } Ranke
 typedef struct { void *base; void *data; int64_t offset; int64_t size; int64_t stride; } Memref1;
 
 /* MLIR's memrefCopy: a copy between strided buffers of any rank, which
- * bufferization emits for a slice write (cat). */
+ * bufferization emits for a slice write (cat) or a branch's result. Rows
+ * whose innermost elements are contiguous in both go by one memcpy. */
 void memrefCopy(int64_t elemSize, Unranked *src, Unranked *dst) {
   int64_t rank = src->rank;
   Ranked *s = (Ranked *)src->descriptor, *d = (Ranked *)dst->descriptor;
@@ -31,12 +32,16 @@ void memrefCopy(int64_t elemSize, Unranked *src, Unranked *dst) {
     memcpy(to, from, elemSize);
     return;
   }
+  /* The innermost dimension as one run when both are contiguous there. */
+  int64_t inner = rank - 1;
+  int64_t run = (ss[inner] == 1 && ds[inner] == 1) ? sizes[inner] : 1;
+  int64_t outer = run > 1 ? rank - 1 : rank; /* dimensions walked one by one */
   int64_t index[rank];
   memset(index, 0, sizeof index);
   int64_t so = 0, doff = 0;
   for (;;) {
-    memcpy(to + doff * elemSize, from + so * elemSize, elemSize);
-    int64_t axis = rank - 1;
+    memcpy(to + doff * elemSize, from + so * elemSize, run * elemSize);
+    int64_t axis = outer - 1;
     for (; axis >= 0; --axis) {
       so += ss[axis];
       doff += ds[axis];

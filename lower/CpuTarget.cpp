@@ -230,10 +230,12 @@ CompiledObject compileForCpu(mlir::ModuleOp module) {
     std::ofstream c(support);
     c << kSupportSource;
   }
+  // -Bsymbolic: the kernel's own functions (its ukernels, memrefCopy) bind
+  // within it, never to another kernel's or a library's of the same name.
   const char *cc = getenv("STATICIFY_CC");
-  std::string linkError =
-      runCommand({cc && *cc ? cc : "cc", "-shared", "-fPIC", "-O2",
-                  "-nostartfiles", "-o", so, obj, support, "-lm"});
+  std::string linkError = runCommand({cc && *cc ? cc : "cc", "-shared", "-fPIC",
+                                      "-O2", "-nostartfiles", "-Wl,-Bsymbolic",
+                                      "-o", so, obj, support, "-lm"});
   if (linkError.empty())
     out.sharedObject = readFile(so);
   // For profiling and debugging: STATICIFY_KEEP_KERNELS=DIR keeps each

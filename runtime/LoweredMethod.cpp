@@ -113,18 +113,24 @@ LoweredMethod::LoweredMethod(std::string module, std::string name,
     throw std::invalid_argument("LoweredMethod: over 30 inputs and results");
   // The kernel from memory: no file, no LLVM. A kernel that does not load
   // (another architecture, a damaged archive) leaves the TorchScript path.
-  int fd = memfd_create(("staticify-" + name_).c_str(), MFD_CLOEXEC);
-  if (fd < 0)
+  // The file stays open while the kernel is loaded: dlopen knows a library
+  // by its path, and a closed descriptor's number (so its /proc/self/fd
+  // path) would be reused by the next kernel, which dlopen would then take
+  // for this one.
+  fd_ = memfd_create(("staticify-" + name_).c_str(), MFD_CLOEXEC);
+  if (fd_ < 0)
     return;
   bool written =
-      write(fd, kernel_.data(), kernel_.size()) == ssize_t(kernel_.size());
+      write(fd_, kernel_.data(), kernel_.size()) == ssize_t(kernel_.size());
   if (written) {
-    std::string path = "/proc/self/fd/" + std::to_string(fd);
+    std::string path = "/proc/self/fd/" + std::to_string(fd_);
     handle_ = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
   }
-  close(fd);
-  if (!handle_)
+  if (!handle_) {
+    close(fd_);
+    fd_ = -1;
     return;
+  }
   shapeFn_ = dlsym(handle_, ("_mlir_ciface_" + name_ + "_shape").c_str());
   kernelFn_ = dlsym(handle_, ("_mlir_ciface_" + name_).c_str());
   if (!shapeFn_ || !kernelFn_) {
@@ -136,6 +142,8 @@ LoweredMethod::LoweredMethod(std::string module, std::string name,
 LoweredMethod::~LoweredMethod() {
   if (handle_)
     dlclose(handle_);
+  if (fd_ >= 0)
+    close(fd_);
 }
 
 bool LoweredMethod::accepts(const std::vector<at::Tensor> &inputs) const {

@@ -54,6 +54,7 @@ private:
   torch::jit::Module fallback_;
   std::vector<Arg> inputs_, outputs_;
   void *handle_ = nullptr;
+  int fd_ = -1; // the memfd holding the kernel, open while it is loaded
   void *shapeFn_ = nullptr, *kernelFn_ = nullptr;
   int64_t kernelCalls_ = 0, fallbackCalls_ = 0, rejectedShapes_ = 0,
           rejectedValues_ = 0;

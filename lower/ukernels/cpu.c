@@ -4,11 +4,13 @@
  * permutation) is a small C function, compiled and linked into every
  * lowered kernel's shared object (lower/CpuTarget.cpp), called from the
  * generated code through MLIR's C interface (a pointer to each memref's
- * descriptor). No allocation, no globals, no dependency but libc.
+ * descriptor). No globals, no dependency but libc; scratch memory, where a
+ * kernel needs it, from malloc and freed before it returns.
  *
  *===----------------------------------------------------------------------===*/
 #include <math.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 typedef struct { int64_t rank; void *descriptor; } Unranked;
@@ -82,13 +84,12 @@ void _mlir_ciface_staticify_randperm_i64(Memref1 *out, int64_t seed) {
   }
 }
 
-/* Whether key a (at index ia) comes before key b (at ib) in topk's order:
- * larger first (smaller with !largest), NaN largest as in PyTorch, ties by
- * the lower index. Then the k first keys of a vector in that order, and
- * their indices, k = values' size (at most keys'): a binary heap of the k
- * best seen so far (its root the worst of them), then sorted in place,
- * O(n log k). One pair of functions per key type. */
-#define STATICIFY_TOPK(T, SUFFIX)                                                        \
+/* topk without scratch memory (for more than 2^16 keys, or when malloc
+ * fails): a binary heap of
+ * the k best seen so far (its root the worst of them), then sorted in
+ * place, O(n log k). Whether key a (at index ia) comes before key b (at
+ * ib): larger first (smaller with !largest), NaN largest, ties by index. */
+#define STATICIFY_TOPK_HEAP(T, SUFFIX)                                                        \
   static int before_##SUFFIX(T a, int64_t ia, T b, int64_t ib, int largest) {            \
     int na = isnan(a), nb = isnan(b);                                                    \
     if (na || nb) {                                                                      \
@@ -100,8 +101,8 @@ void _mlir_ciface_staticify_randperm_i64(Memref1 *out, int64_t seed) {
       return largest ? a > b : a < b;                                                    \
     return ia < ib;                                                                      \
   }                                                                                      \
-  void _mlir_ciface_staticify_topk_##SUFFIX(Memref1 *keys, Memref1 *values,              \
-                                            Memref1 *indices, int64_t largest) {         \
+  static void topk_heap_##SUFFIX(Memref1 *keys, Memref1 *values,                        \
+                                Memref1 *indices, int64_t largest) {                     \
     int64_t n = keys->size, k = values->size;                                            \
     const T *x = (const T *)keys->data + keys->offset;                                   \
     T *v = (T *)values->data + values->offset;                                           \
@@ -169,5 +170,129 @@ void _mlir_ciface_staticify_randperm_i64(Memref1 *out, int64_t seed) {
     }                                                                                    \
   }
 
-STATICIFY_TOPK(float, f32)
-STATICIFY_TOPK(double, f64)
+STATICIFY_TOPK_HEAP(float, f32)
+STATICIFY_TOPK_HEAP(double, f64)
+
+/* torch.topk of a vector: the k first keys in topk's order (larger first,
+ * smaller with !largest; NaN largest, as in PyTorch; ties by the lower
+ * index), and their indices, k = values' size (at most keys').
+ *
+ * Radix select, then radix sort. Each key maps to an unsigned integer whose
+ * order is topk's (the sign-magnitude float flipped; NaN the largest; -0.0
+ * equal to 0.0; inverted for !largest). A histogram of the most significant digit over
+ * all keys finds the digit of the k-th key; the keys with that digit are
+ * the candidates, and each next digit's histogram runs over the candidates
+ * alone (compacted each time), so that after a pass or two only a few keys
+ * remain. The keys above the k-th, then those equal to it in index order,
+ * are the k; a stable least-significant-digit radix sort orders them, ties
+ * staying in index order. Scratch: the n mapped keys, the candidates, and
+ * 2k (key, index) pairs. */
+#define STATICIFY_TOPK(T, U, BITS, SUFFIX)                                       \
+  typedef struct { U key; int64_t index; } Pair_##SUFFIX;                         \
+  static inline U order_##SUFFIX(T x, int largest) {                             \
+    U u;                                                                         \
+    x = x == 0 ? (T)0 : x; /* -0.0 ties with 0.0, as PyTorch compares them */    \
+    memcpy(&u, &x, sizeof u);                                                    \
+    const U sign = (U)1 << (BITS - 1);                                           \
+    u = isnan(x) ? ~(U)0 : (u & sign) ? ~u : (u | sign);                         \
+    return largest ? u : ~u;                                                     \
+  }                                                                              \
+  /* The digit of the need-th largest among hist's, and how many lie above. */  \
+  static int pick_##SUFFIX(const int64_t *hist, int64_t *need) {                 \
+    int d = 255;                                                                 \
+    int64_t above = 0;                                                           \
+    for (; d > 0 && above + hist[d] < *need; --d)                                \
+      above += hist[d];                                                          \
+    *need -= above;                                                              \
+    return d;                                                                    \
+  }                                                                              \
+  void _mlir_ciface_staticify_topk_##SUFFIX(Memref1 *keys, Memref1 *values,      \
+                                            Memref1 *indices, int64_t largest) { \
+    int64_t n = keys->size, k = values->size;                                    \
+    const T *x = (const T *)keys->data + keys->offset;                           \
+    T *v = (T *)values->data + values->offset;                                   \
+    int64_t *ix = (int64_t *)indices->data + indices->offset;                    \
+    int64_t ks = keys->stride, vs = values->stride, is = indices->stride;        \
+    if (k <= 0)                                                                  \
+      return;                                                                    \
+    /* Past 2^16 keys the scratch's fresh pages cost more than the heap's       \
+     * sift-downs on random keys (measured: the seed sampler at N = 1e6). */    \
+    if (n > (1 << 16)) {                                                         \
+      topk_heap_##SUFFIX(keys, values, indices, largest);                        \
+      return;                                                                    \
+    }                                                                            \
+    U *u = malloc((size_t)n * sizeof *u);                                        \
+    int64_t *cand = malloc((size_t)n * sizeof *cand);                            \
+    Pair_##SUFFIX *a = malloc(2 * (size_t)k * sizeof *a), *b;                    \
+    if (!u || !cand || !a) {                                                     \
+      free(u);                                                                   \
+      free(cand);                                                                \
+      free(a);                                                                   \
+      topk_heap_##SUFFIX(keys, values, indices, largest);                        \
+      return;                                                                    \
+    }                                                                            \
+    b = a + k;                                                                   \
+    int64_t need = k, hist[256] = {0};                                           \
+    int shift = BITS - 8;                                                        \
+    for (int64_t i = 0; i < n; ++i) {                                            \
+      u[i] = order_##SUFFIX(x[i * ks], (int)largest);                            \
+      ++hist[u[i] >> shift];                                                     \
+    }                                                                            \
+    int d = pick_##SUFFIX(hist, &need);                                          \
+    U prefix = (U)d << shift;                                                    \
+    int64_t m = 0;                                                               \
+    for (int64_t i = 0; i < n; ++i) {                                            \
+      cand[m] = i;                                                               \
+      m += (int)(u[i] >> shift) == d;                                            \
+    }                                                                            \
+    for (shift -= 8; shift >= 0 && m > 1; shift -= 8) {                          \
+      memset(hist, 0, sizeof hist);                                              \
+      for (int64_t j = 0; j < m; ++j)                                            \
+        ++hist[(u[cand[j]] >> shift) & 255];                                     \
+      d = pick_##SUFFIX(hist, &need);                                            \
+      prefix |= (U)d << shift;                                                   \
+      int64_t kept = 0;                                                          \
+      for (int64_t j = 0; j < m; ++j) {                                          \
+        cand[kept] = cand[j];                                                    \
+        kept += (int)((u[cand[j]] >> shift) & 255) == d;                         \
+      }                                                                          \
+      m = kept;                                                                  \
+    }                                                                            \
+    /* One candidate left before the last digit: it is the k-th key. */         \
+    U kth = m == 1 && shift >= 0 ? u[cand[0]] : prefix;                          \
+    /* The k: every key above the k-th, then `need` equal to it. */              \
+    int64_t taken = 0;                                                           \
+    for (int64_t i = 0; i < n && taken < k; ++i) {                               \
+      if (u[i] > kth || (u[i] == kth && need > 0)) {                             \
+        need -= u[i] == kth;                                                     \
+        a[taken].key = u[i];                                                     \
+        a[taken++].index = i;                                                    \
+      }                                                                          \
+    }                                                                            \
+    /* Stable radix sort by key, descending: ties keep index order. */           \
+    for (int s = 0; s < BITS; s += 8) {                                          \
+      int64_t count[256] = {0}, at[256];                                         \
+      for (int64_t j = 0; j < taken; ++j)                                        \
+        ++count[(a[j].key >> s) & 255];                                          \
+      if (count[(a[0].key >> s) & 255] == taken)                                 \
+        continue; /* one digit for all: already in order */                      \
+      at[255] = 0;                                                               \
+      for (int e = 254; e >= 0; --e)                                             \
+        at[e] = at[e + 1] + count[e + 1];                                        \
+      for (int64_t j = 0; j < taken; ++j)                                        \
+        b[at[(a[j].key >> s) & 255]++] = a[j];                                   \
+      Pair_##SUFFIX *t = a;                                                      \
+      a = b;                                                                     \
+      b = t;                                                                     \
+    }                                                                            \
+    for (int64_t j = 0; j < taken; ++j) {                                        \
+      v[j * vs] = x[a[j].index * ks];                                            \
+      ix[j * is] = a[j].index;                                                   \
+    }                                                                            \
+    free(a < b ? a : b);                                                         \
+    free(u);                                                                     \
+    free(cand);                                                                  \
+  }
+
+STATICIFY_TOPK(float, uint32_t, 32, f32)
+STATICIFY_TOPK(double, uint64_t, 64, f64)

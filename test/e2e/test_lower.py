@@ -3,6 +3,7 @@ kernel, kept in the output with the method's TorchScript. Each test runs the
 real binary on a real model and compares the output's numbers with the
 original's, on inputs whose masks keep nothing, everything and some."""
 import json
+from typing import Final
 
 import pytest
 import torch
@@ -241,3 +242,92 @@ def test_kernel_frees_what_it_allocates(staticify, save, tmp_path):
     grown_mb = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) / 1024
     assert grown_mb < 64, f"peak memory grew by {grown_mb:.0f} MB over 200 calls"
     assert counts(model)[0] == 220
+
+
+class TopKOf(torch.nn.Module):
+    """torch.topk of a vector, k given by the length of a second input (a
+    host value, as the sampler's bounded k is)."""
+    largest: Final[bool]
+
+    def __init__(self, largest: bool):
+        super().__init__()
+        self.largest = largest
+
+    def forward(self, x: torch.Tensor, k_of: torch.Tensor):
+        k = min(k_of.size(0), x.size(0))
+        return torch.topk(x, k, largest=self.largest)
+
+
+def topk_keys(n, gen, dtype):
+    """Keys with what breaks selections: many ties, NaN, infinities, signed
+    zeros, a constant vector."""
+    kind = int(torch.randint(0, 5, (), generator=gen))
+    if kind == 0:
+        x = torch.rand(n, generator=gen, dtype=torch.float64)
+    elif kind == 1:  # few distinct values: ties everywhere
+        x = torch.randint(0, 4, (n,), generator=gen).double() - 1.5
+    elif kind == 2:  # the sampler's keys: random, masked to -1
+        x = torch.where(torch.rand(n, generator=gen) < 0.5,
+                        torch.rand(n, generator=gen, dtype=torch.float64), -1.0)
+    elif kind == 3:
+        x = torch.full((n,), 0.25, dtype=torch.float64)
+    else:
+        x = torch.randn(n, generator=gen, dtype=torch.float64) * 1e3
+        specials = torch.tensor([float("nan"), float("inf"), -float("inf"), 0.0, -0.0],
+                                dtype=torch.float64)
+        at = torch.rand(n, generator=gen) < 0.1
+        x[at] = specials[torch.randint(0, 5, (int(at.sum()),), generator=gen)]
+    return x.to(dtype)
+
+
+@pytest.mark.parametrize("dtype,largest", [(torch.float32, True), (torch.float32, False),
+                                           (torch.float64, True), (torch.float64, False)])
+def test_topk_ukernel_equals_a_stable_sort(staticify, save, tmp_path, dtype, largest):
+    """2,000 cases over the four kernels: values equal torch.topk's, and the
+    indices are the first k of a stable sort (ties in index order, NaN
+    largest); sizes up to 5,000 (radix select) and a few over 2^16 (heap)."""
+    path = save(TopKOf(largest))
+    out = tmp_path / "lowered.pt"
+    name = "f32" if dtype == torch.float32 else "f64"
+    _, lowering = lower(staticify, path, out, f"{name}[?], f32[?]")
+    assert lowering["lowered"], lowering["reason"]
+    model = torch.jit.load(str(out))
+    gen = torch.Generator().manual_seed(3 + largest)
+    cases = 500
+    for case in range(cases):
+        n = 70_000 + case if case % 100 == 0 else int(torch.randint(0, 5001, (), generator=gen))
+        x = topk_keys(n, gen, dtype)
+        k = int(torch.randint(0, n + 1, (), generator=gen)) if n else 0
+        values, indices = model(x, torch.empty(k))
+        reference = torch.sort(x, descending=largest, stable=True)[1][:k]
+        assert torch.equal(indices, reference), (case, n, k)
+        expected = torch.topk(x, k, largest=largest)[0]
+        assert torch.equal(values.isnan(), expected.isnan())
+        assert torch.equal(values.nan_to_num(), expected.nan_to_num()), (case, n, k)
+    assert counts(model) == [cases, 0]
+
+
+def test_two_lowered_models_in_one_process_keep_their_own_kernels(staticify, save, tmp_path):
+    """Kernels are loaded from memory: two modules alive together (and a
+    third loaded after one is gone) each call their own."""
+    import gc
+    paths = {}
+    for name, module, types in (("one", models.Seed002Example1(), "f32[?], i64[?]"),
+                                ("two", MaskedTokenMean(), "f32[?,?], i64[?,?]")):
+        path = save(module, f"{name}.pt")
+        out = tmp_path / f"{name}_lowered.pt"
+        lower(staticify, path, out, types)
+        paths[name] = (path, out)
+    one = torch.jit.load(str(paths["one"][1]))
+    two = torch.jit.load(str(paths["two"][1]))
+    x, t = torch.rand(50), torch.randint(0, 3, (50,))
+    losses, mask = torch.rand(4, 9), torch.randint(0, 2, (4, 9))
+    for _ in range(2):
+        torch.testing.assert_close(one(x, t), torch.jit.load(str(paths["one"][0]))(x, t))
+        for got, expected in zip(two(losses, mask),
+                                 torch.jit.load(str(paths["two"][0]))(losses, mask)):
+            torch.testing.assert_close(got, expected)
+        del one
+        gc.collect()
+        one = torch.jit.load(str(paths["one"][1]))  # loaded again, beside `two`
+    assert counts(two) == [2, 0]

@@ -226,6 +226,49 @@ Tensor Evaluator::binary(Node *node, const std::string &op) {
                     : Value(arith::SubIOp::create(ob, loc, xs[0], xs[1]));
         });
   }
+  if (op == "remainder" || op == "fmod") {
+    // PyTorch's kernels: fmod, then for remainder the divisor's sign.
+    if (boolean)
+      throw Unsupported(where(node) + ": remainder of bools");
+    if (!fl) { // integer division by zero raises: only by a host scalar
+      const Host *d = std::get_if<Host>(&y);
+      if (!d || d->kind != Host::Int)
+        throw Unsupported(where(node) + ": integer remainder by a tensor");
+      Host nz = compare("ne", *d, Host::constInt(0));
+      if (nz.isConstant() && !*nz.i)
+        throw Unsupported(where(node) + ": integer remainder by zero");
+      if (!nz.isConstant())
+        check(nz.value);
+    }
+    bool python = op == "remainder";
+    return elementwise(
+        {x, y}, common, common,
+        [fl, python](auto &ob, auto loc, auto xs) -> Value {
+          Value r = fl ? Value(arith::RemFOp::create(ob, loc, xs[0], xs[1]))
+                       : Value(arith::RemSIOp::create(ob, loc, xs[0], xs[1]));
+          if (!python)
+            return r;
+          Value zero = fl ? Value(arith::ConstantOp::create(
+                                ob, loc, ob.getFloatAttr(r.getType(), 0.0)))
+                          : Value(arith::ConstantOp::create(
+                                ob, loc, ob.getIntegerAttr(r.getType(), 0)));
+          auto lt = [&](Value a) -> Value {
+            return fl ? Value(arith::CmpFOp::create(
+                            ob, loc, arith::CmpFPredicate::OLT, a, zero))
+                      : Value(arith::CmpIOp::create(
+                            ob, loc, arith::CmpIPredicate::slt, a, zero));
+          };
+          Value nonzero = fl ? Value(arith::CmpFOp::create(
+                                   ob, loc, arith::CmpFPredicate::UNE, r, zero))
+                             : Value(arith::CmpIOp::create(
+                                   ob, loc, arith::CmpIPredicate::ne, r, zero));
+          Value signs = arith::XOrIOp::create(ob, loc, lt(r), lt(xs[1]));
+          Value adjust = arith::AndIOp::create(ob, loc, nonzero, signs);
+          Value shifted = fl ? Value(arith::AddFOp::create(ob, loc, r, xs[1]))
+                             : Value(arith::AddIOp::create(ob, loc, r, xs[1]));
+          return arith::SelectOp::create(ob, loc, adjust, shifted, r);
+        });
+  }
   if (op == "div") {
     std::string mode;
     if (in.size() > 2 && !isNone(in[2]))
@@ -303,7 +346,7 @@ void Evaluator::evalTensorOp(Node *node) {
       "eq",      "ne",          "lt",          "le",          "gt",
       "ge",      "logical_and", "logical_or",  "logical_xor", "__and__",
       "__or__",  "__xor__",     "bitwise_and", "bitwise_or",  "bitwise_xor",
-      "maximum", "minimum"};
+      "maximum", "minimum",     "remainder",   "fmod"};
   if (binaries.count(op) && in.size() >= 2 &&
       (in[1]->type()->kind() == TypeKind::TensorType ||
        in[1]->type()->isSubtypeOf(*NumberType::get()) ||

@@ -10,6 +10,7 @@
 #include "mlir/IR/Verifier.h"
 
 #include <torch/csrc/jit/api/function_impl.h>
+#include <torch/csrc/jit/passes/inliner.h>
 #include <torch/custom_class.h>
 
 #include <chrono>
@@ -62,9 +63,8 @@ lowerMethodForCpu(torch::jit::Module &module, const std::string &method,
   auto &graphFn = torch::jit::toGraphFunction(fn->function());
   std::shared_ptr<Graph> graph = graphFn.graph();
   if (graph->inputs()[0]->hasUses()) {
-    out.reason = "the method reads the module's attributes or parameters (not "
-                 "supported by "
-                 "the bridge yet)";
+    out.reason = "the method reads the module's attributes or parameters "
+                 "(not supported by the bridge yet)";
     return out;
   }
   for (size_t i = 1; i < graph->inputs().size(); ++i)
@@ -80,8 +80,12 @@ lowerMethodForCpu(torch::jit::Module &module, const std::string &method,
   mlir::OwningOpRef<mlir::ModuleOp> mod =
       mlir::ModuleOp::create(mlir::UnknownLoc::get(&ctx));
   std::string name = symbolName(method);
+  // The bridge sees the method with its calls inlined (a method staticify
+  // left as it was still calls its functions and submodules).
+  std::shared_ptr<Graph> inlined = graph->copy();
+  torch::jit::Inline(*inlined);
   BridgeResult bridged =
-      buildFunctions(*graph, /*hasSelf=*/true, signature, name, *mod);
+      buildFunctions(*inlined, /*hasSelf=*/true, signature, name, *mod);
   if (!bridged.unsupported.empty()) {
     out.reason = bridged.unsupported;
     return out;

@@ -331,3 +331,24 @@ def test_two_lowered_models_in_one_process_keep_their_own_kernels(staticify, sav
         gc.collect()
         one = torch.jit.load(str(paths["one"][1]))  # loaded again, beside `two`
     assert counts(two) == [2, 0]
+
+
+class Remainders(torch.nn.Module):
+    """Python's modulo (the divisor's sign) and C's fmod, on both signs."""
+
+    def forward(self, i: torch.Tensor, x: torch.Tensor):
+        return torch.remainder(i, 3), torch.remainder(i, -4), torch.remainder(x, 2.5), \
+            torch.remainder(x, -2.5), torch.fmod(x, 2.0)
+
+
+def test_remainder_and_fmod_take_pytorchs_signs(staticify, save, tmp_path):
+    path = save(Remainders())
+    out = tmp_path / "lowered.pt"
+    _, lowering = lower(staticify, path, out, "i64[?], f32[?]")
+    assert lowering["lowered"], lowering["reason"]
+    original, lowered = torch.jit.load(str(path)), torch.jit.load(str(out))
+    i = torch.arange(-50, 51)
+    x = torch.linspace(-20, 20, 101)
+    for got, expected in zip(lowered(i, x), original(i, x)):
+        assert got.dtype == expected.dtype and torch.equal(got, expected), (got, expected)
+    assert counts(lowered) == [1, 0]

@@ -77,3 +77,96 @@ def test_enough_idioms_lower():
     if len(lowered_names) == 0:
         pytest.skip("run with the idiom tests")
     assert len(lowered_names) >= MIN_LOWERED, sorted(lowered_names)
+
+
+# --- the bounded forms --------------------------------------------------------
+# The TorchScript bound inserts (passes/forms/bounded_forms.py), each wrapped in
+# a module and lowered on its own: the kernel must compute exactly what the
+# form's TorchScript computes.
+
+def _forms():
+    import importlib.util
+    import pathlib
+    path = pathlib.Path(__file__).resolve().parents[2] / "passes" / "forms" / "bounded_forms.py"
+    spec = importlib.util.spec_from_file_location("bounded_forms", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+forms = _forms()
+
+
+class Compact(torch.nn.Module):
+    def forward(self, keep: torch.Tensor):
+        return forms.compact(keep)
+
+
+class SelectRows(torch.nn.Module):
+    def forward(self, x: torch.Tensor, mask: torch.Tensor):
+        return forms.select_rows(x, mask)
+
+
+class WhereIndex(torch.nn.Module):
+    def forward(self, x: torch.Tensor):
+        return forms.where_index(x, 0)
+
+
+class Nonzero(torch.nn.Module):
+    def forward(self, x: torch.Tensor):
+        return forms.nonzero(x)
+
+
+class ReduceLive(torch.nn.Module):
+    def forward(self, rows: torch.Tensor, count: torch.Tensor):
+        return forms.reduce_live(rows, count, True), forms.reduce_live(rows, count, False)
+
+
+class IgnorePadding(torch.nn.Module):
+    def forward(self, target: torch.Tensor, count: torch.Tensor):
+        return forms.ignore_padding(target, count, -100)
+
+
+def _mask(n, gen):
+    return torch.rand(n, generator=gen) < float(torch.rand((), generator=gen))
+
+
+FORM_CASES = [
+    # name, module, input types, inputs(gen)
+    ("compact", Compact(), "b8[?]",
+     lambda g: [_mask(int(torch.randint(0, 300, (), generator=g)), g)]),
+    ("select_rows", SelectRows(), "f32[?,?], b8[?]",
+     lambda g: (lambda n: [torch.randn(n, 5, generator=g), _mask(n, g)])(
+         int(torch.randint(0, 300, (), generator=g)))),
+    ("where_index", WhereIndex(), "i64[?]",
+     lambda g: [torch.randint(0, 3, (int(torch.randint(0, 300, (), generator=g)),),
+                              generator=g)]),
+    ("nonzero", Nonzero(), "i64[?,?]",
+     lambda g: [torch.randint(0, 3, (int(torch.randint(0, 30, (), generator=g)), 7),
+                              generator=g)]),
+    ("reduce_live", ReduceLive(), "f32[?,?], i64[]",
+     lambda g: (lambda n: [torch.randn(n, 3, generator=g),
+                           torch.randint(0, n + 1, (), generator=g)])(
+         int(torch.randint(1, 50, (), generator=g)))),
+    ("ignore_padding", IgnorePadding(), "i64[?], i64[]",
+     lambda g: (lambda n: [torch.randint(0, 5, (n,), generator=g),
+                           torch.randint(0, n + 1, (), generator=g)])(
+         int(torch.randint(0, 50, (), generator=g)))),
+]
+
+
+@pytest.mark.parametrize("name,module,types,inputs", FORM_CASES, ids=[c[0] for c in FORM_CASES])
+def test_lowered_form_equals_its_torchscript(staticify, save, tmp_path, name, module, types,
+                                            inputs):
+    path = save(module)
+    out, report = tmp_path / "lowered.pt", tmp_path / "report.json"
+    staticify(path, "-o", out, "--lower=cpu", "--input-types", types, "--report-json", report)
+    lowering = json.loads(report.read_text())["methods"][0]["lowering"]
+    assert lowering["lowered"], lowering["reason"]
+    original, lowered = torch.jit.load(str(path)), torch.jit.load(str(out))
+    gen = torch.Generator().manual_seed(5)
+    for _ in range(200):
+        args = inputs(gen)
+        assert_close(original(*args), lowered(*args), name)
+    answered, fallback = lowered._staticify_lowered_forward.counts()[:2]
+    assert answered == 200 and fallback == 0, (answered, fallback)

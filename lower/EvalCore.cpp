@@ -107,29 +107,15 @@ Host Evaluator::compare(const std::string &op, const Host &x, const Host &y) {
                           : a >= c;
     return Host::constBool(r);
   }
-  if (floats) {
-    using P = arith::CmpFPredicate;
-    P p = op == "eq"   ? P::OEQ
-          : op == "ne" ? P::UNE
-          : op == "lt" ? P::OLT
-          : op == "le" ? P::OLE
-          : op == "gt" ? P::OGT
-                       : P::OGE;
+  auto [fp, ip] = *comparison(op);
+  if (floats)
     return Host{Host::Bool,
-                arith::CmpFOp::create(b, p, materialize(x, Host::Float),
+                arith::CmpFOp::create(b, fp, materialize(x, Host::Float),
                                       materialize(y, Host::Float)),
                 {},
                 {}};
-  }
-  using P = arith::CmpIPredicate;
-  P p = op == "eq"   ? P::eq
-        : op == "ne" ? P::ne
-        : op == "lt" ? P::slt
-        : op == "le" ? P::sle
-        : op == "gt" ? P::sgt
-                     : P::sge;
   return Host{
-      Host::Bool, arith::CmpIOp::create(b, p, index(x), index(y)), {}, {}};
+      Host::Bool, arith::CmpIOp::create(b, ip, index(x), index(y)), {}, {}};
 }
 
 Value Evaluator::conjunction(const std::vector<Value> &conds) {
@@ -447,12 +433,7 @@ std::pair<Tensor, Tensor> Evaluator::reduceWithIndex(const Tensor &x,
   bool fl = isFloating(x.dtype);
   if (!fl && x.dtype != ScalarType::Long && x.dtype != ScalarType::Bool)
     throw Unsupported("max/min with indices of a narrow integer dtype");
-  Host identity =
-      fl ? Host::constFloat(max ? -INFINITY : INFINITY)
-      : x.dtype == ScalarType::Bool
-          ? Host::constBool(!max)
-          : Host::constInt(max ? std::numeric_limits<int64_t>::min()
-                               : std::numeric_limits<int64_t>::max());
+  Host identity = extremeIdentity(x.dtype, max);
   Tensor values = filled(outSizes, x.dtype, identity);
   // -1: no element seen yet (the first always replaces it).
   Tensor indices = filled(outSizes, ScalarType::Long, Host::constInt(-1));
@@ -517,6 +498,33 @@ Tensor Evaluator::broadcastTo(const Tensor &x, const std::vector<Host> &sizes) {
   ScalarType t = x.dtype;
   return elementwise({x, shape}, t, t,
                      [](auto &, auto, auto xs) -> Value { return xs[0]; });
+}
+
+std::optional<std::pair<arith::CmpFPredicate, arith::CmpIPredicate>>
+Evaluator::comparison(const std::string &op) {
+  // Floats: ordered, except ne (NaN != x holds, as in PyTorch).
+  static const std::map<std::string,
+                        std::pair<arith::CmpFPredicate, arith::CmpIPredicate>>
+      predicates = {
+          {"eq", {arith::CmpFPredicate::OEQ, arith::CmpIPredicate::eq}},
+          {"ne", {arith::CmpFPredicate::UNE, arith::CmpIPredicate::ne}},
+          {"lt", {arith::CmpFPredicate::OLT, arith::CmpIPredicate::slt}},
+          {"le", {arith::CmpFPredicate::OLE, arith::CmpIPredicate::sle}},
+          {"gt", {arith::CmpFPredicate::OGT, arith::CmpIPredicate::sgt}},
+          {"ge", {arith::CmpFPredicate::OGE, arith::CmpIPredicate::sge}}};
+  auto it = predicates.find(op);
+  if (it == predicates.end())
+    return std::nullopt;
+  return it->second;
+}
+
+Host Evaluator::extremeIdentity(ScalarType dtype, bool max) {
+  if (isFloating(dtype))
+    return Host::constFloat(max ? -INFINITY : INFINITY);
+  if (dtype == ScalarType::Bool)
+    return Host::constBool(!max);
+  return Host::constInt(max ? std::numeric_limits<int64_t>::min()
+                            : std::numeric_limits<int64_t>::max());
 }
 
 } // namespace staticify::lower::bridge

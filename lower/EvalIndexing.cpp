@@ -3,6 +3,25 @@
 
 namespace staticify::lower::bridge {
 
+void Evaluator::requireReadable(const Host &reads, const Host &extent) {
+  // An index clamped into an empty extent still reads out of bounds: no
+  // reads, or something to read.
+  Value none = materialize(compare("eq", reads, Host::constInt(0)), Host::Bool);
+  Value some =
+      materialize(compare("gt", extent, Host::constInt(0)), Host::Bool);
+  check(arith::OrIOp::create(b, none, some));
+}
+
+Value Evaluator::clampIndex(mlir::OpBuilder &ob, mlir::Location loc, Value i,
+                            Value n64) {
+  Value zero = arith::ConstantOp::create(ob, loc, ob.getI64IntegerAttr(0));
+  Value one = arith::ConstantOp::create(ob, loc, ob.getI64IntegerAttr(1));
+  Value clamped =
+      arith::MinSIOp::create(ob, loc, arith::MaxSIOp::create(ob, loc, i, zero),
+                             arith::SubIOp::create(ob, loc, n64, one));
+  return arith::IndexCastOp::create(ob, loc, ob.getIndexType(), clamped);
+}
+
 /// SplitMix64's output function on an i64.
 Value Evaluator::splitmix(mlir::OpBuilder &ob, mlir::Location loc, Value z) {
   auto c = [&](uint64_t v) -> Value {
@@ -42,16 +61,7 @@ Tensor Evaluator::gatherRows(Node *node, const Tensor &x, const Tensor &rowsOf,
   if (x.rank() < 1)
     throw Unsupported(where(node) + ": indexing a 0-d tensor");
   const Host &n = x.sizes[0];
-  // Reading a row of an empty tensor cannot be made safe by clamping.
-  Host noRows = compare("eq", rowsOf.sizes[0], Host::constInt(0));
-  Host someRows = compare("gt", n, Host::constInt(0));
-  check(
-      materialize(Host{Host::Bool,
-                       arith::OrIOp::create(b, materialize(noRows, Host::Bool),
-                                            materialize(someRows, Host::Bool)),
-                       {},
-                       {}},
-                  Host::Bool));
+  requireReadable(rowsOf.sizes[0], n);
   Value rows = index(n);
   Value rows64 = arith::IndexCastOp::create(b, b.getI64Type(), rows);
   ScalarType it = rowsOf.dtype;
@@ -98,14 +108,7 @@ Tensor Evaluator::gatherRows(Node *node, const Tensor &x, const Tensor &rowsOf,
           i = arith::SelectOp::create(
               ob, loc, neg, arith::AddIOp::create(ob, loc, i, rows64), i);
         }
-        Value zero =
-            arith::ConstantOp::create(ob, loc, ob.getI64IntegerAttr(0));
-        Value one = arith::ConstantOp::create(ob, loc, ob.getI64IntegerAttr(1));
-        Value last = arith::SubIOp::create(ob, loc, rows64, one);
-        i = arith::MinSIOp::create(
-            ob, loc, arith::MaxSIOp::create(ob, loc, i, zero), last);
-        ::llvm::SmallVector<Value> at{
-            arith::IndexCastOp::create(ob, loc, ob.getIndexType(), i)};
+        ::llvm::SmallVector<Value> at{clampIndex(ob, loc, i, rows64)};
         for (size_t d = 1; d < rank; ++d)
           at.push_back(linalg::IndexOp::create(ob, loc, d));
         linalg::YieldOp::create(
@@ -309,10 +312,7 @@ bool Evaluator::evalIndexingOrRandom(Node *node) {
       throw Unsupported(where(node) +
                         ": scatter of another dtype raises in PyTorch");
     check(materialize(compare("le", idx.sizes[0], src.sizes[0]), Host::Bool));
-    Host noWrites = compare("eq", idx.sizes[0], Host::constInt(0));
-    Host someRows = compare("gt", x.sizes[0], Host::constInt(0));
-    check(arith::OrIOp::create(b, materialize(noWrites, Host::Bool),
-                               materialize(someRows, Host::Bool)));
+    requireReadable(idx.sizes[0], x.sizes[0]);
     Value n64 =
         arith::IndexCastOp::create(b, b.getI64Type(), index(x.sizes[0]));
     Value source = src.value, indices = idx.value;
@@ -334,11 +334,7 @@ bool Evaluator::evalIndexingOrRandom(Node *node) {
                                     zero),
               arith::CmpIOp::create(ob, loc, arith::CmpIPredicate::slt, j,
                                     n64));
-          Value safe = arith::MinSIOp::create(
-              ob, loc, arith::MaxSIOp::create(ob, loc, j, zero),
-              arith::SubIOp::create(ob, loc, n64, one));
-          Value at =
-              arith::IndexCastOp::create(ob, loc, ob.getIndexType(), safe);
+          Value at = clampIndex(ob, loc, j, n64);
           Value v =
               tensor::ExtractOp::create(ob, loc, source, mlir::ValueRange{i});
           Value t = tensor::InsertOp::create(ob, loc, v, carried[1],
@@ -389,10 +385,7 @@ Tensor Evaluator::gatherAlong(Node *node, const Tensor &x, int64_t dim,
   for (size_t d = 0; d < x.rank(); ++d)
     if (int64_t(d) != dim)
       check(materialize(compare("le", idx.sizes[d], x.sizes[d]), Host::Bool));
-  Host nothing = compare("eq", numel(idx.sizes), Host::constInt(0));
-  Host some = compare("gt", x.sizes[dim], Host::constInt(0));
-  check(arith::OrIOp::create(b, materialize(nothing, Host::Bool),
-                             materialize(some, Host::Bool)));
+  requireReadable(numel(idx.sizes), x.sizes[dim]);
   valueCheck(allInRange(idx, Host::constInt(0), x.sizes[dim]));
   Value n64 =
       arith::IndexCastOp::create(b, b.getI64Type(), index(x.sizes[dim]));
@@ -407,17 +400,11 @@ Tensor Evaluator::gatherAlong(Node *node, const Tensor &x, int64_t dim,
       ::llvm::SmallVector<mlir::utils::IteratorType>(
           rank, mlir::utils::IteratorType::parallel),
       [&](mlir::OpBuilder &ob, mlir::Location loc, mlir::ValueRange args) {
-        Value zero =
-            arith::ConstantOp::create(ob, loc, ob.getI64IntegerAttr(0));
-        Value one = arith::ConstantOp::create(ob, loc, ob.getI64IntegerAttr(1));
-        Value i = arith::MinSIOp::create(
-            ob, loc, arith::MaxSIOp::create(ob, loc, args[0], zero),
-            arith::SubIOp::create(ob, loc, n64, one));
+        Value i = clampIndex(ob, loc, args[0], n64);
         ::llvm::SmallVector<Value> at;
         for (size_t d = 0; d < rank; ++d)
           at.push_back(int64_t(d) == dim
-                           ? Value(arith::IndexCastOp::create(
-                                 ob, loc, ob.getIndexType(), i))
+                           ? i
                            : Value(linalg::IndexOp::create(ob, loc, d)));
         linalg::YieldOp::create(
             ob, loc,
@@ -518,10 +505,7 @@ Tensor Evaluator::nllLoss(Node *node) {
              });
   valueCheck(tensor::ExtractOp::create(b, allValid.value, mlir::ValueRange{}));
   // A read along an empty class dimension is unsafe (and raises).
-  Host noTargets = compare("eq", numel(target.sizes), Host::constInt(0));
-  Host someClasses = compare("gt", classes, Host::constInt(0));
-  check(arith::OrIOp::create(b, materialize(noTargets, Host::Bool),
-                             materialize(someClasses, Host::Bool)));
+  requireReadable(numel(target.sizes), classes);
   size_t rank = target.rank();
   Value init = empty(target.sizes, t);
   Value source = logp.value;
@@ -533,19 +517,13 @@ Tensor Evaluator::nllLoss(Node *node) {
       ::llvm::SmallVector<mlir::utils::IteratorType>(
           rank, mlir::utils::IteratorType::parallel),
       [&](mlir::OpBuilder &ob, mlir::Location loc, mlir::ValueRange args) {
-        Value zero =
-            arith::ConstantOp::create(ob, loc, ob.getI64IntegerAttr(0));
-        Value one = arith::ConstantOp::create(ob, loc, ob.getI64IntegerAttr(1));
         Value kept = arith::CmpIOp::create(ob, loc, arith::CmpIPredicate::ne,
                                            args[0], ignore64);
-        Value cls = arith::MinSIOp::create(
-            ob, loc, arith::MaxSIOp::create(ob, loc, args[0], zero),
-            arith::SubIOp::create(ob, loc, classes64, one));
+        Value cls = clampIndex(ob, loc, args[0], classes64);
         ::llvm::SmallVector<Value> at;
         for (size_t d = 0, j = 0; d < rank + 1; ++d)
           at.push_back(int64_t(d) == c
-                           ? Value(arith::IndexCastOp::create(
-                                 ob, loc, ob.getIndexType(), cls))
+                           ? cls
                            : Value(linalg::IndexOp::create(ob, loc, j++)));
         Value v = tensor::ExtractOp::create(ob, loc, source, at);
         Value negated = arith::NegFOp::create(ob, loc, v);

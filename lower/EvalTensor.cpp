@@ -120,35 +120,12 @@ Tensor Evaluator::unary(Node *node, const std::string &op) {
 
 Tensor Evaluator::binary(Node *node, const std::string &op) {
   auto in = node->inputs();
-  auto operand = [&](torch::jit::Value *v) -> Operand {
-    const Sym &s = get(v);
-    if (auto *t = std::get_if<Tensor>(&s))
-      return *t;
-    return std::get<Host>(s);
-  };
-  Operand x = operand(in[0]), y = operand(in[1]);
-  Promotion p;
-  for (const Operand *o : {&x, &y}) {
-    if (auto *t = std::get_if<Tensor>(o))
-      p.tensor(*t);
-    else
-      p.host(std::get<Host>(*o));
-  }
-  ScalarType common = p.result();
+  Operand x = operandOf(in[0]), y = operandOf(in[1]);
+  ScalarType common = promoted({x, y});
   bool fl = isFloating(common);
   bool boolean = common == ScalarType::Bool;
-  using B = std::function<Value(mlir::OpBuilder &, mlir::Location,
-                                llvm::ArrayRef<Value>)>;
-  static const std::map<std::string,
-                        std::pair<arith::CmpFPredicate, arith::CmpIPredicate>>
-      cmps = {{"eq", {arith::CmpFPredicate::OEQ, arith::CmpIPredicate::eq}},
-              {"ne", {arith::CmpFPredicate::UNE, arith::CmpIPredicate::ne}},
-              {"lt", {arith::CmpFPredicate::OLT, arith::CmpIPredicate::slt}},
-              {"le", {arith::CmpFPredicate::OLE, arith::CmpIPredicate::sle}},
-              {"gt", {arith::CmpFPredicate::OGT, arith::CmpIPredicate::sgt}},
-              {"ge", {arith::CmpFPredicate::OGE, arith::CmpIPredicate::sge}}};
-  if (auto it = cmps.find(op); it != cmps.end()) {
-    auto [fp, ip] = it->second;
+  if (auto predicates = comparison(op)) {
+    auto [fp, ip] = *predicates;
     if (boolean) // bools compare as unsigned 0/1
       ip = ip == arith::CmpIPredicate::slt   ? arith::CmpIPredicate::ult
            : ip == arith::CmpIPredicate::sle ? arith::CmpIPredicate::ule
@@ -354,21 +331,8 @@ void Evaluator::evalTensorOp(Node *node) {
     return set(binary(node, op));
   if (k == aten::where && in.size() == 3) {
     const Tensor &c = tensorOf(in[0]);
-    auto operand = [&](torch::jit::Value *v) -> Operand {
-      const Sym &s = get(v);
-      if (auto *t = std::get_if<Tensor>(&s))
-        return *t;
-      return std::get<Host>(s);
-    };
-    Operand x = operand(in[1]), y = operand(in[2]);
-    Promotion p;
-    for (const Operand *o : {&x, &y}) {
-      if (auto *t = std::get_if<Tensor>(o))
-        p.tensor(*t);
-      else
-        p.host(std::get<Host>(*o));
-    }
-    ScalarType t = p.result();
+    Operand x = operandOf(in[1]), y = operandOf(in[2]);
+    ScalarType t = promoted({x, y});
     // The condition is converted to the common dtype with the others and
     // back: compute on the three, with the condition as bool.
     Tensor cb = c;
@@ -395,12 +359,11 @@ void Evaluator::evalTensorOp(Node *node) {
       hi = hostOf(in[2]);
     if (x.dtype == ScalarType::Bool)
       throw Unsupported(where(node) + ": clamp of a bool tensor");
-    Promotion p;
-    p.tensor(x);
+    std::vector<Operand> bounds{x};
     for (const std::optional<Host> &h : {lo, hi})
       if (h)
-        p.host(*h);
-    ScalarType t = p.result();
+        bounds.push_back(*h);
+    ScalarType t = promoted(bounds);
     bool fl = isFloating(t);
     std::vector<Operand> ops{x};
     if (lo)
@@ -553,14 +516,9 @@ void Evaluator::evalTensorOp(Node *node) {
       if (full)
         check(materialize(compare("gt", numel(x.sizes), Host::constInt(0)),
                           Host::Bool));
-      Host identity =
-          fl ? Host::constFloat(max ? -INFINITY : INFINITY)
-          : x.dtype == ScalarType::Bool
-              ? Host::constBool(!max)
-              : Host::constInt(max ? std::numeric_limits<int64_t>::min()
-                                   : std::numeric_limits<int64_t>::max());
       if (!fl && x.dtype != ScalarType::Bool && x.dtype != ScalarType::Long)
         throw Unsupported(where(node) + ": max/min of a narrow integer dtype");
+      Host identity = extremeIdentity(x.dtype, max);
       ScalarType t = x.dtype;
       return set(reduce(
           x, dims, keepdim, t, identity,

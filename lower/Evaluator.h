@@ -203,6 +203,29 @@ private:
     throw Unsupported(std::string("expected ") + what + " for %" +
                       v->debugName());
   }
+  /// The float and integer predicates of a comparison op ("lt"), or none.
+  static std::optional<std::pair<arith::CmpFPredicate, arith::CmpIPredicate>>
+  comparison(const std::string &op);
+  /// The identity of a max (or min) reduction of \p dtype.
+  static Host extremeIdentity(ScalarType dtype, bool max);
+  /// A tensor or host scalar operand of an elementwise op.
+  Operand operandOf(torch::jit::Value *v) {
+    const Sym &s = get(v);
+    if (auto *t = std::get_if<Tensor>(&s))
+      return *t;
+    return hostOf(v);
+  }
+  /// PyTorch's result dtype for \p operands (Promotion).
+  static ScalarType promoted(const std::vector<Operand> &operands) {
+    Promotion p;
+    for (const Operand &o : operands) {
+      if (auto *t = std::get_if<Tensor>(&o))
+        p.tensor(*t);
+      else
+        p.host(std::get<Host>(o));
+    }
+    return p.result();
+  }
   const Tensor &tensorOf(torch::jit::Value *v) {
     return as<Tensor>(v, "a tensor");
   }
@@ -311,6 +334,13 @@ private:
   /// of range fails the kernel's status (PyTorch raises).
   Tensor gatherAlong(Node *node, const Tensor &x, int64_t dim,
                      const Tensor &index);
+  /// The shape function requires \p reads == 0 or \p extent > 0: a read
+  /// at a clamped index is in bounds only in a non-empty extent.
+  void requireReadable(const Host &reads, const Host &extent);
+  /// An i64 index clamped to [0, n64 - 1], as an index: a read that cannot
+  /// leave the buffer (whether it was in range is a value check).
+  static Value clampIndex(mlir::OpBuilder &ob, mlir::Location loc, Value i,
+                          Value n64);
   /// Whether every element of an integer tensor lies in [lo, hi): an i1.
   Value allInRange(const Tensor &x, const Host &lo, const Host &hi);
   /// nll_loss_nd and cross_entropy_loss (no class weights, no label

@@ -3,6 +3,7 @@
 
 #include "lower/CpuTarget.h"
 #include "passes/GraphUtils.h"
+#include "tools/ModuleIO.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/MLIRContext.h"
@@ -30,21 +31,6 @@ std::string symbolName(const std::string &method) {
   for (char c : method)
     out += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
   return out;
-}
-
-/// The method's graph as a module of its own (its forward), saved to bytes:
-/// the TorchScript the runtime runs for inputs the kernel does not take.
-std::string fallbackModule(Graph &graph, const std::string &method) {
-  torch::jit::Module region("__torch__.staticify.lowered_" +
-                            symbolName(method));
-  std::shared_ptr<Graph> body = graph.copy();
-  body->inputs()[0]->setType(region.type());
-  auto *fn = region.type()->compilation_unit()->create_function(
-      c10::QualifiedName(*region.type()->name(), "forward"), body);
-  region.type()->addMethod(fn);
-  std::ostringstream bytes;
-  region.save(bytes);
-  return bytes.str();
 }
 
 } // namespace
@@ -115,7 +101,9 @@ lowerMethodForCpu(torch::jit::Module &module, const std::string &method,
   auto object_ = c10::ivalue::Object::create(c10::StrongTypePtr(nullptr, type),
                                              type->numAttributes());
   type->getMethod("__init__")(
-      {c10::IValue(object_), c10::IValue(fallbackModule(*graph, method)),
+      {c10::IValue(object_),
+       c10::IValue(saveGraphAsModule(*graph, "__torch__.staticify.lowered_" +
+                                                 symbolName(method))),
        c10::IValue(name), c10::IValue(object.sharedObject),
        c10::IValue(formatSignature(signature)),
        c10::IValue(formatSignature(bridged.results)), c10::IValue(out.mlir),

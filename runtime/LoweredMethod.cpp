@@ -1,6 +1,7 @@
 //===- LoweredMethod.cpp - A method compiled to a CPU kernel, with fallback
 //===//
 #include "runtime/LoweredMethod.h"
+#include "runtime/RunModule.h"
 
 #include <ATen/CPUGeneratorImpl.h>
 #include <ATen/core/Generator.h>
@@ -167,16 +168,7 @@ bool LoweredMethod::accepts(const std::vector<at::Tensor> &inputs) const {
 std::vector<at::Tensor>
 LoweredMethod::runFallback(const std::vector<at::Tensor> &inputs) {
   ++fallbackCalls_;
-  std::vector<c10::IValue> stack(inputs.begin(), inputs.end());
-  c10::IValue out = fallback_.forward(std::move(stack));
-  std::vector<at::Tensor> result;
-  if (out.isTuple()) {
-    for (const c10::IValue &v : out.toTupleRef().elements())
-      result.push_back(v.toTensor());
-  } else {
-    result.push_back(out.toTensor());
-  }
-  return result;
+  return runForward(fallback_, inputs);
 }
 
 std::vector<at::Tensor> LoweredMethod::run(std::vector<at::Tensor> inputs) {

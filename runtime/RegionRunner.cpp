@@ -1,6 +1,7 @@
 //===- RegionRunner.cpp - Runs an outlined static region ------------------===//
 
 #include "runtime/RegionRunner.h"
+#include "runtime/RunModule.h"
 
 #include <torch/csrc/jit/serialization/import.h>
 
@@ -33,16 +34,7 @@ RegionRunner::RegionRunner(std::string module, std::string name)
 
 std::vector<at::Tensor>
 RegionRunner::runPlain(const std::vector<at::Tensor> &inputs) {
-  std::vector<c10::IValue> stack(inputs.begin(), inputs.end());
-  c10::IValue out = module_.forward(std::move(stack));
-  std::vector<at::Tensor> result;
-  if (out.isTuple()) {
-    for (const c10::IValue &v : out.toTupleRef().elements())
-      result.push_back(v.toTensor());
-  } else {
-    result.push_back(out.toTensor());
-  }
-  return result;
+  return runForward(module_, inputs);
 }
 
 int64_t RegionRunner::capturedSignatures() const {

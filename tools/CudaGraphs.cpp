@@ -3,13 +3,14 @@
 #include "tools/CudaGraphs.h"
 
 #include "passes/GraphUtils.h"
+#include "tools/ModuleIO.h"
 
 #include <torch/custom_class.h>
 
 #include <climits>
 #include <dlfcn.h>
-#include <stdlib.h>
 #include <sstream>
+#include <stdlib.h>
 #include <unistd.h>
 
 namespace staticify {
@@ -27,8 +28,8 @@ std::string defaultRuntimeLibrary() {
       !info.dli_fname)
     return "";
   char resolved[PATH_MAX];
-  std::string self = realpath(info.dli_fname, resolved) ? resolved
-                                                        : info.dli_fname;
+  std::string self =
+      realpath(info.dli_fname, resolved) ? resolved : info.dli_fname;
   std::string dir = self.substr(0, self.rfind('/'));
   const char *const name = "libstaticify_runtime.so";
   std::string next = dir + "/../lib/" + name;
@@ -70,19 +71,13 @@ runRegionsWithCudaGraphs(torch::jit::Module &module, Graph &graph,
         r.graph->inputs()[0]->hasUses())
       continue; // a region reading parameters or passing non-tensors stays
     // The region as a module of its own, saved into the runner's state.
-    torch::jit::Module region("__torch__.staticify." + r.method);
-    std::shared_ptr<Graph> body = r.graph->copy();
-    body->inputs()[0]->setType(region.type());
-    auto *fn = region.type()->compilation_unit()->create_function(
-        c10::QualifiedName(*region.type()->name(), "forward"), body);
-    region.type()->addMethod(fn);
-    std::ostringstream bytes;
-    region.save(bytes);
+    std::string bytes =
+        saveGraphAsModule(*r.graph, "__torch__.staticify." + r.method);
     // The runner object, built by the class's own constructor.
     auto object = c10::ivalue::Object::create(
         c10::StrongTypePtr(nullptr, runnerType), runnerType->numAttributes());
     runnerType->getMethod("__init__")(
-        {c10::IValue(object), c10::IValue(bytes.str()), c10::IValue(r.method)});
+        {c10::IValue(object), c10::IValue(bytes), c10::IValue(r.method)});
     std::string attr = "_staticify_region_" + std::to_string(r.region);
     module.register_attribute(attr, runnerType, c10::IValue(object));
 

@@ -6,25 +6,26 @@
 #include <caffe2/serialize/read_adapter_interface.h>
 #include <torch/csrc/jit/api/function_impl.h>
 #include <torch/csrc/jit/ir/constants.h>
+#include <torch/csrc/jit/mobile/type_parser.h>
 #include <torch/csrc/jit/serialization/export.h>
 #include <torch/csrc/jit/serialization/import.h>
-#include <torch/csrc/jit/mobile/type_parser.h>
 #include <torch/csrc/jit/serialization/pickle.h>
 
 #include <dlfcn.h>
 #include <fcntl.h>
+#include <sstream>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cctype>
-#include <functional>
-#include <unordered_map>
-#include <unordered_set>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <functional>
 #include <iostream>
+#include <unordered_map>
+#include <unordered_set>
 
 namespace staticify {
 
@@ -68,7 +69,10 @@ std::string printable(const std::string &text, bool keepNewlines) {
       continue;
     }
     // A UTF-8 sequence: a lead byte and its continuation bytes.
-    size_t length = c >= 0xf0 && c < 0xf5 ? 4 : c >= 0xe0 ? 3 : c >= 0xc2 ? 2 : 0;
+    size_t length = c >= 0xf0 && c < 0xf5 ? 4
+                    : c >= 0xe0           ? 3
+                    : c >= 0xc2           ? 2
+                                          : 0;
     bool valid = length > 0 && i + length <= text.size();
     for (size_t k = 1; valid && k < length; ++k)
       valid = (static_cast<unsigned char>(text[i + k]) & 0xc0) == 0x80;
@@ -96,12 +100,13 @@ void loadLibrary(const std::string &path) {
     // they need libtorch_python.so, which needs a Python interpreter.
     std::string fix =
         why.find("libtorch_python") != std::string::npos
-            ? "it is a Python extension module, which loads only inside Python; "
+            ? "it is a Python extension module, which loads only inside "
+              "Python; "
               "give --load-library a C++ build of the ops instead (for "
               "torchvision: libtorchvision.so from its CMake build)"
             : "check the path given to --load-library";
-    throw UserError("cannot load library " + inQuotes(path) + ": " + why + "; " +
-                    fix);
+    throw UserError("cannot load library " + inQuotes(path) + ": " + why +
+                    "; " + fix);
   }
 }
 
@@ -325,10 +330,10 @@ std::optional<std::string> checkSourceRanges(const std::string &bytes) {
     // torch.jit.save itself writes ranges one past a source's end (an empty
     // line's range is 0..1): allow a newline per line and one more.
     int64_t start = (*range)[1].toInt(), end = (*range)[2].toInt();
-    int64_t slack = 1 + (textSizes.empty()
-                             ? 0
-                             : static_cast<int64_t>(
-                                   (*source)[0].toIntList().size()));
+    int64_t slack =
+        1 + (textSizes.empty()
+                 ? 0
+                 : static_cast<int64_t>((*source)[0].toIntList().size()));
     if (start < 0 || start > end || end > length + slack)
       return "a range lies outside its source";
   }
@@ -530,8 +535,9 @@ LoadedModule loadArchive(Reader in, const std::string &name,
     std::string bytes = readRecord(*reader, name, r.name, options);
     std::vector<StorageRef> storages;
     std::optional<std::string> problem =
-        kind == RecordKind::Code ? checkCode(bytes, options.limits)
-                                 : checkPickle(bytes, options.limits, &storages);
+        kind == RecordKind::Code
+            ? checkCode(bytes, options.limits)
+            : checkPickle(bytes, options.limits, &storages);
     if (!problem && kind == RecordKind::Pickle)
       problem = checkStorages(r.name, storages, recordSizes);
     if (!problem && kind == RecordKind::DebugPickle)
@@ -540,10 +546,11 @@ LoadedModule loadArchive(Reader in, const std::string &name,
       continue;
     if (kind == RecordKind::DebugPickle) {
       badDebugRecords.push_back(r.name);
-      loaded.warnings.push_back(inQuotes(name) + ": record '" + r.name +
-                                "' is unusable (" + *problem +
-                                "); findings point into the archive's code, not the Python "
-                                "source");
+      loaded.warnings.push_back(
+          inQuotes(name) + ": record '" + r.name + "' is unusable (" +
+          *problem +
+          "); findings point into the archive's code, not the Python "
+          "source");
       continue;
     }
     throw UserError(inQuotes(name) + " cannot be loaded safely: record '" +
@@ -660,16 +667,21 @@ void checkOutputPath(const std::string &output, const std::string &input,
   struct stat st;
   if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
     throw UserError("cannot write " + inQuotes(output) + " (" + option +
-                    "): directory '" + dir + "' does not exist; create it "
+                    "): directory '" + dir +
+                    "' does not exist; create it "
                     "first");
   struct stat out, in;
   if (::stat(output.c_str(), &out) == 0) {
     if (S_ISDIR(out.st_mode))
-      throw UserError("cannot write " + inQuotes(output) + ": it is a "
-                      "directory; give a file path to " + option);
+      throw UserError("cannot write " + inQuotes(output) +
+                      ": it is a "
+                      "directory; give a file path to " +
+                      option);
     if (!S_ISREG(out.st_mode))
-      throw UserError("cannot write " + inQuotes(output) + ": it is not a "
-                      "regular file; give a file path to " + option);
+      throw UserError("cannot write " + inQuotes(output) +
+                      ": it is not a "
+                      "regular file; give a file path to " +
+                      option);
     if (::stat(input.c_str(), &in) == 0 && in.st_dev == out.st_dev &&
         in.st_ino == out.st_ino)
       throw UserError("refusing to overwrite the input " + inQuotes(input) +
@@ -704,8 +716,7 @@ void OutputFiles::addModule(const std::string &path,
   pending.push_back({temporary, path});
   try {
     torch::jit::ExportModule(
-        module,
-        [&](const void *data, size_t n) { return file.write(data, n); },
+        module, [&](const void *data, size_t n) { return file.write(data, n); },
         extraFiles);
   } catch (const std::exception &e) {
     if (verbose)
@@ -736,6 +747,19 @@ std::vector<std::string> methodNames(const torch::jit::Module &module) {
   for (const auto &method : module.get_methods())
     names.push_back(method.name());
   return names;
+}
+
+std::string saveGraphAsModule(torch::jit::Graph &graph,
+                              const std::string &qualifiedName) {
+  torch::jit::Module module(qualifiedName);
+  std::shared_ptr<torch::jit::Graph> body = graph.copy();
+  body->inputs()[0]->setType(module.type());
+  auto *fn = module.type()->compilation_unit()->create_function(
+      c10::QualifiedName(*module.type()->name(), "forward"), body);
+  module.type()->addMethod(fn);
+  std::ostringstream bytes;
+  module.save(bytes);
+  return bytes.str();
 }
 
 } // namespace staticify

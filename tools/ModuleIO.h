@@ -101,4 +101,10 @@ private:
 /// The names of the module's methods, for "unknown method" messages.
 std::vector<std::string> methodNames(const torch::jit::Module &module);
 
+/// \p graph (whose first input is the module) as the forward of a module of
+/// its own, class \p qualifiedName, saved to bytes: what the runtime's
+/// classes keep to run a region or a method as TorchScript.
+std::string saveGraphAsModule(torch::jit::Graph &graph,
+                              const std::string &qualifiedName);
+
 } // namespace staticify

@@ -101,73 +101,62 @@ void _mlir_ciface_staticify_randperm_i64(Memref1 *out, int64_t seed) {
       return largest ? a > b : a < b;                                                    \
     return ia < ib;                                                                      \
   }                                                                                      \
-  static void topk_heap_##SUFFIX(Memref1 *keys, Memref1 *values,                        \
-                                Memref1 *indices, int64_t largest) {                     \
-    int64_t n = keys->size, k = values->size;                                            \
-    const T *x = (const T *)keys->data + keys->offset;                                   \
-    T *v = (T *)values->data + values->offset;                                           \
-    int64_t *ix = (int64_t *)indices->data + indices->offset;                            \
-    int64_t ks = keys->stride, vs = values->stride, is = indices->stride;                \
-    int64_t size = 0;                                                                    \
-    if (k <= 0)                                                                          \
-      return;                                                                            \
-    for (int64_t i = 0; i < n; ++i) {                                                    \
-      T key = x[i * ks];                                                                 \
-      int64_t h;                                                                         \
-      if (size < k) { /* sift up: the worst at the root */                               \
-        h = size++;                                                                      \
-        while (h > 0) {                                                                  \
-          int64_t parent = (h - 1) / 2;                                                  \
-          if (!before_##SUFFIX(v[parent * vs], ix[parent * is], key, i, largest))        \
-            break;                                                                       \
-          v[h * vs] = v[parent * vs];                                                    \
-          ix[h * is] = ix[parent * is];                                                  \
-          h = parent;                                                                    \
-        }                                                                                \
-      } else if (before_##SUFFIX(key, i, v[0], ix[0], largest)) { /* replace the root */ \
-        h = 0;                                                                           \
-        for (;;) {                                                                       \
-          int64_t c = 2 * h + 1;                                                         \
-          if (c >= size)                                                                 \
-            break;                                                                       \
-          if (c + 1 < size &&                                                            \
-              before_##SUFFIX(v[c * vs], ix[c * is], v[(c + 1) * vs], ix[(c + 1) * is],  \
-                              largest))                                                  \
-            ++c;                                                                         \
-          if (!before_##SUFFIX(key, i, v[c * vs], ix[c * is], largest))                  \
-            break;                                                                       \
-          v[h * vs] = v[c * vs];                                                         \
-          ix[h * is] = ix[c * is];                                                       \
-          h = c;                                                                         \
-        }                                                                                \
-      } else {                                                                           \
-        continue;                                                                        \
-      }                                                                                  \
-      v[h * vs] = key;                                                                   \
-      ix[h * is] = i;                                                                    \
-    }                                                                                    \
-    for (int64_t end = size - 1; end > 0; --end) { /* the worst to the end */            \
-      T key = v[end * vs];                                                               \
-      int64_t id = ix[end * is], h = 0;                                                  \
-      v[end * vs] = v[0];                                                                \
-      ix[end * is] = ix[0];                                                              \
-      for (;;) {                                                                         \
-        int64_t c = 2 * h + 1;                                                           \
-        if (c >= end)                                                                    \
-          break;                                                                         \
-        if (c + 1 < end &&                                                               \
-            before_##SUFFIX(v[c * vs], ix[c * is], v[(c + 1) * vs], ix[(c + 1) * is],    \
-                            largest))                                                    \
-          ++c;                                                                           \
-        if (!before_##SUFFIX(key, id, v[c * vs], ix[c * is], largest))                   \
-          break;                                                                         \
-        v[h * vs] = v[c * vs];                                                           \
-        ix[h * is] = ix[c * is];                                                         \
-        h = c;                                                                           \
-      }                                                                                  \
-      v[h * vs] = key;                                                                   \
-      ix[h * is] = id;                                                                   \
-    }                                                                                    \
+  /* Puts (key, id) into the heap's slot h, or below it: the heap of size    \
+   * entries keeps its worst at the root. */                                    \
+  static inline void sift_down_##SUFFIX(T *v, int64_t vs, int64_t *ix,           \
+                                        int64_t is, int64_t size, int64_t h, T key, \
+                                        int64_t id, int64_t largest) {           \
+    for (;;) {                                                                   \
+      int64_t c = 2 * h + 1;                                                     \
+      if (c >= size)                                                             \
+        break;                                                                   \
+      if (c + 1 < size && before_##SUFFIX(v[c * vs], ix[c * is], v[(c + 1) * vs],\
+                                          ix[(c + 1) * is], largest))            \
+        ++c; /* the worse child */                                               \
+      if (!before_##SUFFIX(key, id, v[c * vs], ix[c * is], largest))             \
+        break;                                                                   \
+      v[h * vs] = v[c * vs];                                                     \
+      ix[h * is] = ix[c * is];                                                   \
+      h = c;                                                                     \
+    }                                                                            \
+    v[h * vs] = key;                                                             \
+    ix[h * is] = id;                                                             \
+  }                                                                              \
+  static void topk_heap_##SUFFIX(Memref1 *keys, Memref1 *values,                 \
+                                 Memref1 *indices, int64_t largest) {            \
+    int64_t n = keys->size, k = values->size;                                    \
+    const T *x = (const T *)keys->data + keys->offset;                           \
+    T *v = (T *)values->data + values->offset;                                   \
+    int64_t *ix = (int64_t *)indices->data + indices->offset;                    \
+    int64_t ks = keys->stride, vs = values->stride, is = indices->stride;        \
+    int64_t size = 0;                                                            \
+    if (k <= 0)                                                                  \
+      return;                                                                    \
+    for (int64_t i = 0; i < n; ++i) {                                            \
+      T key = x[i * ks];                                                         \
+      if (size < k) { /* sift up: the worst at the root */                       \
+        int64_t h = size++;                                                      \
+        while (h > 0) {                                                          \
+          int64_t parent = (h - 1) / 2;                                          \
+          if (!before_##SUFFIX(v[parent * vs], ix[parent * is], key, i, largest))\
+            break;                                                               \
+          v[h * vs] = v[parent * vs];                                            \
+          ix[h * is] = ix[parent * is];                                          \
+          h = parent;                                                            \
+        }                                                                        \
+        v[h * vs] = key;                                                         \
+        ix[h * is] = i;                                                          \
+      } else if (before_##SUFFIX(key, i, v[0], ix[0], largest)) {                \
+        sift_down_##SUFFIX(v, vs, ix, is, size, 0, key, i, largest);             \
+      }                                                                          \
+    }                                                                            \
+    for (int64_t end = size - 1; end > 0; --end) { /* the worst to the end */    \
+      T key = v[end * vs];                                                       \
+      int64_t id = ix[end * is];                                                 \
+      v[end * vs] = v[0];                                                        \
+      ix[end * is] = ix[0];                                                      \
+      sift_down_##SUFFIX(v, vs, ix, is, end, 0, key, id, largest);               \
+    }                                                                            \
   }
 
 STATICIFY_TOPK_HEAP(float, f32)

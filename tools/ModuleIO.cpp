@@ -749,17 +749,4 @@ std::vector<std::string> methodNames(const torch::jit::Module &module) {
   return names;
 }
 
-std::string saveGraphAsModule(torch::jit::Graph &graph,
-                              const std::string &qualifiedName) {
-  torch::jit::Module module(qualifiedName);
-  std::shared_ptr<torch::jit::Graph> body = graph.copy();
-  body->inputs()[0]->setType(module.type());
-  auto *fn = module.type()->compilation_unit()->create_function(
-      c10::QualifiedName(*module.type()->name(), "forward"), body);
-  module.type()->addMethod(fn);
-  std::ostringstream bytes;
-  module.save(bytes);
-  return bytes.str();
-}
-
 } // namespace staticify

@@ -21,7 +21,7 @@ import torch
 from .report import Finding, Location, MethodReport, Report, Summary
 
 __all__ = ["Error", "Report", "MethodReport", "Summary", "Finding", "Location",
-           "optimize", "analyze", "run", "main"]
+           "optimize", "analyze", "run", "main", "signature_of"]
 
 
 class Error(Exception):
@@ -74,9 +74,32 @@ def _first_problem(error: Exception) -> str:
     return what.rstrip(":") + (f" ({where})" if where else "")
 
 
+_DTYPES = {torch.float16: "f16", torch.bfloat16: "bf16", torch.float32: "f32",
+           torch.float64: "f64", torch.int8: "i8", torch.int16: "i16", torch.int32: "i32",
+           torch.int64: "i64", torch.bool: "b8"}
+
+
+def signature_of(example_inputs) -> str:
+    """--input-types for tensors like these: their dtypes and ranks, every
+    size `?` (the kernel takes any size)."""
+    inputs = example_inputs if isinstance(example_inputs, tuple) else (example_inputs,)
+    types = []
+    for t in inputs:
+        if not isinstance(t, torch.Tensor) or t.dtype not in _DTYPES:
+            raise Error(f"lower= takes tensor inputs of {', '.join(_DTYPES.values())}; "
+                        f"got {type(t).__name__ if not isinstance(t, torch.Tensor) else t.dtype}")
+        types.append(f"{_DTYPES[t.dtype]}[{','.join('?' * t.dim())}]")
+    return ", ".join(types)
+
+
 def _options(methods, passes, bounds, padded_outputs, outline, cuda_graphs,
-             runtime_ops, specialize_training, drop_data_asserts, load_libraries):
+             runtime_ops, specialize_training, drop_data_asserts, load_libraries,
+             lower=None, lower_types=None):
     args = []
+    if lower is not None:
+        args += ["--lower=" + lower]
+    if lower_types is not None:
+        args += ["--input-types", lower_types]
     for m in ([methods] if isinstance(methods, str) else methods):
         args += ["--method", m]
     if passes is not None:
@@ -128,7 +151,8 @@ def optimize(model, example_inputs: Optional[Tuple] = None, *,
              bounds: Optional[Dict[str, int]] = None, padded_outputs: bool = False,
              outline: bool = False, cuda_graphs: bool = False, runtime_ops: bool = False,
              specialize_training: bool = False, drop_data_asserts: bool = False,
-             load_libraries: Iterable[str] = ()) -> Tuple[torch.jit.ScriptModule, Report]:
+             load_libraries: Iterable[str] = (), lower: Optional[str] = None,
+             input_types: Optional[str] = None) -> Tuple[torch.jit.ScriptModule, Report]:
     """Rewrites `model` into static form: (the new ScriptModule, its Report).
 
     Each option is the CLI's (`staticify --help`): `methods` --method,
@@ -137,18 +161,28 @@ def optimize(model, example_inputs: Optional[Tuple] = None, *,
     padded NMS; the library is then loaded in this process, which the new
     module needs), `specialize_training`, `drop_data_asserts`, and
     `load_libraries` --load-library (ops already registered in this process,
-    torchvision's once it is imported, need none). With `example_inputs`, the
+    torchvision's once it is imported, need none), `lower` --lower ("cpu": each
+    method compiled into a CPU kernel kept beside its TorchScript, for inputs
+    of `input_types`, or, without them, of the dtypes and ranks of
+    `example_inputs`; docs/lowering.md). With `example_inputs`, the
     new module is run once on them before it is returned, so that a module
     that cannot run fails here. Raises `staticify.Error` with the CLI's
     message. The report's `input` and `output` name the temporary files the
     run used.
     """
+    lower_types = input_types
+    if lower is not None and lower_types is None:
+        if example_inputs is None:
+            raise Error(f"lower={lower!r} needs input_types or example_inputs "
+                        "(their dtypes and ranks)")
+        lower_types = signature_of(example_inputs)
     module, report = _staticify(model, True, methods, passes=passes, bounds=bounds,
                                 padded_outputs=padded_outputs, outline=outline,
                                 cuda_graphs=cuda_graphs, runtime_ops=runtime_ops,
                                 specialize_training=specialize_training,
                                 drop_data_asserts=drop_data_asserts,
-                                load_libraries=load_libraries)
+                                load_libraries=load_libraries, lower=lower,
+                                lower_types=lower_types)
     if example_inputs is not None:
         inputs = example_inputs if isinstance(example_inputs, tuple) else (example_inputs,)
         try:

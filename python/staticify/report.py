@@ -97,13 +97,17 @@ class MethodReport:
     before: Summary
     after: Summary
     findings: Tuple[Finding, ...]
+    # With lower=: {"target", "inputs", "lowered", "reason", "kernel_bytes"}
+    # (docs/report-format.md); None otherwise.
+    lowering: Optional[dict] = None
 
     @staticmethod
     def from_json(d):
         return MethodReport(name=d["name"], inlined=d["inlined"], passes=tuple(d["passes"]),
                             before=Summary.from_json(d["before"]),
                             after=Summary.from_json(d["after"]),
-                            findings=tuple(Finding.from_json(f) for f in d["findings"]))
+                            findings=tuple(Finding.from_json(f) for f in d["findings"]),
+                            lowering=d.get("lowering"))
 
 
 class Report:

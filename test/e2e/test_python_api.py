@@ -247,3 +247,22 @@ def test_guard_fallback_reads_are_in_the_summary():
     assert report.methods[0].before.fallback_sync_points == 0
     preds, target = torch.tensor([1, 2, 3, 0]), torch.tensor([1, -1, 3, 2])
     assert torch.equal(static(preds, target), _TwoInputsOneMask()(preds, target))
+
+
+def test_optimize_lowers_to_a_cpu_kernel_from_example_inputs():
+    """lower="cpu" with example inputs: the signature is theirs (dtypes and
+    ranks), the kernel answers, and the numbers are the original's."""
+    model = models.Seed002Example1()
+    loss, targets = torch.randn(1000), torch.randint(0, 3, (1000,))
+    assert staticify_api.signature_of((loss, targets)) == "f32[?], i64[?]"
+    module, report = staticify_api.optimize(model, (loss, targets), lower="cpu")
+    lowering = report.method().lowering
+    assert lowering["lowered"] and lowering["inputs"] == "f32[?], i64[?]", lowering
+    for n in (0, 7, 5000):
+        x, t = torch.randn(n), torch.randint(0, 3, (n,))
+        torch.testing.assert_close(module(x, t), model(x, t), rtol=1e-5, atol=1e-3)
+    assert module._staticify_lowered_forward.counts()[:2] == [4, 0]  # with the check run
+    with pytest.raises(staticify_api.Error, match="needs input_types or example_inputs"):
+        staticify_api.optimize(model, lower="cpu")
+    with pytest.raises(staticify_api.Error, match="--lower=gpu: the targets are: cpu"):
+        staticify_api.optimize(model, (loss, targets), lower="gpu")

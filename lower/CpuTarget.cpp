@@ -182,7 +182,7 @@ CompiledObject compileForCpu(mlir::ModuleOp module) {
   std::string triple = llvm::sys::getDefaultTargetTriple();
   std::string lookupError;
   const llvm::Target *target =
-      llvm::TargetRegistry::lookupTarget(triple, lookupError);
+      llvm::TargetRegistry::lookupTarget(llvm::Triple(triple), lookupError);
   if (!target) {
     out.error = "no LLVM target for " + triple + ": " + lookupError;
     return out;

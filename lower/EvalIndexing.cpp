@@ -326,8 +326,6 @@ bool Evaluator::evalIndexingOrRandom(Node *node) {
               tensor::ExtractOp::create(ob, loc, indices, mlir::ValueRange{i});
           Value zero =
               arith::ConstantOp::create(ob, loc, ob.getI64IntegerAttr(0));
-          Value one =
-              arith::ConstantOp::create(ob, loc, ob.getI64IntegerAttr(1));
           Value inRange = arith::AndIOp::create(
               ob, loc,
               arith::CmpIOp::create(ob, loc, arith::CmpIPredicate::sge, j,

@@ -88,8 +88,8 @@ options:
                         host read), emit it instead of its TorchScript form;
                         on by default with --cuda-graphs. The output then
                         needs libstaticify_runtime.so, as with --cuda-graphs
-  --runtime PATH        the runtime library for --cuda-graphs and
-                        --runtime-ops (default:
+  --runtime PATH        the runtime library for --cuda-graphs, --runtime-ops
+                        and --lower (default:
                         ../lib/libstaticify_runtime.so next to this program)
   --lower=cpu           after rewriting, compile each method through MLIR and
                         LLVM into a fused CPU kernel for inputs of the types

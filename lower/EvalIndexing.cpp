@@ -62,29 +62,12 @@ Tensor Evaluator::gatherRows(Node *node, const Tensor &x, const Tensor &rowsOf,
     throw Unsupported(where(node) + ": indexing a 0-d tensor");
   const Host &n = x.sizes[0];
   requireReadable(rowsOf.sizes[0], n);
-  Value rows = index(n);
-  Value rows64 = arith::IndexCastOp::create(b, b.getI64Type(), rows);
+  valueCheck(allInRange(rowsOf,
+                        wrapNegative ? intOp("sub", Host::constInt(0), n)
+                                     : Host::constInt(0),
+                        n));
+  Value rows64 = arith::IndexCastOp::create(b, b.getI64Type(), index(n));
   ScalarType it = rowsOf.dtype;
-  Tensor inRange = elementwise(
-      {rowsOf}, ScalarType::Long, ScalarType::Bool,
-      [&](auto &ob, auto loc, auto xs) -> Value {
-        Value zero =
-            arith::ConstantOp::create(ob, loc, ob.getI64IntegerAttr(0));
-        Value lo = wrapNegative
-                       ? Value(arith::SubIOp::create(ob, loc, zero, rows64))
-                       : zero;
-        Value ge = arith::CmpIOp::create(ob, loc, arith::CmpIPredicate::sge,
-                                         xs[0], lo);
-        Value lt = arith::CmpIOp::create(ob, loc, arith::CmpIPredicate::slt,
-                                         xs[0], rows64);
-        return arith::AndIOp::create(ob, loc, ge, lt);
-      });
-  Tensor all =
-      reduce(inRange, {0}, false, ScalarType::Bool, Host::constBool(true),
-             [](auto &ob, auto loc, Value a, Value e) -> Value {
-               return arith::AndIOp::create(ob, loc, a, e);
-             });
-  valueCheck(tensor::ExtractOp::create(b, all.value, mlir::ValueRange{}));
   std::vector<Host> outSizes{rowsOf.sizes[0]};
   outSizes.insert(outSizes.end(), x.sizes.begin() + 1, x.sizes.end());
   size_t rank = outSizes.size();
@@ -361,13 +344,18 @@ Value Evaluator::allInRange(const Tensor &x, const Host &lo, const Host &hi) {
                         ob, loc, arith::CmpIPredicate::slt, xs[0], hi64);
                     return arith::AndIOp::create(ob, loc, ge, lt);
                   });
+  return allTrue(in);
+}
+
+Value Evaluator::allTrue(const Tensor &cond) {
   std::vector<int64_t> dims;
-  for (size_t d = 0; d < x.rank(); ++d)
+  for (size_t d = 0; d < cond.rank(); ++d)
     dims.push_back(d);
-  Tensor all = reduce(in, dims, false, ScalarType::Bool, Host::constBool(true),
-                      [](auto &ob, auto loc, Value a, Value e) -> Value {
-                        return arith::AndIOp::create(ob, loc, a, e);
-                      });
+  Tensor all =
+      reduce(cond, dims, false, ScalarType::Bool, Host::constBool(true),
+             [](auto &ob, auto loc, Value a, Value e) -> Value {
+               return arith::AndIOp::create(ob, loc, a, e);
+             });
   return tensor::ExtractOp::create(b, all.value, mlir::ValueRange{});
 }
 
@@ -387,28 +375,21 @@ Tensor Evaluator::gatherAlong(Node *node, const Tensor &x, int64_t dim,
   valueCheck(allInRange(idx, Host::constInt(0), x.sizes[dim]));
   Value n64 =
       arith::IndexCastOp::create(b, b.getI64Type(), index(x.sizes[dim]));
+  // One element per index element (elementwise over the index, whose loop
+  // indices name the other coordinates).
   size_t rank = idx.rank();
-  Value init = empty(idx.sizes, x.dtype);
   Value source = x.value;
-  auto generic = linalg::GenericOp::create(
-      b, mlir::TypeRange{init.getType()}, mlir::ValueRange{idx.value},
-      mlir::ValueRange{init},
-      ::llvm::ArrayRef<mlir::AffineMap>{b.getMultiDimIdentityMap(rank),
-                                        b.getMultiDimIdentityMap(rank)},
-      ::llvm::SmallVector<mlir::utils::IteratorType>(
-          rank, mlir::utils::IteratorType::parallel),
-      [&](mlir::OpBuilder &ob, mlir::Location loc, mlir::ValueRange args) {
-        Value i = clampIndex(ob, loc, args[0], n64);
-        ::llvm::SmallVector<Value> at;
-        for (size_t d = 0; d < rank; ++d)
-          at.push_back(int64_t(d) == dim
-                           ? i
-                           : Value(linalg::IndexOp::create(ob, loc, d)));
-        linalg::YieldOp::create(
-            ob, loc,
-            tensor::ExtractOp::create(ob, loc, source, at).getResult());
-      });
-  return {generic.getResult(0), x.dtype, idx.sizes};
+  return elementwise({idx}, ScalarType::Long, x.dtype,
+                     [&](auto &ob, auto loc, auto xs) -> Value {
+                       Value i = clampIndex(ob, loc, xs[0], n64);
+                       ::llvm::SmallVector<Value> at;
+                       for (size_t d = 0; d < rank; ++d)
+                         at.push_back(
+                             int64_t(d) == dim
+                                 ? i
+                                 : Value(linalg::IndexOp::create(ob, loc, d)));
+                       return tensor::ExtractOp::create(ob, loc, source, at);
+                     });
 }
 
 Tensor Evaluator::softmax(const Tensor &x, int64_t d, ScalarType t, bool log) {
@@ -493,45 +474,30 @@ Tensor Evaluator::nllLoss(Node *node) {
                                               xs[0], ignore64);
         return arith::OrIOp::create(ob, loc, isClass, ignored);
       });
-  std::vector<int64_t> all;
-  for (size_t d = 0; d < target.rank(); ++d)
-    all.push_back(d);
-  Tensor allValid =
-      reduce(valid, all, false, ScalarType::Bool, Host::constBool(true),
-             [](auto &ob, auto loc, Value a, Value e) -> Value {
-               return arith::AndIOp::create(ob, loc, a, e);
-             });
-  valueCheck(tensor::ExtractOp::create(b, allValid.value, mlir::ValueRange{}));
+  valueCheck(allTrue(valid));
   // A read along an empty class dimension is unsafe (and raises).
   requireReadable(numel(target.sizes), classes);
   size_t rank = target.rank();
-  Value init = empty(target.sizes, t);
   Value source = logp.value;
-  auto generic = linalg::GenericOp::create(
-      b, mlir::TypeRange{init.getType()}, mlir::ValueRange{target.value},
-      mlir::ValueRange{init},
-      ::llvm::ArrayRef<mlir::AffineMap>{b.getMultiDimIdentityMap(rank),
-                                        b.getMultiDimIdentityMap(rank)},
-      ::llvm::SmallVector<mlir::utils::IteratorType>(
-          rank, mlir::utils::IteratorType::parallel),
-      [&](mlir::OpBuilder &ob, mlir::Location loc, mlir::ValueRange args) {
+  Tensor losses = elementwise(
+      {target}, ScalarType::Long, t, [&](auto &ob, auto loc, auto xs) -> Value {
         Value kept = arith::CmpIOp::create(ob, loc, arith::CmpIPredicate::ne,
-                                           args[0], ignore64);
-        Value cls = clampIndex(ob, loc, args[0], classes64);
+                                           xs[0], ignore64);
+        Value cls = clampIndex(ob, loc, xs[0], classes64);
         ::llvm::SmallVector<Value> at;
         for (size_t d = 0, j = 0; d < rank + 1; ++d)
           at.push_back(int64_t(d) == c
                            ? cls
                            : Value(linalg::IndexOp::create(ob, loc, j++)));
         Value v = tensor::ExtractOp::create(ob, loc, source, at);
-        Value negated = arith::NegFOp::create(ob, loc, v);
-        Value zf = arith::ConstantOp::create(ob, loc,
-                                             ob.getFloatAttr(v.getType(), 0.0));
-        linalg::YieldOp::create(
-            ob, loc,
-            arith::SelectOp::create(ob, loc, kept, negated, zf).getResult());
+        Value zero = arith::ConstantOp::create(
+            ob, loc, ob.getFloatAttr(v.getType(), 0.0));
+        return arith::SelectOp::create(ob, loc, kept,
+                                       arith::NegFOp::create(ob, loc, v), zero);
       });
-  Tensor losses{generic.getResult(0), t, target.sizes};
+  std::vector<int64_t> all;
+  for (size_t d = 0; d < target.rank(); ++d)
+    all.push_back(d);
   if (reduction == 0)
     return losses;
   auto add = [](auto &ob, auto loc, Value a, Value e) -> Value {

@@ -341,6 +341,8 @@ private:
   /// leave the buffer (whether it was in range is a value check).
   static Value clampIndex(mlir::OpBuilder &ob, mlir::Location loc, Value i,
                           Value n64);
+  /// Whether every element of a bool tensor holds: an i1.
+  Value allTrue(const Tensor &cond);
   /// Whether every element of an integer tensor lies in [lo, hi): an i1.
   Value allInRange(const Tensor &x, const Host &lo, const Host &hi);
   /// nll_loss_nd and cross_entropy_loss (no class weights, no label

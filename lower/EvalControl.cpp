@@ -407,7 +407,7 @@ void Evaluator::evalIf(Node *node) {
     if (t)
       resultTypes.push_back(t);
   resultTypes.push_back(b.getI1Type());
-  resultTypes.push_back(b.getI1Type());
+  resultTypes.push_back(mlir::RankedTensorType::get({}, b.getI1Type()));
   for (size_t i = 0; i < dimResults; ++i)
     resultTypes.push_back(b.getIndexType());
   auto result =

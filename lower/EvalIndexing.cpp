@@ -356,7 +356,41 @@ Value Evaluator::allTrue(const Tensor &cond) {
              [](auto &ob, auto loc, Value a, Value e) -> Value {
                return arith::AndIOp::create(ob, loc, a, e);
              });
-  return tensor::ExtractOp::create(b, all.value, mlir::ValueRange{});
+  return all.value;
+}
+
+Value Evaluator::valueStatus() {
+  return elementwise({Tensor{allValueChecks(), ScalarType::Bool, {}}},
+                     ScalarType::Bool, ScalarType::Long,
+                     [](auto &ob, auto loc, auto xs) -> Value {
+                       return arith::ExtUIOp::create(ob, loc, ob.getI64Type(),
+                                                     xs[0]);
+                     })
+      .value;
+}
+
+void Evaluator::valueCheck(Value cond) {
+  if (!mlir::isa<mlir::RankedTensorType>(cond.getType()))
+    cond = tensor::FromElementsOp::create(
+        b, mlir::RankedTensorType::get({}, b.getI1Type()),
+        mlir::ValueRange{cond});
+  valueChecks.back().push_back(cond);
+}
+
+Value Evaluator::allValueChecks() {
+  const std::vector<Value> &conds = valueChecks.back();
+  if (conds.empty())
+    return arith::ConstantOp::create(
+        b, mlir::DenseElementsAttr::get(
+               mlir::RankedTensorType::get({}, b.getI1Type()), true));
+  Tensor all{conds.front(), ScalarType::Bool, {}};
+  for (size_t i = 1; i < conds.size(); ++i)
+    all = elementwise({all, Tensor{conds[i], ScalarType::Bool, {}}},
+                      ScalarType::Bool, ScalarType::Bool,
+                      [](auto &ob, auto loc, auto xs) -> Value {
+                        return arith::AndIOp::create(ob, loc, xs[0], xs[1]);
+                      });
+  return all.value;
 }
 
 Tensor Evaluator::gatherAlong(Node *node, const Tensor &x, int64_t dim,

@@ -184,7 +184,13 @@ public:
 
   /// Every size check made at the top level, and-ed (true if none).
   Value allChecks() { return conjunction(checks.back()); }
-  Value allValueChecks() { return conjunction(valueChecks.back()); }
+  /// Every value check at the top level, and-ed: a rank-0 tensor<i1>. Value
+  /// checks stay tensors end to end (never host scalars), so on a GPU they
+  /// are computed, combined and stored on the device without a host read.
+  Value allValueChecks();
+  /// allValueChecks() as the kernel's status: a rank-0 tensor<i64>, 1 if
+  /// every check held.
+  Value valueStatus();
   void setSeed(Value v) { seed = v; }
   bool usesRandom() const { return randomOps > 0; }
 
@@ -261,7 +267,8 @@ private:
   Host compare(const std::string &op, const Host &x, const Host &y);
 
   void check(Value cond) { checks.back().push_back(cond); }
-  void valueCheck(Value cond) { valueChecks.back().push_back(cond); }
+  /// Records a check on values: \p cond is a rank-0 tensor<i1> or an i1.
+  void valueCheck(Value cond);
   Value conjunction(const std::vector<Value> &conds);
   void checkEqual(const Host &x, const Host &y);
 
@@ -341,7 +348,7 @@ private:
   /// leave the buffer (whether it was in range is a value check).
   static Value clampIndex(mlir::OpBuilder &ob, mlir::Location loc, Value i,
                           Value n64);
-  /// Whether every element of a bool tensor holds: an i1.
+  /// Whether every element of a bool tensor holds: a rank-0 tensor<i1>.
   Value allTrue(const Tensor &cond);
   /// Whether every element of an integer tensor lies in [lo, hi): an i1.
   Value allInRange(const Tensor &x, const Host &lo, const Host &hi);

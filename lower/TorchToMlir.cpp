@@ -260,11 +260,12 @@ BridgeResult buildFunctions(const torch::jit::Graph &graph, bool hasSelf,
             /*writable=*/true);
       }
       // The status: 1 if every check on values held (an index in range),
-      // else 0 and the caller runs the TorchScript.
-      Value status =
-          arith::ExtUIOp::create(b, b.getI64Type(), ev.allValueChecks());
-      mlir::memref::StoreOp::create(b, status, fn.getArguments().back(),
-                                    mlir::ValueRange{});
+      // else 0 and the caller runs the TorchScript. Computed and written
+      // as a tensor: on a GPU it never passes through the host.
+      Value status = ev.valueStatus();
+      mlir::bufferization::MaterializeInDestinationOp::create(
+          b, mlir::TypeRange{}, status, fn.getArguments().back(),
+          /*restrict=*/true, /*writable=*/true);
       mlir::func::ReturnOp::create(b);
     }
   } catch (const Unsupported &e) {

@@ -11,7 +11,9 @@
 #include "mlir/Dialect/ControlFlow/IR/ControlFlow.h"
 #include "mlir/Dialect/Func/Extensions/AllExtensions.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Linalg/Transforms/BufferizableOpInterfaceImpl.h"
 #include "mlir/Dialect/Math/IR/Math.h"
@@ -26,6 +28,7 @@
 #include "mlir/InitAllPasses.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassRegistry.h"
+#include "mlir/Target/LLVM/NVVM/Target.h"
 #include "mlir/Target/LLVMIR/Dialect/All.h"
 #include "mlir/Target/LLVMIR/Export.h"
 
@@ -51,6 +54,7 @@ void registerLoweringDialects(mlir::DialectRegistry &registry) {
   registry.insert<mlir::affine::AffineDialect, mlir::arith::ArithDialect,
                   mlir::bufferization::BufferizationDialect,
                   mlir::cf::ControlFlowDialect, mlir::func::FuncDialect,
+                  mlir::gpu::GPUDialect, mlir::NVVM::NVVMDialect,
                   mlir::linalg::LinalgDialect, mlir::LLVM::LLVMDialect,
                   mlir::math::MathDialect, mlir::memref::MemRefDialect,
                   mlir::scf::SCFDialect, mlir::tensor::TensorDialect,
@@ -63,6 +67,17 @@ void registerLoweringDialects(mlir::DialectRegistry &registry) {
   mlir::tensor::registerBufferizableOpInterfaceExternalModels(registry);
   mlir::registerAllExtensions(registry);
   mlir::registerAllToLLVMIRTranslations(registry);
+  mlir::NVVM::registerNVVMTargetInterfaceExternalModels(registry);
+}
+
+void registerLoweringPasses() {
+  static std::once_flag registered;
+  std::call_once(registered, [] {
+    mlir::registerAllPasses();
+    staticify::mlir_dialect::registerStaticifyPasses();
+    llvm::InitializeNativeTarget();
+    llvm::InitializeNativeTargetAsmPrinter();
+  });
 }
 
 const char *cpuPipeline() {
@@ -141,33 +156,35 @@ bool allowedUndefined(llvm::StringRef name) {
 
 } // namespace
 
-CompiledObject compileForCpu(mlir::ModuleOp module) {
-  CompiledObject out;
-  static std::once_flag registered;
-  std::call_once(registered, [] {
-    mlir::registerAllPasses();
-    staticify::mlir_dialect::registerStaticifyPasses();
-    llvm::InitializeNativeTarget();
-    llvm::InitializeNativeTargetAsmPrinter();
-  });
+std::string runPipeline(mlir::ModuleOp module, const std::string &pipeline) {
+  registerLoweringPasses();
   mlir::MLIRContext *ctx = module.getContext();
   mlir::PassManager pm(ctx);
   std::string errors;
   llvm::raw_string_ostream errStream(errors);
-  if (mlir::failed(mlir::parsePassPipeline(cpuPipeline(), pm, errStream))) {
-    out.error = "the CPU pass pipeline did not parse: " + errors;
+  if (mlir::failed(mlir::parsePassPipeline(pipeline, pm, errStream)))
+    return "the pass pipeline did not parse: " + errors;
+  mlir::ScopedDiagnosticHandler handler(ctx, [&](mlir::Diagnostic &d) {
+    errStream << d.str() << "\n";
+    return mlir::success();
+  });
+  if (mlir::failed(pm.run(module)))
+    return errors.empty() ? std::string("a pass failed") : errors;
+  return "";
+}
+
+CompiledObject compileForCpu(mlir::ModuleOp module) {
+  if (std::string error = runPipeline(module, cpuPipeline()); !error.empty()) {
+    CompiledObject out;
+    out.error = "the CPU pass pipeline failed: " + error;
     return out;
   }
-  {
-    mlir::ScopedDiagnosticHandler handler(ctx, [&](mlir::Diagnostic &d) {
-      errStream << d.str() << "\n";
-      return mlir::success();
-    });
-    if (mlir::failed(pm.run(module))) {
-      out.error = "the CPU pass pipeline failed: " + errors;
-      return out;
-    }
-  }
+  return emitSharedObject(module, kSupportSource, allowedUndefined);
+}
+
+CompiledObject emitSharedObject(mlir::ModuleOp module, const char *support,
+                                bool (*allowed)(::llvm::StringRef)) {
+  CompiledObject out;
   {
     llvm::raw_string_ostream s(out.loweredMlir);
     module.print(s);
@@ -198,8 +215,7 @@ CompiledObject compileForCpu(mlir::ModuleOp module) {
     return out;
   }
   for (const llvm::Function &f : *llvmModule)
-    if (f.isDeclaration() && !f.isIntrinsic() &&
-        !allowedUndefined(f.getName())) {
+    if (f.isDeclaration() && !f.isIntrinsic() && !allowed(f.getName())) {
       out.error = "the kernel needs '" + f.getName().str() +
                   "', which the runtime does not provide";
       return out;
@@ -223,19 +239,19 @@ CompiledObject compileForCpu(mlir::ModuleOp module) {
   }
   std::string obj = std::string(dir) + "/kernel.o",
               so = std::string(dir) + "/kernel.so",
-              support = std::string(dir) + "/support.c";
+              supportFile = std::string(dir) + "/support.c";
   {
     std::ofstream f(obj, std::ios::binary);
     f.write(object.data(), object.size());
-    std::ofstream c(support);
-    c << kSupportSource;
+    std::ofstream c(supportFile);
+    c << support;
   }
   // -Bsymbolic: the kernel's own functions (its ukernels, memrefCopy) bind
   // within it, never to another kernel's or a library's of the same name.
   const char *cc = getenv("STATICIFY_CC");
   std::string linkError = runCommand({cc && *cc ? cc : "cc", "-shared", "-fPIC",
                                       "-O2", "-nostartfiles", "-Wl,-Bsymbolic",
-                                      "-o", so, obj, support, "-lm"});
+                                      "-o", so, obj, supportFile, "-lm"});
   if (linkError.empty())
     out.sharedObject = readFile(so);
   // For profiling and debugging: STATICIFY_KEEP_KERNELS=DIR keeps each
@@ -248,11 +264,12 @@ CompiledObject compileForCpu(mlir::ModuleOp module) {
                        std::to_string(counter++);
     std::ofstream(base + ".so", std::ios::binary) << out.sharedObject;
     std::ofstream(base + ".mlir") << out.loweredMlir;
-  } else
+  }
+  if (!linkError.empty())
     out.error = "linking the kernel: " + linkError;
   unlink(obj.c_str());
   unlink(so.c_str());
-  unlink(support.c_str());
+  unlink(supportFile.c_str());
   rmdir(dir);
   return out;
 }

@@ -10,6 +10,9 @@
 
 #include <string>
 
+namespace llvm {
+class StringRef;
+}
 namespace mlir {
 class ModuleOp;
 class DialectRegistry;
@@ -34,6 +37,20 @@ struct CompiledObject {
 /// libm's is an error (the runtime loads the object without MLIR's runner
 /// libraries).
 CompiledObject compileForCpu(mlir::ModuleOp module);
+
+/// Registers MLIR's passes and staticify's, and LLVM's native target (once).
+void registerLoweringPasses();
+
+/// Runs \p pipeline (mlir-opt --pass-pipeline text, module-anchored) on
+/// \p module; the diagnostics if it fails, else empty.
+std::string runPipeline(mlir::ModuleOp module, const std::string &pipeline);
+
+/// Translates \p module (LLVM dialect) to LLVM IR, optimizes it at -O3 for
+/// the host, emits an object and links it with \p support (C source) into a
+/// shared object. A function the object leaves undefined must satisfy
+/// \p allowed.
+CompiledObject emitSharedObject(mlir::ModuleOp module, const char *support,
+                                bool (*allowed)(::llvm::StringRef));
 
 /// The pass pipeline compileForCpu runs, as `mlir-opt --pass-pipeline` text.
 const char *cpuPipeline();

@@ -1,7 +1,8 @@
-//===- LowerModule.cpp - `staticify --lower=cpu` on a module's methods ----===//
+//===- LowerModule.cpp - `staticify --lower` on a module's methods -------===//
 #include "lower/LowerModule.h"
 
 #include "lower/CpuTarget.h"
+#include "lower/CudaTarget.h"
 #include "passes/GraphUtils.h"
 #include "tools/ModuleIO.h"
 
@@ -35,9 +36,10 @@ std::string symbolName(const std::string &method) {
 
 } // namespace
 
-LoweringOutcome
-lowerMethodForCpu(torch::jit::Module &module, const std::string &method,
-                  const std::vector<TensorSignature> &signature) {
+LoweringOutcome lowerMethod(torch::jit::Module &module,
+                            const std::string &method,
+                            const std::vector<TensorSignature> &signature,
+                            const LoweringTargets &targets) {
   auto start = std::chrono::steady_clock::now();
   LoweringOutcome out;
   out.method = method;
@@ -84,12 +86,41 @@ lowerMethodForCpu(torch::jit::Module &module, const std::string &method,
     out.reason = "the bridge built invalid MLIR (a staticify bug): " + out.mlir;
     return out;
   }
-  CompiledObject object = compileForCpu(*mod);
-  if (object.sharedObject.empty()) {
-    out.reason = object.error;
+  std::string cpuObject, cudaImages;
+  if (targets.cpu) {
+    mlir::OwningOpRef<mlir::ModuleOp> copy(mod->clone());
+    CompiledObject object = compileForCpu(*copy);
+    if (object.sharedObject.empty())
+      out.reason = object.error;
+    cpuObject = std::move(object.sharedObject);
+    out.kernelBytes = cpuObject.size();
+  }
+  if (targets.cuda) {
+    CompiledCuda cuda = compileForCuda(*mod, signature.size());
+    out.cudaLowered = !cuda.hostObject.empty();
+    out.cudaReason = cuda.error;
+    out.cudaKernels = cuda.kernels.size();
+    // Records of name, NUL, decimal size, NUL, bytes (LoweredMethod.cpp).
+    auto record = [&](const std::string &name, const std::string &bytes) {
+      cudaImages += name + '\0' + std::to_string(bytes.size()) + '\0' + bytes;
+    };
+    if (out.cudaLowered) {
+      record("host", cuda.hostObject);
+      std::string names;
+      for (const std::string &k : cuda.kernels)
+        names += k + "\n";
+      record("kernels", names);
+      for (const auto &[name, bytes] : cuda.images) {
+        record(name, bytes);
+        out.cudaImages.emplace_back(name, bytes.size());
+      }
+    }
+  }
+  if (cpuObject.empty() && !out.cudaLowered) {
+    if (out.reason.empty())
+      out.reason = out.cudaReason;
     return out;
   }
-  out.kernelBytes = object.sharedObject.size();
 
   // The runtime object, built by its own constructor.
   c10::ClassTypePtr type =
@@ -104,10 +135,11 @@ lowerMethodForCpu(torch::jit::Module &module, const std::string &method,
       {c10::IValue(object_),
        c10::IValue(saveGraphAsModule(*graph, "__torch__.staticify.lowered_" +
                                                  symbolName(method))),
-       c10::IValue(name), c10::IValue(object.sharedObject),
+       c10::IValue(name), c10::IValue(cpuObject),
        c10::IValue(formatSignature(signature)),
        c10::IValue(formatSignature(bridged.results)), c10::IValue(out.mlir),
-       c10::IValue(std::string(bridged.random ? "random" : ""))});
+       c10::IValue(std::string(bridged.random ? "random" : "")),
+       c10::IValue(cudaImages)});
   std::string attr = "_staticify_lowered_" + method;
   if (module.hasattr(attr))
     module._ivalue()->setAttr(attr, c10::IValue(object_));

@@ -195,13 +195,29 @@ static std::string renderSummary(const MethodReport &m) {
                         ? " data-dependent value remains)"
                         : " data-dependent values remain)"))
      << "\n";
-  if (!m.lowering.target.empty())
-    os << "  lowering (" << m.lowering.target << ", inputs " << m.lowering.signature << "): "
-       << (m.lowering.lowered
-               ? "one kernel (" + std::to_string(m.lowering.kernelBytes) +
-                     " bytes); other inputs run the TorchScript"
-               : "not lowered: " + m.lowering.reason)
+  const MethodReport::Lowering &l = m.lowering;
+  bool wantsCpu = l.target.find("cpu") != std::string::npos,
+       wantsCuda = l.target.find("cuda") != std::string::npos;
+  if (wantsCpu)
+    os << "  lowering (cpu, inputs " << l.signature << "): "
+       << (l.kernelBytes ? "one kernel (" + std::to_string(l.kernelBytes) +
+                               " bytes); other inputs run the TorchScript"
+                         : "not lowered: " + l.reason)
        << "\n";
+  if (wantsCuda) {
+    os << "  lowering (cuda, inputs " << l.signature << "): ";
+    if (l.cudaLowered) {
+      os << l.cudaKernels << " kernels (";
+      for (size_t i = 0; i < l.cudaImages.size(); ++i)
+        os << (i ? ", " : "") << l.cudaImages[i].first << " "
+           << l.cudaImages[i].second << " bytes";
+      os << "); other inputs run the TorchScript";
+    } else {
+      os << "not lowered: "
+         << (l.cudaReason.empty() ? l.reason : l.cudaReason);
+    }
+    os << "\n";
+  }
   auto same = [](const std::vector<Segment> &a, const std::vector<Segment> &b) {
     return std::equal(a.begin(), a.end(), b.begin(), b.end(),
                       [](const Segment &x, const Segment &y) {
@@ -384,7 +400,21 @@ std::string renderJson(const Report &report) {
          << ", \"inputs\": " << quote(m.lowering.signature)
          << ", \"lowered\": " << jsonBool(m.lowering.lowered)
          << ", \"reason\": " << (m.lowering.lowered ? "null" : quote(m.lowering.reason))
-         << ", \"kernel_bytes\": " << m.lowering.kernelBytes << "}";
+         << ", \"kernel_bytes\": " << m.lowering.kernelBytes;
+    if (m.lowering.target.find("cuda") != std::string::npos) {
+      const MethodReport::Lowering &l = m.lowering;
+      os << ", \"cuda\": {\"lowered\": " << jsonBool(l.cudaLowered)
+         << ", \"reason\": "
+         << (l.cudaLowered ? "null"
+                           : quote(l.cudaReason.empty() ? l.reason : l.cudaReason))
+         << ", \"kernels\": " << l.cudaKernels << ", \"images\": {";
+      for (size_t i = 0; i < l.cudaImages.size(); ++i)
+        os << (i ? ", " : "") << quote(l.cudaImages[i].first) << ": "
+           << l.cudaImages[i].second;
+      os << "}}";
+    }
+    if (!m.lowering.target.empty())
+      os << "}";
     os << ",\n     \"findings\": [";
     for (size_t f = 0; f < m.findings.size(); ++f)
       os << (f ? "," : "") << "\n       " << jsonFinding(m.findings[f]);

@@ -59,6 +59,11 @@ struct MethodReport {
     std::string reason;
     std::string signature;
     size_t kernelBytes = 0;
+    /// With cuda among the targets.
+    bool cudaLowered = false;
+    std::string cudaReason;
+    size_t cudaKernels = 0;
+    std::vector<std::pair<std::string, size_t>> cudaImages; // name, bytes
   } lowering;
 };
 

@@ -1,6 +1,7 @@
 //===- LoweredMethod.cpp - A method compiled to a CPU kernel, with fallback
 //===//
 #include "runtime/LoweredMethod.h"
+#include "runtime/KernelAbi.h"
 #include "runtime/RunModule.h"
 
 #include <ATen/CPUGeneratorImpl.h>
@@ -10,12 +11,18 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <cstring>
 #include <mutex>
 #include <sstream>
 #include <stdexcept>
+#include <tuple>
 #include <utility>
 
 namespace staticify {
+
+using abi::callN;
+using abi::descriptor;
+using abi::kMaxArgs;
 
 namespace {
 
@@ -62,48 +69,45 @@ parseArgs(const std::string &text) {
   return out;
 }
 
-/// A memref descriptor as MLIR's C interface takes it: base and aligned
-/// pointers, offset, then sizes and strides (rank of each).
-std::vector<int64_t> descriptor(void *data, c10::IntArrayRef sizes,
-                                c10::IntArrayRef strides) {
-  std::vector<int64_t> d(3 + 2 * sizes.size());
-  d[0] = reinterpret_cast<int64_t>(data);
-  d[1] = reinterpret_cast<int64_t>(data);
-  d[2] = 0;
-  for (size_t i = 0; i < sizes.size(); ++i) {
-    d[3 + i] = sizes[i];
-    d[3 + sizes.size() + i] = strides[i];
-  }
-  return d;
-}
+} // namespace
 
-/// Calls a C-interface function of N descriptor pointers.
-template <size_t... I>
-void callWith(void *fn, std::vector<void *> &args, std::index_sequence<I...>) {
-  using F = void (*)(decltype(I, (void *)nullptr)...);
-  reinterpret_cast<F>(fn)(args[I]...);
-}
-template <size_t N> void callN(void *fn, std::vector<void *> &args) {
-  if constexpr (N == 0) {
-    throw std::runtime_error("LoweredMethod: too many arguments");
-  } else {
-    if (args.size() == N)
-      return callWith(fn, args, std::make_index_sequence<N>());
-    callN<N - 1>(fn, args);
+namespace {
+
+/// --lower=cuda's images: records of name, NUL, decimal size, NUL, bytes.
+std::vector<std::pair<std::string, std::string>>
+parseImages(const std::string &blob) {
+  std::vector<std::pair<std::string, std::string>> out;
+  size_t at = 0;
+  while (at < blob.size()) {
+    size_t nameEnd = blob.find('\0', at);
+    size_t sizeEnd =
+        nameEnd == std::string::npos ? nameEnd : blob.find('\0', nameEnd + 1);
+    if (sizeEnd == std::string::npos)
+      throw std::invalid_argument("LoweredMethod: damaged CUDA images");
+    std::string name = blob.substr(at, nameEnd - at);
+    std::string digits = blob.substr(nameEnd + 1, sizeEnd - nameEnd - 1);
+    if (digits.empty() || digits.size() > 12 ||
+        digits.find_first_not_of("0123456789") != std::string::npos)
+      throw std::invalid_argument("LoweredMethod: damaged CUDA images");
+    size_t size = std::stoull(digits);
+    if (size > blob.size() - sizeEnd - 1)
+      throw std::invalid_argument("LoweredMethod: damaged CUDA images");
+    out.emplace_back(name, blob.substr(sizeEnd + 1, size));
+    at = sizeEnd + 1 + size;
   }
+  return out;
 }
-constexpr size_t kMaxArgs = 32;
 
 } // namespace
 
 LoweredMethod::LoweredMethod(std::string module, std::string name,
                              std::string kernel, std::string signature,
                              std::string results, std::string mlir,
-                             std::string flags)
+                             std::string flags, std::string cuda)
     : module_(std::move(module)), name_(std::move(name)),
       kernel_(std::move(kernel)), signature_(std::move(signature)),
       results_(std::move(results)), mlir_(std::move(mlir)),
-      flags_(std::move(flags)) {
+      flags_(std::move(flags)), cuda_(std::move(cuda)) {
   std::istringstream in(module_);
   fallback_ = torch::jit::load(in);
   for (auto &[t, s] : parseArgs(signature_))
@@ -112,48 +116,95 @@ LoweredMethod::LoweredMethod(std::string module, std::string name,
     outputs_.push_back({t, s});
   if (inputs_.size() + outputs_.size() + 2 > kMaxArgs)
     throw std::invalid_argument("LoweredMethod: over 30 inputs and results");
-  // The kernel from memory: no file, no LLVM. A kernel that does not load
-  // (another architecture, a damaged archive) leaves the TorchScript path.
-  // The file stays open while the kernel is loaded: dlopen knows a library
-  // by its path, and a closed descriptor's number (so its /proc/self/fd
-  // path) would be reused by the next kernel, which dlopen would then take
-  // for this one.
-  fd_ = memfd_create(("staticify-" + name_).c_str(), MFD_CLOEXEC);
-  if (fd_ < 0)
+  cudaImages_ = parseImages(cuda_);
+  if (const std::string *host = cudaImageBytes("host"))
+    std::tie(cudaHandle_, cudaFd_) =
+        abi::loadFromMemory(*host, name_ + "-cuda");
+  // The kernel from memory. A kernel that does not load (another
+  // architecture, a damaged archive) leaves the TorchScript path.
+  if (!kernel_.empty())
+    std::tie(handle_, fd_) = abi::loadFromMemory(kernel_, name_);
+  if (!handle_)
     return;
-  bool written =
-      write(fd_, kernel_.data(), kernel_.size()) == ssize_t(kernel_.size());
-  if (written) {
-    std::string path = "/proc/self/fd/" + std::to_string(fd_);
-    handle_ = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
-  }
-  if (!handle_) {
-    close(fd_);
-    fd_ = -1;
-    return;
-  }
   shapeFn_ = dlsym(handle_, ("_mlir_ciface_" + name_ + "_shape").c_str());
   kernelFn_ = dlsym(handle_, ("_mlir_ciface_" + name_).c_str());
   if (!shapeFn_ || !kernelFn_) {
-    dlclose(handle_);
+    abi::unload(handle_, fd_);
     handle_ = shapeFn_ = kernelFn_ = nullptr;
+    fd_ = -1;
   }
 }
 
 LoweredMethod::~LoweredMethod() {
-  if (handle_)
-    dlclose(handle_);
-  if (fd_ >= 0)
-    close(fd_);
+  abi::unload(handle_, fd_);
+  abi::unload(cudaHandle_, cudaFd_);
+}
+
+namespace abi {
+
+std::pair<void *, int> loadFromMemory(const std::string &bytes,
+                                      const std::string &name) {
+  int fd = memfd_create(("staticify-" + name).c_str(), MFD_CLOEXEC);
+  if (fd < 0)
+    return {nullptr, -1};
+  void *handle = nullptr;
+  if (write(fd, bytes.data(), bytes.size()) == ssize_t(bytes.size())) {
+    std::string path = "/proc/self/fd/" + std::to_string(fd);
+    handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  }
+  if (!handle) {
+    close(fd);
+    return {nullptr, -1};
+  }
+  return {handle, fd};
+}
+
+void unload(void *handle, int fd) {
+  if (handle)
+    dlclose(handle);
+  if (fd >= 0)
+    close(fd);
+}
+
+} // namespace abi
+
+
+const std::string *
+LoweredMethod::cudaImageBytes(const std::string &name) const {
+  for (const auto &[n, bytes] : cudaImages_)
+    if (n == name)
+      return &bytes;
+  return nullptr;
+}
+
+std::vector<std::string> LoweredMethod::cudaImageNames() const {
+  std::vector<std::string> names;
+  for (const auto &image : cudaImages_)
+    names.push_back(image.first);
+  return names;
+}
+
+at::Tensor LoweredMethod::cudaImage(const std::string &name) const {
+  const std::string *bytes = cudaImageBytes(name);
+  if (!bytes)
+    throw std::invalid_argument("LoweredMethod: no CUDA image '" + name + "'");
+  at::Tensor t = at::empty({int64_t(bytes->size())}, at::kByte);
+  std::memcpy(t.data_ptr(), bytes->data(), bytes->size());
+  return t;
 }
 
 bool LoweredMethod::accepts(const std::vector<at::Tensor> &inputs) const {
-  if (!kernelFn_ || inputs.size() != inputs_.size())
+  return kernelFn_ && matchesSignature(inputs, c10::Device(c10::kCPU));
+}
+
+bool LoweredMethod::matchesSignature(const std::vector<at::Tensor> &inputs,
+                                     c10::Device device) const {
+  if (inputs.size() != inputs_.size())
     return false;
   for (size_t i = 0; i < inputs.size(); ++i) {
     const at::Tensor &t = inputs[i];
     const Arg &a = inputs_[i];
-    if (!t.defined() || !t.device().is_cpu() || t.scalar_type() != a.dtype ||
+    if (!t.defined() || t.device() != device || t.scalar_type() != a.dtype ||
         t.dim() != int64_t(a.sizes.size()) || !t.is_contiguous() ||
         t.is_neg() || t.is_conj() || t.layout() != c10::kStrided ||
         t.requires_grad())
@@ -172,6 +223,8 @@ LoweredMethod::runFallback(const std::vector<at::Tensor> &inputs) {
 }
 
 std::vector<at::Tensor> LoweredMethod::run(std::vector<at::Tensor> inputs) {
+  if (!inputs.empty() && inputs[0].defined() && inputs[0].is_cuda())
+    return runCuda(inputs);
   if (!accepts(inputs))
     return runFallback(inputs);
   std::vector<std::vector<int64_t>> descs;
@@ -234,21 +287,26 @@ std::vector<at::Tensor> LoweredMethod::run(std::vector<at::Tensor> inputs) {
 TORCH_LIBRARY_FRAGMENT(staticify, m) {
   m.class_<staticify::LoweredMethod>("LoweredMethod")
       .def(torch::init<std::string, std::string, std::string, std::string,
-                       std::string, std::string, std::string>())
+                       std::string, std::string, std::string, std::string>())
       .def("run", &staticify::LoweredMethod::run)
       .def("counts", &staticify::LoweredMethod::counts)
       .def("mlir", &staticify::LoweredMethod::mlir)
       .def("signature", &staticify::LoweredMethod::signature)
+      .def("cuda_image_names", &staticify::LoweredMethod::cudaImageNames)
+      .def("cuda_image", &staticify::LoweredMethod::cudaImage)
+      .def("cuda_calls", &staticify::LoweredMethod::cudaCalls)
       .def_pickle(
           [](const c10::intrusive_ptr<staticify::LoweredMethod> &self) {
             return self->state();
           },
           [](std::vector<std::string> s) {
-            if (s.size() != 7)
+            // 7 fields: saved before --lower=cuda existed.
+            if (s.size() != 7 && s.size() != 8)
               throw std::invalid_argument("LoweredMethod: a saved state of " +
                                           std::to_string(s.size()) +
-                                          " fields, expected 7");
+                                          " fields, expected 8");
             return c10::make_intrusive<staticify::LoweredMethod>(
-                s[0], s[1], s[2], s[3], s[4], s[5], s[6]);
+                s[0], s[1], s[2], s[3], s[4], s[5], s[6],
+                s.size() == 8 ? s[7] : std::string());
           });
 }

@@ -1,7 +1,7 @@
 //===- LoweredMethod.h - A method compiled to a CPU kernel, with fallback -===//
 //
 // `torch.classes.staticify.LoweredMethod(module, name, kernel, signature,
-// results, mlir, flags)` holds a method's TorchScript (a small module, as
+// results, mlir, flags, cuda)` holds a method's TorchScript (a small module, as
 // bytes) and the shared object `staticify --lower=cpu` compiled from it (bytes;
 // the MLIR it came from is kept for provenance). `run(inputs)` calls the
 // kernel when the inputs are contiguous CPU tensors of the signature's
@@ -25,13 +25,14 @@ class LoweredMethod : public torch::CustomClassHolder {
 public:
   LoweredMethod(std::string module, std::string name, std::string kernel,
                 std::string signature, std::string results, std::string mlir,
-                std::string flags);
+                std::string flags, std::string cuda = "");
   ~LoweredMethod() override;
 
   std::vector<at::Tensor> run(std::vector<at::Tensor> inputs);
 
   std::vector<std::string> state() const {
-    return {module_, name_, kernel_, signature_, results_, mlir_, flags_};
+    return {module_,  name_, kernel_, signature_,
+            results_, mlir_, flags_,  cuda_};
   }
   /// How many calls the kernel answered, and how many ran the TorchScript
   /// (of those, how many the shape function and how many the kernel's
@@ -40,6 +41,14 @@ public:
     return {kernelCalls_, fallbackCalls_, rejectedShapes_, rejectedValues_};
   }
   std::string mlir() const { return mlir_; }
+  /// The CUDA images `--lower=cuda` stored ("host": the host code's shared
+  /// object; "kernels": their names; "sm_80", "sm_90": cubins;
+  /// "sm_90.ptx"), by name; an empty list without them.
+  std::vector<std::string> cudaImageNames() const;
+  /// One of them, as bytes (a uint8 tensor).
+  at::Tensor cudaImage(const std::string &name) const;
+  /// Calls the CUDA kernels answered (a subset of counts()[0]).
+  int64_t cudaCalls() const { return cudaCalls_; }
   std::string signature() const { return signature_; }
 
 private:
@@ -51,13 +60,29 @@ private:
   /// "random": the kernel draws random numbers, from a seed this object
   /// takes from PyTorch's default CPU generator on each call.
   std::string flags_;
+  /// --lower=cuda: length-prefixed (name, bytes) records; "" without.
+  std::string cuda_;
+  std::vector<std::pair<std::string, std::string>> cudaImages_;
   torch::jit::Module fallback_;
   std::vector<Arg> inputs_, outputs_;
   void *handle_ = nullptr;
   int fd_ = -1; // the memfd holding the kernel, open while it is loaded
   void *shapeFn_ = nullptr, *kernelFn_ = nullptr;
   int64_t kernelCalls_ = 0, fallbackCalls_ = 0, rejectedShapes_ = 0,
-          rejectedValues_ = 0;
+          rejectedValues_ = 0, cudaCalls_ = 0;
+  /// The CUDA host code (its own shared object) and, per device, the
+  /// loaded module (runtime/LoweredCuda.cpp; opaque here).
+  void *cudaHandle_ = nullptr;
+  int cudaFd_ = -1;
+  struct CudaState;
+  std::shared_ptr<CudaState> cudaState_;
+
+  const std::string *cudaImageBytes(const std::string &name) const;
+  bool matchesSignature(const std::vector<at::Tensor> &inputs,
+                        c10::Device device) const;
+  /// runtime/LoweredCuda.cpp: the CUDA path, or the fallback (a CPU-only
+  /// build: always the fallback).
+  std::vector<at::Tensor> runCuda(const std::vector<at::Tensor> &inputs);
 
   bool accepts(const std::vector<at::Tensor> &inputs) const;
   std::vector<at::Tensor> runFallback(const std::vector<at::Tensor> &inputs);

@@ -101,6 +101,14 @@ options:
                         --cuda-graphs. The report says which op stopped a
                         method that could not be lowered (it is then left as
                         it was)
+  --lower=cuda          the same for CUDA tensors: cubins for sm_80 and sm_90
+                        and PTX for newer GPUs (the CUDA toolkit's ptxas is
+                        needed: CUDA_HOME, default /usr/local/cuda), with host
+                        code that launches on PyTorch's current stream and
+                        never synchronizes. The output runs everywhere: on a
+                        machine without a GPU or a runtime built without CUDA,
+                        the method's TorchScript runs.
+  --lower=cpu,cuda      both
   --input-types LIST    the method's tensor inputs for --lower, in order:
                         DTYPE[SIZES], DTYPE one of f16 bf16 f32 f64 i8 i16 i32
                         i64 b8, each size a number or ?; e.g. 'f32[?], i64[?]'
@@ -120,6 +128,8 @@ examples:
   staticify model.pt --method forward --method sample --report
   staticify model.pt -o out.pt --bound num_boxes=300 --padded-outputs
   staticify loss.pt -o loss_cpu.pt --lower=cpu --input-types 'f32[?], i64[?]'
+  staticify sampler.pt -o sampler_gpu.pt --lower=cpu,cuda \
+      --input-types 'f32[?,16], i64[?]'
 
 exit status: 0 on success (findings are not errors), 1 on a bad input or
 output, 2 on a bad command line. Outputs (-o, --report-json, --dot) are
@@ -242,8 +252,10 @@ int parseOptions(const std::vector<std::string> &args, Options &opts,
     } else if (cl.flag("--runtime-ops")) {
       opts.passOptions.runtimeOps = true;
     } else if (cl.option("--lower", value)) {
-      if (value != "cpu")
-        throw std::invalid_argument("--lower=" + value + ": the targets are: cpu");
+      if (value != "cpu" && value != "cuda" && value != "cpu,cuda" &&
+          value != "cuda,cpu")
+        throw std::invalid_argument("--lower=" + value +
+                                    ": the targets are cpu, cuda, cpu,cuda");
       setOnce(cl, opts.lower, value);
     } else if (cl.option("--input-types", value)) {
       setOnce(cl, opts.inputTypes, value);

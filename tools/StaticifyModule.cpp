@@ -106,14 +106,29 @@ StaticifyResult staticifyModule(torch::jit::Module &module,
       l.target = options.lowerTarget;
       l.signature = options.lowerSignature;
 #ifdef STATICIFY_WITH_MLIR
-      lower::LoweringOutcome lowered = lower::lowerMethodForCpu(
-          module, name, lower::parseSignature(options.lowerSignature));
+      lower::LoweringTargets targets;
+      targets.cpu = options.lowerTarget.find("cpu") != std::string::npos;
+      targets.cuda = options.lowerTarget.find("cuda") != std::string::npos;
+      lower::LoweringOutcome lowered = lower::lowerMethod(
+          module, name, lower::parseSignature(options.lowerSignature), targets);
       l.lowered = lowered.lowered;
       l.reason = lowered.reason;
       l.kernelBytes = lowered.kernelBytes;
+      l.cudaLowered = lowered.cudaLowered;
+      l.cudaReason = lowered.cudaReason;
+      l.cudaKernels = lowered.cudaKernels;
+      l.cudaImages = lowered.cudaImages;
       out.seconds.emplace_back(name + ": lower (" + options.lowerTarget + ")", lowered.seconds);
-      out.notes.push_back(name + (lowered.lowered ? ": lowered to a CPU kernel"
-                                                  : ": not lowered: " + lowered.reason));
+      if (targets.cpu)
+        out.notes.push_back(name + (lowered.kernelBytes ? ": lowered to a CPU kernel"
+                                                        : ": not lowered: " + lowered.reason));
+      if (targets.cuda)
+        out.notes.push_back(name + (lowered.cudaLowered
+                                        ? ": lowered to CUDA kernels"
+                                        : ": not lowered for CUDA: " +
+                                              (lowered.cudaReason.empty()
+                                                   ? lowered.reason
+                                                   : lowered.cudaReason)));
 #else
       throw UserError("--lower needs a staticify built with MLIR (libmlir-22-dev)");
 #endif

@@ -54,4 +54,61 @@ def StaticifyLowerToUkernels : Pass<"staticify-lower-to-ukernels", "mlir::Module
                            "mlir::func::FuncDialect", "mlir::memref::MemRefDialect"];
 }
 
+def StaticifyGpuSerialRegions : Pass<"staticify-gpu-serial-regions", "mlir::ModuleOp"> {
+  let summary = "Put the host code that touches device memory into one-thread kernels";
+  let description = [{
+    Runs on buffers, after `convert-linalg-to-parallel-loops` and before the
+    parallel loops are mapped to the GPU. In a function that runs on the
+    host and launches kernels, every buffer is device memory except the
+    function arguments marked `staticify.host` (the seed, the shape
+    function's sizes) and `memref.alloca`s. What is left outside a
+    `scf.parallel` and reads or writes device memory (a rank-0 reduction
+    lowered to a serial loop, a serial scatter, the store of the status) is
+    grouped with the pure scalar code that uses it, into `gpu.launch`es of
+    one thread, at the position of the group's last op.
+
+    The pass fails, naming the op, when a value read from device memory
+    would decide something on the host (an `scf.if`, a size, a loop bound,
+    a call's operand): that would be a host-device sync. A function marked
+    `staticify.host_only` (the shape function) must not touch device memory
+    at all.
+
+    Before:
+    ```mlir
+    %v = memref.load %sum[] : memref<f32>
+    %s = arith.mulf %v, %half : f32
+    memref.store %s, %out[] : memref<f32>
+    ```
+    After:
+    ```mlir
+    gpu.launch blocks(...) in (%c1, %c1, %c1) threads(...) in (%c1, %c1, %c1) {
+      %v = memref.load %sum[] : memref<f32>
+      %s = arith.mulf %v, %half : f32
+      memref.store %s, %out[] : memref<f32>
+      gpu.terminator
+    }
+    ```
+  }];
+  let dependentDialects = ["mlir::gpu::GPUDialect"];
+}
+
+def StaticifyGpuLaunchToRuntime : Pass<"staticify-gpu-launch-to-runtime", "mlir::ModuleOp"> {
+  let summary = "Launch outlined kernels through staticify's runtime, on the caller's stream";
+  let description = [{
+    Runs after `gpu-kernel-outlining`. Moves every kernel into one
+    `gpu.module @staticify_kernels` (one binary per architecture), lists
+    their names in the module attribute `staticify.cuda_kernels`, and turns
+    each `gpu.launch_func` into a call to
+    `staticify_cuda_launch(kernel, grid x/y/z, block x/y/z, shared bytes,
+    params)`, where `params` holds one 8-byte slot per kernel parameter in
+    the order `convert-gpu-to-nvvm` gives them (a buffer as its aligned
+    pointer twice, offset, sizes and strides; a scalar zero-extended).
+    The runtime launches with `cuLaunchKernel` on PyTorch's current stream
+    and never synchronizes: MLIR's own host lowering (`gpu-to-llvm`)
+    creates a stream and waits on it after every launch.
+  }];
+  let dependentDialects = ["mlir::arith::ArithDialect", "mlir::func::FuncDialect",
+                           "mlir::memref::MemRefDialect"];
+}
+
 #endif // STATICIFY_PASSES_TD

@@ -1,0 +1,413 @@
+//===- GpuPasses.cpp - Host/device split for the CUDA target ----*- C++ -*-===//
+//
+// Two passes of the CUDA pipeline (lower/CudaTarget.cpp), on buffers:
+// staticify-gpu-serial-regions moves the host code that touches device
+// memory into one-thread kernels, or refuses when that code would decide
+// something on the host (a sync); staticify-gpu-launch-to-runtime replaces
+// MLIR's host-side launch (its own stream, a synchronize after each launch)
+// by calls into staticify's runtime, which launches on PyTorch's stream.
+//
+//===----------------------------------------------------------------------===//
+#include "staticify/StaticifyDialect.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/ImplicitLocOpBuilder.h"
+#include "mlir/IR/SymbolTable.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "mlir/Interfaces/ViewLikeInterface.h"
+
+#include "llvm/ADT/EquivalenceClasses.h"
+#include "llvm/ADT/SetVector.h"
+
+namespace staticify::mlir_dialect {
+#define GEN_PASS_DEF_STATICIFYGPUSERIALREGIONS
+#define GEN_PASS_DEF_STATICIFYGPULAUNCHTORUNTIME
+#include "staticify/Passes.h.inc"
+} // namespace staticify::mlir_dialect
+
+using namespace mlir;
+
+namespace {
+
+//===----------------------------------------------------------------------===//
+// Where memory lives
+//===----------------------------------------------------------------------===//
+
+/// Whether \p buffer is host memory: an argument marked `staticify.host`,
+/// a `memref.alloca`, or a view of one. Every other buffer of a function
+/// that launches kernels is device memory.
+bool isHostMemory(Value buffer) {
+  while (true) {
+    if (auto arg = dyn_cast<BlockArgument>(buffer)) {
+      auto fn = dyn_cast<func::FuncOp>(arg.getOwner()->getParentOp());
+      return fn && arg.getOwner()->isEntryBlock() &&
+             fn.getArgAttr(arg.getArgNumber(), "staticify.host");
+    }
+    Operation *def = buffer.getDefiningOp();
+    if (isa<memref::AllocaOp>(def))
+      return true;
+    if (auto view = dyn_cast<ViewLikeOpInterface>(def)) {
+      buffer = view.getViewSource();
+      continue;
+    }
+    if (auto cast = dyn_cast<memref::CastOp>(def)) {
+      buffer = cast.getSource();
+      continue;
+    }
+    return false;
+  }
+}
+
+/// Whether \p op reads or writes device memory itself (not counting what
+/// its regions do).
+bool accessesDevice(Operation *op) {
+  if (auto load = dyn_cast<memref::LoadOp>(op))
+    return !isHostMemory(load.getMemRef());
+  if (auto store = dyn_cast<memref::StoreOp>(op))
+    return !isHostMemory(store.getMemRef());
+  if (auto copy = dyn_cast<memref::CopyOp>(op))
+    return !isHostMemory(copy.getSource()) || !isHostMemory(copy.getTarget());
+  return false;
+}
+
+/// Whether \p op or an op nested in it accesses device memory outside the
+/// device code already there (scf.parallel loops, gpu.launch bodies).
+bool touchesDevice(Operation *op) {
+  if (isa<scf::ParallelOp, gpu::LaunchOp>(op))
+    return false;
+  bool found = false;
+  op->walk([&](Operation *inner) {
+    if (isa<scf::ParallelOp, gpu::LaunchOp>(inner))
+      return WalkResult::skip();
+    if (accessesDevice(inner)) {
+      found = true;
+      return WalkResult::interrupt();
+    }
+    return WalkResult::advance();
+  });
+  return found;
+}
+
+bool containsDeviceCode(Operation *op) {
+  bool found = false;
+  op->walk([&](Operation *inner) {
+    if (inner != op && isa<scf::ParallelOp, gpu::LaunchOp>(inner))
+      found = true;
+  });
+  return found;
+}
+
+/// Whether \p op only allocates (or has no effect on memory): a load may be
+/// moved past it.
+bool movableLoadsPast(Operation *op) {
+  if (isMemoryEffectFree(op))
+    return true;
+  auto effects = dyn_cast<MemoryEffectOpInterface>(op);
+  if (!effects || op->getNumRegions())
+    return false;
+  SmallVector<MemoryEffects::EffectInstance> list;
+  effects.getEffects(list);
+  return llvm::all_of(list, [](const MemoryEffects::EffectInstance &e) {
+    return isa<MemoryEffects::Allocate>(e.getEffect());
+  });
+}
+
+std::string describe(Operation *op) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  os << op->getName();
+  if (auto loc = dyn_cast<FileLineColLoc>(op->getLoc()))
+    os << " at " << loc.getFilename() << ":" << loc.getLine();
+  return text;
+}
+
+//===----------------------------------------------------------------------===//
+// staticify-gpu-serial-regions
+//===----------------------------------------------------------------------===//
+
+struct GpuSerialRegions
+    : staticify::mlir_dialect::impl::StaticifyGpuSerialRegionsBase<
+          GpuSerialRegions> {
+  void runOnOperation() override {
+    expandCopies();
+    for (auto fn : getOperation().getOps<func::FuncOp>()) {
+      if (fn.isExternal())
+        continue;
+      if (fn->hasAttr("staticify.host_only")) {
+        WalkResult r = fn.walk([&](Operation *op) {
+          if (accessesDevice(op)) {
+            op->emitError("the shape function reads device memory: ")
+                << describe(op);
+            return WalkResult::interrupt();
+          }
+          return WalkResult::advance();
+        });
+        if (r.wasInterrupted())
+          return signalPassFailure();
+        continue;
+      }
+      if (failed(processBlock(fn.getBody().front())))
+        return signalPassFailure();
+    }
+  }
+
+  /// Each memref.copy that touches device memory becomes a parallel loop
+  /// nest of loads and stores (a rank-0 copy: one load and one store), so
+  /// it maps to the GPU like the rest.
+  void expandCopies() {
+    SmallVector<memref::CopyOp> copies;
+    getOperation().walk([&](memref::CopyOp op) {
+      if (accessesDevice(op) && !op->getParentOfType<scf::ParallelOp>() &&
+          !op->getParentOfType<gpu::LaunchOp>())
+        copies.push_back(op);
+    });
+    for (memref::CopyOp copy : copies) {
+      ImplicitLocOpBuilder b(copy.getLoc(), copy);
+      Value src = copy.getSource(), dst = copy.getTarget();
+      auto type = cast<MemRefType>(src.getType());
+      if (type.getRank() == 0) {
+        memref::StoreOp::create(b, memref::LoadOp::create(b, src), dst);
+      } else {
+        SmallVector<Value> lbs, ubs, steps;
+        Value zero = arith::ConstantIndexOp::create(b, 0);
+        Value one = arith::ConstantIndexOp::create(b, 1);
+        for (int64_t d = 0; d < type.getRank(); ++d) {
+          lbs.push_back(zero);
+          ubs.push_back(memref::DimOp::create(b, src, d));
+          steps.push_back(one);
+        }
+        scf::ParallelOp::create(
+            b, lbs, ubs, steps,
+            [&](OpBuilder &nb, Location loc, ValueRange ivs) {
+              Value v = memref::LoadOp::create(nb, loc, src, ivs);
+              memref::StoreOp::create(nb, loc, v, dst, ivs);
+            });
+      }
+      copy.erase();
+    }
+  }
+
+  LogicalResult processBlock(Block &block) {
+    // Host branches (on sizes) hold host code of their own.
+    for (Operation &op : block)
+      if (auto ifOp = dyn_cast<scf::IfOp>(op))
+        for (Region &r : ifOp->getRegions())
+          if (!r.empty() && failed(processBlock(r.front())))
+            return failure();
+
+    // The ops that touch device memory, and everything in this block that
+    // uses what they compute.
+    llvm::SetVector<Operation *> group;
+    for (Operation &op : block)
+      if (!isa<scf::IfOp>(op) && touchesDevice(&op)) {
+        if (containsDeviceCode(&op))
+          return op.emitError("a host loop around device code reads device "
+                              "memory: ")
+                 << describe(&op);
+        group.insert(&op);
+      }
+    for (size_t i = 0; i < group.size(); ++i)
+      for (Value v : group[i]->getResults())
+        for (Operation *user : v.getUsers()) {
+          Operation *at = block.findAncestorOpInBlock(*user);
+          if (!at)
+            continue;
+          if (!isMemoryEffectFree(at) && !touchesDevice(at))
+            return at->emitError("a value read from device memory decides ")
+                   << describe(at)
+                   << " on the host (a host-device sync): not lowered";
+          if (isa<scf::IfOp>(at))
+            return at->emitError("a branch on a value read from device memory "
+                                 "(a host-device sync): ")
+                   << describe(at);
+          group.insert(at);
+        }
+    if (group.empty())
+      return success();
+
+    // Connected by values: each component becomes one kernel.
+    llvm::EquivalenceClasses<Operation *> components;
+    for (Operation *op : group) {
+      components.insert(op);
+      for (Value operand : op->getOperands())
+        if (Operation *def = operand.getDefiningOp())
+          if (Operation *at = block.findAncestorOpInBlock(*def);
+              at && group.contains(at))
+            components.unionSets(op, at);
+      op->walk([&](Operation *inner) {
+        for (Value operand : inner->getOperands())
+          if (Operation *def = operand.getDefiningOp())
+            if (Operation *at = block.findAncestorOpInBlock(*def);
+                at && at != op && group.contains(at))
+              components.unionSets(op, at);
+      });
+    }
+    for (auto it = components.begin(); it != components.end(); ++it) {
+      if (!(*it)->isLeader())
+        continue;
+      SmallVector<Operation *> members(components.member_begin(**it),
+                                       components.member_end());
+      llvm::sort(members, [](Operation *a, Operation *b) {
+        return a->isBeforeInBlock(b);
+      });
+      llvm::SmallPtrSet<Operation *, 16> inGroup(members.begin(),
+                                                 members.end());
+      // Members move down to the last one: nothing between may write
+      // memory they read, or free it.
+      for (Operation *op = members.front(); op != members.back();
+           op = op->getNextNode())
+        if (!inGroup.contains(op) && !movableLoadsPast(op))
+          return op->emitError("device code around ")
+                 << describe(op)
+                 << " cannot be grouped into one kernel: not lowered";
+      Operation *last = members.back();
+      OpBuilder b(last);
+      b.setInsertionPointAfter(last);
+      Value one = arith::ConstantIndexOp::create(b, last->getLoc(), 1);
+      auto launch = gpu::LaunchOp::create(b, last->getLoc(), one, one, one, one,
+                                          one, one);
+      Block &body = launch.getBody().front();
+      b.setInsertionPointToEnd(&body);
+      auto terminator = gpu::TerminatorOp::create(b, last->getLoc());
+      for (Operation *op : members)
+        op->moveBefore(terminator);
+    }
+    return success();
+  }
+};
+
+//===----------------------------------------------------------------------===//
+// staticify-gpu-launch-to-runtime
+//===----------------------------------------------------------------------===//
+
+struct GpuLaunchToRuntime
+    : staticify::mlir_dialect::impl::StaticifyGpuLaunchToRuntimeBase<
+          GpuLaunchToRuntime> {
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    MLIRContext *ctx = &getContext();
+    SmallVector<gpu::GPUModuleOp> kernelModules(
+        module.getOps<gpu::GPUModuleOp>());
+    SmallVector<gpu::LaunchFuncOp> launches;
+    module.walk([&](gpu::LaunchFuncOp op) { launches.push_back(op); });
+    if (kernelModules.empty())
+      return;
+
+    // One gpu.module holding every kernel, each under a unique name.
+    OpBuilder mb(ctx);
+    mb.setInsertionPoint(kernelModules.front());
+    auto merged =
+        gpu::GPUModuleOp::create(mb, module.getLoc(), "staticify_kernels");
+    llvm::StringMap<int64_t> kernelIndex; // "module::func" -> index
+    SmallVector<Attribute> names;
+    for (gpu::GPUModuleOp km : kernelModules) {
+      for (Operation &op :
+           llvm::make_early_inc_range(km.getBody()->without_terminator())) {
+        auto kernel = dyn_cast<gpu::GPUFuncOp>(op);
+        std::string oldName =
+            (km.getName() + "::" + SymbolTable::getSymbolName(&op).getValue())
+                .str();
+        std::string newName = "staticify_k" + std::to_string(names.size());
+        if (kernel) {
+          kernelIndex[oldName] = names.size();
+          names.push_back(StringAttr::get(ctx, newName));
+        }
+        SymbolTable::setSymbolName(&op, newName);
+        op.moveBefore(merged.getBody(), merged.getBody()->end());
+      }
+      km.erase();
+    }
+    module->setAttr("staticify.cuda_kernels", ArrayAttr::get(ctx, names));
+
+    // The launch entry point the runtime provides.
+    auto i64 = IntegerType::get(ctx, 64);
+    auto slotsType = MemRefType::get({ShapedType::kDynamic}, i64);
+    SmallVector<Type> argTypes(8, i64);
+    argTypes.push_back(slotsType);
+    OpBuilder db(ctx);
+    db.setInsertionPointToStart(module.getBody());
+    auto launchFn =
+        func::FuncOp::create(db, module.getLoc(), "staticify_cuda_launch",
+                             FunctionType::get(ctx, argTypes, {}));
+    launchFn.setPrivate();
+
+    for (gpu::LaunchFuncOp launch : launches) {
+      std::string key = (launch.getKernelModuleName().getValue() +
+                         "::" + launch.getKernelName().getValue())
+                            .str();
+      auto found = kernelIndex.find(key);
+      if (found == kernelIndex.end()) {
+        launch.emitError("launch of an unknown kernel ") << key;
+        return signalPassFailure();
+      }
+      ImplicitLocOpBuilder b(launch.getLoc(), launch);
+      auto asI64 = [&](Value v) -> Value {
+        Type t = v.getType();
+        if (t.isIndex())
+          return arith::IndexCastOp::create(b, i64, v);
+        if (auto f = dyn_cast<FloatType>(t))
+          v = arith::BitcastOp::create(b, IntegerType::get(ctx, f.getWidth()),
+                                       v);
+        unsigned width = v.getType().getIntOrFloatBitWidth();
+        if (width < 64)
+          return arith::ExtUIOp::create(b, i64, v);
+        return v;
+      };
+      SmallVector<Value> slots;
+      for (Value operand : launch.getKernelOperands()) {
+        auto type = dyn_cast<MemRefType>(operand.getType());
+        if (!type) {
+          if (!operand.getType().isIntOrIndexOrFloat()) {
+            launch.emitError("a kernel parameter of type ")
+                << operand.getType() << " has no runtime slot";
+            return signalPassFailure();
+          }
+          slots.push_back(asI64(operand));
+          continue;
+        }
+        // convert-gpu-to-nvvm's expansion of a memref parameter: allocated
+        // and aligned pointers, offset, sizes, strides. The kernel never
+        // frees, so the aligned pointer serves as both.
+        Value ptr =
+            asI64(memref::ExtractAlignedPointerAsIndexOp::create(b, operand));
+        auto meta = memref::ExtractStridedMetadataOp::create(b, operand);
+        slots.push_back(ptr);
+        slots.push_back(ptr);
+        slots.push_back(asI64(meta.getOffset()));
+        for (Value s : meta.getSizes())
+          slots.push_back(asI64(s));
+        for (Value s : meta.getStrides())
+          slots.push_back(asI64(s));
+      }
+      auto bufferType =
+          MemRefType::get({int64_t(std::max<size_t>(slots.size(), 1))}, i64);
+      Value buffer = memref::AllocaOp::create(b, bufferType);
+      for (auto [i, v] : llvm::enumerate(slots))
+        memref::StoreOp::create(
+            b, v, buffer, ValueRange{arith::ConstantIndexOp::create(b, i)});
+      Value dynamic = memref::CastOp::create(b, slotsType, buffer);
+      gpu::KernelDim3 grid = launch.getGridSizeOperandValues();
+      gpu::KernelDim3 block = launch.getBlockSizeOperandValues();
+      Value shared = launch.getDynamicSharedMemorySize();
+      SmallVector<Value> args{
+          arith::ConstantIntOp::create(b, i64, found->second),
+          asI64(grid.x),
+          asI64(grid.y),
+          asI64(grid.z),
+          asI64(block.x),
+          asI64(block.y),
+          asI64(block.z),
+          shared ? asI64(shared) : arith::ConstantIntOp::create(b, i64, 0),
+          dynamic};
+      func::CallOp::create(b, launchFn, args);
+      launch.erase();
+    }
+  }
+};
+
+} // namespace

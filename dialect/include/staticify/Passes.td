@@ -89,7 +89,7 @@ def StaticifyGpuSerialRegions : Pass<"staticify-gpu-serial-regions", "mlir::Modu
     }
     ```
   }];
-  let dependentDialects = ["mlir::gpu::GPUDialect"];
+  let dependentDialects = ["mlir::gpu::GPUDialect", "mlir::scf::SCFDialect"];
 }
 
 def StaticifyGpuLaunchToRuntime : Pass<"staticify-gpu-launch-to-runtime", "mlir::ModuleOp"> {

@@ -255,7 +255,7 @@ int parseOptions(const std::vector<std::string> &args, Options &opts,
       if (value != "cpu" && value != "cuda" && value != "cpu,cuda" &&
           value != "cuda,cpu")
         throw std::invalid_argument("--lower=" + value +
-                                    ": the targets are cpu, cuda, cpu,cuda");
+                                    ": the targets are: cpu, cuda, cpu,cuda");
       setOnce(cl, opts.lower, value);
     } else if (cl.option("--input-types", value)) {
       setOnce(cl, opts.inputTypes, value);

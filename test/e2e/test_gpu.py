@@ -99,3 +99,43 @@ def test_cuda_graphs_keep_the_distribution(staticify, save, tmp_path):
     members = picks[labels == 1]
     z = chi_square_z(members, calls * (SUB // 2) / members.numel())
     assert z < Z_LIMIT, z
+
+
+# --lower=cuda: the kernels themselves (test_lower_cuda.py checks the images
+# where no GPU runs).
+
+def lowered_for_cuda(staticify, save, tmp_path, module, types):
+    path = save(module)
+    out = tmp_path / "cuda.pt"
+    staticify(path, "-o", out, "--lower=cuda", "--input-types", types)
+    return torch.jit.load(str(path)), torch.jit.load(str(out))
+
+
+def test_lowered_sampler_runs_on_cuda_without_a_sync(staticify, save, tmp_path):
+    _, model = lowered_for_cuda(staticify, save, tmp_path, sampler.BalancedSampler(),
+                                "f32[?,16], i64[?]")
+    x, labels = inputs(torch.Generator().manual_seed(0))
+    for _ in range(3):
+        check_sample(x, labels, *model(x, labels))
+    assert calls_that_sync(model, x, labels) is None
+    lm = model._staticify_lowered_forward
+    assert lm.cuda_calls() == 4 and lm.counts()[:2] == [4, 0]
+
+
+def test_lowered_idioms_equal_their_torchscript_on_cuda(staticify, save, tmp_path):
+    from idioms import IDIOMS
+    from test_lower_corpus import assert_close, signature
+    compared = 0
+    for name, _, module, make in IDIOMS:
+        args = make(torch.Generator().manual_seed(0), "random")
+        original, model = lowered_for_cuda(staticify, save, tmp_path, module, signature(args))
+        lm = model._staticify_lowered_forward
+        if "sm_80" not in lm.cuda_image_names():
+            continue
+        for kind in ("none", "all", "random"):
+            args = [a.cuda() for a in make(torch.Generator().manual_seed(1), kind)]
+            assert_close(original(*args), model(*args), name)
+            assert calls_that_sync(model, *args) is None, name
+        assert lm.cuda_calls() >= 3, name
+        compared += 1
+    assert compared >= 11

@@ -102,19 +102,76 @@ bool containsDeviceCode(Operation *op) {
   return found;
 }
 
-/// Whether \p op only allocates (or has no effect on memory): a load may be
-/// moved past it.
-bool movableLoadsPast(Operation *op) {
+/// The buffer \p buffer is a view of: an allocation or a function argument.
+Value rootOf(Value buffer) {
+  while (Operation *def = buffer.getDefiningOp()) {
+    if (auto view = dyn_cast<ViewLikeOpInterface>(def))
+      buffer = view.getViewSource();
+    else if (auto cast = dyn_cast<memref::CastOp>(def))
+      buffer = cast.getSource();
+    else if (auto reshape = dyn_cast<memref::ReshapeOp>(def))
+      buffer = reshape.getSource();
+    else
+      break;
+  }
+  return buffer;
+}
+
+/// Whether two roots may be the same memory: one allocation is only itself;
+/// two arguments may alias each other.
+bool mayAlias(Value a, Value b) {
+  if (a == b)
+    return true;
+  return isa<BlockArgument>(a) && isa<BlockArgument>(b);
+}
+
+/// The roots of the buffers \p op (or an op nested in it) reads, or writes.
+void accessedRoots(Operation *op, SmallVectorImpl<Value> &reads,
+                   SmallVectorImpl<Value> &writes) {
+  op->walk([&](Operation *inner) {
+    if (auto load = dyn_cast<memref::LoadOp>(inner))
+      reads.push_back(rootOf(load.getMemRef()));
+    else if (auto store = dyn_cast<memref::StoreOp>(inner))
+      writes.push_back(rootOf(store.getMemRef()));
+    else if (auto copy = dyn_cast<memref::CopyOp>(inner)) {
+      reads.push_back(rootOf(copy.getSource()));
+      writes.push_back(rootOf(copy.getTarget()));
+    }
+  });
+}
+
+/// Whether the loads and stores of \p members may move past \p op: it
+/// neither writes what they read or write, nor reads what they write, nor
+/// frees anything; an op whose effects are unknown may not be crossed.
+bool commutesWith(Operation *op, ArrayRef<Operation *> members) {
   if (isMemoryEffectFree(op))
     return true;
-  auto effects = dyn_cast<MemoryEffectOpInterface>(op);
-  if (!effects || op->getNumRegions())
+  bool known = isa<scf::ParallelOp, gpu::LaunchOp, scf::ForOp>(op);
+  if (auto effects = dyn_cast<MemoryEffectOpInterface>(op);
+      effects && !op->getNumRegions()) {
+    SmallVector<MemoryEffects::EffectInstance> list;
+    effects.getEffects(list);
+    if (llvm::all_of(list, [](const MemoryEffects::EffectInstance &e) {
+          return isa<MemoryEffects::Allocate>(e.getEffect());
+        }))
+      return true;
+    known = isa<memref::LoadOp, memref::StoreOp, memref::CopyOp>(op);
+  }
+  if (!known)
     return false;
-  SmallVector<MemoryEffects::EffectInstance> list;
-  effects.getEffects(list);
-  return llvm::all_of(list, [](const MemoryEffects::EffectInstance &e) {
-    return isa<MemoryEffects::Allocate>(e.getEffect());
-  });
+  SmallVector<Value> opReads, opWrites, reads, writes;
+  accessedRoots(op, opReads, opWrites);
+  for (Operation *m : members)
+    accessedRoots(m, reads, writes);
+  auto conflict = [](ArrayRef<Value> xs, ArrayRef<Value> ys) {
+    for (Value x : xs)
+      for (Value y : ys)
+        if (mayAlias(x, y))
+          return true;
+    return false;
+  };
+  return !conflict(opWrites, reads) && !conflict(opWrites, writes) &&
+         !conflict(opReads, writes);
 }
 
 std::string describe(Operation *op) {
@@ -134,6 +191,7 @@ struct GpuSerialRegions
     : staticify::mlir_dialect::impl::StaticifyGpuSerialRegionsBase<
           GpuSerialRegions> {
   void runOnOperation() override {
+    shapeBuffersOnHost();
     expandCopies();
     for (auto fn : getOperation().getOps<func::FuncOp>()) {
       if (fn.isExternal())
@@ -153,6 +211,25 @@ struct GpuSerialRegions
       }
       if (failed(processBlock(fn.getBody().front())))
         return signalPassFailure();
+    }
+  }
+
+  /// A buffer that holds the shape of a memref.reshape is read on the host
+  /// (the reshape builds its descriptor there): it becomes a memref.alloca.
+  void shapeBuffersOnHost() {
+    SmallVector<memref::AllocOp> shapes;
+    getOperation().walk([&](memref::ReshapeOp reshape) {
+      if (auto alloc = reshape.getShape().getDefiningOp<memref::AllocOp>())
+        shapes.push_back(alloc);
+    });
+    for (memref::AllocOp alloc : shapes) {
+      if (!alloc.getType().hasStaticShape())
+        continue;
+      OpBuilder b(alloc);
+      auto alloca =
+          memref::AllocaOp::create(b, alloc.getLoc(), alloc.getType());
+      alloc.getResult().replaceAllUsesWith(alloca.getResult());
+      alloc.erase();
     }
   }
 
@@ -261,7 +338,7 @@ struct GpuSerialRegions
       // memory they read, or free it.
       for (Operation *op = members.front(); op != members.back();
            op = op->getNextNode())
-        if (!inGroup.contains(op) && !movableLoadsPast(op))
+        if (!inGroup.contains(op) && !commutesWith(op, members))
           return op->emitError("device code around ")
                  << describe(op)
                  << " cannot be grouped into one kernel: not lowered";

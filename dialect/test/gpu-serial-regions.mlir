@@ -119,8 +119,49 @@ func.func @f_shape(%x: memref<?xf32>, %sizes: memref<?xi64> {staticify.host}) at
 
 // -----
 
-// Must not group: a device write between a load and the store that uses it
-// (moving the load past it would read the new value).
+// A parallel loop writing another allocation between a load and the store
+// that uses it: the load and the store move past it into one kernel.
+// CHECK-LABEL: func.func @independent_write
+// CHECK: scf.parallel
+// CHECK: gpu.launch
+// CHECK-NEXT: memref.load %[[A:.*]][]
+// CHECK-NEXT: memref.store
+func.func @independent_write(%out: memref<f32>, %n: index) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %zero = arith.constant 0.0 : f32
+  %a = memref.alloc() : memref<f32>
+  %b = memref.alloc(%n) : memref<?xf32>
+  %x = memref.load %a[] : memref<f32>
+  scf.parallel (%i) = (%c0) to (%n) step (%c1) {
+    memref.store %zero, %b[%i] : memref<?xf32>
+  }
+  memref.store %x, %out[] : memref<f32>
+  return
+}
+
+// -----
+
+// The shape buffer of a memref.reshape is read on the host: it becomes a
+// memref.alloca, and its store and load stay there.
+// CHECK-LABEL: func.func @reshape_shape
+// CHECK: %[[SHAPE:.*]] = memref.alloca() : memref<1xindex>
+// CHECK-NOT: gpu.launch
+// CHECK: memref.reshape %arg0(%[[SHAPE]])
+func.func @reshape_shape(%x: memref<?x?xf32>, %n: index) -> index {
+  %c0 = arith.constant 0 : index
+  %shape = memref.alloc() : memref<1xindex>
+  memref.store %n, %shape[%c0] : memref<1xindex>
+  %flat = memref.reshape %x(%shape) : (memref<?x?xf32>, memref<1xindex>) -> memref<?xf32>
+  %m = memref.load %shape[%c0] : memref<1xindex>
+  return %m : index
+}
+
+// -----
+
+// Must not group: a device write between a load and the store that uses it,
+// to a buffer that may be the one loaded (two arguments may alias): moving
+// the load past it could read the new value.
 func.func @write_between(%a: memref<f32>, %b: memref<?xf32>, %out: memref<f32>, %n: index) {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index

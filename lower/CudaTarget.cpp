@@ -28,7 +28,8 @@ const char *cudaPipeline() {
          "canonicalize, cse, eliminate-empty-tensors, "
          "one-shot-bufferize{bufferize-function-boundaries=1 "
          "function-boundary-type-conversion=identity-layout-map}, "
-         "canonicalize, cse, convert-linalg-to-parallel-loops, canonicalize, "
+         "canonicalize, cse, staticify-parallel-dims-first, "
+         "convert-linalg-to-parallel-loops, canonicalize, "
          "cse, "
          // Host code touching device memory -> one-thread kernels; parallel
          // loops -> blocks of 256 threads (a guard in each thread, no

@@ -13,6 +13,8 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Linalg/Transforms/Transforms.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -26,6 +28,7 @@
 
 namespace staticify::mlir_dialect {
 #define GEN_PASS_DEF_STATICIFYGPUSERIALREGIONS
+#define GEN_PASS_DEF_STATICIFYPARALLELDIMSFIRST
 #define GEN_PASS_DEF_STATICIFYGPULAUNCHTORUNTIME
 #include "staticify/Passes.h.inc"
 } // namespace staticify::mlir_dialect
@@ -81,8 +84,8 @@ bool touchesDevice(Operation *op) {
   if (isa<scf::ParallelOp, gpu::LaunchOp>(op))
     return false;
   bool found = false;
-  op->walk([&](Operation *inner) {
-    if (isa<scf::ParallelOp, gpu::LaunchOp>(inner))
+  op->walk<WalkOrder::PreOrder>([&](Operation *inner) {
+    if (inner != op && isa<scf::ParallelOp, gpu::LaunchOp>(inner))
       return WalkResult::skip();
     if (accessesDevice(inner)) {
       found = true;
@@ -184,6 +187,38 @@ std::string describe(Operation *op) {
 }
 
 //===----------------------------------------------------------------------===//
+// staticify-parallel-dims-first
+//===----------------------------------------------------------------------===//
+
+struct ParallelDimsFirst
+    : staticify::mlir_dialect::impl::StaticifyParallelDimsFirstBase<
+          ParallelDimsFirst> {
+  void runOnOperation() override {
+    SmallVector<linalg::GenericOp> generics;
+    getOperation()->walk([&](linalg::GenericOp op) { generics.push_back(op); });
+    IRRewriter rewriter(&getContext());
+    for (linalg::GenericOp op : generics) {
+      SmallVector<unsigned> order;
+      auto iterators = op.getIteratorTypesArray();
+      for (unsigned d = 0; d < iterators.size(); ++d)
+        if (linalg::isParallelIterator(iterators[d]))
+          order.push_back(d);
+      for (unsigned d = 0; d < iterators.size(); ++d)
+        if (!linalg::isParallelIterator(iterators[d]))
+          order.push_back(d);
+      bool identity = true;
+      for (unsigned d = 0; d < order.size(); ++d)
+        identity &= order[d] == d;
+      if (identity)
+        continue;
+      rewriter.setInsertionPoint(op);
+      if (failed(linalg::interchangeGenericOp(rewriter, op, order)))
+        return signalPassFailure();
+    }
+  }
+};
+
+//===----------------------------------------------------------------------===//
 // staticify-gpu-serial-regions
 //===----------------------------------------------------------------------===//
 
@@ -217,10 +252,10 @@ struct GpuSerialRegions
   /// A buffer that holds the shape of a memref.reshape is read on the host
   /// (the reshape builds its descriptor there): it becomes a memref.alloca.
   void shapeBuffersOnHost() {
-    SmallVector<memref::AllocOp> shapes;
+    llvm::SetVector<memref::AllocOp> shapes; // one may shape several
     getOperation().walk([&](memref::ReshapeOp reshape) {
       if (auto alloc = reshape.getShape().getDefiningOp<memref::AllocOp>())
-        shapes.push_back(alloc);
+        shapes.insert(alloc);
     });
     for (memref::AllocOp alloc : shapes) {
       if (!alloc.getType().hasStaticShape())

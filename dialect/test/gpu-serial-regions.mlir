@@ -88,7 +88,7 @@ func.func @copy(%a: memref<?xf32>, %b: memref<?xf32>) {
 func.func @branch_on_device(%flag: memref<i1>, %out: memref<f32>) {
   %f = memref.load %flag[] : memref<i1>
   %one = arith.constant 1.0 : f32
-  // expected-error @+1 {{a branch on a value read from device memory}}
+  // expected-error @+1 {{a value read from device memory decides scf.if}}
   scf.if %f {
     memref.store %one, %out[] : memref<f32>
   }
@@ -142,8 +142,8 @@ func.func @independent_write(%out: memref<f32>, %n: index) {
 
 // -----
 
-// The shape buffer of a memref.reshape is read on the host: it becomes a
-// memref.alloca, and its store and load stay there.
+// The shape buffer of a memref.reshape (here of two) is read on the host:
+// it becomes a memref.alloca, and its store and load stay there.
 // CHECK-LABEL: func.func @reshape_shape
 // CHECK: %[[SHAPE:.*]] = memref.alloca() : memref<1xindex>
 // CHECK-NOT: gpu.launch
@@ -153,6 +153,7 @@ func.func @reshape_shape(%x: memref<?x?xf32>, %n: index) -> index {
   %shape = memref.alloc() : memref<1xindex>
   memref.store %n, %shape[%c0] : memref<1xindex>
   %flat = memref.reshape %x(%shape) : (memref<?x?xf32>, memref<1xindex>) -> memref<?xf32>
+  %again = memref.reshape %x(%shape) : (memref<?x?xf32>, memref<1xindex>) -> memref<?xf32>
   %m = memref.load %shape[%c0] : memref<1xindex>
   return %m : index
 }
@@ -172,5 +173,27 @@ func.func @write_between(%a: memref<f32>, %b: memref<?xf32>, %out: memref<f32>, 
     memref.store %zero, %b[%i] : memref<?xf32>
   }
   memref.store %x, %out[] : memref<f32>
+  return
+}
+
+// -----
+
+// A host loop (over a size) around a parallel loop reads nothing on the
+// host: left as it is (each iteration launches the parallel loop).
+// CHECK-LABEL: func.func @host_loop_around_kernel
+// CHECK-NOT: gpu.launch
+// CHECK: scf.for
+// CHECK-NEXT: scf.parallel
+func.func @host_loop_around_kernel(%x: memref<?x?xf32>, %acc: memref<?xf32>, %rows: index, %cols: index) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  scf.for %r = %c0 to %rows step %c1 {
+    scf.parallel (%c) = (%c0) to (%cols) step (%c1) {
+      %v = memref.load %x[%r, %c] : memref<?x?xf32>
+      %a = memref.load %acc[%c] : memref<?xf32>
+      %s = arith.addf %a, %v : f32
+      memref.store %s, %acc[%c] : memref<?xf32>
+    }
+  }
   return
 }

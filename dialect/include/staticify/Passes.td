@@ -54,6 +54,21 @@ def StaticifyLowerToUkernels : Pass<"staticify-lower-to-ukernels", "mlir::Module
                            "mlir::func::FuncDialect", "mlir::memref::MemRefDialect"];
 }
 
+def StaticifyParallelDimsFirst : Pass<"staticify-parallel-dims-first"> {
+  let summary = "Order each linalg.generic's loops: parallel dimensions, then reductions";
+  let description = [{
+    `convert-linalg-to-parallel-loops` makes an `scf.parallel` of the
+    parallel dimensions that precede the first reduction dimension only:
+    a column sum (`iterator_types = ["reduction", "parallel"]`) becomes a
+    host loop over rows around a parallel loop over columns, which on a GPU
+    is one launch per row. Interchanged (`linalg::interchangeGenericOp`), it
+    is one parallel loop over columns, each iteration summing its column.
+    Only the order of the loops changes, not what each output element is
+    computed from (the reduction order of every element is kept).
+  }];
+  let dependentDialects = ["mlir::linalg::LinalgDialect"];
+}
+
 def StaticifyGpuSerialRegions : Pass<"staticify-gpu-serial-regions", "mlir::ModuleOp"> {
   let summary = "Put the host code that touches device memory into one-thread kernels";
   let description = [{

@@ -23,12 +23,15 @@ const char *cudaPipeline() {
   // them then, stream-ordered), so no host code inspects device buffers to
   // decide what to free.
   return "staticify-strip-bounds, canonicalize, cse, "
-         "staticify-lower-to-ukernels, "
+         "staticify-lower-to-ukernels, staticify-lower-scans{chunk=1024}, "
          "linalg-fuse-elementwise-ops, "
+         // A whole-vector reduction: parallel partials, then the partials.
+         "staticify-split-reductions, "
          "canonicalize, cse, eliminate-empty-tensors, "
          "one-shot-bufferize{bufferize-function-boundaries=1 "
          "function-boundary-type-conversion=identity-layout-map}, "
-         "canonicalize, cse, staticify-parallel-dims-first, "
+         "canonicalize, cse, scf-forall-to-parallel, "
+         "staticify-parallel-dims-first, "
          "convert-linalg-to-parallel-loops, canonicalize, "
          "cse, "
          // Host code touching device memory -> one-thread kernels; parallel

@@ -258,28 +258,20 @@ bool Evaluator::evalIndexingOrRandom(Node *node) {
     ScalarType acc = dt                    ? *dt
                      : isFloating(x.dtype) ? x.dtype
                                            : ScalarType::Long;
-    bool fl = isFloating(acc);
-    Value init = empty(x.sizes, acc);
-    Value zero = hostElement(b, b.getLoc(),
-                             fl ? Host::constFloat(0) : Host::constInt(0), acc);
-    Value source = x.value;
+    // In the accumulation dtype, then the scan (staticify-lower-scans: a
+    // serial loop on the CPU, a chunked scan on the GPU).
     ScalarType from = x.dtype;
-    auto loop = mlir::scf::ForOp::create(
-        b, arith::ConstantIndexOp::create(b, 0), index(x.sizes[0]),
-        arith::ConstantIndexOp::create(b, 1), mlir::ValueRange{zero, init},
-        [&](mlir::OpBuilder &ob, mlir::Location loc, Value i,
-            mlir::ValueRange carried) {
-          Value e = convert(
-              ob, loc,
-              tensor::ExtractOp::create(ob, loc, source, mlir::ValueRange{i}),
-              from, acc);
-          Value sum = fl ? Value(arith::AddFOp::create(ob, loc, carried[0], e))
-                         : Value(arith::AddIOp::create(ob, loc, carried[0], e));
-          Value t = tensor::InsertOp::create(ob, loc, sum, carried[1],
-                                             mlir::ValueRange{i});
-          mlir::scf::YieldOp::create(ob, loc, mlir::ValueRange{sum, t});
-        });
-    env[node->output()] = Tensor{loop.getResult(1), acc, x.sizes};
+    Tensor converted =
+        from == acc
+            ? x
+            : elementwise({x}, from, acc,
+                          [from, acc, this](auto &ob, auto loc, auto xs) {
+                            return convert(ob, loc, xs[0], from, acc);
+                          });
+    Value scanned =
+        staticify::mlir_dialect::CumSumOp::create(b, converted.value.getType(),
+                                                  converted.value);
+    env[node->output()] = Tensor{scanned, acc, x.sizes};
     return true;
   }
   if (k == aten::scatter && in.size() == 4 &&

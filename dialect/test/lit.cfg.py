@@ -12,3 +12,6 @@ config.excludes = ["lit.cfg.py", "lit.site.cfg.py.in"]
 config.environment["PATH"] = os.pathsep.join(
     [config.staticify_bin_dir, config.llvm_tools_dir, config.environment.get("PATH", "")])
 config.environment["FILECHECK_OPTS"] = "--enable-var-scope"
+# MLIR's runner libraries (mlir-runner --shared-libs), for tests that run code.
+config.substitutions.append(
+    ("%mlir_lib_dir", os.path.join(config.llvm_tools_dir, "..", "lib")))

@@ -69,6 +69,44 @@ def StaticifyParallelDimsFirst : Pass<"staticify-parallel-dims-first"> {
   let dependentDialects = ["mlir::linalg::LinalgDialect"];
 }
 
+def StaticifySplitReductions : Pass<"staticify-split-reductions"> {
+  let summary = "Split a reduction of a whole vector into parallel chunks and a second phase";
+  let description = [{
+    For the GPU: a `linalg.generic` reducing a vector to a scalar with a
+    known combiner (add, mul, min, max, and, or, xor on integers or floats)
+    becomes (1) a parallel loop over `m = ceil(n / chunk)` partial results,
+    partial `i` combining elements `i, i + m, i + 2m, ...` (adjacent threads
+    read adjacent elements), each starting from the combiner's identity, and
+    (2) the reduction of the partials into the original initial value, itself
+    split once more. The order of combination is fixed (the result is
+    deterministic) but is not the sequential one: like PyTorch's own CUDA
+    reductions, a float sum may differ in its last bits. A body whose
+    accumulator is used other than by one combiner, or a reduction of more
+    than one dimension, is left alone (it runs serially).
+  }];
+  let options = [Option<"chunk", "chunk", "int64_t", "1024",
+                        "elements each partial result combines">];
+  let dependentDialects = ["mlir::arith::ArithDialect", "mlir::linalg::LinalgDialect",
+                           "mlir::tensor::TensorDialect"];
+}
+
+def StaticifyLowerScans : Pass<"staticify-lower-scans"> {
+  let summary = "Lower staticify.cumsum to a serial loop, or to a chunked parallel scan";
+  let description = [{
+    On tensors, before bufferization. With `chunk=0` (the CPU pipeline) a
+    cumsum is one `scf.for` carrying the running sum. With `chunk=N` (the
+    CUDA pipeline) it is three steps for `m = ceil(n / N)` chunks:
+    an `scf.forall` over the chunks, each scanning its `N` elements in place
+    into the result and writing its total; a serial exclusive scan of the
+    `m` totals (on a GPU, one thread over `n / N` elements); and an
+    elementwise `linalg.generic` adding each chunk's offset.
+  }];
+  let options = [Option<"chunk", "chunk", "int64_t", "0",
+                        "elements per chunk; 0: one serial loop">];
+  let dependentDialects = ["mlir::arith::ArithDialect", "mlir::linalg::LinalgDialect",
+                           "mlir::scf::SCFDialect", "mlir::tensor::TensorDialect"];
+}
+
 def StaticifyGpuSerialRegions : Pass<"staticify-gpu-serial-regions", "mlir::ModuleOp"> {
   let summary = "Put the host code that touches device memory into one-thread kernels";
   let description = [{

@@ -75,4 +75,23 @@ def Staticify_RandPermOp : Staticify_Op<"randperm", [Pure]> {
   let hasVerifier = 1;
 }
 
+def Staticify_CumSumOp : Staticify_Op<"cumsum", [Pure, AllTypesMatch<["input", "result"]>]> {
+  let summary = "the inclusive prefix sum of a vector";
+  let description = [{
+    `torch.cumsum(x, 0)` of a vector already in the accumulation dtype:
+    element `i` is `x[0] + ... + x[i]`. `staticify-lower-scans` lowers it to
+    a serial loop (the CPU's order: sequential, as PyTorch's CPU cumsum) or,
+    with a chunk size, to a chunked scan for the GPU: a scan of each chunk
+    in parallel, a scan of the chunks' totals, and an elementwise add (a
+    float sum in another order, as PyTorch's own CUDA cumsum).
+
+    ```mlir
+    %s = staticify.cumsum %x : tensor<?xi64>
+    ```
+  }];
+  let arguments = (ins 1DTensorOf<[AnySignlessInteger, AnyFloat]>:$input);
+  let results = (outs 1DTensorOf<[AnySignlessInteger, AnyFloat]>:$result);
+  let assemblyFormat = "$input attr-dict `:` type($result)";
+}
+
 #endif // STATICIFY_OPS_TD

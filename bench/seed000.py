@@ -1,7 +1,7 @@
 """Seed 000's table, side by side: the original `sample_data` (scripted),
 the article's hand-written `opt_sample_data`, and staticify's output of the
-original (and its --cuda-graphs form), for N in 1e4..1e7 and batch 1 and
-32, in one process.
+original (its --cuda-graphs form, and its --lower=cpu or --lower=cuda
+kernels), for N in 1e4..1e7 and batch 1 and 32, in one process.
 
     /usr/bin/python3 bench/seed000.py [--device cpu|cuda] [--sizes 1e4 1e5 1e6 1e7]
         [--batches 1 32] [--out bench/results] [--docs docs] [--smoke]
@@ -64,15 +64,17 @@ def build_variants(n, staticify_bin, workdir, device="cpu"):
                    capture_output=True)
     subprocess.run([str(staticify_bin), str(path), "-o", str(graphed), "--cuda-graphs"],
                    check=True, capture_output=True)
-    lowered = None
-    if device == "cpu":  # the fused CPU kernel (--lower=cpu), when it builds
-        lowered = workdir / f"sampler-{n}-lowered.pt"
-        proc = subprocess.run([str(staticify_bin), str(path), "-o", str(lowered),
-                               "--lower=cpu", "--input-types", f"f32[?,{FEATURES}], i64[?]"],
-                              capture_output=True, text=True)
-        if proc.returncode != 0 or "lowered to a CPU kernel" not in proc.stderr:
-            print(f"--lower=cpu did not lower the sampler: {proc.stderr.strip()}", flush=True)
-            lowered = None
+    # The fused kernels (--lower=cpu on a CPU, --lower=cuda on a GPU), when
+    # they build.
+    target = "cpu" if device == "cpu" else "cuda"
+    lowered = workdir / f"sampler-{n}-lowered.pt"
+    proc = subprocess.run([str(staticify_bin), str(path), "-o", str(lowered),
+                           f"--lower={target}", "--input-types", f"f32[?,{FEATURES}], i64[?]"],
+                          capture_output=True, text=True)
+    made = "lowered to a CPU kernel" if target == "cpu" else "lowered to CUDA kernels"
+    if proc.returncode != 0 or made not in proc.stderr:
+        print(f"--lower={target} did not lower the sampler: {proc.stderr.strip()}", flush=True)
+        lowered = None
     variants = {
         "original": original,
         "handwritten": torch.jit.script(handwritten.OptSampler(sub)),
@@ -81,7 +83,7 @@ def build_variants(n, staticify_bin, workdir, device="cpu"):
         "staticify+cuda-graphs": torch.jit.load(str(graphed)),
     }
     if lowered:
-        variants["staticify+lower-cpu"] = torch.jit.load(str(lowered))
+        variants[f"staticify+lower-{target}"] = torch.jit.load(str(lowered))
     if hasattr(torch, "compile"):  # PyTorch 2.x: the eager modules, compiled
         variants["original+compile"] = torch.compile(sampler.BalancedSampler(sub))
         variants["handwritten+compile"] = torch.compile(handwritten.OptSampler(sub))

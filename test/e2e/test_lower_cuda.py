@@ -131,3 +131,38 @@ def test_enough_idioms_compile_for_cuda():
     if not cuda_names:
         pytest.skip("run with the idiom tests")
     assert len(cuda_names) >= MIN_CUDA, sorted(cuda_names)
+
+
+def test_without_a_toolkit_the_report_says_how_to_fix_it(staticify, save, tmp_path,
+                                                          monkeypatch):
+    """No ptxas: the method is left as staticify rewrote it, the output is
+    written, and the report names the missing toolkit and CUDA_HOME."""
+    import sampler
+    path = save(sampler.BalancedSampler())
+    out = tmp_path / "cuda.pt"
+    monkeypatch.setenv("CUDA_HOME", str(tmp_path / "no-cuda"))
+    lowering = lower(staticify, path, out, tmp_path, "cuda", SAMPLER_TYPES)
+    assert not lowering["lowered"] and not lowering["cuda"]["lowered"]
+    reason = lowering["cuda"]["reason"]
+    assert "no CUDA toolkit at" in reason and "set CUDA_HOME" in reason, reason
+    model = torch.jit.load(str(out))
+    assert not hasattr(model, "_staticify_lowered_forward")
+    x = torch.arange(3000, dtype=torch.float32).unsqueeze(1).repeat(1, 16)
+    rows, _ = model(x, (torch.arange(3000) % 2 == 0).long())
+    assert torch.equal(rows, x[rows[:, 0].long()])
+
+
+def test_cpu_kernel_stays_when_cuda_cannot_compile(staticify, save, tmp_path, monkeypatch):
+    """--lower=cpu,cuda without a toolkit: the CPU kernel is kept."""
+    import sampler
+    path = save(sampler.BalancedSampler())
+    out = tmp_path / "both.pt"
+    monkeypatch.setenv("CUDA_HOME", str(tmp_path / "no-cuda"))
+    lowering = lower(staticify, path, out, tmp_path, "cpu,cuda", SAMPLER_TYPES)
+    assert lowering["lowered"] and lowering["kernel_bytes"] > 0
+    assert not lowering["cuda"]["lowered"]
+    model = torch.jit.load(str(out))
+    assert model._staticify_lowered_forward.cuda_image_names() == []
+    x = torch.arange(2000, dtype=torch.float32).unsqueeze(1).repeat(1, 16)
+    model(x, (torch.arange(2000) % 2 == 0).long())
+    assert model._staticify_lowered_forward.counts()[:2] == [1, 0]

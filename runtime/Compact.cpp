@@ -43,7 +43,6 @@ std::tuple<at::Tensor, at::Tensor> compactCpu(const at::Tensor &keep) {
   return {out, at::scalar_tensor(count, out.options())};
 }
 
-
 } // namespace
 
 #ifdef STATICIFY_WITH_CUDA

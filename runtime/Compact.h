@@ -1,4 +1,5 @@
-//===- Compact.h - The compaction other runtime ops build on ---------------===//
+//===- Compact.h - The compaction other runtime ops build on
+//---------------===//
 #pragma once
 
 #include <ATen/ATen.h>

@@ -240,17 +240,6 @@ LoweredMethod::runCuda(const std::vector<at::Tensor> &inputs) {
     seed = int64_t(s ^ (offset * 0x9E3779B97F4A7C15ull));
   }
 
-  std::vector<std::vector<int64_t>> descs;
-  for (const at::Tensor &t : inputs)
-    descs.push_back(abi::descriptor(t.data_ptr(), t.sizes(), t.strides()));
-  descs.push_back(abi::descriptor(&seed, {}, {}));
-  size_t resultDims = 0;
-  for (const Arg &a : outputs_)
-    resultDims += a.sizes.size();
-  std::vector<int64_t> sizes(1 + resultDims, 0);
-  int64_t n = int64_t(sizes.size()), one = 1;
-  descs.push_back(abi::descriptor(sizes.data(), c10::IntArrayRef(&n, 1),
-                                  c10::IntArrayRef(&one, 1)));
   void *shapeFn =
       dlsym(cudaHandle_, ("_mlir_ciface_" + name_ + "_shape").c_str());
   void *kernelFn = dlsym(cudaHandle_, ("_mlir_ciface_" + name_).c_str());
@@ -258,31 +247,16 @@ LoweredMethod::runCuda(const std::vector<at::Tensor> &inputs) {
       dlsym(cudaHandle_, "staticify_cuda_enter"));
   if (!shapeFn || !kernelFn || !enter)
     return runFallback(inputs);
-  std::vector<void *> args;
-  for (auto &d : descs)
-    args.push_back(d.data());
-  abi::callN<abi::kMaxArgs>(shapeFn, args);
-  if (sizes[0] != 1) {
+  std::vector<std::vector<int64_t>> descs;
+  std::vector<at::Tensor> results;
+  if (!prepareCall(shapeFn, inputs, &seed, device, descs, results)) {
     ++rejectedShapes_;
     return runFallback(inputs);
-  }
-  descs.pop_back();
-  std::vector<at::Tensor> results;
-  size_t at = 1;
-  for (const Arg &a : outputs_) {
-    std::vector<int64_t> shape(sizes.begin() + at,
-                               sizes.begin() + at + a.sizes.size());
-    at += a.sizes.size();
-    results.push_back(
-        at::empty(shape, at::TensorOptions().dtype(a.dtype).device(device)));
-    descs.push_back(abi::descriptor(results.back().data_ptr(),
-                                    results.back().sizes(),
-                                    results.back().strides()));
   }
   at::Tensor status =
       at::empty({}, at::TensorOptions().dtype(at::kLong).device(device));
   descs.push_back(abi::descriptor(status.data_ptr(), {}, {}));
-  args.clear();
+  std::vector<void *> args;
   for (auto &d : descs)
     args.push_back(d.data());
   Call call{device, stream, &loaded->functions, {}, {}};

@@ -168,7 +168,6 @@ void unload(void *handle, int fd) {
 
 } // namespace abi
 
-
 const std::string *
 LoweredMethod::cudaImageBytes(const std::string &name) const {
   for (const auto &[n, bytes] : cudaImages_)
@@ -222,25 +221,15 @@ LoweredMethod::runFallback(const std::vector<at::Tensor> &inputs) {
   return runForward(fallback_, inputs);
 }
 
-std::vector<at::Tensor> LoweredMethod::run(std::vector<at::Tensor> inputs) {
-  if (!inputs.empty() && inputs[0].defined() && inputs[0].is_cuda())
-    return runCuda(inputs);
-  if (!accepts(inputs))
-    return runFallback(inputs);
-  std::vector<std::vector<int64_t>> descs;
-  descs.reserve(inputs.size() + outputs_.size() + 1);
-  for (at::Tensor &t : inputs)
+bool LoweredMethod::prepareCall(void *shapeFn,
+                                const std::vector<at::Tensor> &inputs,
+                                int64_t *seed, c10::Device device,
+                                std::vector<std::vector<int64_t>> &descs,
+                                std::vector<at::Tensor> &results) const {
+  descs.reserve(inputs.size() + outputs_.size() + 2);
+  for (const at::Tensor &t : inputs)
     descs.push_back(descriptor(t.data_ptr(), t.sizes(), t.strides()));
-  // The seed of this call's random draws, from the generator the original's
-  // random ops would use (so torch.manual_seed makes runs repeatable).
-  int64_t seed = 0, status = 0;
-  if (flags_ == "random") {
-    at::Generator gen = at::detail::getDefaultCPUGenerator();
-    std::lock_guard<std::mutex> lock(gen.mutex());
-    seed = static_cast<int64_t>(
-        at::check_generator<at::CPUGeneratorImpl>(gen)->random64());
-  }
-  descs.push_back(descriptor(&seed, {}, {}));
+  descs.push_back(descriptor(seed, {}, {}));
   // The shape function: whether the kernel applies, and the results' sizes.
   size_t resultDims = 0;
   for (const Arg &a : outputs_)
@@ -252,25 +241,47 @@ std::vector<at::Tensor> LoweredMethod::run(std::vector<at::Tensor> inputs) {
   std::vector<void *> args;
   for (auto &d : descs)
     args.push_back(d.data());
-  callN<kMaxArgs>(shapeFn_, args);
-  if (sizes[0] != 1) {
-    ++rejectedShapes_;
-    return runFallback(inputs);
-  }
+  callN<kMaxArgs>(shapeFn, args);
   descs.pop_back();
-  std::vector<at::Tensor> results;
+  if (sizes[0] != 1)
+    return false;
   size_t at = 1;
   for (const Arg &a : outputs_) {
     std::vector<int64_t> shape(sizes.begin() + at,
                                sizes.begin() + at + a.sizes.size());
     at += a.sizes.size();
-    results.push_back(at::empty(shape, at::TensorOptions().dtype(a.dtype)));
+    results.push_back(
+        at::empty(shape, at::TensorOptions().dtype(a.dtype).device(device)));
     descs.push_back(descriptor(results.back().data_ptr(),
                                results.back().sizes(),
                                results.back().strides()));
   }
+  return true;
+}
+
+std::vector<at::Tensor> LoweredMethod::run(std::vector<at::Tensor> inputs) {
+  if (!inputs.empty() && inputs[0].defined() && inputs[0].is_cuda())
+    return runCuda(inputs);
+  if (!accepts(inputs))
+    return runFallback(inputs);
+  // The seed of this call's random draws, from the generator the original's
+  // random ops would use (so torch.manual_seed makes runs repeatable).
+  int64_t seed = 0, status = 0;
+  if (flags_ == "random") {
+    at::Generator gen = at::detail::getDefaultCPUGenerator();
+    std::lock_guard<std::mutex> lock(gen.mutex());
+    seed = static_cast<int64_t>(
+        at::check_generator<at::CPUGeneratorImpl>(gen)->random64());
+  }
+  std::vector<std::vector<int64_t>> descs;
+  std::vector<at::Tensor> results;
+  if (!prepareCall(shapeFn_, inputs, &seed, c10::Device(c10::kCPU), descs,
+                   results)) {
+    ++rejectedShapes_;
+    return runFallback(inputs);
+  }
+  std::vector<void *> args;
   descs.push_back(descriptor(&status, {}, {}));
-  args.clear();
   for (auto &d : descs)
     args.push_back(d.data());
   callN<kMaxArgs>(kernelFn_, args);

@@ -78,6 +78,13 @@ private:
   std::shared_ptr<CudaState> cudaState_;
 
   const std::string *cudaImageBytes(const std::string &name) const;
+  /// The descriptors of \p inputs and \p seed; runs \p shapeFn and, if it
+  /// accepts the sizes, allocates the results on \p device and adds theirs.
+  /// False when the shape function turns the sizes away.
+  bool prepareCall(void *shapeFn, const std::vector<at::Tensor> &inputs,
+                   int64_t *seed, c10::Device device,
+                   std::vector<std::vector<int64_t>> &descs,
+                   std::vector<at::Tensor> &results) const;
   bool matchesSignature(const std::vector<at::Tensor> &inputs,
                         c10::Device device) const;
   /// runtime/LoweredCuda.cpp: the CUDA path, or the fallback (a CPU-only

@@ -1,4 +1,5 @@
-//===- Nms.cpp - staticify::nms_padded, torchvision's NMS as a bounded value ===//
+//===- Nms.cpp - staticify::nms_padded, torchvision's NMS as a bounded value
+//===//
 //
 // `torch.ops.staticify.nms_padded(boxes, scores, iou_threshold, count=None,
 // classes=None) -> (indices, count)`: the indices of the boxes greedy NMS
@@ -77,8 +78,8 @@ void checkInputs(const Tensor &boxes, const Tensor &scores,
 /// live rows first. The same ATen calls as the form's `score_order`, so the
 /// same permutation on either device.
 Tensor scoreOrder(const Tensor &scores, const c10::optional<Tensor> &count) {
-  Tensor order = std::get<1>(
-      scores.sort(/*stable=*/true, /*dim=*/0, /*descending=*/true));
+  Tensor order =
+      std::get<1>(scores.sort(/*stable=*/true, /*dim=*/0, /*descending=*/true));
   if (count) {
     Tensor dead = at::arange(scores.size(0), count->options()).ge(*count);
     Tensor byLive = std::get<1>(dead.index_select(0, order).to(at::kLong).sort(
@@ -134,10 +135,10 @@ int64_t walkCpu(const Tensor &sorted, const int64_t *cls, int64_t limit,
     for (int64_t j = i + 1; j < limit; ++j) {
       if (removed[j] || (cls && cls[i] != cls[j]))
         continue;
-      T w = std::max(T(0), std::min(b[i][2], b[j][2]) -
-                               std::max(b[i][0], b[j][0]));
-      T h = std::max(T(0), std::min(b[i][3], b[j][3]) -
-                               std::max(b[i][1], b[j][1]));
+      T w = std::max(T(0),
+                     std::min(b[i][2], b[j][2]) - std::max(b[i][0], b[j][0]));
+      T h = std::max(T(0),
+                     std::min(b[i][3], b[j][3]) - std::max(b[i][1], b[j][1]));
       T inter = w * h;
       T iou = inter / (area[i] + area[j] - inter);
       if (iou > threshold) // in double, as torchvision's CPU kernel
@@ -148,14 +149,12 @@ int64_t walkCpu(const Tensor &sorted, const int64_t *cls, int64_t limit,
 }
 
 std::tuple<Tensor, Tensor> nmsPaddedCpu(const Tensor &boxes,
-                                        const Tensor &scores,
-                                        double threshold,
+                                        const Tensor &scores, double threshold,
                                         const c10::optional<Tensor> &count,
                                         const c10::optional<Tensor> &classes) {
   Sorted s = sortInputs(boxes, scores, count, classes);
   int64_t n = boxes.size(0);
-  int64_t limit =
-      count ? std::clamp<int64_t>(count->item<int64_t>(), 0, n) : n;
+  int64_t limit = count ? std::clamp<int64_t>(count->item<int64_t>(), 0, n) : n;
   Tensor positions = at::zeros({n}, s.order.options());
   int64_t total = 0;
   AT_DISPATCH_FLOATING_TYPES(boxes.scalar_type(), "nms_padded", [&] {
@@ -167,8 +166,7 @@ std::tuple<Tensor, Tensor> nmsPaddedCpu(const Tensor &boxes,
 
 #ifdef STATICIFY_WITH_CUDA
 std::tuple<Tensor, Tensor> nmsPaddedCuda(const Tensor &boxes,
-                                         const Tensor &scores,
-                                         double threshold,
+                                         const Tensor &scores, double threshold,
                                          const c10::optional<Tensor> &count,
                                          const c10::optional<Tensor> &classes) {
   c10::cuda::CUDAGuard device(boxes.device());
@@ -189,11 +187,10 @@ std::tuple<Tensor, Tensor> nmsPaddedCuda(const Tensor &boxes,
   C10_CUDA_KERNEL_LAUNCH_CHECK();
   Tensor keep = at::empty({n}, boxes.options().dtype(at::kBool));
   Tensor scratch = at::empty({words}, mask.options());
-  cuda::launchNmsWalk(reinterpret_cast<const uint64_t *>(mask.data_ptr<int64_t>()),
-                      n, count ? count->data_ptr<int64_t>() : nullptr,
-                      keep.data_ptr<bool>(),
-                      reinterpret_cast<uint64_t *>(scratch.data_ptr<int64_t>()),
-                      stream);
+  cuda::launchNmsWalk(
+      reinterpret_cast<const uint64_t *>(mask.data_ptr<int64_t>()), n,
+      count ? count->data_ptr<int64_t>() : nullptr, keep.data_ptr<bool>(),
+      reinterpret_cast<uint64_t *>(scratch.data_ptr<int64_t>()), stream);
   C10_CUDA_KERNEL_LAUNCH_CHECK();
   auto [positions, total] = compactCuda(keep); // the count stays on the device
   return indicesOf(s, positions, total);

@@ -12,6 +12,7 @@
 // only the fallback is compiled.
 //
 //===----------------------------------------------------------------------===//
+#include "runtime/CudaHostAbi.h"
 #include "runtime/KernelAbi.h"
 #include "runtime/LoweredMethod.h"
 #include "runtime/RunModule.h"
@@ -78,17 +79,7 @@ struct Driver {
   }
 };
 
-/// Keep in sync with lower/ukernels/cuda_host.c.
-struct RuntimeTable {
-  void *(*alloc)(void *call, int64_t bytes);
-  void (*launch)(void *call, int64_t kernel, const int64_t *grid,
-                 const int64_t *block, int64_t sharedBytes,
-                 const int64_t *params, int64_t count);
-  void (*topk)(void *call, int dtype, const void *keys, int64_t n,
-               int64_t keyStride, void *values, void *indices, int64_t k,
-               int64_t largest);
-  void (*randperm)(void *call, int64_t *out, int64_t n, int64_t seed);
-};
+using RuntimeTable = StaticifyCudaRuntime;
 
 struct Call {
   c10::Device device;

@@ -14,18 +14,7 @@
 
 typedef struct { void *base; void *data; int64_t offset; int64_t size; int64_t stride; } Memref1;
 
-/* Keep in sync with runtime/LoweredCuda.cpp. */
-typedef struct {
-  void *(*alloc)(void *call, int64_t bytes);
-  void (*launch)(void *call, int64_t kernel, const int64_t *grid,
-                 const int64_t *block, int64_t sharedBytes,
-                 const int64_t *params, int64_t count);
-  /* dtype: 0 f32, 1 f64. Buffers: (data, size, stride) in elements. */
-  void (*topk)(void *call, int dtype, const void *keys, int64_t n,
-               int64_t keyStride, void *values, void *indices, int64_t k,
-               int64_t largest);
-  void (*randperm)(void *call, int64_t *out, int64_t n, int64_t seed);
-} StaticifyCudaRuntime;
+#include "runtime/CudaHostAbi.h"
 
 static __thread const StaticifyCudaRuntime *runtime;
 static __thread void *call;

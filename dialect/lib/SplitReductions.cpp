@@ -160,8 +160,15 @@ struct SplitReductions
             map.map(body.getArgument(k), v);
           }
           map.map(body.getArguments().back(), acc);
-          for (Operation &inner : body.without_terminator())
+          // The element the body computes on is `at` now, not the loop's
+          // index (arange, rand: a body may read its position).
+          for (Operation &inner : body.without_terminator()) {
+            if (auto index = dyn_cast<linalg::IndexOp>(inner)) {
+              map.map(index.getResult(), at);
+              continue;
+            }
             nb.clone(inner, map);
+          }
           Value r = map.lookup(
               cast<linalg::YieldOp>(body.getTerminator()).getValues()[0]);
           linalg::YieldOp::create(

@@ -21,6 +21,9 @@
 // CHECK-NEXT: 4
 // Sum of an empty vector: the initial value.
 // CHECK-NEXT: 7
+// A body that reads its position (as arange and rand do): sum of x[i] * i
+// for x = 1..10, 1*0 + 2*1 + ... + 10*9.
+// CHECK-NEXT: 330
 
 func.func @masked_sum(%x: tensor<?xf32>, %m: tensor<?xi1>) -> f32 {
   %zero = arith.constant 0.0 : f32
@@ -81,6 +84,24 @@ func.func @empty_sum(%x: tensor<?xf32>) -> f32 {
   return %v : f32
 }
 
+func.func @weighted(%x: tensor<?xf32>) -> f32 {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<f32>
+  %init = linalg.fill ins(%zero : f32) outs(%e : tensor<f32>) -> tensor<f32>
+  %r = linalg.generic {indexing_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> ()>], iterator_types = ["reduction"]}
+      ins(%x : tensor<?xf32>) outs(%init : tensor<f32>) {
+  ^bb0(%a: f32, %acc: f32):
+    %i = linalg.index 0 : index
+    %i64 = arith.index_cast %i : index to i64
+    %w = arith.sitofp %i64 : i64 to f32
+    %p = arith.mulf %a, %w : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  } -> tensor<f32>
+  %v = tensor.extract %r[] : tensor<f32>
+  return %v : f32
+}
+
 func.func @main() {
   %x = arith.constant dense<[1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0, 10.0]> : tensor<10xf32>
   %m = arith.constant dense<[true, false, true, false, true, false, true, false, true, false]> : tensor<10xi1>
@@ -100,5 +121,7 @@ func.func @main() {
   vector.print %n : i64
   %z = call @empty_sum(%nd) : (tensor<?xf32>) -> f32
   vector.print %z : f32
+  %w = call @weighted(%xd) : (tensor<?xf32>) -> f32
+  vector.print %w : f32
   return
 }

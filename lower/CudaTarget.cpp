@@ -31,7 +31,7 @@ const char *cudaPipeline() {
          "one-shot-bufferize{bufferize-function-boundaries=1 "
          "function-boundary-type-conversion=identity-layout-map}, "
          "canonicalize, cse, scf-forall-to-parallel, "
-         "staticify-parallel-dims-first, "
+         "linalg-generalize-named-ops, staticify-parallel-dims-first, "
          "convert-linalg-to-parallel-loops, canonicalize, "
          "cse, "
          // Host code touching device memory -> one-thread kernels; parallel

@@ -13,6 +13,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/CudaHostAbi.h"
+#include "runtime/CudaImages.h"
 #include "runtime/KernelAbi.h"
 #include "runtime/LoweredMethod.h"
 #include "runtime/RunModule.h"
@@ -37,6 +38,10 @@ namespace staticify {
 
 struct LoweredMethod::CudaState {};
 
+std::shared_ptr<LoweredMethod::CudaState> LoweredMethod::makeCudaState() {
+  return nullptr;
+}
+
 std::vector<at::Tensor>
 LoweredMethod::runCuda(const std::vector<at::Tensor> &inputs) {
   return runFallback(inputs);
@@ -56,6 +61,7 @@ struct Driver {
                       unsigned bx, unsigned by, unsigned bz, unsigned shared,
                       cudaStream_t stream, void **params,
                       void **extra) = nullptr;
+  int (*ctxGetCurrent)(void **context) = nullptr;
   bool ok = false;
 
   static const Driver &get() {
@@ -72,7 +78,10 @@ struct Driver {
           dlsym(lib, "cuModuleGetFunction"));
       d.launchKernel = reinterpret_cast<decltype(d.launchKernel)>(
           dlsym(lib, "cuLaunchKernel"));
-      d.ok = d.moduleLoadData && d.moduleGetFunction && d.launchKernel;
+      d.ctxGetCurrent = reinterpret_cast<decltype(d.ctxGetCurrent)>(
+          dlsym(lib, "cuCtxGetCurrent"));
+      d.ok = d.moduleLoadData && d.moduleGetFunction && d.launchKernel &&
+             d.ctxGetCurrent;
       return d;
     }();
     return d;
@@ -104,6 +113,13 @@ void launch(void *c, int64_t kernel, const int64_t *grid, const int64_t *block,
     return;
   if (grid[0] <= 0 || grid[1] <= 0 || grid[2] <= 0)
     return; // a loop over nothing
+  // The hardware's limits (every GPU since sm_30): a launch past them
+  // fails; the call then runs the TorchScript.
+  if (grid[0] > 0x7fffffff || grid[1] > 65535 || grid[2] > 65535 ||
+      block[0] * block[1] * block[2] > 1024) {
+    call->error = "a launch past the grid's limits";
+    return;
+  }
   if (kernel < 0 || size_t(kernel) >= call->functions->size()) {
     call->error = "a launch of unknown kernel " + std::to_string(kernel);
     return;
@@ -146,19 +162,6 @@ void randperm(void *c, int64_t *out, int64_t n, int64_t seed) {
 
 const RuntimeTable kTable{allocate, launch, topk, randperm};
 
-/// Which image a device of compute capability \p major.\p minor loads: the
-/// cubin of its architecture family, else PTX for anything newer than the
-/// newest cubin.
-const char *imageFor(int major, int minor) {
-  if (major == 8)
-    return "sm_80";
-  if (major == 9 && minor == 0)
-    return "sm_90";
-  if (major >= 9)
-    return "sm_90.ptx";
-  return nullptr;
-}
-
 } // namespace
 
 struct LoweredMethod::CudaState {
@@ -170,19 +173,35 @@ struct LoweredMethod::CudaState {
   std::map<int, Loaded> devices;
 };
 
+std::shared_ptr<LoweredMethod::CudaState> LoweredMethod::makeCudaState() {
+  return std::make_shared<CudaState>();
+}
+
 std::vector<at::Tensor>
 LoweredMethod::runCuda(const std::vector<at::Tensor> &inputs) {
+  std::call_once(cudaLoaded_, [this] {
+    if (const std::string *host = cudaImageBytes("host"))
+      std::tie(cudaHandle_, cudaFd_) =
+          abi::loadFromMemory(*host, name_ + "-cuda");
+  });
   if (!cudaHandle_ || !Driver::get().ok)
     return runFallback(inputs);
   c10::Device device = inputs[0].device();
   if (!matchesSignature(inputs, device))
     return runFallback(inputs);
   c10::cuda::CUDAGuard guard(device);
+  // The driver calls need the device's context current on this thread;
+  // the CUDA runtime makes its primary context current (as PyTorch does
+  // before its own driver calls). No synchronization.
+  void *context = nullptr;
+  if (Driver::get().ctxGetCurrent(&context) != 0 || !context) {
+    (void)cudaFree(nullptr);
+    if (Driver::get().ctxGetCurrent(&context) != 0 || !context)
+      return runFallback(inputs);
+  }
   cudaStream_t stream = at::cuda::getCurrentCUDAStream(device.index()).stream();
 
   // The module, once per device.
-  if (!cudaState_)
-    cudaState_ = std::make_shared<CudaState>();
   const CudaState::Loaded *loaded = nullptr;
   {
     std::lock_guard<std::mutex> lock(cudaState_->mutex);
@@ -191,8 +210,9 @@ LoweredMethod::runCuda(const std::vector<at::Tensor> &inputs) {
     if (fresh) {
       const cudaDeviceProp *props =
           at::cuda::getDeviceProperties(device.index());
-      const char *name = imageFor(props->major, props->minor);
-      const std::string *image = name ? cudaImageBytes(name) : nullptr;
+      std::string name =
+          cuda_images::choose(cudaImageNames(), props->major, props->minor);
+      const std::string *image = name.empty() ? nullptr : cudaImageBytes(name);
       const std::string *kernels = cudaImageBytes("kernels");
       void *module = nullptr;
       if (!image || !kernels)
@@ -265,8 +285,10 @@ LoweredMethod::runCuda(const std::vector<at::Tensor> &inputs) {
   // this stream only, after the kernels that use them.
   for (void *p : call.buffers)
     c10::cuda::CUDACachingAllocator::raw_delete(p);
+  // A launch that failed (past the grid's limits): the kernels write only
+  // buffers of this call, never the inputs, so the TorchScript can run.
   if (!call.error.empty())
-    throw std::runtime_error("staticify: " + name_ + ": " + call.error);
+    return runFallback(inputs);
   // A value PyTorch rejects (an index out of range): a device-side assert,
   // asynchronous, as PyTorch's CUDA indexing reports it.
   at::_assert_async(status);

@@ -1,6 +1,7 @@
 //===- LoweredMethod.cpp - A method compiled to a CPU kernel, with fallback
 //===//
 #include "runtime/LoweredMethod.h"
+#include "runtime/CudaImages.h"
 #include "runtime/KernelAbi.h"
 #include "runtime/RunModule.h"
 
@@ -92,8 +93,16 @@ parseImages(const std::string &blob) {
     size_t size = std::stoull(digits);
     if (size > blob.size() - sizeEnd - 1)
       throw std::invalid_argument("LoweredMethod: damaged CUDA images");
-    out.emplace_back(name, blob.substr(sizeEnd + 1, size));
+    std::string bytes = blob.substr(sizeEnd + 1, size);
     at = sizeEnd + 1 + size;
+    // A device image the driver would misread is dropped (that GPU then
+    // runs the TorchScript): the driver reads a cubin without its length.
+    bool ptx = false;
+    if (cuda_images::archOf(name, ptx) >= 0 &&
+        !(ptx ? cuda_images::wellFormedPtx(bytes)
+              : cuda_images::wellFormedCubin(bytes)))
+      continue;
+    out.emplace_back(name, std::move(bytes));
   }
   return out;
 }
@@ -117,22 +126,28 @@ LoweredMethod::LoweredMethod(std::string module, std::string name,
   if (inputs_.size() + outputs_.size() + 2 > kMaxArgs)
     throw std::invalid_argument("LoweredMethod: over 30 inputs and results");
   cudaImages_ = parseImages(cuda_);
-  if (const std::string *host = cudaImageBytes("host"))
-    std::tie(cudaHandle_, cudaFd_) =
-        abi::loadFromMemory(*host, name_ + "-cuda");
-  // The kernel from memory. A kernel that does not load (another
-  // architecture, a damaged archive) leaves the TorchScript path.
-  if (!kernel_.empty())
-    std::tie(handle_, fd_) = abi::loadFromMemory(kernel_, name_);
-  if (!handle_)
-    return;
-  shapeFn_ = dlsym(handle_, ("_mlir_ciface_" + name_ + "_shape").c_str());
-  kernelFn_ = dlsym(handle_, ("_mlir_ciface_" + name_).c_str());
-  if (!shapeFn_ || !kernelFn_) {
-    abi::unload(handle_, fd_);
-    handle_ = shapeFn_ = kernelFn_ = nullptr;
-    fd_ = -1;
-  }
+  cudaState_ = makeCudaState();
+}
+
+// The shared objects are loaded on the first call, not when the object is
+// made: loading a saved module (staticify itself does, to rewrite it) runs
+// none of the native code it carries.
+void LoweredMethod::loadCpuKernel() {
+  std::call_once(cpuLoaded_, [this] {
+    // A kernel that does not load (another architecture, a damaged
+    // archive) leaves the TorchScript path.
+    if (!kernel_.empty())
+      std::tie(handle_, fd_) = abi::loadFromMemory(kernel_, name_);
+    if (!handle_)
+      return;
+    shapeFn_ = dlsym(handle_, ("_mlir_ciface_" + name_ + "_shape").c_str());
+    kernelFn_ = dlsym(handle_, ("_mlir_ciface_" + name_).c_str());
+    if (!shapeFn_ || !kernelFn_) {
+      abi::unload(handle_, fd_);
+      handle_ = shapeFn_ = kernelFn_ = nullptr;
+      fd_ = -1;
+    }
+  });
 }
 
 LoweredMethod::~LoweredMethod() {
@@ -192,7 +207,8 @@ at::Tensor LoweredMethod::cudaImage(const std::string &name) const {
   return t;
 }
 
-bool LoweredMethod::accepts(const std::vector<at::Tensor> &inputs) const {
+bool LoweredMethod::accepts(const std::vector<at::Tensor> &inputs) {
+  loadCpuKernel();
   return kernelFn_ && matchesSignature(inputs, c10::Device(c10::kCPU));
 }
 

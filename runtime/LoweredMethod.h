@@ -15,7 +15,9 @@
 #include <torch/custom_class.h>
 #include <torch/script.h>
 
+#include <atomic>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -38,7 +40,8 @@ public:
   /// (of those, how many the shape function and how many the kernel's
   /// value checks turned away; the rest did not match the signature).
   std::vector<int64_t> counts() const {
-    return {kernelCalls_, fallbackCalls_, rejectedShapes_, rejectedValues_};
+    return {kernelCalls_.load(), fallbackCalls_.load(), rejectedShapes_.load(),
+            rejectedValues_.load()};
   }
   std::string mlir() const { return mlir_; }
   /// The CUDA images `--lower=cuda` stored ("host": the host code's shared
@@ -68,8 +71,9 @@ private:
   void *handle_ = nullptr;
   int fd_ = -1; // the memfd holding the kernel, open while it is loaded
   void *shapeFn_ = nullptr, *kernelFn_ = nullptr;
-  int64_t kernelCalls_ = 0, fallbackCalls_ = 0, rejectedShapes_ = 0,
-          rejectedValues_ = 0, cudaCalls_ = 0;
+  std::atomic<int64_t> kernelCalls_{0}, fallbackCalls_{0}, rejectedShapes_{0},
+      rejectedValues_{0}, cudaCalls_{0};
+  std::once_flag cpuLoaded_, cudaLoaded_;
   /// The CUDA host code (its own shared object) and, per device, the
   /// loaded module (runtime/LoweredCuda.cpp; opaque here).
   void *cudaHandle_ = nullptr;
@@ -91,7 +95,11 @@ private:
   /// build: always the fallback).
   std::vector<at::Tensor> runCuda(const std::vector<at::Tensor> &inputs);
 
-  bool accepts(const std::vector<at::Tensor> &inputs) const;
+  bool accepts(const std::vector<at::Tensor> &inputs);
+  void loadCpuKernel();
+  /// runtime/LoweredCuda.cpp: the per-device state (made with the object,
+  /// so concurrent first calls share it).
+  static std::shared_ptr<CudaState> makeCudaState();
   std::vector<at::Tensor> runFallback(const std::vector<at::Tensor> &inputs);
 };
 

@@ -200,7 +200,10 @@ struct ParallelDimsFirst
     for (linalg::GenericOp op : generics) {
       SmallVector<unsigned> order;
       auto iterators = op.getIteratorTypesArray();
-      for (unsigned d = 0; d < iterators.size(); ++d)
+      // Parallel dimensions innermost first: the first loop of the
+      // scf.parallel maps to threads x, so adjacent threads touch adjacent
+      // elements, and the outer dimensions go to the grid's y and z.
+      for (unsigned d = iterators.size(); d-- > 0;)
         if (linalg::isParallelIterator(iterators[d]))
           order.push_back(d);
       for (unsigned d = 0; d < iterators.size(); ++d)
@@ -285,10 +288,11 @@ struct GpuSerialRegions
       if (type.getRank() == 0) {
         memref::StoreOp::create(b, memref::LoadOp::create(b, src), dst);
       } else {
+        // Innermost dimension first (threads x), as parallel-dims-first.
         SmallVector<Value> lbs, ubs, steps;
         Value zero = arith::ConstantIndexOp::create(b, 0);
         Value one = arith::ConstantIndexOp::create(b, 1);
-        for (int64_t d = 0; d < type.getRank(); ++d) {
+        for (int64_t d = type.getRank(); d-- > 0;) {
           lbs.push_back(zero);
           ubs.push_back(memref::DimOp::create(b, src, d));
           steps.push_back(one);
@@ -296,8 +300,9 @@ struct GpuSerialRegions
         scf::ParallelOp::create(
             b, lbs, ubs, steps,
             [&](OpBuilder &nb, Location loc, ValueRange ivs) {
-              Value v = memref::LoadOp::create(nb, loc, src, ivs);
-              memref::StoreOp::create(nb, loc, v, dst, ivs);
+              SmallVector<Value> at(llvm::reverse(ivs));
+              Value v = memref::LoadOp::create(nb, loc, src, at);
+              memref::StoreOp::create(nb, loc, v, dst, at);
             });
       }
       copy.erase();

@@ -55,7 +55,7 @@ def StaticifyLowerToUkernels : Pass<"staticify-lower-to-ukernels", "mlir::Module
 }
 
 def StaticifyParallelDimsFirst : Pass<"staticify-parallel-dims-first"> {
-  let summary = "Order each linalg.generic's loops: parallel dimensions, then reductions";
+  let summary = "Order each linalg.generic's loops: parallel dimensions (innermost first), then reductions";
   let description = [{
     `convert-linalg-to-parallel-loops` makes an `scf.parallel` of the
     parallel dimensions that precede the first reduction dimension only:
@@ -63,8 +63,12 @@ def StaticifyParallelDimsFirst : Pass<"staticify-parallel-dims-first"> {
     host loop over rows around a parallel loop over columns, which on a GPU
     is one launch per row. Interchanged (`linalg::interchangeGenericOp`), it
     is one parallel loop over columns, each iteration summing its column.
-    Only the order of the loops changes, not what each output element is
-    computed from (the reduction order of every element is kept).
+    The parallel dimensions are also put innermost first: the GPU mapping
+    gives the first loop to threads x (adjacent threads, adjacent elements)
+    and the next ones to the grid's y and z. Only the order of the loops
+    changes, not what each output element is computed from (the reduction
+    order of every element is kept). Run `linalg-generalize-named-ops` first
+    for fills and copies.
   }];
   let dependentDialects = ["mlir::linalg::LinalgDialect"];
 }

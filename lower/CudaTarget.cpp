@@ -135,8 +135,8 @@ std::string validateCudaTargets(const CudaTargets &targets) {
   return "";
 }
 
-CompiledCuda compileForCuda(mlir::ModuleOp module, size_t numInputs,
-                            const CudaTargets &targets) {
+CompiledCuda compileForCuda(mlir::ModuleOp module, const std::string &kernel,
+                            size_t numInputs, const CudaTargets &targets) {
   CompiledCuda out;
   if (std::string bad = validateCudaTargets(targets); !bad.empty()) {
     out.error = "invalid CUDA target: " + bad;
@@ -154,11 +154,11 @@ CompiledCuda compileForCuda(mlir::ModuleOp module, size_t numInputs,
   for (auto fn : module.getOps<mlir::func::FuncOp>()) {
     if (fn.isExternal())
       continue;
-    if (fn.getName().ends_with("_shape")) {
+    if (fn.getName() == kernel + "_shape") {
       fn->setAttr("staticify.host_only", hostMemory);
       for (unsigned i = numInputs; i < fn.getNumArguments(); ++i)
         fn.setArgAttr(i, "staticify.host", hostMemory);
-    } else if (numInputs < fn.getNumArguments()) {
+    } else if (fn.getName() == kernel && numInputs < fn.getNumArguments()) {
       fn.setArgAttr(numInputs, "staticify.host", hostMemory);
     }
   }

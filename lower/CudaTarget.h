@@ -40,13 +40,14 @@ struct CudaTargets {
 /// Why \p targets is not a valid combination, or empty.
 std::string validateCudaTargets(const CudaTargets &targets);
 
-/// Compiles \p module (the bridge's shape function and kernel, on tensors)
-/// for CUDA, in place. The kernel's first \p numInputs arguments are its
-/// inputs; the argument after them (the seed) and the shape function's
-/// seed and sizes are host memory, every other buffer device memory.
-/// Fails, saying why, when the code would read device memory on the host.
-CompiledCuda compileForCuda(mlir::ModuleOp module, size_t numInputs,
-                            const CudaTargets &targets = {});
+/// Compiles \p module (the bridge's shape function `<kernel>_shape` and the
+/// kernel \p kernel, on tensors) for CUDA, in place. The kernel's first
+/// \p numInputs arguments are its inputs; the argument after them (the seed)
+/// and the shape function's seed and sizes are host memory, every other buffer
+/// device memory. Fails, saying why, when the code would read device memory on
+/// the host.
+CompiledCuda compileForCuda(mlir::ModuleOp module, const std::string &kernel,
+                            size_t numInputs, const CudaTargets &targets = {});
 
 /// The pipeline up to the host/device split, as `--pass-pipeline` text.
 const char *cudaPipeline();

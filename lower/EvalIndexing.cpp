@@ -268,9 +268,8 @@ bool Evaluator::evalIndexingOrRandom(Node *node) {
                           [from, acc, this](auto &ob, auto loc, auto xs) {
                             return convert(ob, loc, xs[0], from, acc);
                           });
-    Value scanned =
-        staticify::mlir_dialect::CumSumOp::create(b, converted.value.getType(),
-                                                  converted.value);
+    Value scanned = staticify::mlir_dialect::CumSumOp::create(
+        b, converted.value.getType(), converted.value);
     env[node->output()] = Tensor{scanned, acc, x.sizes};
     return true;
   }

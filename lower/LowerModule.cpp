@@ -96,7 +96,7 @@ LoweringOutcome lowerMethod(torch::jit::Module &module,
     out.kernelBytes = cpuObject.size();
   }
   if (targets.cuda) {
-    CompiledCuda cuda = compileForCuda(*mod, signature.size());
+    CompiledCuda cuda = compileForCuda(*mod, name, signature.size());
     out.cudaLowered = !cuda.hostObject.empty();
     out.cudaReason = cuda.error;
     out.cudaKernels = cuda.kernels.size();

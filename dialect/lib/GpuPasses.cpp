@@ -120,12 +120,17 @@ Value rootOf(Value buffer) {
   return buffer;
 }
 
-/// Whether two roots may be the same memory: one allocation is only itself;
-/// two arguments may alias each other.
+/// Whether two roots may be the same memory: an allocation in this
+/// function is only itself; anything else (an argument, a branch's or a
+/// loop's result, a global) may be any other such root.
 bool mayAlias(Value a, Value b) {
   if (a == b)
     return true;
-  return isa<BlockArgument>(a) && isa<BlockArgument>(b);
+  auto fresh = [](Value v) {
+    return v.getDefiningOp<memref::AllocOp>() ||
+           v.getDefiningOp<memref::AllocaOp>();
+  };
+  return !fresh(a) && !fresh(b);
 }
 
 /// The roots of the buffers \p op (or an op nested in it) reads, or writes.
@@ -161,6 +166,19 @@ bool commutesWith(Operation *op, ArrayRef<Operation *> members) {
     known = isa<memref::LoadOp, memref::StoreOp, memref::CopyOp>(op);
   }
   if (!known)
+    return false;
+  // Inside a loop or kernel, anything touching memory other than a load,
+  // store or copy (a call, an atomic, a free) has effects not modelled here.
+  bool unmodelled = false;
+  op->walk([&](Operation *inner) {
+    if (inner == op || isMemoryEffectFree(inner) ||
+        isa<memref::LoadOp, memref::StoreOp, memref::CopyOp, scf::ParallelOp,
+            scf::ForOp, scf::IfOp, scf::ReduceOp, scf::ReduceReturnOp,
+            scf::YieldOp, gpu::LaunchOp, gpu::TerminatorOp>(inner))
+      return;
+    unmodelled = true;
+  });
+  if (unmodelled)
     return false;
   SmallVector<Value> opReads, opWrites, reads, writes;
   accessedRoots(op, opReads, opWrites);
@@ -249,7 +267,37 @@ struct GpuSerialRegions
       }
       if (failed(processBlock(fn.getBody().front())))
         return signalPassFailure();
+      if (failed(checkDeviceCode(fn)))
+        return signalPassFailure();
     }
+  }
+
+  /// Device code (parallel loops, one-thread kernels) may not touch host
+  /// memory: a global (a constant tensor bufferization placed in host
+  /// memory), an alloca, the seed.
+  LogicalResult checkDeviceCode(func::FuncOp fn) {
+    WalkResult r = fn.walk([&](Operation *op) {
+      if (!isa<scf::ParallelOp, gpu::LaunchOp>(op))
+        return WalkResult::advance();
+      WalkResult inner = op->walk([&](Operation *access) {
+        Value buffer;
+        if (auto load = dyn_cast<memref::LoadOp>(access))
+          buffer = load.getMemRef();
+        else if (auto store = dyn_cast<memref::StoreOp>(access))
+          buffer = store.getMemRef();
+        if (buffer && (isHostMemory(buffer) ||
+                       rootOf(buffer).getDefiningOp<memref::GetGlobalOp>())) {
+          access->emitError("device code reads host memory (a constant or "
+                            "host buffer): ")
+              << describe(access);
+          return WalkResult::interrupt();
+        }
+        return WalkResult::advance();
+      });
+      return inner.wasInterrupted() ? WalkResult::interrupt()
+                                    : WalkResult::skip();
+    });
+    return failure(r.wasInterrupted());
   }
 
   /// A buffer that holds the shape of a memref.reshape is read on the host
@@ -422,21 +470,34 @@ struct GpuLaunchToRuntime
         gpu::GPUModuleOp::create(mb, module.getLoc(), "staticify_kernels");
     llvm::StringMap<int64_t> kernelIndex; // "module::func" -> index
     SmallVector<Attribute> names;
+    size_t others = 0;
     for (gpu::GPUModuleOp km : kernelModules) {
+      // Every symbol renamed (uses included) before the move: two outlined
+      // modules may hold a kernel or a global of one name.
       for (Operation &op :
            llvm::make_early_inc_range(km.getBody()->without_terminator())) {
-        auto kernel = dyn_cast<gpu::GPUFuncOp>(op);
-        std::string oldName =
-            (km.getName() + "::" + SymbolTable::getSymbolName(&op).getValue())
-                .str();
-        std::string newName = "staticify_k" + std::to_string(names.size());
+        StringAttr symbol = SymbolTable::getSymbolName(&op);
+        if (!symbol)
+          continue;
+        bool kernel = isa<gpu::GPUFuncOp>(op);
+        std::string newName = kernel
+                                  ? "staticify_k" + std::to_string(names.size())
+                                  : "staticify_s" + std::to_string(others++);
         if (kernel) {
-          kernelIndex[oldName] = names.size();
+          kernelIndex[(km.getName() + "::" + symbol.getValue()).str()] =
+              names.size();
           names.push_back(StringAttr::get(ctx, newName));
         }
+        if (failed(SymbolTable::replaceAllSymbolUses(
+                &op, StringAttr::get(ctx, newName), km))) {
+          op.emitError("cannot rename symbol ") << symbol;
+          return signalPassFailure();
+        }
         SymbolTable::setSymbolName(&op, newName);
-        op.moveBefore(merged.getBody(), merged.getBody()->end());
       }
+      for (Operation &op :
+           llvm::make_early_inc_range(km.getBody()->without_terminator()))
+        op.moveBefore(merged.getBody(), merged.getBody()->end());
       km.erase();
     }
     module->setAttr("staticify.cuda_kernels", ArrayAttr::get(ctx, names));

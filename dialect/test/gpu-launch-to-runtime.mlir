@@ -50,6 +50,41 @@ module attributes {gpu.container_module} {
 
 // -----
 
+// Two outlined modules each holding a global of one name: every symbol is
+// renamed with its uses, so the merged module has one of each.
+// CHECK-LABEL: func.func @two
+// CHECK: gpu.module @staticify_kernels
+// CHECK: memref.global "private" constant @[[G0:staticify_s[0-9]+]] {{.*}} dense<1.0
+// CHECK: gpu.func @staticify_k0
+// CHECK: memref.get_global @[[G0]]
+// CHECK: memref.global "private" constant @[[G1:staticify_s[0-9]+]] {{.*}} dense<2.0
+// CHECK: gpu.func @staticify_k1
+// CHECK: memref.get_global @[[G1]]
+module attributes {gpu.container_module} {
+  func.func @two(%v: memref<4xf32>) {
+    %c1 = arith.constant 1 : index
+    gpu.launch_func @a::@k blocks in (%c1, %c1, %c1) threads in (%c1, %c1, %c1) args(%v : memref<4xf32>)
+    gpu.launch_func @b::@k blocks in (%c1, %c1, %c1) threads in (%c1, %c1, %c1) args(%v : memref<4xf32>)
+    return
+  }
+  gpu.module @a {
+    memref.global "private" constant @cst : memref<4xf32> = dense<1.0>
+    gpu.func @k(%v: memref<4xf32>) kernel {
+      %g = memref.get_global @cst : memref<4xf32>
+      gpu.return
+    }
+  }
+  gpu.module @b {
+    memref.global "private" constant @cst : memref<4xf32> = dense<2.0>
+    gpu.func @k(%v: memref<4xf32>) kernel {
+      %g = memref.get_global @cst : memref<4xf32>
+      gpu.return
+    }
+  }
+}
+
+// -----
+
 // Nothing to do without kernels: the module is left as it is.
 // CHECK-LABEL: func.func @no_kernels
 // CHECK-NOT: staticify_cuda_launch

@@ -197,3 +197,39 @@ func.func @host_loop_around_kernel(%x: memref<?x?xf32>, %acc: memref<?xf32>, %ro
   }
   return
 }
+
+// -----
+
+// Must not lower: a constant tensor that bufferization placed in a host
+// global, read by a parallel loop (the GPU would read a host address).
+memref.global "private" constant @table : memref<4xf32> = dense<[1.0, 2.0, 3.0, 4.0]>
+func.func @host_global(%out: memref<4xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  %t = memref.get_global @table : memref<4xf32>
+  scf.parallel (%i) = (%c0) to (%c4) step (%c1) {
+    // expected-error @+1 {{device code reads host memory}}
+    %v = memref.load %t[%i] : memref<4xf32>
+    memref.store %v, %out[%i] : memref<4xf32>
+  }
+  return
+}
+
+// -----
+
+// Must not group: a write through a branch's result (which may be the very
+// buffer loaded) between the load and the store that uses it.
+func.func @write_through_select(%a: memref<f32>, %b: memref<f32>, %c: i1, %out: memref<f32>) {
+  %zero = arith.constant 0.0 : f32
+  %x = memref.load %a[] : memref<f32>
+  %either = arith.select %c, %a, %b : memref<f32>
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  // expected-error @+1 {{cannot be grouped into one kernel}}
+  scf.parallel (%i) = (%c0) to (%c1) step (%c1) {
+    memref.store %zero, %either[] : memref<f32>
+  }
+  memref.store %x, %out[] : memref<f32>
+  return
+}

@@ -23,7 +23,8 @@ using namespace std::string_literals;
 
 namespace {
 
-std::string zipOf(const std::vector<std::pair<std::string, std::string>> &records) {
+std::string
+zipOf(const std::vector<std::pair<std::string, std::string>> &records) {
   std::string bytes;
   caffe2::serialize::PyTorchStreamWriter writer([&](const void *d, size_t n) {
     bytes.append(static_cast<const char *>(d), n);
@@ -96,8 +97,9 @@ TEST(ArchiveGuardTest, ReadsWhatTheWriterWrites) {
   ASSERT_GE(records.size(), 4u);
   EXPECT_EQ(records[0].name, "code/__torch__.py");
   EXPECT_EQ(records[1].name, "constants.pkl");
-  EXPECT_TRUE(std::any_of(records.begin() + 3, records.end(),
-                          [](const ArchiveRecord &r) { return r.name == "version"; }));
+  EXPECT_TRUE(
+      std::any_of(records.begin() + 3, records.end(),
+                  [](const ArchiveRecord &r) { return r.name == "version"; }));
   EXPECT_EQ(records[0].size, 6u);
   EXPECT_EQ(bytes.substr(records[0].dataOffset, 6), "x = 1\n");
   EXPECT_EQ(records[2].name, "data/0");
@@ -148,9 +150,9 @@ TEST(ArchiveGuardTest, PicklesLibtorchWritesPass) {
   EXPECT_EQ(checkPickle(pickled(dict), limits), std::nullopt);
   EXPECT_EQ(checkPickle(pickled(at::ones({2, 3})), limits), std::nullopt);
   // A typed list is a list in a (list, type) tuple: two levels each.
-  EXPECT_EQ(checkPickle(pickled(nestedList(limits.maxPickleDepth / 2 - 1)),
-                        limits),
-            std::nullopt);
+  EXPECT_EQ(
+      checkPickle(pickled(nestedList(limits.maxPickleDepth / 2 - 1)), limits),
+      std::nullopt);
 }
 
 TEST(ArchiveGuardTest, PicklesThatCrashLibtorchAreRefused) {
@@ -158,19 +160,26 @@ TEST(ArchiveGuardTest, PicklesThatCrashLibtorchAreRefused) {
   auto problem = [&](const std::string &p) {
     return checkPickle(p, limits).value_or("");
   };
-  EXPECT_NE(problem(pickled(nestedList(limits.maxPickleDepth + 1))).find("deep"),
-            std::string::npos);
-  EXPECT_NE(problem(pickled(nestedList(limits.maxPickleDepth / 2 + 1))).find("deep"),
-            std::string::npos);
+  EXPECT_NE(
+      problem(pickled(nestedList(limits.maxPickleDepth + 1))).find("deep"),
+      std::string::npos);
+  EXPECT_NE(
+      problem(pickled(nestedList(limits.maxPickleDepth / 2 + 1))).find("deep"),
+      std::string::npos);
   // The same by hand, as a mutated archive has it: ](](...e e.
-  std::string deep = "\x80\x02" + repeat("](", 100000) + repeat("e", 100000) + ".";
+  std::string deep =
+      "\x80\x02" + repeat("](", 100000) + repeat("e", 100000) + ".";
   EXPECT_NE(problem(deep).find("deep"), std::string::npos);
   EXPECT_NE(problem("\x80\x02R.").find("REDUCE"), std::string::npos);
   EXPECT_NE(problem("\x80\x02N\x86.").find("TUPLE"), std::string::npos);
-  EXPECT_NE(problem("\x80\x02]q\x00(h\x00" "e."s).find("itself"), std::string::npos);
+  EXPECT_NE(problem("\x80\x02]q\x00(h\x00"
+                    "e."s)
+                .find("itself"),
+            std::string::npos);
   EXPECT_NE(problem("\x80\x02Nr\xff\xff\xff\xff."s).find("memo"),
             std::string::npos);
-  EXPECT_NE(problem("\x80\x02h\x05."s).find("never written"), std::string::npos);
+  EXPECT_NE(problem("\x80\x02h\x05."s).find("never written"),
+            std::string::npos);
   EXPECT_NE(problem("\x80\x02(K\x01"s).find("truncated"), std::string::npos);
   EXPECT_NE(problem("\x80\x02(J\x01"s).find("cut short"), std::string::npos);
   EXPECT_NE(problem("\x80\x02\x8a\x06\x00\x00\x00\x00\x00\x00."s).find("LONG1"),
@@ -186,7 +195,9 @@ TEST(ArchiveGuardTest, PicklesNameTheStoragesTheyRead) {
   // persistent id ('storage', torch.FloatStorage, key, device, numel).
   std::string p = "\x80\x02(X\x07\x00\x00\x00storage"s +
                   "ctorch\nFloatStorage\n" +
-                  "X\x01\x00\x00\x00" "0X\x03\x00\x00\x00" "cpuK\x04tQ."s;
+                  "X\x01\x00\x00\x00"
+                  "0X\x03\x00\x00\x00"
+                  "cpuK\x04tQ."s;
   std::vector<StorageRef> storages;
   EXPECT_EQ(checkPickle(p, ArchiveLimits{}, &storages), std::nullopt);
   ASSERT_EQ(storages.size(), 1u);
@@ -200,9 +211,10 @@ TEST(ArchiveGuardTest, CodeDepth) {
   auto ok = [&](const std::string &src) {
     return checkCode(src, limits) == std::nullopt;
   };
-  EXPECT_TRUE(ok("class M(Module):\n  __parameters__ = []\n  training : bool\n"
-                 "  def forward(self: __torch__.M, x: Tensor) -> Tensor:\n"
-                 "    _0 = torch.gt(x, 0)\n    return torch.sum(x[_0]) * 1.5e-3\n"));
+  EXPECT_TRUE(
+      ok("class M(Module):\n  __parameters__ = []\n  training : bool\n"
+         "  def forward(self: __torch__.M, x: Tensor) -> Tensor:\n"
+         "    _0 = torch.gt(x, 0)\n    return torch.sum(x[_0]) * 1.5e-3\n"));
   // Long but flat: a list of negative numbers, a long string of brackets.
   std::string flat = "x = [";
   for (int i = 0; i < 5000; ++i)
@@ -240,15 +252,16 @@ TEST(ArchiveGuardTest, UntypedClassAttributes) {
   auto problem = [&](const std::string &src) {
     return checkCode(src, limits).value_or("");
   };
-  std::string module = "class M(Module):\n"
-                       "  __parameters__ = [\"weight\", ]\n"
-                       "  __buffers__ = []\n"
-                       "  weight : Tensor\n"
-                       "  C : Final[int] = 3\n"
-                       "  __annotations__[\"0\"] = __torch__.Sub\n"
-                       "  def forward(self: __torch__.M, x: Tensor) -> Tensor:\n"
-                       "    y = x\n"
-                       "    return y\n";
+  std::string module =
+      "class M(Module):\n"
+      "  __parameters__ = [\"weight\", ]\n"
+      "  __buffers__ = []\n"
+      "  weight : Tensor\n"
+      "  C : Final[int] = 3\n"
+      "  __annotations__[\"0\"] = __torch__.Sub\n"
+      "  def forward(self: __torch__.M, x: Tensor) -> Tensor:\n"
+      "    y = x\n"
+      "    return y\n";
   EXPECT_EQ(problem(module), "");
   EXPECT_EQ(problem("class Color(Enum):\n  RED = 1\n  GREEN = 2\n"), "");
   // Assignments in methods and at module level are not class attributes.
@@ -269,7 +282,8 @@ TEST(ArchiveGuardTest, UntypedClassAttributes) {
 
 TEST(ArchiveGuardTest, RecordKinds) {
   EXPECT_EQ(recordKind("code/__torch__.py"), RecordKind::Code);
-  EXPECT_EQ(recordKind("code/__torch__/m.py.debug_pkl"), RecordKind::DebugPickle);
+  EXPECT_EQ(recordKind("code/__torch__/m.py.debug_pkl"),
+            RecordKind::DebugPickle);
   EXPECT_EQ(recordKind("data.pkl"), RecordKind::Pickle);
   EXPECT_EQ(recordKind("data/0"), RecordKind::Other);
   EXPECT_EQ(recordKind("extra/notes.py"), RecordKind::Other);

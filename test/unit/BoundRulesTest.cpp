@@ -39,9 +39,8 @@ const BoundRule &ruleNamed(const std::string &name) {
 class Fixture {
 public:
   explicit Fixture(const std::string &ir)
-      : graph(parseIRWithLocations(ir, "t.ir")),
-        analysis(analyzeGraph(*graph)), aliases(graph),
-        rc(*graph, ctx, analysis, aliases) {}
+      : graph(parseIRWithLocations(ir, "t.ir")), analysis(analyzeGraph(*graph)),
+        aliases(graph), rc(*graph, ctx, analysis, aliases) {}
 
   /// The value named %name now (a clone takes its original's name).
   Value *value(const std::string &name) {
@@ -94,7 +93,8 @@ public:
   RuleContext rc;
 };
 
-const char *kBoundedRows = R"IR(graph(%x : Tensor, %p : Tensor, %c : Tensor, %s : Tensor):
+const char *kBoundedRows =
+    R"IR(graph(%x : Tensor, %p : Tensor, %c : Tensor, %s : Tensor):
   %zero : int = prim::Constant[value=0]()
   %one : int = prim::Constant[value=1]()
   %none : NoneType = prim::Constant()
@@ -263,7 +263,8 @@ TEST(BoundRules, TopkByADataDependentKIsLeftAlone) {
 //===----------------------------------------------------------------------===//
 
 TEST(BoundRules, PrefixesAndGathers) {
-  Fixture f(R"IR(graph(%x : Tensor, %p : Tensor, %c : Tensor, %y : Tensor, %f : Tensor):
+  Fixture f(
+      R"IR(graph(%x : Tensor, %p : Tensor, %c : Tensor, %y : Tensor, %f : Tensor):
   %zero : int = prim::Constant[value=0]()
   %one : int = prim::Constant[value=1]()
   %three : int = prim::Constant[value=3]()
@@ -330,21 +331,19 @@ TEST(BoundRules, RulesRegisteredFromOutsideAreAskedAndRolledBack) {
                        emit(rc.graph, "prim::Print", {node->input(0)}, node);
                        return RuleResult::notApplicable();
                      }});
-  registerBoundRule({"test-flatten",
-                     BoundRule::On::Use,
-                     ops({"aten::flatten"}),
-                     [](Node *node, RuleContext &rc) {
-                       Rep *x = rc.bounded(node->input(0));
-                       if (!x || constantInt(node->input(1)) != 1)
-                         return RuleResult::notApplicable();
-                       Node *copy = rc.graph.insertNode(rc.graph.createClone(
-                           node, [&](Value *v) {
-                             return v == node->input(0) ? x->value : v;
-                           }));
-                       rc.setBounded(node->output(), copy->output(), x->count,
-                                     false);
-                       return RuleResult::applied();
-                     }});
+  registerBoundRule(
+      {"test-flatten", BoundRule::On::Use, ops({"aten::flatten"}),
+       [](Node *node, RuleContext &rc) {
+         Rep *x = rc.bounded(node->input(0));
+         if (!x || constantInt(node->input(1)) != 1)
+           return RuleResult::notApplicable();
+         Node *copy =
+             rc.graph.insertNode(rc.graph.createClone(node, [&](Value *v) {
+               return v == node->input(0) ? x->value : v;
+             }));
+         rc.setBounded(node->output(), copy->output(), x->count, false);
+         return RuleResult::applied();
+       }});
   auto graph = parseIRWithLocations(R"IR(graph(%x : Tensor):
   %zero : int = prim::Constant[value=0]()
   %one : int = prim::Constant[value=1]()

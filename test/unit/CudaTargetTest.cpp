@@ -5,8 +5,8 @@
 // compileForCuda must report them, and a missing toolkit, as errors.
 //
 //===----------------------------------------------------------------------===//
-#include "lower/CpuTarget.h"
 #include "lower/CudaTarget.h"
+#include "lower/CpuTarget.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/MLIRContext.h"
@@ -49,7 +49,7 @@ TEST(CudaTargetTest, CompileReportsInvalidTargetsAndAMissingToolkit) {
       mlir::ModuleOp::create(mlir::UnknownLoc::get(&ctx));
   CudaTargets bad;
   bad.ptxVersion = 60;
-  auto out = staticify::lower::compileForCuda(*module, 0, bad);
+  auto out = staticify::lower::compileForCuda(*module, "f", 0, bad);
   EXPECT_TRUE(out.hostObject.empty());
   EXPECT_NE(out.error.find("invalid CUDA target"), std::string::npos)
       << out.error;
@@ -57,7 +57,7 @@ TEST(CudaTargetTest, CompileReportsInvalidTargetsAndAMissingToolkit) {
   const char *old = std::getenv("CUDA_HOME");
   std::string saved = old ? old : "";
   setenv("CUDA_HOME", "/nonexistent-cuda", 1);
-  out = staticify::lower::compileForCuda(*module, 0);
+  out = staticify::lower::compileForCuda(*module, "f", 0);
   if (old)
     setenv("CUDA_HOME", saved.c_str(), 1);
   else

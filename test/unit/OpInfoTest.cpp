@@ -8,8 +8,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "passes/OpCatalogue.h"
 #include "passes/OpInfo.h"
+#include "passes/OpCatalogue.h"
 
 #include <torch/csrc/jit/ir/irparser.h>
 #include <torch/csrc/jit/runtime/operator.h>
@@ -31,12 +31,12 @@ namespace {
 /// registered operator: they have no schema to check.
 bool isInterpreterPrimitive(const std::string &op) {
   static const std::set<std::string> primitives = {
-      "prim::ListConstruct", "prim::ListUnpack",   "prim::TupleConstruct",
-      "prim::TupleUnpack",   "prim::TupleIndex",   "prim::DictConstruct",
-      "prim::Uninitialized", "prim::GetAttr",      "prim::unchecked_cast",
-      "prim::NumToTensor",   "prim::device",       "prim::dtype",
+      "prim::ListConstruct", "prim::ListUnpack",    "prim::TupleConstruct",
+      "prim::TupleUnpack",   "prim::TupleIndex",    "prim::DictConstruct",
+      "prim::Uninitialized", "prim::GetAttr",       "prim::unchecked_cast",
+      "prim::NumToTensor",   "prim::device",        "prim::dtype",
       "prim::Print",         "prim::requires_grad", "prim::is_cuda",
-      "prim::layout",        "prim::min",          "prim::max",
+      "prim::layout",        "prim::min",           "prim::max",
       "prim::tolist"};
   return primitives.count(op) != 0;
 }
@@ -89,8 +89,8 @@ TEST(OpInfo, EveryEntryIsRegisteredInThisLibtorch) {
   for (const OpInfo &e : allOpInfos()) {
     std::string op = e.op;
     bool isRuntime = op.rfind("staticify::", 0) == 0;
-    bool isCustom = op.rfind("aten::", 0) != 0 &&
-                    op.rfind("prim::", 0) != 0 && !isRuntime;
+    bool isCustom =
+        op.rfind("aten::", 0) != 0 && op.rfind("prim::", 0) != 0 && !isRuntime;
     if (isCustom && !custom)
       continue;
     auto ops = registered(op);

@@ -126,7 +126,11 @@ def StaticifyGpuSerialRegions : Pass<"staticify-gpu-serial-regions", "mlir::Modu
 
     The pass fails, naming the op, when a value read from device memory
     would decide something on the host (an `scf.if`, a size, a loop bound,
-    a call's operand): that would be a host-device sync. A function marked
+    a call's operand): that would be a host-device sync; and when device
+    code would read host memory (a constant tensor in a `memref.global`).
+    Moving a group's loads past other ops uses the buffers' roots: an
+    allocation is only itself, any other root (an argument, a branch's
+    result, a global) may be any other. A function marked
     `staticify.host_only` (the shape function) must not touch device memory
     at all.
 

@@ -298,6 +298,11 @@ int parseOptions(const std::vector<std::string> &args, Options &opts,
   if (!opts.lower.empty() && opts.inputTypes.empty())
     throw std::invalid_argument("--lower=" + opts.lower +
                                 " needs --input-types (e.g. 'f32[?], i64[?]')");
+  if (!opts.lower.empty() && opts.cudaGraphs)
+    throw std::invalid_argument(
+        "--lower and --cuda-graphs do not combine yet (the bridge does not "
+        "take the region runner's calls); a lowered method is captured by "
+        "torch.cuda.graph as it is (docs/lowering.md)");
   if (opts.lower.empty() && !opts.inputTypes.empty())
     throw std::invalid_argument("--input-types is for --lower; add --lower=cpu");
 #ifdef STATICIFY_WITH_MLIR

@@ -166,3 +166,16 @@ def test_cpu_kernel_stays_when_cuda_cannot_compile(staticify, save, tmp_path, mo
     x = torch.arange(2000, dtype=torch.float32).unsqueeze(1).repeat(1, 16)
     model(x, (torch.arange(2000) % 2 == 0).long())
     assert model._staticify_lowered_forward.counts()[:2] == [1, 0]
+
+
+def test_lower_with_cuda_graphs_is_a_command_line_error(staticify, save, tmp_path):
+    """The two do not combine yet: a clear error, not an output that
+    silently lowers nothing."""
+    import sampler
+    path = save(sampler.BalancedSampler())
+    out = tmp_path / "both.pt"
+    proc = staticify(path, "-o", out, "--lower=cuda", "--cuda-graphs",
+                     "--input-types", SAMPLER_TYPES, check=False)
+    assert proc.returncode == 2, proc.stderr
+    assert "--lower and --cuda-graphs do not combine yet" in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1 and not out.exists()

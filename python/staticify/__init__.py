@@ -162,7 +162,8 @@ def optimize(model, example_inputs: Optional[Tuple] = None, *,
     module needs), `specialize_training`, `drop_data_asserts`, and
     `load_libraries` --load-library (ops already registered in this process,
     torchvision's once it is imported, need none), `lower` --lower ("cpu": each
-    method compiled into a CPU kernel kept beside its TorchScript, for inputs
+    method compiled into a CPU kernel kept beside its TorchScript; "cuda":
+    into CUDA kernels; "cpu,cuda": both; for inputs
     of `input_types`, or, without them, of the dtypes and ranks of
     `example_inputs`; docs/lowering.md). With `example_inputs`, the
     new module is run once on them before it is returned, so that a module

@@ -249,6 +249,22 @@ def test_guard_fallback_reads_are_in_the_summary():
     assert torch.equal(static(preds, target), _TwoInputsOneMask()(preds, target))
 
 
+def test_optimize_lowers_for_cuda_from_example_inputs():
+    """lower="cpu,cuda" from Python: both targets in the report, the CUDA
+    images in the module, the CPU kernel answering CPU calls."""
+    model = models.Seed002Example1()
+    loss, targets = torch.randn(1000), torch.randint(0, 3, (1000,))
+    module, report = staticify_api.optimize(model, (loss, targets), lower="cpu,cuda")
+    lowering = report.method().lowering
+    assert lowering["lowered"] and lowering["cuda"]["lowered"], lowering
+    assert lowering["cuda"]["kernels"] > 0
+    assert set(lowering["cuda"]["images"]) == {"sm_80", "sm_90", "sm_90.ptx"}
+    assert "sm_90" in module._staticify_lowered_forward.cuda_image_names()
+    x, t = torch.randn(300), torch.randint(0, 3, (300,))
+    torch.testing.assert_close(module(x, t), model(x, t), rtol=1e-5, atol=1e-3)
+    assert module._staticify_lowered_forward.counts()[:2] == [2, 0]  # with the check run
+
+
 def test_optimize_lowers_to_a_cpu_kernel_from_example_inputs():
     """lower="cpu" with example inputs: the signature is theirs (dtypes and
     ranks), the kernel answers, and the numbers are the original's."""

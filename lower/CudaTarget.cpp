@@ -115,7 +115,12 @@ binaryObjects(mlir::ModuleOp module) {
 std::string validateCudaTargets(const CudaTargets &targets) {
   // The first PTX ISA each chip accepts (PTX ISA release notes).
   auto minimumPtx = [](int chip) {
-    return chip >= 100 ? 86 : chip >= 90 ? 78 : chip >= 89 ? 78 : 70;
+    return chip >= 120   ? 87
+           : chip >= 100 ? 86
+           : chip >= 89  ? 78
+           : chip == 87  ? 74
+           : chip >= 86  ? 71
+                         : 70;
   };
   if (targets.ptxVersion < 70 || targets.ptxVersion > 90)
     return "PTX ISA " + std::to_string(targets.ptxVersion) +

@@ -30,6 +30,25 @@ TEST(CudaTargetTest, PtxTooOldForTheChipIsRefused) {
   EXPECT_NE(why.find("sm_90 needs PTX ISA 78"), std::string::npos) << why;
 }
 
+TEST(CudaTargetTest, EachChipsFirstPtxIsa) {
+  for (auto [chip, first] : {std::pair<const char *, int>{"sm_80", 70},
+                             {"sm_86", 71},
+                             {"sm_87", 74},
+                             {"sm_89", 78},
+                             {"sm_90", 78},
+                             {"sm_100", 86},
+                             {"sm_120", 87}}) {
+    CudaTargets t;
+    t.cubinChips = {chip};
+    t.ptxChip = chip;
+    t.ptxVersion = first;
+    EXPECT_EQ(validateCudaTargets(t), "") << chip;
+    t.ptxVersion = first - 1;
+    if (first > 70)
+      EXPECT_NE(validateCudaTargets(t), "") << chip;
+  }
+}
+
 TEST(CudaTargetTest, UnknownOrOldChipsAreRefused) {
   for (const char *chip : {"sm_60", "sm_", "sm_9x", "compute_90", ""}) {
     CudaTargets t;

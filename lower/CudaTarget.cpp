@@ -196,18 +196,15 @@ CompiledCuda compileForCuda(mlir::ModuleOp module, const std::string &kernel,
           ctx, {mlir::NVVM::NVVMTargetAttr::get(ctx, 3, "nvptx64-nvidia-cuda",
                                                 targets.ptxChip, ptx)}));
     });
-    std::string binary =
-        "gpu-module-to-binary{format=%s toolkit=" + toolkit + "}";
-    auto formatted = [&](const char *format) {
-      std::string s = binary;
-      s.replace(s.find("%s"), 2, format);
-      return s;
+    auto toBinary = [&](const char *format) {
+      return std::string("gpu-module-to-binary{format=") + format +
+             " toolkit=" + toolkit + "}";
     };
-    if (std::string e = runPipeline(*forPtx, formatted("isa")); !e.empty()) {
+    if (std::string e = runPipeline(*forPtx, toBinary("isa")); !e.empty()) {
       out.error = "PTX generation failed: " + e;
       return out;
     }
-    if (std::string e = runPipeline(module, formatted("bin")); !e.empty()) {
+    if (std::string e = runPipeline(module, toBinary("bin")); !e.empty()) {
       out.error = "cubin generation (ptxas) failed: " + e;
       return out;
     }

@@ -183,8 +183,14 @@ LoweredMethod::runCuda(const std::vector<at::Tensor> &inputs) {
     if (const std::string *host = cudaImageBytes("host"))
       std::tie(cudaHandle_, cudaFd_) =
           abi::loadFromMemory(*host, name_ + "-cuda");
+    if (!cudaHandle_)
+      return;
+    cudaShapeFn_ =
+        dlsym(cudaHandle_, ("_mlir_ciface_" + name_ + "_shape").c_str());
+    cudaKernelFn_ = dlsym(cudaHandle_, ("_mlir_ciface_" + name_).c_str());
+    cudaEnter_ = dlsym(cudaHandle_, "staticify_cuda_enter");
   });
-  if (!cudaHandle_ || !Driver::get().ok)
+  if (!cudaShapeFn_ || !cudaKernelFn_ || !cudaEnter_ || !Driver::get().ok)
     return runFallback(inputs);
   c10::Device device = inputs[0].device();
   if (!matchesSignature(inputs, device))
@@ -251,16 +257,11 @@ LoweredMethod::runCuda(const std::vector<at::Tensor> &inputs) {
     seed = int64_t(s ^ (offset * 0x9E3779B97F4A7C15ull));
   }
 
-  void *shapeFn =
-      dlsym(cudaHandle_, ("_mlir_ciface_" + name_ + "_shape").c_str());
-  void *kernelFn = dlsym(cudaHandle_, ("_mlir_ciface_" + name_).c_str());
-  auto enter = reinterpret_cast<void (*)(const RuntimeTable *, void *)>(
-      dlsym(cudaHandle_, "staticify_cuda_enter"));
-  if (!shapeFn || !kernelFn || !enter)
-    return runFallback(inputs);
+  auto enter =
+      reinterpret_cast<void (*)(const RuntimeTable *, void *)>(cudaEnter_);
   std::vector<std::vector<int64_t>> descs;
   std::vector<at::Tensor> results;
-  if (!prepareCall(shapeFn, inputs, &seed, device, descs, results)) {
+  if (!prepareCall(cudaShapeFn_, inputs, &seed, device, descs, results)) {
     ++rejectedShapes_;
     return runFallback(inputs);
   }
@@ -273,7 +274,7 @@ LoweredMethod::runCuda(const std::vector<at::Tensor> &inputs) {
   Call call{device, stream, &loaded->functions, {}, {}};
   enter(&kTable, &call);
   try {
-    abi::callN<abi::kMaxArgs>(kernelFn, args);
+    abi::callN<abi::kMaxArgs>(cudaKernelFn_, args);
   } catch (...) {
     enter(nullptr, nullptr);
     for (void *p : call.buffers)

@@ -78,6 +78,8 @@ private:
   /// loaded module (runtime/LoweredCuda.cpp; opaque here).
   void *cudaHandle_ = nullptr;
   int cudaFd_ = -1;
+  /// Its shape function, kernel and staticify_cuda_enter, looked up once.
+  void *cudaShapeFn_ = nullptr, *cudaKernelFn_ = nullptr, *cudaEnter_ = nullptr;
   struct CudaState;
   std::shared_ptr<CudaState> cudaState_;
 

@@ -12,6 +12,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "passes/Analysis.h"
+#include "passes/GraphUtils.h"
 #include "passes/Pipeline.h"
 
 #include <torch/csrc/jit/ir/ir.h>
@@ -88,13 +89,31 @@ double medianSeconds(int runs, const std::shared_ptr<Graph> &graph, F &&f) {
 } // namespace
 
 int main(int argc, char **argv) {
-  int runs = argc > 1 ? std::atoi(argv[1]) : 5;
-  // `--breakdown`: each step of the pipeline's last run, on stderr.
-  bool breakdown = argc > 2 && std::string(argv[2]) == "--breakdown";
+  // Usage: staticify-bench-analysis [RUNS] [--breakdown] [--nodes N]
+  // `--breakdown`: each step of the pipeline's last run, on stderr;
+  // `--nodes N`: one graph of about N nodes instead of the three sizes.
+  int runs = 5;
+  bool breakdown = false;
+  std::vector<size_t> targets = {1000, 10000, 100000};
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    if (arg == "--breakdown")
+      breakdown = true;
+    else if (arg == "--nodes" && i + 1 < argc)
+      targets = {static_cast<size_t>(std::atol(argv[++i]))};
+    else if (std::atoi(arg.c_str()) > 0)
+      runs = std::atoi(arg.c_str());
+    else {
+      std::fprintf(stderr,
+                   "usage: staticify-bench-analysis [RUNS] [--breakdown] "
+                   "[--nodes N]\n");
+      return 2;
+    }
+  }
   std::printf("%-8s %9s %12s %10s %14s %10s %13s %10s\n", "nodes", "findings",
               "analysis_ms", "ns/node", "normalize_ms", "ns/node",
               "pipeline_ms", "ns/node");
-  for (size_t target : {1000u, 10000u, 100000u}) {
+  for (size_t target : targets) {
     auto graph = makeGraph(target);
     size_t nodes = countNodes(graph->block());
     size_t findings = 0;
@@ -102,6 +121,11 @@ int main(int argc, char **argv) {
     double analysis = medianSeconds(runs, nullptr, [&](auto &) {
       findings = analyzeGraph(*graph).findings.size();
     });
+    size_t walked = 0;
+    double walk = medianSeconds(runs * 5, nullptr, [&](auto &) {
+      walked += collectNodes(graph->block()).size();
+    });
+    std::fprintf(stderr, "walk %.2f ms\n", walk * 1e3);
     double normalize = medianSeconds(runs, graph, [&](auto &g) {
       PassContext ctx;
       findPass("normalize")->run(g, ctx);

@@ -158,6 +158,22 @@ size_t eraseIfDead(Node *node, PassContext &ctx, std::string_view rule) {
   return order.size();
 }
 
+NodeIndex::NodeIndex(std::vector<std::pair<const torch::jit::Node *, size_t>> entries)
+    : entries_(std::move(entries)) {
+  std::sort(entries_.begin(), entries_.end());
+}
+
+std::optional<size_t> NodeIndex::find(const torch::jit::Node *node) const {
+  auto it = std::lower_bound(
+      entries_.begin(), entries_.end(), node,
+      [](const std::pair<const torch::jit::Node *, size_t> &e, const torch::jit::Node *n) {
+        return e.first < n;
+      });
+  if (it == entries_.end() || it->first != node)
+    return std::nullopt;
+  return it->second;
+}
+
 static void collectInto(torch::jit::Block *block, std::vector<Node *> &out) {
   for (Node *node : block->nodes()) {
     out.push_back(node);

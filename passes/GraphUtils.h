@@ -157,6 +157,22 @@ correspondingNodes(const torch::jit::Graph &from, torch::jit::Graph &to);
 /// walk while mutating.
 std::vector<torch::jit::Node *> collectNodes(torch::jit::Block *block);
 
+/// A map from nodes to indices, built once and then only read: a sorted
+/// flat array (one allocation, binary search), where a hash map would
+/// allocate per node, which dominated partitioning a 120k-node graph.
+class NodeIndex {
+public:
+  NodeIndex() = default;
+  /// Takes (node, index) pairs in any order; a node appears once.
+  explicit NodeIndex(
+      std::vector<std::pair<const torch::jit::Node *, size_t>> entries);
+  /// The index of \p node, or nullopt.
+  std::optional<size_t> find(const torch::jit::Node *node) const;
+
+private:
+  std::vector<std::pair<const torch::jit::Node *, size_t>> entries_;
+};
+
 /// Counts every node of \p block, nested blocks included.
 size_t countNodes(const torch::jit::Block *block);
 /// \p node and every node nested in its blocks.

@@ -204,6 +204,17 @@ std::string unconvertibleReason(const Node *ifNode,
   return "";
 }
 
+/// Whether \p node is inside a guard's branches (guardAttr()): the
+/// fallback of a selection another rewrite made, which does what the
+/// original if did on purpose and runs only when the guard fails.
+static bool inGuardFallback(const Node *node) {
+  for (const Node *owner = node->owningBlock()->owningNode(); owner;
+       owner = owner->owningBlock()->owningNode())
+    if (owner->hasAttribute(guardAttr()))
+      return true;
+  return false;
+}
+
 bool ifConvert(std::shared_ptr<Graph> &graph, PassContext &ctx) {
   bool changed = false;
   const Aliases &aliases = ctx.facts.aliases(graph);
@@ -217,7 +228,8 @@ bool ifConvert(std::shared_ptr<Graph> &graph, PassContext &ctx) {
     Node *node = *it;
     Node *cond = node->input(0)->node();
     if (cond->kind() != c10::aten::Bool ||
-        cond->input(0)->type()->kind() != c10::TypeKind::TensorType)
+        cond->input(0)->type()->kind() != c10::TypeKind::TensorType ||
+        inGuardFallback(node))
       continue;
     if (isDataAssert(node)) {
       if (!ctx.options.dropDataAsserts) {

@@ -251,14 +251,12 @@ class Lifter {
 public:
   explicit Lifter(Graph &graph) : graph(graph) {}
 
-  void run(const Region &region, PassContext &ctx) {
-    // 1. Hoist the branches of every converted if, innermost first, so that
-    //    program order has each value before its use.
-    std::vector<Node *> order = collectNodes(graph.block());
-    for (auto it = order.rbegin(); it != order.rend(); ++it)
-      if (region.ifs.count(*it))
-        hoistBranches(*it);
-    // 2. Lift the sources, then every region node in program order.
+  /// Lifts \p region, whose converted ifs' branches are hoisted already;
+  /// \p position orders the graph's nodes as they are now (other regions'
+  /// rewrites insert nodes but never move this one's).
+  void run(const Region &region, const NodeIndex &position,
+           PassContext &ctx) {
+    // Lift the sources, then every region node in program order.
     std::vector<Node *> dead;
     for (Node *source : region.sources) {
       torch::jit::WithInsertPoint guard(source->next());
@@ -284,7 +282,16 @@ public:
     }
     std::unordered_map<Node *, size_t> sinks(region.sinks.begin(),
                                              region.sinks.end());
-    for (Node *node : collectNodes(graph.block())) {
+    // The region's nodes in program order: walking only them keeps a graph
+    // of many small regions linear, not regions times nodes.
+    std::vector<std::pair<size_t, Node *>> order;
+    for (const auto *set : {&region.ops, &region.ifs})
+      for (Node *node : *set)
+        order.emplace_back(*position.find(node), node);
+    for (const auto &[node, offset] : sinks)
+      order.emplace_back(*position.find(node), node);
+    std::sort(order.begin(), order.end());
+    for (const auto &[at, node] : order) {
       if (region.ops.count(node)) {
         liftOp(node);
         dead.push_back(node);
@@ -469,7 +476,8 @@ bool liftScalars(std::shared_ptr<Graph> &graph, PassContext &ctx) {
       roots.push_back(find(i));
     members.push_back(sources[i]);
   }
-  bool changed = false;
+  std::vector<Region> regions;
+  std::unordered_set<Node *> convertedIfs;
   for (size_t root : roots) {
     Region region = growRegion(components[root], aliases);
     if (!region.whyNot.empty()) {
@@ -479,10 +487,29 @@ bool liftScalars(std::shared_ptr<Graph> &graph, PassContext &ctx) {
         ctx.declined(region.blocker, kRule, region.whyNot);
       continue;
     }
-    Lifter(*graph).run(region, ctx);
-    changed = true;
+    convertedIfs.insert(region.ifs.begin(), region.ifs.end());
+    regions.push_back(std::move(region));
   }
-  return changed;
+  if (regions.empty())
+    return false;
+  // Hoist the branches of every converted if, innermost first, so that
+  // program order has each value before its use; then number the nodes.
+  std::vector<Node *> order = collectNodes(graph->block());
+  bool hoisted = false;
+  for (auto it = order.rbegin(); it != order.rend(); ++it)
+    if (convertedIfs.count(*it)) {
+      hoistBranches(*it);
+      hoisted = true;
+    }
+  if (hoisted)
+    order = collectNodes(graph->block());
+  std::vector<std::pair<const Node *, size_t>> positions(order.size());
+  for (size_t i = 0; i < order.size(); ++i)
+    positions[i] = {order[i], i};
+  NodeIndex position(std::move(positions));
+  for (const Region &region : regions)
+    Lifter(*graph).run(region, position, ctx);
+  return true;
 }
 
 } // namespace staticify

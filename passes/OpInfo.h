@@ -110,6 +110,9 @@ enum Trait : uint32_t {
   /// The result has its first input's shape, whatever its dimension
   /// arguments (softmax, cumsum, flip, roll): along dim 0 of a vector too.
   kKeepsShape = 1u << 23,
+  /// Returns the coordinates of its input's nonzero elements, one row each:
+  /// [count of nonzeros, input.dim()] (nonzero, argwhere).
+  kNonzeroCoordinates = 1u << 24,
 };
 using Traits = uint32_t;
 

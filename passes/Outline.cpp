@@ -47,8 +47,8 @@ std::vector<OutlinedRegion> outlineRegions(torch::jit::Module &module,
   Value *self = graph.inputs().at(0);
   std::vector<std::vector<Node *>> members(partition.segments.size());
   for (Node *n : top->nodes())
-    if (auto it = partition.segmentOf.find(n); it != partition.segmentOf.end())
-      members[it->second].push_back(n);
+    if (std::optional<size_t> seg = partition.segmentOf.find(n))
+      members[*seg].push_back(n);
   for (size_t s = 0; s < partition.segments.size(); ++s) {
     const Segment &seg = partition.segments[s];
     if (seg.kind != Segment::Kind::StaticRegion || seg.numNodes < minNodes)

@@ -66,9 +66,10 @@ PartitionResult partitionGraph(const Graph &graph,
   for (const Node *n : top->nodes())
     if (n->kind() != c10::prim::Constant)
       nodes.push_back(n);
-  std::unordered_map<const Node *, size_t> index;
+  std::vector<std::pair<const Node *, size_t>> positions(nodes.size());
   for (size_t i = 0; i < nodes.size(); ++i)
-    index[nodes[i]] = i;
+    positions[i] = {nodes[i], i};
+  NodeIndex index(positions);
   std::vector<bool> dynamic(nodes.size());
   for (size_t i = 0; i < nodes.size(); ++i)
     dynamic[i] = isDynamic(nodes[i], analysis, found);
@@ -84,9 +85,9 @@ PartitionResult partitionGraph(const Graph &graph,
                                                              size_t owner) {
     for (const Value *in : n->inputs()) {
       const Node *producer = topLevel(in->node(), top);
-      auto it = producer ? index.find(producer) : index.end();
-      if (it != index.end() && dynamic[it->second])
-        parent[find(owner)] = find(it->second);
+      std::optional<size_t> at = producer ? index.find(producer) : std::nullopt;
+      if (at && dynamic[*at])
+        parent[find(owner)] = find(*at);
     }
     for (const Block *b : n->blocks())
       for (const Node *inner : b->nodes())
@@ -132,10 +133,11 @@ PartitionResult partitionGraph(const Graph &graph,
       }
       seg = result.segments.size() - 1;
     }
-    result.segmentOf[nodes[i]] = seg;
+    positions[i].second = seg;
     result.segments[seg].numNodes += countNodes(nodes[i]);
     widenSpan(result.segments[seg], nodes[i]);
   }
+  result.segmentOf = NodeIndex(std::move(positions));
   return result;
 }
 
@@ -198,10 +200,9 @@ std::string renderDot(const Graph &graph, const PartitionResult &partition,
   std::unordered_map<const Node *, size_t> id;
   std::vector<std::vector<const Node *>> members(partition.segments.size());
   for (const Node *n : top->nodes())
-    if (auto it = partition.segmentOf.find(n);
-        it != partition.segmentOf.end()) {
+    if (std::optional<size_t> seg = partition.segmentOf.find(n)) {
       id.emplace(n, id.size());
-      members[it->second].push_back(n);
+      members[*seg].push_back(n);
     }
   for (size_t s = 0; s < partition.segments.size(); ++s) {
     const Segment &seg = partition.segments[s];

@@ -11,11 +11,13 @@
 #pragma once
 
 #include "passes/Analysis.h"
+#include "passes/GraphUtils.h"
 #include "passes/Report.h"
 
 #include <torch/csrc/jit/ir/ir.h>
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -25,7 +27,7 @@ namespace staticify {
 struct PartitionResult {
   std::vector<Segment> segments;
   /// Top-level node -> index into segments (constants have none).
-  std::unordered_map<const torch::jit::Node *, size_t> segmentOf;
+  NodeIndex segmentOf;
 };
 
 /// The node of \p block that \p node is, or is nested in (a block's return

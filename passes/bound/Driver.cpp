@@ -267,10 +267,8 @@ private:
       if (!isTensor(node->output(i)))
         why = "the if returns a value that is neither a tensor nor a number";
       else if (rc.analysis.info(a).shape != ShapeDep::Static ||
-               rc.analysis.info(b).shape != ShapeDep::Static ||
-               !congruent(a, b))
-        why = "the branches' tensors are not provably of the same static "
-              "shape and dtype";
+               rc.analysis.info(b).shape != ShapeDep::Static)
+        why = "a branch's tensor has a data-dependent shape";
     }
     if (!why.empty()) {
       ctx.declined(node, kRule, why);
@@ -290,7 +288,9 @@ private:
       auto [a, b] = outs[i];
       Value *out = node->output(i);
       if (isTensor(out)) {
-        rc.replaceStatic(out, emit(graph, "aten::where", {c, a, b}, node));
+        // Of static shapes not provably congruent, behind a host-static
+        // guard, as if-convert does.
+        rc.replaceStatic(out, selectBranch(graph, c, a, b, node));
         continue;
       }
       Rep r(Rep::Kind::Lifted);
@@ -554,9 +554,9 @@ std::vector<std::vector<Node *>> rootsByIsland(Graph &graph,
     if (analysis.findings[i].role != Role::Root)
       continue;
     Node *node = const_cast<Node *>(analysis.findingNodes[i]);
-    auto it = partition.segmentOf.find(topLevel(node, graph.block()));
-    bySegment[it == partition.segmentOf.end() ? SIZE_MAX : it->second]
-        .push_back(node);
+    std::optional<size_t> seg =
+        partition.segmentOf.find(topLevel(node, graph.block()));
+    bySegment[seg.value_or(SIZE_MAX)].push_back(node);
   }
   std::vector<std::vector<Node *>> islands;
   for (auto &[segment, nodes] : bySegment)

@@ -169,8 +169,12 @@ private:
 
   void analyzeBlock(const Block *block) {
     for (const Node *node : block->nodes()) {
-      if (!silentDepth)
+      if (!silentDepth) {
         ++result.numNodes;
+        result.positionsOfOp[node->kind()].push_back(
+            static_cast<uint32_t>(result.nodes.size()));
+        result.nodes.push_back(const_cast<Node *>(node));
+      }
       if (node->kind() == c10::prim::If)
         analyzeIf(node);
       else if (node->kind() == c10::prim::Loop)

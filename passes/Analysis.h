@@ -14,6 +14,8 @@
 
 #include <torch/csrc/jit/ir/ir.h>
 
+#include <algorithm>
+
 #include <array>
 #include <cstdint>
 #include <memory>
@@ -77,7 +79,30 @@ struct AnalysisResult {
   /// are counted here, not as findings.
   size_t errorPathSyncPoints = 0;
 
+  /// Every node, in program order (collectNodes' order), and the positions
+  /// in `nodes` of each op's nodes: a pass asks for the nodes of the ops it
+  /// rewrites (nodesWhere) instead of walking the whole graph. Handles to
+  /// the analysed graph's nodes, valid while it is unchanged.
+  std::vector<torch::jit::Node *> nodes;
+  std::unordered_map<c10::Symbol, std::vector<uint32_t>> positionsOfOp;
+
   const ValueInfo &info(const torch::jit::Value *v) const;
+
+  /// The nodes whose op satisfies \p wanted (asked once per op), in program
+  /// order.
+  template <typename Pred>
+  std::vector<torch::jit::Node *> nodesWhere(Pred &&wanted) const {
+    std::vector<uint32_t> positions;
+    for (const auto &[op, at] : positionsOfOp)
+      if (wanted(op))
+        positions.insert(positions.end(), at.begin(), at.end());
+    std::sort(positions.begin(), positions.end());
+    std::vector<torch::jit::Node *> out;
+    out.reserve(positions.size());
+    for (uint32_t i : positions)
+      out.push_back(nodes[i]);
+    return out;
+  }
 };
 
 /// The attribute of a `prim::If` that a rewrite inserted as a guard on host

@@ -7,6 +7,7 @@
 #include <torch/csrc/jit/passes/constant_propagation.h>
 #include <torch/csrc/jit/passes/dead_code_elimination.h>
 
+#include <algorithm>
 #include <stdexcept>
 #include <type_traits>
 #include <unordered_set>
@@ -217,22 +218,52 @@ static bool deadUser(const Node *user,
 /// The pure nodes of \p graph whose results nothing live uses, consumers
 /// before producers; the nodes in \p alsoDead count as dead whatever they
 /// are (and are not in the result).
-static std::vector<Node *>
-deadNodes(torch::jit::Graph &graph, std::unordered_set<const Node *> &dead) {
+///
+/// With \p deadWriters, also whether libtorch's dead-code elimination might
+/// remove something once they are gone: a node without side effects that
+/// is not erasable here (it may write) with no live use of any result, or
+/// an if or loop with a result no live node uses.
+static std::vector<Node *> deadNodes(torch::jit::Graph &graph,
+                                     std::unordered_set<const Node *> &dead,
+                                     bool *deadWriters = nullptr) {
   // In reverse program order every consumer, nested blocks included, is
   // seen before its producers: one pass marks, one sweep destroys.
   std::vector<Node *> nodes = collectNodes(graph.block());
   std::vector<Node *> order;
+  if (deadWriters)
+    *deadWriters = false;
+  auto hasLiveUse = [&](const Value *out) {
+    for (const torch::jit::Use &use : out->uses())
+      if (!deadUser(use.user, dead))
+        return true;
+    return false;
+  };
   for (auto it = nodes.rbegin(); it != nodes.rend(); ++it) {
     Node *node = *it;
-    if (node->outputs().empty() || !isErasable(node) || dead.count(node))
+    if (dead.count(node))
       continue;
-    bool live = false;
-    for (const Value *out : node->outputs())
-      for (const torch::jit::Use &use : out->uses())
-        live |= !deadUser(use.user, dead);
-    if (live)
+    bool erasable = !node->outputs().empty() && isErasable(node);
+    if (!erasable) {
+      if (deadWriters && !*deadWriters &&
+          node->kind() != c10::prim::Return && !node->hasSideEffects()) {
+        bool allUnused = true, someUnused = false;
+        for (const Value *out : node->outputs()) {
+          bool unused = !hasLiveUse(out);
+          allUnused &= unused;
+          someUnused |= unused;
+        }
+        *deadWriters = allUnused || (someUnused && !node->blocks().empty());
+      }
       continue;
+    }
+    if (std::any_of(node->outputs().begin(), node->outputs().end(),
+                    hasLiveUse)) {
+      if (deadWriters && !*deadWriters && !node->blocks().empty() &&
+          !std::all_of(node->outputs().begin(), node->outputs().end(),
+                       hasLiveUse))
+        *deadWriters = true;
+      continue;
+    }
     dead.insert(node);
     order.push_back(node);
   }
@@ -314,40 +345,35 @@ static bool needsAliasingFold(const Node *node) {
                      mutableValue);
 }
 
-bool propagateConstants(std::shared_ptr<torch::jit::Graph> &graph) {
+bool propagateConstants(std::shared_ptr<torch::jit::Graph> &graph,
+                        std::vector<Node *> *nodesAfter) {
   bool changed = torch::jit::ConstantPropagationImmutableTypes(graph);
   std::vector<Node *> nodes = collectNodes(graph->block());
-  if (std::any_of(nodes.begin(), nodes.end(), needsAliasingFold))
+  if (std::any_of(nodes.begin(), nodes.end(), needsAliasingFold)) {
     changed |= torch::jit::ConstantPropagation(graph,
                                                /*ignore_custom_classes=*/true);
+    if (nodesAfter)
+      nodes = collectNodes(graph->block());
+  }
+  if (nodesAfter)
+    *nodesAfter = std::move(nodes);
   return changed;
 }
 
-/// Whether libtorch's dead-code elimination might still remove something
-/// from a graph with no pure dead node left. Of the nodes it removes, the
-/// last has no used result (or is an if or loop whose unused result it
-/// drops first): such a node is a writer or an if/loop here.
-static bool mayHaveDeadWriters(torch::jit::Graph &graph) {
-  for (Node *node : collectNodes(graph.block())) {
-    if (node->kind() == c10::prim::Return || node->hasSideEffects())
-      continue;
-    bool allUnused = true, someUnused = false;
-    for (const Value *out : node->outputs()) {
-      allUnused &= !out->hasUses();
-      someUnused |= !out->hasUses();
-    }
-    if (allUnused || (someUnused && !node->blocks().empty()))
-      return true;
-  }
-  return false;
-}
-
-void eliminateDeadCode(std::shared_ptr<torch::jit::Graph> &graph) {
+bool eliminateDeadCode(std::shared_ptr<torch::jit::Graph> &graph) {
   std::unordered_set<const Node *> dead;
-  for (Node *node : deadNodes(*graph, dead))
+  // Of the nodes libtorch's pass removes, the last has no used result (or
+  // is an if or loop whose unused result it drops first): with no pure dead
+  // node left, such a node is a writer or an if/loop here.
+  bool deadWriters = false;
+  std::vector<Node *> pure = deadNodes(*graph, dead, &deadWriters);
+  for (Node *node : pure)
     node->destroy();
-  if (mayHaveDeadWriters(*graph))
-    torch::jit::EliminateDeadCode(graph);
+  if (!deadWriters)
+    return !pure.empty();
+  size_t before = countNodes(graph->block());
+  torch::jit::EliminateDeadCode(graph);
+  return !pure.empty() || countNodes(graph->block()) != before;
 }
 
 bool computesSameValue(const Value *a, const Value *b,
@@ -473,8 +499,11 @@ bool Aliases::mayWrite(const Node *node) {
   }
 }
 
-Aliases::Aliases(std::shared_ptr<Graph> graph)
-    : graph(std::move(graph)), anyWriter(anyWriterIn(this->graph->block())) {
+Aliases::Aliases(std::shared_ptr<Graph> graph,
+                 const std::vector<Node *> *nodes)
+    : graph(std::move(graph)),
+      anyWriter(nodes ? std::any_of(nodes->begin(), nodes->end(), mayWrite)
+                      : anyWriterIn(this->graph->block())) {
   if (anyWriter) // built now, on the graph as it is before any rewrite
     db();
 }
@@ -488,7 +517,8 @@ const torch::jit::AliasDb &Aliases::db() const {
 const Aliases &FactCache::aliases(const std::shared_ptr<Graph> &graph) {
   check(graph.get());
   if (!aliases_)
-    aliases_ = std::make_unique<Aliases>(graph);
+    aliases_ = std::make_unique<Aliases>(
+        graph, analysis_ ? &analysis_->nodes : nullptr);
   return *aliases_;
 }
 

@@ -97,14 +97,18 @@ size_t eraseNodes(const std::vector<torch::jit::Node *> &order,
 /// folded first (ConstantPropagationImmutableTypes), and the full pass runs
 /// only if a node with constant inputs and a mutable input or result (a
 /// tensor, a list) is left. An alias analysis of a large graph costs more
-/// than everything else normalize does. Returns whether the graph changed.
-bool propagateConstants(std::shared_ptr<torch::jit::Graph> &graph);
+/// than everything else normalize does. Returns whether the graph changed;
+/// \p nodesAfter, when given, receives the graph's nodes afterwards
+/// (collectNodes).
+bool propagateConstants(std::shared_ptr<torch::jit::Graph> &graph,
+                        std::vector<torch::jit::Node *> *nodesAfter = nullptr);
 
 /// libtorch's EliminateDeadCode, with the same result: the pure dead nodes
 /// go first without an alias analysis, and libtorch's pass (which builds
 /// one) runs only if something it might remove is left: a node with unused
 /// results that may write to memory, or an if or loop with an unused result.
-void eliminateDeadCode(std::shared_ptr<torch::jit::Graph> &graph);
+/// Returns whether it removed anything.
+bool eliminateDeadCode(std::shared_ptr<torch::jit::Graph> &graph);
 
 /// Whether \p a and \p b provably hold the same value: the same value,
 /// equal constants, or the same deterministic op (no blocks, no writes, no

@@ -217,13 +217,13 @@ static bool inGuardFallback(const Node *node) {
 
 bool ifConvert(std::shared_ptr<Graph> &graph, PassContext &ctx) {
   bool changed = false;
-  const Aliases &aliases = ctx.facts.aliases(graph);
   // Innermost first: a nested If is converted before the one around it.
   // Only Ifs are kept: conversions destroy conditions, never Ifs.
-  std::vector<Node *> ifs;
-  for (Node *n : collectNodes(graph->block()))
-    if (n->kind() == c10::prim::If)
-      ifs.push_back(n);
+  std::vector<Node *> ifs = ctx.facts.analysis(graph).nodesWhere(
+      [](c10::Symbol op) { return op == c10::prim::If; });
+  if (ifs.empty())
+    return false;
+  const Aliases &aliases = ctx.facts.aliases(graph);
   for (auto it = ifs.rbegin(); it != ifs.rend(); ++it) {
     Node *node = *it;
     Node *cond = node->input(0)->node();

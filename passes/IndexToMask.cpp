@@ -171,12 +171,12 @@ struct Group {
 
 /// Every row gather by where(m)[0] of an unwritten mask, grouped by mask
 /// (groups in the order of their first site).
-std::vector<Group> collectGroups(const std::shared_ptr<Graph> &graph,
+std::vector<Group> collectGroups(const std::vector<Node *> &candidates,
                                  const Aliases &aliases,
                                  PassContext *ctx) {
   std::vector<Group> groups;
   std::unordered_map<Value *, size_t> groupOf;
-  for (Node *node : collectNodes(graph->block())) {
+  for (Node *node : candidates) {
     Value *index = nullptr;
     std::string op = node->kind().toQualString();
     if ((op == "aten::gather" || op == "aten::index_select") &&
@@ -312,8 +312,16 @@ constexpr size_t kMaxTrials = 16;
 } // namespace
 
 bool indexToMask(std::shared_ptr<Graph> &graph, PassContext &ctx) {
+  // Row gathers: the nodes of the ops collectGroups matches.
+  std::vector<Node *> candidates =
+      ctx.facts.analysis(graph).nodesWhere([](c10::Symbol op) {
+        return op == c10::aten::gather || op == c10::aten::index_select ||
+               op == c10::aten::index;
+      });
+  if (candidates.empty())
+    return false;
   std::vector<Group> groups =
-      collectGroups(graph, ctx.facts.aliases(graph), &ctx);
+      collectGroups(candidates, ctx.facts.aliases(graph), &ctx);
   std::vector<size_t> chosen;
   std::vector<size_t> uncertain;
   for (size_t k = 0; k < groups.size(); ++k)

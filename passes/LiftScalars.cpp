@@ -46,25 +46,32 @@ bool isItem(const Node *node) {
          isTensor(node->input(0));
 }
 
-/// For `where(m)[k].numel()`, `nonzero(m).size(0)` and their len/size
-/// spellings: the mask whose count of nonzero elements they read.
-Value *countedMask(const Node *node) {
+/// What `where(m)[k].numel()`, `nonzero(m).size(0)`, `nonzero(m).numel()`
+/// and their len/size spellings read: the count of m's nonzero elements,
+/// times m.dim() for the numel of nonzero's [count, m.dim()] coordinates.
+struct CountedMask {
+  Value *mask = nullptr;
+  bool timesRank = false;
+  explicit operator bool() const { return mask != nullptr; }
+};
+
+CountedMask countedMask(const Node *node) {
   const std::string op = node->kind().toQualString();
   bool rows =
       op == "aten::len" || (op == "aten::size" && node->inputs().size() == 2 &&
                             constantInt(node->input(1)) == 0);
   if (!rows && op != "aten::numel")
-    return nullptr;
+    return {};
   const Node *producer = node->input(0)->node();
   if (producer->kind() == c10::aten::__getitem__) {
     const Node *where = producer->input(0)->node();
     if (where->kind() == c10::aten::where && where->inputs().size() == 1)
-      return where->input(0); // each index tensor has one entry per nonzero
+      return {where->input(0)}; // each index tensor has one entry per nonzero
   }
-  if (rows && (producer->kind() == c10::aten::nonzero ||
-               producer->kind() == c10::aten::argwhere))
-    return producer->input(0);
-  return nullptr;
+  const OpInfo *info = opInfo(producer);
+  if (info && info->has(kNonzeroCoordinates))
+    return {producer->input(0), /*timesRank=*/!rows};
+  return {};
 }
 
 bool isSource(const Node *node) {
@@ -252,19 +259,25 @@ public:
   explicit Lifter(Graph &graph) : graph(graph) {}
 
   /// Lifts \p region, whose converted ifs' branches are hoisted already;
-  /// \p position orders the graph's nodes as they are now (other regions'
-  /// rewrites insert nodes but never move this one's).
-  void run(const Region &region, const NodeIndex &position,
+  /// \p order ranks its nodes in program order as it is now (other
+  /// regions' rewrites insert nodes but never move this one's).
+  void run(const Region &region,
+           const std::unordered_map<const Node *, size_t> &rank,
            PassContext &ctx) {
     // Lift the sources, then every region node in program order.
     std::vector<Node *> dead;
     for (Node *source : region.sources) {
       torch::jit::WithInsertPoint guard(source->next());
-      if (Value *mask = countedMask(source)) {
+      if (CountedMask counted = countedMask(source)) {
         // The count of nonzero elements, read on the device (int64).
+        Value *mask = counted.mask;
         Value *count =
             emit(graph, "aten::sum",
                  {emit(graph, "aten::ne", {mask, 0}, source)}, source);
+        if (counted.timesRank)
+          count = emit(graph, "aten::mul",
+                       {count, emit(graph, "aten::dim", {mask}, source)},
+                       source);
         if (!device)
           device = emit(graph, "prim::device", {count}, source);
         lifted[source->output()] = count;
@@ -287,9 +300,9 @@ public:
     std::vector<std::pair<size_t, Node *>> order;
     for (const auto *set : {&region.ops, &region.ifs})
       for (Node *node : *set)
-        order.emplace_back(*position.find(node), node);
+        order.emplace_back(rank.at(node), node);
     for (const auto &[node, offset] : sinks)
-      order.emplace_back(*position.find(node), node);
+      order.emplace_back(rank.at(node), node);
     std::sort(order.begin(), order.end());
     for (const auto &[at, node] : order) {
       if (region.ops.count(node)) {
@@ -448,11 +461,19 @@ private:
 } // namespace
 
 bool liftScalars(std::shared_ptr<Graph> &graph, PassContext &ctx) {
-  const Aliases &aliases = ctx.facts.aliases(graph);
+  const AnalysisResult &analysis = ctx.facts.analysis(graph);
   std::vector<Node *> sources;
-  for (Node *node : collectNodes(graph->block()))
+  for (Node *node : analysis.nodesWhere([](c10::Symbol op) {
+         return anyOpInfo(op, [](const OpInfo &e) {
+           return e.role == OpRole::SyncRead || e.role == OpRole::ShapeRead ||
+                  e.has(kHostConversion);
+         });
+       }))
     if (isSource(node))
       sources.push_back(node);
+  if (sources.empty())
+    return false;
+  const Aliases &aliases = ctx.facts.aliases(graph);
   // Sources whose regions meet (the sampler's two counts meet in the ifs
   // that balance them) are lifted together or not at all.
   std::vector<size_t> group(sources.size());
@@ -492,23 +513,37 @@ bool liftScalars(std::shared_ptr<Graph> &graph, PassContext &ctx) {
   }
   if (regions.empty())
     return false;
-  // Hoist the branches of every converted if, innermost first, so that
-  // program order has each value before its use; then number the nodes.
-  std::vector<Node *> order = collectNodes(graph->block());
-  bool hoisted = false;
-  for (auto it = order.rbegin(); it != order.rend(); ++it)
-    if (convertedIfs.count(*it)) {
-      hoistBranches(*it);
-      hoisted = true;
+  // The regions' nodes ranked in program order once the branches of every
+  // converted if are hoisted before it: from the analysis's node order, in
+  // which an if comes before its branches' nodes, a converted if ranks
+  // after the last of them instead.
+  std::unordered_map<const Node *, size_t> rank;
+  for (const Region &region : regions) {
+    for (const auto *set : {&region.ops, &region.ifs})
+      for (const Node *n : *set)
+        rank.emplace(n, 0);
+    for (const auto &[n, offset] : region.sinks)
+      rank.emplace(n, 0);
+  }
+  std::vector<std::pair<size_t, Node *>> ifsByPosition;
+  const std::vector<Node *> &nodes = analysis.nodes;
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    auto it = rank.find(nodes[i]);
+    if (it == rank.end())
+      continue;
+    if (convertedIfs.count(nodes[i])) {
+      it->second = 2 * (i + countNodes(nodes[i]) - 1) + 1;
+      ifsByPosition.emplace_back(i, nodes[i]);
+    } else {
+      it->second = 2 * i;
     }
-  if (hoisted)
-    order = collectNodes(graph->block());
-  std::vector<std::pair<const Node *, size_t>> positions(order.size());
-  for (size_t i = 0; i < order.size(); ++i)
-    positions[i] = {order[i], i};
-  NodeIndex position(std::move(positions));
+  }
+  // Hoist innermost first, so that program order has each value before
+  // its use.
+  for (auto it = ifsByPosition.rbegin(); it != ifsByPosition.rend(); ++it)
+    hoistBranches(it->second);
   for (const Region &region : regions)
-    Lifter(*graph).run(region, position, ctx);
+    Lifter(*graph).run(region, rank, ctx);
   return true;
 }
 

@@ -139,8 +139,13 @@ bool maskPropagate(std::shared_ptr<Graph> &graph, PassContext &ctx) {
     if (changed)
       ctx.facts.invalidate();
     const AnalysisResult &analysis = ctx.facts.analysis(graph);
+    // Every rewrite here starts from a selection (x[m], masked_select).
+    if (analysis.nodesWhere([](c10::Symbol op) {
+          return op == c10::aten::index || op == c10::aten::masked_select;
+        }).empty())
+      break;
     const Aliases &aliases = ctx.facts.aliases(graph);
-    for (Node *node : collectNodes(graph->block())) {
+    for (Node *node : analysis.nodes) {
       if (node->kind() == c10::aten::index &&
           combineNested(*graph, node, analysis, aliases, ctx)) {
         again = changed = true;

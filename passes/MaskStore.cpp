@@ -39,7 +39,9 @@ bool maskStore(std::shared_ptr<Graph> &graph, PassContext &ctx) {
       c10::Symbol::fromQualString("aten::index_put_");
   static const c10::Symbol indexPut =
       c10::Symbol::fromQualString("aten::index_put");
-  for (Node *node : collectNodes(graph->block())) {
+  for (Node *node : analysis.nodesWhere([](c10::Symbol op) {
+         return op == indexPutInPlace || op == indexPut;
+       })) {
     bool inPlace = node->kind() == indexPutInPlace;
     if (!inPlace && node->kind() != indexPut)
       continue;

@@ -4,7 +4,6 @@
 
 #include "passes/GraphUtils.h"
 #include "passes/OpCatalogue.h"
-#include "passes/OpInfo.h"
 #include "passes/Selection.h"
 
 #include <algorithm>
@@ -224,40 +223,6 @@ bool rewriteSizeRead(Graph &graph, Node *node, const Selection &sel,
   return true;
 }
 
-/// numel / size(_, 0) / len of `nonzero(x)` (or argwhere): the count of
-/// x's nonzero elements (times x.dim() for numel), as a host int, without
-/// the coordinates. x is read here instead of at the nonzero: nothing may
-/// write to it.
-bool rewriteNonzeroSizeRead(Graph &graph, Node *node, const Aliases &aliases,
-                            PassContext &ctx) {
-  Node *coords = node->input(0)->node();
-  const OpInfo *info = opInfo(coords);
-  if (!info || !info->has(kNonzeroCoordinates) ||
-      aliases.hasWriters(coords->input(0)) ||
-      aliases.hasWriters(node->input(0)))
-    return false;
-  bool numel = node->kind() == c10::Symbol::fromQualString("aten::numel");
-  if (node->kind() == c10::aten::size) {
-    std::optional<int64_t> dim =
-        node->inputs().size() == 2 ? constantInt(node->input(1)) : std::nullopt;
-    if (dim != 0 && dim != -2)
-      return false; // size() as a list, or dimension 1 (x.dim(): static)
-  } else if (!numel && node->kind() != c10::aten::len) {
-    return false;
-  }
-  Value *x = coords->input(0);
-  torch::jit::WithInsertPoint guard(node);
-  Value *count = emit(graph, "aten::count_nonzero", {x}, node);
-  if (numel)
-    count = emit(graph, "aten::mul",
-                 {count, emit(graph, "aten::dim", {x}, node)}, node);
-  node->output()->replaceAllUsesWith(emit(graph, "aten::Int", {count}, node));
-  ctx.rewrote(node, kRule);
-  node->destroy();
-  eraseIfDead(coords, ctx, kRule);
-  return true;
-}
-
 } // namespace
 
 std::vector<Value *> emitMaskedReduction(Graph &graph, Node *node,
@@ -281,20 +246,22 @@ std::vector<Value *> emitMaskedReduction(Graph &graph, Node *node,
 
 bool maskedReduce(std::shared_ptr<Graph> &graph, PassContext &ctx) {
   const AnalysisResult &analysis = ctx.facts.analysis(graph);
+  std::vector<Node *> candidates = analysis.nodesWhere([](c10::Symbol op) {
+    return anyOpInfo(op, [](const OpInfo &e) {
+      return e.role == OpRole::Reduction || e.role == OpRole::ShapeRead;
+    });
+  });
+  if (candidates.empty())
+    return false;
   const Aliases &aliases = ctx.facts.aliases(graph);
   bool changed = false;
-  for (Node *node : collectNodes(graph->block())) {
+  for (Node *node : candidates) {
     OpRole role = opRole(node);
     if (role != OpRole::Reduction && role != OpRole::ShapeRead)
       continue;
     if (countTensorInputs(node) != 1 ||
         node->input(0)->type()->kind() != c10::TypeKind::TensorType)
       continue; // max(a, b) and min(a, b) are elementwise, not reductions
-    if (role == OpRole::ShapeRead &&
-        rewriteNonzeroSizeRead(*graph, node, aliases, ctx)) {
-      changed = true;
-      continue;
-    }
     auto sel = matchSelection(node->input(0), analysis);
     if (!sel) {
       const Node *producer = node->input(0)->node();

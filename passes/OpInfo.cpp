@@ -2,6 +2,8 @@
 
 #include "passes/OpInfo.h"
 
+#include <algorithm>
+
 #include <cstring>
 #include <unordered_map>
 
@@ -308,6 +310,17 @@ const OpInfo *opInfo(const Node *node) {
         if (schema->overload_name() == e->overload)
           return e;
   return op.any;
+}
+
+bool anyOpInfo(Symbol op, const std::function<bool(const OpInfo &)> &pred) {
+  const Index &idx = index();
+  auto it = idx.ops.find(op);
+  if (it == idx.ops.end())
+    return false;
+  const Index::Op &entries = it->second;
+  return (entries.any && pred(*entries.any)) ||
+         std::any_of(entries.overloads.begin(), entries.overloads.end(),
+                     [&](const OpInfo *e) { return pred(*e); });
 }
 
 const std::vector<OpInfo> &allOpInfos() { return kTable; }

@@ -20,6 +20,7 @@
 #include <torch/csrc/jit/ir/ir.h>
 
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 namespace staticify {
@@ -210,6 +211,12 @@ struct OpInfo {
 
 /// The entry for \p node, or nullptr when the table does not know its op.
 const OpInfo *opInfo(const torch::jit::Node *node);
+
+/// Whether some entry of op \p op (an overload's, or the catch-all)
+/// satisfies \p pred: whether a node of that op may be one a pass wants,
+/// asked once per op (AnalysisResult::nodesWhere) and checked per node
+/// after.
+bool anyOpInfo(c10::Symbol op, const std::function<bool(const OpInfo &)> &pred);
 
 /// Every entry, in table order (for tests and documentation).
 const std::vector<OpInfo> &allOpInfos();

@@ -54,7 +54,10 @@ struct PassOptions {
 /// construction is the costliest step of several passes on large graphs.
 class Aliases {
 public:
-  explicit Aliases(std::shared_ptr<torch::jit::Graph> graph);
+  /// \p nodes, when given, are every node of \p graph (an analysis's
+  /// census): looking for a writer through them saves walking the graph.
+  explicit Aliases(std::shared_ptr<torch::jit::Graph> graph,
+                   const std::vector<torch::jit::Node *> *nodes = nullptr);
 
   /// Whether a node may write to \p v's memory.
   bool hasWriters(const torch::jit::Value *v) const {

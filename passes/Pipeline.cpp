@@ -53,70 +53,83 @@ static bool inlineCalls(std::shared_ptr<Graph> &graph, PassContext &) {
 /// `mean()`/`sum()`, which is how PyTorch reduces a loss (kReducedLoss): the
 /// elementwise part then goes through selections and padding like any
 /// elementwise op, and the reduction is masked.
-static bool decomposeReducedLosses(Graph &graph) {
-  bool changed = false;
-  for (Node *node : collectNodes(graph.block())) {
-    int64_t reduction = lossReduction(node);
-    if (reduction != 1 && reduction != 2)
-      continue;
-    torch::jit::WithInsertPoint guard(node);
-    torch::jit::Value *none = graph.insertConstant(int64_t{0});
-    torch::jit::Value *old = namedInput(node, "reduction");
-    Node *perElement = graph.insertNode(graph.createClone(
-        node, [&](torch::jit::Value *v) { return v == old ? none : v; }));
-    perElement->setSourceRange(node->sourceRange());
-    torch::jit::Value *reduced =
-        emit(graph, reduction == 1 ? "aten::mean" : "aten::sum",
-             {perElement->output()}, node,
-             {torch::jit::NamedValue("dtype", c10::IValue())});
-    node->output()->replaceAllUsesWith(reduced);
-    node->destroy();
-    changed = true;
-  }
-  return changed;
+static bool decomposeReducedLoss(Graph &graph, Node *node) {
+  int64_t reduction = lossReduction(node);
+  if (reduction != 1 && reduction != 2)
+    return false;
+  torch::jit::WithInsertPoint guard(node);
+  torch::jit::Value *none = graph.insertConstant(int64_t{0});
+  torch::jit::Value *old = namedInput(node, "reduction");
+  Node *perElement = graph.insertNode(graph.createClone(
+      node, [&](torch::jit::Value *v) { return v == old ? none : v; }));
+  perElement->setSourceRange(node->sourceRange());
+  torch::jit::Value *reduced =
+      emit(graph, reduction == 1 ? "aten::mean" : "aten::sum",
+           {perElement->output()}, node,
+           {torch::jit::NamedValue("dtype", c10::IValue())});
+  node->output()->replaceAllUsesWith(reduced);
+  node->destroy();
+  return true;
 }
 
 /// `x.shape[i]` (`size(x)[i]` for a constant i, the list not written) as
 /// `x.size(i)`: one spelling for the rules of a dimension's size (bound
 /// lifts dimension 0 of a bounded value to its count). Out of range both
 /// raise, with other texts.
-static bool canonicalizeSizeItems(Graph &graph) {
-  bool changed = false;
-  for (Node *node : collectNodes(graph.block())) {
-    if (node->kind() != c10::aten::__getitem__ || node->inputs().size() != 2)
-      continue;
-    Node *sizes = node->input(0)->node();
-    std::optional<int64_t> dim = constantInt(node->input(1));
-    if (sizes->kind() != c10::aten::size || sizes->inputs().size() != 1 ||
-        !dim || !isTensor(sizes->input(0)))
-      continue;
-    const auto &uses = sizes->output()->uses();
-    if (std::any_of(uses.begin(), uses.end(), [](const torch::jit::Use &u) {
-          return mutatesFirstInput(u.user);
-        }))
-      continue;
-    torch::jit::WithInsertPoint guard(node);
-    torch::jit::Value *size =
-        emit(graph, "aten::size", {sizes->input(0), node->input(1)}, node);
-    node->output()->replaceAllUsesWith(size);
-    node->destroy();
-    changed = true;
+static bool canonicalizeSizeItem(Graph &graph, Node *node) {
+  if (node->kind() != c10::aten::__getitem__ || node->inputs().size() != 2)
+    return false;
+  Node *sizes = node->input(0)->node();
+  std::optional<int64_t> dim = constantInt(node->input(1));
+  if (sizes->kind() != c10::aten::size || sizes->inputs().size() != 1 ||
+      !dim || !isTensor(sizes->input(0)))
+    return false;
+  const auto &uses = sizes->output()->uses();
+  if (std::any_of(uses.begin(), uses.end(), [](const torch::jit::Use &u) {
+        return mutatesFirstInput(u.user);
+      }))
+    return false;
+  torch::jit::WithInsertPoint guard(node);
+  torch::jit::Value *size =
+      emit(graph, "aten::size", {sizes->input(0), node->input(1)}, node);
+  node->output()->replaceAllUsesWith(size);
+  node->destroy();
+  return true;
+}
+
+/// Whether \p node is one LowerSimpleTuples may remove or rewire.
+static bool isTupleOp(const Node *node) {
+  switch (node->kind()) {
+  case c10::prim::TupleConstruct:
+  case c10::prim::TupleUnpack:
+  case c10::prim::TupleIndex:
+  case c10::prim::TupleSlice:
+    return true;
+  default:
+    return false;
   }
-  return changed;
 }
 
 /// Canonical forms the analysis and the rewrites rely on. Constant
 /// propagation never folds nondeterministic ops (rand*, randperm,
 /// multinomial), and nothing here merges or reorders them.
 static bool normalize(std::shared_ptr<Graph> &graph, PassContext &) {
-  size_t before = countNodes(graph->block());
-  bool changed = propagateConstants(graph);
-  changed |= decomposeReducedLosses(*graph);
-  changed |= canonicalizeSizeItems(*graph);
-  torch::jit::LowerSimpleTuples(graph->block()); // its graph form adds a DCE
-  eliminateDeadCode(graph);
-  // Tuple lowering and dead-code elimination only ever remove nodes.
-  return changed || countNodes(graph->block()) != before;
+  std::vector<Node *> nodes;
+  bool changed = propagateConstants(graph, &nodes);
+  // One sweep for the per-node forms: each rewrite replaces only the node
+  // it visits, by nodes it inserts before it (never visited).
+  bool tuples = false;
+  for (Node *node : nodes) {
+    tuples |= isTupleOp(node);
+    changed |= decomposeReducedLoss(*graph, node) ||
+               canonicalizeSizeItem(*graph, node);
+  }
+  if (tuples) {
+    torch::jit::LowerSimpleTuples(graph->block()); // its graph form adds a DCE
+    changed = true; // it may or may not have: said changed, facts recomputed
+  }
+  changed |= eliminateDeadCode(graph);
+  return changed;
 }
 
 const std::vector<PassInfo> &registeredPasses() {
@@ -331,6 +344,11 @@ void verifyAfter(const PassInfo &pass, Graph &graph, bool changed,
       graph.toString(/*print_source_locations=*/false) != before)
     throw std::runtime_error("pass '" + pass.name +
                              "' changed the graph but reported no change");
+  // The passes find their candidates in the analysis's node census: it is
+  // every node, in program order.
+  if (analyzeGraph(graph, Detail::Facts).nodes != collectNodes(graph.block()))
+    throw std::runtime_error("after pass '" + pass.name +
+                             "': the analysis's nodes are not the graph's");
 }
 
 PipelineResult runPipeline(std::shared_ptr<Graph> &graph,

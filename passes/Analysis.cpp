@@ -72,6 +72,14 @@ std::string nodeText(const Node *node) {
   return first == std::string::npos ? text : text.substr(first);
 }
 
+std::string valueName(const Node *node);
+
+void addReportFields(Finding &f, const Node *node) {
+  f.value = valueName(node);
+  f.location = locationOf(node);
+  f.nodeText = nodeText(node);
+}
+
 std::string valueName(const Node *node) {
   if (node->outputs().empty())
     return "";
@@ -203,13 +211,10 @@ private:
     f.role = role;
     f.op = node->kind().toQualString();
     f.message = std::move(message);
-    if (result.detail == Detail::Report) {
+    if (result.detail == Detail::Report)
       // Source locations and node text are what a report shows, and most
       // of the analysis's time on a large model: facts for passes skip them.
-      f.value = valueName(node);
-      f.location = locationOf(node);
-      f.nodeText = nodeText(node);
-    }
+      addReportFields(f, node);
     for (size_t i = 0; i < causes.numRoots; ++i)
       f.causes.push_back(causes.roots[i]);
     result.findings.push_back(std::move(f));
@@ -761,6 +766,14 @@ private:
 size_t countSyncPoints(const AnalysisResult &analysis) {
   return std::count_if(analysis.findings.begin(), analysis.findings.end(),
                        [](const Finding &f) { return f.role == Role::Root; });
+}
+
+void addReportDetail(AnalysisResult &analysis) {
+  if (analysis.detail == Detail::Report)
+    return;
+  for (size_t i = 0; i < analysis.findings.size(); ++i)
+    addReportFields(analysis.findings[i], analysis.findingNodes[i]);
+  analysis.detail = Detail::Report;
 }
 
 AnalysisResult analyzeGraph(const Graph &graph, Detail detail) {

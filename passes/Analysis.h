@@ -119,6 +119,12 @@ inline c10::Symbol guardAttr() { return c10::Symbol::attr("staticify_guard"); }
 AnalysisResult analyzeGraph(const torch::jit::Graph &graph,
                             Detail detail = Detail::Report);
 
+/// Raises \p analysis, at Detail::Facts, to Detail::Report: what a report
+/// shows of each finding (value name, source location, node text) is
+/// filled in from its node, which is what analysing again at that detail
+/// would give, without the analysis.
+void addReportDetail(AnalysisResult &analysis);
+
 /// Where data reaches the host: every root finding syncs (a nonzero, an
 /// item(), a branch on data); what derives from one does not sync again.
 /// The rewrites that could trade one sync for several compare this count.

@@ -198,8 +198,13 @@ size_t countNodes(const Node *node) {
 }
 
 std::vector<Node *> collectNodes(torch::jit::Block *block) {
+  // Passes collect one graph's nodes again and again: reserving the last
+  // count spares a large graph the vector's regrowths.
+  thread_local size_t lastCount = 0;
   std::vector<Node *> nodes;
+  nodes.reserve(lastCount);
   collectInto(block, nodes);
+  lastCount = nodes.size();
   return nodes;
 }
 
@@ -223,12 +228,18 @@ static bool deadUser(const Node *user,
 /// remove something once they are gone: a node without side effects that
 /// is not erasable here (it may write) with no live use of any result, or
 /// an if or loop with a result no live node uses.
-static std::vector<Node *> deadNodes(torch::jit::Graph &graph,
-                                     std::unordered_set<const Node *> &dead,
-                                     bool *deadWriters = nullptr) {
+///
+/// \p snapshot, when given, is the graph's nodes as they are (collectNodes).
+static std::vector<Node *>
+deadNodes(torch::jit::Graph &graph, std::unordered_set<const Node *> &dead,
+          bool *deadWriters = nullptr,
+          const std::vector<Node *> *snapshot = nullptr) {
   // In reverse program order every consumer, nested blocks included, is
   // seen before its producers: one pass marks, one sweep destroys.
-  std::vector<Node *> nodes = collectNodes(graph.block());
+  std::vector<Node *> walked;
+  if (!snapshot)
+    walked = collectNodes(graph.block());
+  const std::vector<Node *> &nodes = snapshot ? *snapshot : walked;
   std::vector<Node *> order;
   if (deadWriters)
     *deadWriters = false;
@@ -241,6 +252,12 @@ static std::vector<Node *> deadNodes(torch::jit::Graph &graph,
   for (auto it = nodes.rbegin(); it != nodes.rend(); ++it) {
     Node *node = *it;
     if (dead.count(node))
+      continue;
+    // Most nodes have a live use of every result: decided without asking
+    // whether they could be erased.
+    if (node->blocks().empty() && !node->outputs().empty() &&
+        std::all_of(node->outputs().begin(), node->outputs().end(),
+                    hasLiveUse))
       continue;
     bool erasable = !node->outputs().empty() && isErasable(node);
     if (!erasable) {
@@ -346,10 +363,13 @@ static bool needsAliasingFold(const Node *node) {
 }
 
 bool propagateConstants(std::shared_ptr<torch::jit::Graph> &graph,
-                        std::vector<Node *> *nodesAfter) {
+                        std::vector<Node *> *nodesAfter,
+                        const NodesVisitor &beforeFullFold) {
   bool changed = torch::jit::ConstantPropagationImmutableTypes(graph);
   std::vector<Node *> nodes = collectNodes(graph->block());
   if (std::any_of(nodes.begin(), nodes.end(), needsAliasingFold)) {
+    if (beforeFullFold)
+      beforeFullFold(nodes);
     changed |= torch::jit::ConstantPropagation(graph,
                                                /*ignore_custom_classes=*/true);
     if (nodesAfter)
@@ -360,13 +380,14 @@ bool propagateConstants(std::shared_ptr<torch::jit::Graph> &graph,
   return changed;
 }
 
-bool eliminateDeadCode(std::shared_ptr<torch::jit::Graph> &graph) {
+bool eliminateDeadCode(std::shared_ptr<torch::jit::Graph> &graph,
+                       const std::vector<Node *> *snapshot) {
   std::unordered_set<const Node *> dead;
   // Of the nodes libtorch's pass removes, the last has no used result (or
   // is an if or loop whose unused result it drops first): with no pure dead
   // node left, such a node is a writer or an if/loop here.
   bool deadWriters = false;
-  std::vector<Node *> pure = deadNodes(*graph, dead, &deadWriters);
+  std::vector<Node *> pure = deadNodes(*graph, dead, &deadWriters, snapshot);
   for (Node *node : pure)
     node->destroy();
   if (!deadWriters)
@@ -437,10 +458,20 @@ FactCache::analysis(const std::shared_ptr<Graph> &graph) {
 std::shared_ptr<const AnalysisResult>
 FactCache::sharedAnalysis(const std::shared_ptr<Graph> &graph, Detail detail) {
   check(graph.get());
-  if (!analysis_ || (detail == Detail::Report &&
-                     analysis_->detail != Detail::Report))
+  if (!analysis_) {
     analysis_ =
         std::make_shared<const AnalysisResult>(analyzeGraph(*graph, detail));
+  } else if (detail == Detail::Report &&
+             analysis_->detail != Detail::Report) {
+    // The same facts, with what a report shows of each finding: filled in
+    // place when nothing else holds them, on a copy otherwise.
+    std::shared_ptr<AnalysisResult> raised =
+        analysis_.use_count() == 1
+            ? std::const_pointer_cast<AnalysisResult>(analysis_)
+            : std::make_shared<AnalysisResult>(*analysis_);
+    addReportDetail(*raised);
+    analysis_ = std::move(raised);
+  }
   return analysis_;
 }
 

@@ -99,16 +99,23 @@ size_t eraseNodes(const std::vector<torch::jit::Node *> &order,
 /// tensor, a list) is left. An alias analysis of a large graph costs more
 /// than everything else normalize does. Returns whether the graph changed;
 /// \p nodesAfter, when given, receives the graph's nodes afterwards
-/// (collectNodes).
+/// (collectNodes); \p beforeFullFold, when the full pass runs, is shown the
+/// nodes just before it.
+using NodesVisitor =
+    std::function<void(const std::vector<torch::jit::Node *> &)>;
 bool propagateConstants(std::shared_ptr<torch::jit::Graph> &graph,
-                        std::vector<torch::jit::Node *> *nodesAfter = nullptr);
+                        std::vector<torch::jit::Node *> *nodesAfter = nullptr,
+                        const NodesVisitor &beforeFullFold = nullptr);
 
 /// libtorch's EliminateDeadCode, with the same result: the pure dead nodes
 /// go first without an alias analysis, and libtorch's pass (which builds
 /// one) runs only if something it might remove is left: a node with unused
 /// results that may write to memory, or an if or loop with an unused result.
-/// Returns whether it removed anything.
-bool eliminateDeadCode(std::shared_ptr<torch::jit::Graph> &graph);
+/// Returns whether it removed anything. \p snapshot, when given, is the
+/// graph's nodes as they are (collectNodes), which saves walking it.
+bool eliminateDeadCode(
+    std::shared_ptr<torch::jit::Graph> &graph,
+    const std::vector<torch::jit::Node *> *snapshot = nullptr);
 
 /// Whether \p a and \p b provably hold the same value: the same value,
 /// equal constants, or the same deterministic op (no blocks, no writes, no

@@ -116,13 +116,15 @@ Value *selectBranch(Graph &graph, Value *c, Value *a, Value *b,
                 {emit(graph, op, {a}, anchor), emit(graph, op, {b}, anchor)},
                 anchor);
   };
-  Value *agree = emit(graph, "aten::__and__",
-                      {emit(graph, "aten::__and__",
-                            {same("aten::size", "aten::eq"),
-                             same("prim::dtype", "aten::eq")},
-                            anchor),
-                       same("prim::device", "aten::eq")},
-                      anchor);
+  // What is not proven is checked: shapes (unless one shape-preserving
+  // chain leads from one value to both), dtypes and devices.
+  Value *shapes =
+      provablySameShape(a, b) ? nullptr : same("aten::size", "aten::eq");
+  Value *agree = same("prim::dtype", "aten::eq");
+  if (shapes)
+    agree = emit(graph, "aten::__and__", {shapes, agree}, anchor);
+  agree = emit(graph, "aten::__and__",
+               {agree, same("prim::device", "aten::eq")}, anchor);
   Value *picked = emitIf(
       graph, agree, anchor,
       [&] { return emit(graph, "aten::where", {c, a, b}, anchor); },

@@ -254,6 +254,9 @@ Region growRegion(const std::vector<Node *> &sources,
   return r;
 }
 
+/// Where a node comes in program order once converted ifs are hoisted.
+using Rank = std::pair<size_t, size_t>;
+
 class Lifter {
 public:
   explicit Lifter(Graph &graph) : graph(graph) {}
@@ -261,8 +264,7 @@ public:
   /// Lifts \p region, whose converted ifs' branches are hoisted already;
   /// \p order ranks its nodes in program order as it is now (other
   /// regions' rewrites insert nodes but never move this one's).
-  void run(const Region &region,
-           const std::unordered_map<const Node *, size_t> &rank,
+  void run(const Region &region, const std::unordered_map<const Node *, Rank> &rank,
            PassContext &ctx) {
     // Lift the sources, then every region node in program order.
     std::vector<Node *> dead;
@@ -297,7 +299,7 @@ public:
                                              region.sinks.end());
     // The region's nodes in program order: walking only them keeps a graph
     // of many small regions linear, not regions times nodes.
-    std::vector<std::pair<size_t, Node *>> order;
+    std::vector<std::pair<Rank, Node *>> order;
     for (const auto *set : {&region.ops, &region.ifs})
       for (Node *node : *set)
         order.emplace_back(rank.at(node), node);
@@ -516,14 +518,15 @@ bool liftScalars(std::shared_ptr<Graph> &graph, PassContext &ctx) {
   // The regions' nodes ranked in program order once the branches of every
   // converted if are hoisted before it: from the analysis's node order, in
   // which an if comes before its branches' nodes, a converted if ranks
-  // after the last of them instead.
-  std::unordered_map<const Node *, size_t> rank;
+  // after the last of them instead, and an if that ends where the one
+  // around it ends (its last branch node is that one's) before that one.
+  std::unordered_map<const Node *, Rank> rank;
   for (const Region &region : regions) {
     for (const auto *set : {&region.ops, &region.ifs})
       for (const Node *n : *set)
-        rank.emplace(n, 0);
+        rank.emplace(n, Rank());
     for (const auto &[n, offset] : region.sinks)
-      rank.emplace(n, 0);
+      rank.emplace(n, Rank());
   }
   std::vector<std::pair<size_t, Node *>> ifsByPosition;
   const std::vector<Node *> &nodes = analysis.nodes;
@@ -532,10 +535,11 @@ bool liftScalars(std::shared_ptr<Graph> &graph, PassContext &ctx) {
     if (it == rank.end())
       continue;
     if (convertedIfs.count(nodes[i])) {
-      it->second = 2 * (i + countNodes(nodes[i]) - 1) + 1;
+      size_t last = i + countNodes(nodes[i]) - 1;
+      it->second = {2 * last + 1, nodes.size() - i};
       ifsByPosition.emplace_back(i, nodes[i]);
     } else {
-      it->second = 2 * i;
+      it->second = {2 * i, 0};
     }
   }
   // Hoist innermost first, so that program order has each value before

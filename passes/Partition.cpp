@@ -62,17 +62,23 @@ PartitionResult partitionGraph(const Graph &graph,
   std::unordered_set<const Node *> found(analysis.findingNodes.begin(),
                                          analysis.findingNodes.end());
   const Block *top = graph.block();
+  // One walk for what is asked of each node (a graph this large does not
+  // stay in cache between walks): whether it is dynamic, and its size.
   std::vector<const Node *> nodes;
-  for (const Node *n : top->nodes())
-    if (n->kind() != c10::prim::Constant)
-      nodes.push_back(n);
-  std::vector<std::pair<const Node *, size_t>> positions(nodes.size());
-  for (size_t i = 0; i < nodes.size(); ++i)
-    positions[i] = {nodes[i], i};
-  NodeIndex index(positions);
-  std::vector<bool> dynamic(nodes.size());
-  for (size_t i = 0; i < nodes.size(); ++i)
-    dynamic[i] = isDynamic(nodes[i], analysis, found);
+  std::vector<bool> dynamic;
+  std::vector<size_t> sizes;
+  // The dynamic nodes' positions: the only producers islands join through.
+  std::unordered_map<const Node *, size_t> dynamicAt;
+  for (const Node *n : top->nodes()) {
+    if (n->kind() == c10::prim::Constant)
+      continue;
+    bool isDyn = isDynamic(n, analysis, found);
+    if (isDyn)
+      dynamicAt.emplace(n, nodes.size());
+    nodes.push_back(n);
+    dynamic.push_back(isDyn);
+    sizes.push_back(countNodes(n));
+  }
 
   // Islands: dynamic nodes joined by def-use edges (uses from inside a
   // node's blocks count as its own).
@@ -84,10 +90,9 @@ PartitionResult partitionGraph(const Graph &graph,
   std::function<void(const Node *, size_t)> joinInputs = [&](const Node *n,
                                                              size_t owner) {
     for (const Value *in : n->inputs()) {
-      const Node *producer = topLevel(in->node(), top);
-      std::optional<size_t> at = producer ? index.find(producer) : std::nullopt;
-      if (at && dynamic[*at])
-        parent[find(owner)] = find(*at);
+      auto at = dynamicAt.find(topLevel(in->node(), top));
+      if (at != dynamicAt.end())
+        parent[find(owner)] = find(at->second);
     }
     for (const Block *b : n->blocks())
       for (const Node *inner : b->nodes())
@@ -98,6 +103,7 @@ PartitionResult partitionGraph(const Graph &graph,
       joinInputs(nodes[i], i);
 
   PartitionResult result;
+  std::vector<std::pair<const Node *, size_t>> segmentOf(nodes.size());
   std::unordered_map<size_t, size_t> islandOf; // union root -> segment
   size_t regions = 0, islands = 0;
   bool inRegion = false;
@@ -133,11 +139,11 @@ PartitionResult partitionGraph(const Graph &graph,
       }
       seg = result.segments.size() - 1;
     }
-    positions[i].second = seg;
-    result.segments[seg].numNodes += countNodes(nodes[i]);
+    segmentOf[i] = {nodes[i], seg};
+    result.segments[seg].numNodes += sizes[i];
     widenSpan(result.segments[seg], nodes[i]);
   }
-  result.segmentOf = NodeIndex(std::move(positions));
+  result.segmentOf = NodeIndex(std::move(segmentOf));
   return result;
 }
 

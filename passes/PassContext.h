@@ -123,6 +123,9 @@ public:
   PassOptions options;
   /// Analysis facts of the current graph, shared by the passes.
   FactCache facts;
+  /// How many data-dependent ops the graph had when normalize first ran
+  /// (the report says when normalization erased dead ones).
+  std::optional<size_t> dynamicOpsAtNormalize;
 
   /// Re-keys everything recorded per node through \p map (old node -> its
   /// counterpart), for a context that moves to a copy of its graph.

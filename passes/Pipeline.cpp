@@ -23,12 +23,33 @@
 #include <cstdio>
 #include <stdexcept>
 #include <type_traits>
+#include <unordered_map>
 #include <unordered_set>
 
 namespace staticify {
 
 using torch::jit::Graph;
 using torch::jit::Node;
+
+static bool mayBeDynamicOp(c10::Symbol op) {
+  // Asked per node of large graphs: answered once per op.
+  thread_local std::unordered_map<c10::Symbol, bool> known;
+  auto [it, fresh] = known.try_emplace(op);
+  if (fresh)
+    it->second = anyOpInfo(op, [](const OpInfo &e) {
+      return e.role == OpRole::DynamicShapeRoot || e.role == OpRole::SyncRead;
+    });
+  return it->second;
+}
+
+/// Whether \p node makes a value data-dependent (a dynamic shape or a host
+/// read).
+static bool isDynamicOp(const Node *node) {
+  if (!mayBeDynamicOp(node->kind()))
+    return false;
+  OpRole role = opRole(node);
+  return role == OpRole::DynamicShapeRoot || role == OpRole::SyncRead;
+}
 
 static bool hasCalls(const torch::jit::Block *block) {
   for (const torch::jit::Node *node : block->nodes()) {
@@ -113,22 +134,39 @@ static bool isTupleOp(const Node *node) {
 /// Canonical forms the analysis and the rewrites rely on. Constant
 /// propagation never folds nondeterministic ops (rand*, randperm,
 /// multinomial), and nothing here merges or reorders them.
-static bool normalize(std::shared_ptr<Graph> &graph, PassContext &) {
+static bool normalize(std::shared_ptr<Graph> &graph, PassContext &ctx) {
+  // The data-dependent ops normalization starts from: counted before a
+  // full constant propagation, which may fold one, or else in the sweep
+  // below, after the folding of immutable types, which never does (each
+  // reads a tensor).
+  auto count = [&](const std::vector<Node *> &nodes) {
+    if (!ctx.dynamicOpsAtNormalize)
+      ctx.dynamicOpsAtNormalize =
+          std::count_if(nodes.begin(), nodes.end(), isDynamicOp);
+  };
   std::vector<Node *> nodes;
-  bool changed = propagateConstants(graph, &nodes);
+  bool changed = propagateConstants(graph, &nodes, count);
   // One sweep for the per-node forms: each rewrite replaces only the node
   // it visits, by nodes it inserts before it (never visited).
-  bool tuples = false;
+  bool tuples = false, swept = false;
+  size_t dynamicOps = 0;
   for (Node *node : nodes) {
     tuples |= isTupleOp(node);
-    changed |= decomposeReducedLoss(*graph, node) ||
-               canonicalizeSizeItem(*graph, node);
+    dynamicOps += isDynamicOp(node);
+    swept |= decomposeReducedLoss(*graph, node) ||
+             canonicalizeSizeItem(*graph, node);
   }
   if (tuples) {
     torch::jit::LowerSimpleTuples(graph->block()); // its graph form adds a DCE
     changed = true; // it may or may not have: said changed, facts recomputed
   }
-  changed |= eliminateDeadCode(graph);
+  if (!ctx.dynamicOpsAtNormalize)
+    ctx.dynamicOpsAtNormalize = dynamicOps;
+  // Unless the sweep or the tuple lowering changed it, the node list is the
+  // graph's still.
+  bool current = !swept && !tuples;
+  changed |= swept;
+  changed |= eliminateDeadCode(graph, current ? &nodes : nullptr);
   return changed;
 }
 
@@ -290,14 +328,10 @@ auto timed(std::vector<std::pair<std::string, double>> &out,
   }
 }
 
-/// Nodes that make a value data-dependent (a dynamic shape or a host read).
-size_t countDynamicOps(torch::jit::Block *block) {
-  size_t n = 0;
-  for (Node *node : collectNodes(block)) {
-    OpRole role = opRole(node);
-    n += role == OpRole::DynamicShapeRoot || role == OpRole::SyncRead;
-  }
-  return n;
+/// countDynamicOps of the graph \p analysis analysed, from its census.
+size_t countDynamicOps(const AnalysisResult &analysis) {
+  std::vector<Node *> nodes = analysis.nodesWhere(mayBeDynamicOp);
+  return std::count_if(nodes.begin(), nodes.end(), isDynamicOp);
 }
 
 std::vector<std::string> boundKeysNamingValues(
@@ -371,11 +405,11 @@ PipelineResult runPipeline(std::shared_ptr<Graph> &graph,
   std::optional<size_t> passesBeforeRewriting;
   // Data-dependent ops once calls are inlined, and when the analysis first
   // looks: fewer means normalization erased dead ones.
-  std::optional<size_t> dynamicOpsInlined;
-  auto normalized = [&] {
-    if (dynamicOpsInlined)
+
+  auto normalized = [&](const AnalysisResult &facts) {
+    if (ctx.dynamicOpsAtNormalize)
       result.droppedDeadDynamicOps =
-          countDynamicOps(graph->block()) < *dynamicOpsInlined;
+          countDynamicOps(facts) < *ctx.dynamicOpsAtNormalize;
     result.boundsMatched = boundKeysNamingValues(*graph, options.bounds);
   };
   for (size_t index = 0; index < passes.size(); ++index) {
@@ -384,11 +418,11 @@ PipelineResult runPipeline(std::shared_ptr<Graph> &graph,
     if (!pass)
       throw std::invalid_argument("unknown pass '" + passName + "'");
     if (pass->rewrites && !before) {
-      normalized();
       before = timed(result.seconds, "analysis (before)",
                      [&] {
                        return ctx.facts.sharedAnalysis(graph, Detail::Report);
                      });
+      normalized(*before);
       ctx.track(*before);
       beforeSegments = timed(result.seconds, "partition (before)", [&] {
                          return partitionGraph(*graph, *before).segments;
@@ -400,8 +434,6 @@ PipelineResult runPipeline(std::shared_ptr<Graph> &graph,
           unrewritten = graph->copy();
       }
     }
-    if (!pass->rewrites && !dynamicOpsInlined && pass->name != "inline")
-      dynamicOpsInlined = countDynamicOps(graph->block());
     std::string unchanged;
     if (options.verifyEach)
       unchanged = graph->toString(/*print_source_locations=*/false);
@@ -413,11 +445,11 @@ PipelineResult runPipeline(std::shared_ptr<Graph> &graph,
       result.report.inlined = true;
     result.rewritten |= changed && pass->rewrites;
   }
-  if (!before)
-    normalized();
   std::shared_ptr<const AnalysisResult> afterFacts =
       timed(result.seconds, "analysis (after)",
             [&] { return ctx.facts.sharedAnalysis(graph, Detail::Report); });
+  if (!before)
+    normalized(*afterFacts);
   // The policy over the whole pipeline (RewritePolicy.h): the passes whose
   // rewrites cannot cost a sync run without trials, but together with the
   // others they still might (masked-reduce's count of a selection, read

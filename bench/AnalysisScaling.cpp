@@ -121,11 +121,6 @@ int main(int argc, char **argv) {
     double analysis = medianSeconds(runs, nullptr, [&](auto &) {
       findings = analyzeGraph(*graph).findings.size();
     });
-    size_t walked = 0;
-    double walk = medianSeconds(runs * 5, nullptr, [&](auto &) {
-      walked += collectNodes(graph->block()).size();
-    });
-    std::fprintf(stderr, "walk %.2f ms\n", walk * 1e3);
     double normalize = medianSeconds(runs, graph, [&](auto &g) {
       PassContext ctx;
       findPass("normalize")->run(g, ctx);

@@ -136,10 +136,24 @@ Value *selectBranch(Graph &graph, Value *c, Value *a, Value *b,
   return picked;
 }
 
+/// A unary elementwise op whose result keeps its operand's dtype (relu,
+/// neg): the result has the operand's shape, dtype and device.
+static bool keepsOperandType(const Node *node) {
+  const OpInfo *info = opInfo(node);
+  return info && info->has(kElementwise) && node->inputs().size() == 1 &&
+         node->outputs().size() == 1 &&
+         (info->dtype == DTypeRule::KeepsInput ||
+          info->dtype == DTypeRule::IntArithmetic) &&
+         node->input(0)->type()->kind() == c10::TypeKind::TensorType;
+}
+
 bool congruent(const Value *a, const Value *b) {
   if (a == b)
     return true;
   const Node *na = a->node(), *nb = b->node();
+  if (keepsOperandType(na) && keepsOperandType(nb) &&
+      congruent(na->input(0), nb->input(0)))
+    return true;
   if (isTransparent(na) && congruent(na->input(0), b))
     return true;
   if (isTransparent(nb) && congruent(a, nb->input(0)))

@@ -143,7 +143,7 @@ const std::vector<OpInfo> kTable = {
     {"aten::mse_loss", nullptr, R::LeadingPreserving, kEw | kReducedLoss},
     {"aten::huber_loss", nullptr, R::LeadingPreserving, kEw | kReducedLoss},
     {"aten::binary_cross_entropy_with_logits", nullptr, R::LeadingPreserving, kEw | kReducedLoss},
-    {"aten::relu", nullptr, R::LeadingPreserving, kEw},
+    {"aten::relu", nullptr, R::LeadingPreserving, kEw, D::KeepsInput},
     {"aten::tanh", nullptr, R::LeadingPreserving, kEw},
     {"aten::clamp", nullptr, R::LeadingPreserving, kEw},
     {"aten::floor", nullptr, R::LeadingPreserving, kEw},

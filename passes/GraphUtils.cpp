@@ -363,13 +363,10 @@ static bool needsAliasingFold(const Node *node) {
 }
 
 bool propagateConstants(std::shared_ptr<torch::jit::Graph> &graph,
-                        std::vector<Node *> *nodesAfter,
-                        const NodesVisitor &beforeFullFold) {
+                        std::vector<Node *> *nodesAfter) {
   bool changed = torch::jit::ConstantPropagationImmutableTypes(graph);
   std::vector<Node *> nodes = collectNodes(graph->block());
   if (std::any_of(nodes.begin(), nodes.end(), needsAliasingFold)) {
-    if (beforeFullFold)
-      beforeFullFold(nodes);
     changed |= torch::jit::ConstantPropagation(graph,
                                                /*ignore_custom_classes=*/true);
     if (nodesAfter)

@@ -99,13 +99,9 @@ size_t eraseNodes(const std::vector<torch::jit::Node *> &order,
 /// tensor, a list) is left. An alias analysis of a large graph costs more
 /// than everything else normalize does. Returns whether the graph changed;
 /// \p nodesAfter, when given, receives the graph's nodes afterwards
-/// (collectNodes); \p beforeFullFold, when the full pass runs, is shown the
-/// nodes just before it.
-using NodesVisitor =
-    std::function<void(const std::vector<torch::jit::Node *> &)>;
+/// (collectNodes).
 bool propagateConstants(std::shared_ptr<torch::jit::Graph> &graph,
-                        std::vector<torch::jit::Node *> *nodesAfter = nullptr,
-                        const NodesVisitor &beforeFullFold = nullptr);
+                        std::vector<torch::jit::Node *> *nodesAfter = nullptr);
 
 /// libtorch's EliminateDeadCode, with the same result: the pure dead nodes
 /// go first without an alias analysis, and libtorch's pass (which builds

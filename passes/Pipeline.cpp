@@ -135,24 +135,21 @@ static bool isTupleOp(const Node *node) {
 /// propagation never folds nondeterministic ops (rand*, randperm,
 /// multinomial), and nothing here merges or reorders them.
 static bool normalize(std::shared_ptr<Graph> &graph, PassContext &ctx) {
-  // The data-dependent ops normalization starts from: counted before a
-  // full constant propagation, which may fold one, or else in the sweep
-  // below, after the folding of immutable types, which never does (each
-  // reads a tensor).
-  auto count = [&](const std::vector<Node *> &nodes) {
-    if (!ctx.dynamicOpsAtNormalize)
-      ctx.dynamicOpsAtNormalize =
-          std::count_if(nodes.begin(), nodes.end(), isDynamicOp);
-  };
+  // The data-dependent ops normalization starts from: constant
+  // propagation ends with libtorch's dead-code elimination, which erases
+  // dead ones (an unused torch.unique).
+  if (!ctx.dynamicOpsAtNormalize) {
+    std::vector<Node *> entry = collectNodes(graph->block());
+    ctx.dynamicOpsAtNormalize =
+        std::count_if(entry.begin(), entry.end(), isDynamicOp);
+  }
   std::vector<Node *> nodes;
-  bool changed = propagateConstants(graph, &nodes, count);
+  bool changed = propagateConstants(graph, &nodes);
   // One sweep for the per-node forms: each rewrite replaces only the node
   // it visits, by nodes it inserts before it (never visited).
   bool tuples = false, swept = false;
-  size_t dynamicOps = 0;
   for (Node *node : nodes) {
     tuples |= isTupleOp(node);
-    dynamicOps += isDynamicOp(node);
     swept |= decomposeReducedLoss(*graph, node) ||
              canonicalizeSizeItem(*graph, node);
   }
@@ -160,8 +157,6 @@ static bool normalize(std::shared_ptr<Graph> &graph, PassContext &ctx) {
     torch::jit::LowerSimpleTuples(graph->block()); // its graph form adds a DCE
     changed = true; // it may or may not have: said changed, facts recomputed
   }
-  if (!ctx.dynamicOpsAtNormalize)
-    ctx.dynamicOpsAtNormalize = dynamicOps;
   // Unless the sweep or the tuple lowering changed it, the node list is the
   // graph's still.
   bool current = !swept && !tuples;

@@ -441,6 +441,20 @@ class LiftNumelOfWhere(torch.nn.Module):
         return x * min(n, 5) + k
 
 
+class LiftNumelOfNonzero(torch.nn.Module):
+    """detectron2/FCOS style: `num_pos = torch.nonzero(labels > 0).numel()`
+    of a 2-D mask (count times rank), and a branch on it into two unary ops
+    that keep the dtype: lifted, and selected with no guard."""
+
+    def forward(self, x, t):
+        num_pos = torch.nonzero(t.reshape(-1, 2) > 0).numel()
+        if num_pos < 6:
+            y = torch.relu(x)
+        else:
+            y = torch.neg(x)
+        return y * 2 + num_pos
+
+
 class LiftToSizeKept(torch.nn.Module):
     """n is a size (randperm): lift-scalars keeps it; bound makes it static
     (a count of a mask lies in [0, t.numel()])."""
@@ -709,6 +723,7 @@ CASES = [
     ("lift-item", LiftItem(), _same((8,)), "static"),
     ("lift-item-of-ints", LiftItemOfInts(), _same((8,)), "static"),
     ("lift-numel-of-where", LiftNumelOfWhere(), _same((8,)), "static"),
+    ("lift-numel-of-nonzero", LiftNumelOfNonzero(), _same((12,)), "static"),
     ("lift-to-size-kept", LiftToSizeKept(), _same((12,)), "static"),
     ("lift-returned-kept", LiftReturnedKept(), _same((12,)), "materialized"),
     ("write-to-selection", WriteToSelection(), _1d(20), "safe"),

@@ -251,9 +251,6 @@ bool maskedReduce(std::shared_ptr<Graph> &graph, PassContext &ctx) {
       return e.role == OpRole::Reduction || e.role == OpRole::ShapeRead;
     });
   });
-  if (candidates.empty())
-    return false;
-  const Aliases &aliases = ctx.facts.aliases(graph);
   bool changed = false;
   for (Node *node : candidates) {
     OpRole role = opRole(node);
@@ -272,7 +269,7 @@ bool maskedReduce(std::shared_ptr<Graph> &graph, PassContext &ctx) {
                      "explicit with .to(torch.bool)");
       continue;
     }
-    if (!isUnwritten(*sel, aliases)) {
+    if (!isUnwritten(*sel, ctx.facts.aliases(graph))) {
       ctx.declined(sel->node, kRule,
                    "the selection, its tensor or its mask "
                    "is written to in place");

@@ -124,8 +124,10 @@ public:
   /// Analysis facts of the current graph, shared by the passes.
   FactCache facts;
   /// How many data-dependent ops the graph had when normalize first ran
-  /// (the report says when normalization erased dead ones).
+  /// (the pipeline replaces a method when normalization erased dead ones),
+  /// counted when countDynamicOpsAtNormalize.
   std::optional<size_t> dynamicOpsAtNormalize;
+  bool countDynamicOpsAtNormalize = true;
 
   /// Re-keys everything recorded per node through \p map (old node -> its
   /// counterpart), for a context that moves to a copy of its graph.

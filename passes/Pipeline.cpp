@@ -51,6 +51,12 @@ static bool isDynamicOp(const Node *node) {
   return role == OpRole::DynamicShapeRoot || role == OpRole::SyncRead;
 }
 
+/// Nodes that make a value data-dependent (a dynamic shape or a host read).
+static size_t countDynamicOps(torch::jit::Block *block) {
+  std::vector<Node *> nodes = collectNodes(block);
+  return std::count_if(nodes.begin(), nodes.end(), isDynamicOp);
+}
+
 static bool hasCalls(const torch::jit::Block *block) {
   for (const torch::jit::Node *node : block->nodes()) {
     if (node->kind() == c10::prim::CallMethod ||
@@ -138,11 +144,8 @@ static bool normalize(std::shared_ptr<Graph> &graph, PassContext &ctx) {
   // The data-dependent ops normalization starts from: constant
   // propagation ends with libtorch's dead-code elimination, which erases
   // dead ones (an unused torch.unique).
-  if (!ctx.dynamicOpsAtNormalize) {
-    std::vector<Node *> entry = collectNodes(graph->block());
-    ctx.dynamicOpsAtNormalize =
-        std::count_if(entry.begin(), entry.end(), isDynamicOp);
-  }
+  if (ctx.countDynamicOpsAtNormalize && !ctx.dynamicOpsAtNormalize)
+    ctx.dynamicOpsAtNormalize = countDynamicOps(graph->block());
   std::vector<Node *> nodes;
   bool changed = propagateConstants(graph, &nodes);
   // One sweep for the per-node forms: each rewrite replaces only the node
@@ -399,12 +402,16 @@ PipelineResult runPipeline(std::shared_ptr<Graph> &graph,
   std::shared_ptr<Graph> unrewritten;
   std::optional<size_t> passesBeforeRewriting;
   // Data-dependent ops once calls are inlined, and when the analysis first
-  // looks: fewer means normalization erased dead ones.
-
+  // looks: fewer means normalization erased dead ones. With \p original,
+  // the first count is taken only where it matters, at the end: a method no
+  // rewrite replaces is replaced still if normalization erased dead ones.
+  ctx.countDynamicOpsAtNormalize = original == nullptr;
+  std::optional<size_t> dynamicOpsNormalized;
   auto normalized = [&](const AnalysisResult &facts) {
+    dynamicOpsNormalized = countDynamicOps(facts);
     if (ctx.dynamicOpsAtNormalize)
       result.droppedDeadDynamicOps =
-          countDynamicOps(facts) < *ctx.dynamicOpsAtNormalize;
+          *dynamicOpsNormalized < *ctx.dynamicOpsAtNormalize;
     result.boundsMatched = boundKeysNamingValues(*graph, options.bounds);
   };
   for (size_t index = 0; index < passes.size(); ++index) {
@@ -469,6 +476,21 @@ PipelineResult runPipeline(std::shared_ptr<Graph> &graph,
       result.rewritten = false;
       afterFacts = ctx.facts.sharedAnalysis(graph, Detail::Report);
     }
+  }
+  if (original && dynamicOpsNormalized && !result.rewritten) {
+    // The graph normalization started from, derived again from original:
+    // the passes up to the first that is neither inline nor a rewrite.
+    std::shared_ptr<Graph> entry = original->copy();
+    PassContext scratch;
+    scratch.options = options;
+    for (const std::string &name : passes) {
+      const PassInfo *pass = findPass(name);
+      if (!pass->rewrites && pass->name != "inline")
+        break;
+      runPass(*pass, entry, scratch);
+    }
+    result.droppedDeadDynamicOps =
+        *dynamicOpsNormalized < countDynamicOps(entry->block());
   }
   const AnalysisResult &after = *afterFacts;
   PartitionResult &partition = result.partition;

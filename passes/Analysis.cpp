@@ -72,18 +72,16 @@ std::string nodeText(const Node *node) {
   return first == std::string::npos ? text : text.substr(first);
 }
 
-std::string valueName(const Node *node);
+std::string valueName(const Node *node) {
+  if (node->outputs().empty())
+    return "";
+  return "%" + node->output(0)->debugName();
+}
 
 void addReportFields(Finding &f, const Node *node) {
   f.value = valueName(node);
   f.location = locationOf(node);
   f.nodeText = nodeText(node);
-}
-
-std::string valueName(const Node *node) {
-  if (node->outputs().empty())
-    return "";
-  return "%" + node->output(0)->debugName();
 }
 
 bool isTensorType(const c10::TypePtr &type) {

@@ -15,7 +15,6 @@
 #include <torch/csrc/jit/ir/ir.h>
 
 #include <algorithm>
-
 #include <array>
 #include <cstdint>
 #include <memory>

@@ -159,15 +159,15 @@ size_t eraseIfDead(Node *node, PassContext &ctx, std::string_view rule) {
   return order.size();
 }
 
-NodeIndex::NodeIndex(std::vector<std::pair<const torch::jit::Node *, size_t>> entries)
+NodeIndex::NodeIndex(std::vector<std::pair<const Node *, size_t>> entries)
     : entries_(std::move(entries)) {
   std::sort(entries_.begin(), entries_.end());
 }
 
-std::optional<size_t> NodeIndex::find(const torch::jit::Node *node) const {
+std::optional<size_t> NodeIndex::find(const Node *node) const {
   auto it = std::lower_bound(
       entries_.begin(), entries_.end(), node,
-      [](const std::pair<const torch::jit::Node *, size_t> &e, const torch::jit::Node *n) {
+      [](const std::pair<const Node *, size_t> &e, const Node *n) {
         return e.first < n;
       });
   if (it == entries_.end() || it->first != node)

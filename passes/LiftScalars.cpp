@@ -262,9 +262,10 @@ public:
   explicit Lifter(Graph &graph) : graph(graph) {}
 
   /// Lifts \p region, whose converted ifs' branches are hoisted already;
-  /// \p order ranks its nodes in program order as it is now (other
+  /// \p rank orders its nodes in program order as it is now (other
   /// regions' rewrites insert nodes but never move this one's).
-  void run(const Region &region, const std::unordered_map<const Node *, Rank> &rank,
+  void run(const Region &region,
+           const std::unordered_map<const Node *, Rank> &rank,
            PassContext &ctx) {
     // Lift the sources, then every region node in program order.
     std::vector<Node *> dead;

@@ -43,8 +43,6 @@ bool maskStore(std::shared_ptr<Graph> &graph, PassContext &ctx) {
          return op == indexPutInPlace || op == indexPut;
        })) {
     bool inPlace = node->kind() == indexPutInPlace;
-    if (!inPlace && node->kind() != indexPut)
-      continue;
     auto sel = storeSelection(node, analysis);
     if (!sel)
       continue;

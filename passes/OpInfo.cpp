@@ -3,7 +3,6 @@
 #include "passes/OpInfo.h"
 
 #include <algorithm>
-
 #include <cstring>
 #include <unordered_map>
 

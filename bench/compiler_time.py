@@ -20,13 +20,15 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 
 
 def scaling(bindir, runs):
-    """{nodes: (findings, analysis ms, normalize ms, pipeline ms)}."""
+    """{nodes: (findings, analysis ms, normalize ms, pipeline ms, analysis of
+    a fresh copy ms or None)}: an older build's binary has no last column."""
     out = subprocess.run([str(pathlib.Path(bindir) / "staticify-bench-analysis"), str(runs)],
                          check=True, capture_output=True, text=True).stdout
     rows = {}
     for line in out.splitlines()[1:]:
-        n, f, a, _, z, _, p, _ = line.split()
-        rows[int(n)] = (int(f), float(a), float(z), float(p))
+        n, f, a, _, z, _, p, _, *fresh = line.split()
+        rows[int(n)] = (int(f), float(a), float(z), float(p),
+                        float(fresh[0]) if fresh else None)
     return rows
 
 
@@ -41,14 +43,16 @@ def table(new, old=None):
             if old is None else
             "| nodes | findings | analysis (old, new) | normalize (old, new) | "
             "whole pipeline (old, new) | pipeline / analysis (old, new) |")
+    head += " analysis of a fresh copy | pipeline / that |"
     rows = [head, "|---:|" * 1 + "---:|" * (head.count("|") - 2)]
-    for n, (f, a, z, p) in sorted(new.items()):
+    for n, (f, a, z, p, fresh) in sorted(new.items()):
         if old is None:
-            rows.append(f"| {n:,} | {f:,} | {a:.1f} ms | {z:.1f} ms | {p:.1f} ms | {p / a:.0f}x |")
+            row = f"| {n:,} | {f:,} | {a:.1f} ms | {z:.1f} ms | {p:.1f} ms | {p / a:.1f}x |"
         else:
-            _, oa, oz, op = old[n]
-            rows.append(f"| {n:,} | {f:,} | {oa:.1f} ms, {a:.1f} ms | {oz:.1f} ms, {z:.1f} ms | "
-                        f"{op:.1f} ms, {p:.1f} ms | {op / oa:.0f}x, {p / a:.0f}x |")
+            _, oa, oz, op, _ = old[n]
+            row = (f"| {n:,} | {f:,} | {oa:.1f} ms, {a:.1f} ms | {oz:.1f} ms, {z:.1f} ms | "
+                   f"{op:.1f} ms, {p:.1f} ms | {op / oa:.1f}x, {p / a:.1f}x |")
+        rows.append(row + f" {fresh:.1f} ms | {p / fresh:.1f}x |")
     return rows
 
 

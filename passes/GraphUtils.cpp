@@ -208,17 +208,53 @@ std::vector<Node *> collectNodes(torch::jit::Block *block) {
   return nodes;
 }
 
-/// Whether \p user is dead: in \p dead, or the result list of a block of a
-/// node in \p dead (a converted if's branch result).
-static bool deadUser(const Node *user,
-                     const std::unordered_set<const Node *> &dead) {
-  if (dead.count(user))
-    return true;
-  const Node *owner = user->kind() == c10::prim::Return
-                          ? user->owningBlock()->owningNode()
-                          : nullptr;
-  return owner && dead.count(owner);
+namespace {
+
+/// Calls \p f on every node of \p block, nested blocks included, in
+/// reverse program order (the reverse of collectNodes'): a node's blocks,
+/// last first, before the node.
+template <typename F> void forEachNodeReversed(torch::jit::Block *block, F &f) {
+  for (Node *node : block->nodes().reverse()) {
+    for (auto b = node->blocks().rbegin(); b != node->blocks().rend(); ++b)
+      forEachNodeReversed(*b, f);
+    f(node);
+  }
 }
+
+/// The dead set of a sweep: its nodes, and whether one of them has blocks
+/// (only then can a block's result list be a dead user).
+class DeadSet {
+public:
+  explicit DeadSet(std::unordered_set<const Node *> &dead) : dead(dead) {
+    withBlocks = std::any_of(dead.begin(), dead.end(), [](const Node *n) {
+      return !n->blocks().empty();
+    });
+  }
+  bool contains(const Node *node) const { return dead.count(node); }
+  void insert(Node *node) {
+    dead.insert(node);
+    withBlocks |= !node->blocks().empty();
+  }
+  /// Whether \p user is dead: in the set, or the result list of a block of
+  /// a node in it (a converted if's branch result). The user is not read
+  /// when no dead node has blocks: a graph this large is not in cache.
+  bool isDeadUser(const Node *user) const {
+    if (dead.empty())
+      return false;
+    if (dead.count(user))
+      return true;
+    if (!withBlocks || user->kind() != c10::prim::Return)
+      return false;
+    const Node *owner = user->owningBlock()->owningNode();
+    return owner && dead.count(owner);
+  }
+
+private:
+  std::unordered_set<const Node *> &dead;
+  bool withBlocks = false;
+};
+
+} // namespace
 
 /// The pure nodes of \p graph whose results nothing live uses, consumers
 /// before producers; the nodes in \p alsoDead count as dead whatever they
@@ -231,34 +267,30 @@ static bool deadUser(const Node *user,
 ///
 /// \p snapshot, when given, is the graph's nodes as they are (collectNodes).
 static std::vector<Node *>
-deadNodes(torch::jit::Graph &graph, std::unordered_set<const Node *> &dead,
+deadNodes(torch::jit::Graph &graph, std::unordered_set<const Node *> &deadNodes,
           bool *deadWriters = nullptr,
           const std::vector<Node *> *snapshot = nullptr) {
   // In reverse program order every consumer, nested blocks included, is
   // seen before its producers: one pass marks, one sweep destroys.
-  std::vector<Node *> walked;
-  if (!snapshot)
-    walked = collectNodes(graph.block());
-  const std::vector<Node *> &nodes = snapshot ? *snapshot : walked;
   std::vector<Node *> order;
   if (deadWriters)
     *deadWriters = false;
+  DeadSet dead(deadNodes);
   auto hasLiveUse = [&](const Value *out) {
     for (const torch::jit::Use &use : out->uses())
-      if (!deadUser(use.user, dead))
+      if (!dead.isDeadUser(use.user))
         return true;
     return false;
   };
-  for (auto it = nodes.rbegin(); it != nodes.rend(); ++it) {
-    Node *node = *it;
-    if (dead.count(node))
-      continue;
+  auto visit = [&](Node *node) {
+    if (dead.contains(node))
+      return;
     // Most nodes have a live use of every result: decided without asking
     // whether they could be erased.
     if (node->blocks().empty() && !node->outputs().empty() &&
         std::all_of(node->outputs().begin(), node->outputs().end(),
                     hasLiveUse))
-      continue;
+      return;
     bool erasable = !node->outputs().empty() && isErasable(node);
     if (!erasable) {
       if (deadWriters && !*deadWriters &&
@@ -271,7 +303,7 @@ deadNodes(torch::jit::Graph &graph, std::unordered_set<const Node *> &dead,
         }
         *deadWriters = allUnused || (someUnused && !node->blocks().empty());
       }
-      continue;
+      return;
     }
     if (std::any_of(node->outputs().begin(), node->outputs().end(),
                     hasLiveUse)) {
@@ -279,11 +311,15 @@ deadNodes(torch::jit::Graph &graph, std::unordered_set<const Node *> &dead,
           !std::all_of(node->outputs().begin(), node->outputs().end(),
                        hasLiveUse))
         *deadWriters = true;
-      continue;
+      return;
     }
     dead.insert(node);
     order.push_back(node);
-  }
+  };
+  if (snapshot)
+    std::for_each(snapshot->rbegin(), snapshot->rend(), visit);
+  else
+    forEachNodeReversed(graph.block(), visit);
   return order;
 }
 

@@ -26,22 +26,19 @@ const Node *topLevel(const Node *node, const Block *block) {
 
 namespace {
 
-bool isDynamic(const Node *node, const AnalysisResult &analysis,
-               const std::unordered_set<const Node *> &found) {
-  if (found.count(node))
-    return true;
-  for (const Value *out : node->outputs())
-    if (analysis.info(out).isDataDependent())
-      return true;
-  for (const Block *b : node->blocks())
-    for (const Node *n : b->nodes())
-      if (isDynamic(n, analysis, found))
-        return true;
-  return false;
-}
-
-void widenSpan(Segment &seg, const Node *node) {
-  if (std::optional<Location> loc = locationOf(node)) {
+/// Widens \p seg's lines to take in those of census[from, to).
+void widenSpan(Segment &seg, const std::vector<Node *> &census, size_t from,
+               size_t to) {
+  // Read from the census in order, the nodes are fetched ahead and the
+  // reads overlap: walking the node lists would wait on each in turn, and a
+  // large graph is not in cache.
+  constexpr size_t kAhead = 8;
+  for (size_t i = from; i < to; ++i) {
+    if (i + kAhead < census.size())
+      __builtin_prefetch(census[i + kAhead]);
+    std::optional<Location> loc = locationOf(census[i]);
+    if (!loc)
+      continue;
     if (!seg.firstLine) {
       seg.file = loc->file;
       seg.firstLine = seg.lastLine = loc->line;
@@ -50,34 +47,47 @@ void widenSpan(Segment &seg, const Node *node) {
       seg.lastLine = std::max(seg.lastLine, loc->line);
     }
   }
-  for (const Block *b : node->blocks())
-    for (const Node *n : b->nodes())
-      widenSpan(seg, n);
 }
 
 } // namespace
 
 PartitionResult partitionGraph(const Graph &graph,
                                const AnalysisResult &analysis) {
-  std::unordered_set<const Node *> found(analysis.findingNodes.begin(),
-                                         analysis.findingNodes.end());
   const Block *top = graph.block();
-  // One walk for what is asked of each node (a graph this large does not
-  // stay in cache between walks): whether it is dynamic, and its size.
+  // The analysis's census holds every node in program order, a node before
+  // its blocks' nodes: a top-level node and what it holds are one run of
+  // positions, and whether it is dynamic is whether one of them is. No
+  // node is visited for it (a graph this large does not stay in cache).
+  const std::vector<Node *> &census = analysis.nodes;
+  std::vector<bool> constant(census.size());
+  if (auto it = analysis.positionsOfOp.find(c10::prim::Constant);
+      it != analysis.positionsOfOp.end())
+    for (uint32_t at : it->second)
+      constant[at] = true;
   std::vector<const Node *> nodes;
   std::vector<bool> dynamic;
-  std::vector<size_t> sizes;
+  // Each node's run of census positions: it and its blocks' nodes.
+  std::vector<std::pair<size_t, size_t>> runs;
   // The dynamic nodes' positions: the only producers islands join through.
   std::unordered_map<const Node *, size_t> dynamicAt;
-  for (const Node *n : top->nodes()) {
-    if (n->kind() == c10::prim::Constant)
+  const std::vector<uint32_t> &tops = analysis.topLevel;
+  nodes.reserve(tops.size());
+  dynamic.reserve(tops.size());
+  runs.reserve(tops.size());
+  for (size_t k = 0; k < tops.size(); ++k) {
+    size_t at = tops[k];
+    if (constant[at])
       continue;
-    bool isDyn = isDynamic(n, analysis, found);
+    size_t end = k + 1 < tops.size() ? tops[k + 1] : census.size();
+    bool isDyn =
+        std::find(analysis.dynamicNodes.begin() + at,
+                  analysis.dynamicNodes.begin() + end, true) !=
+        analysis.dynamicNodes.begin() + end;
     if (isDyn)
-      dynamicAt.emplace(n, nodes.size());
-    nodes.push_back(n);
+      dynamicAt.emplace(census[at], nodes.size());
+    nodes.push_back(census[at]);
     dynamic.push_back(isDyn);
-    sizes.push_back(countNodes(n));
+    runs.emplace_back(at, end);
   }
 
   // Islands: dynamic nodes joined by def-use edges (uses from inside a
@@ -119,11 +129,7 @@ PartitionResult partitionGraph(const Graph &graph,
         result.segments.push_back(s);
       }
       seg = it->second;
-      if (found.count(nodes[i]) ||
-          std::any_of(nodes[i]->outputs().begin(), nodes[i]->outputs().end(),
-                      [&](const Value *v) {
-                        return analysis.info(v).isDataDependent();
-                      })) {
+      if (analysis.dynamicNodes[runs[i].first]) { // itself, not its blocks
         std::string op = nodes[i]->kind().toQualString();
         auto &ops = result.segments[seg].ops;
         if (std::find(ops.begin(), ops.end(), op) == ops.end())
@@ -140,8 +146,9 @@ PartitionResult partitionGraph(const Graph &graph,
       seg = result.segments.size() - 1;
     }
     segmentOf[i] = {nodes[i], seg};
-    result.segments[seg].numNodes += sizes[i];
-    widenSpan(result.segments[seg], nodes[i]);
+    auto [from, to] = runs[i];
+    result.segments[seg].numNodes += to - from;
+    widenSpan(result.segments[seg], census, from, to);
   }
   result.segmentOf = NodeIndex(std::move(segmentOf));
   return result;

@@ -175,12 +175,11 @@ private:
 
   void analyzeBlock(const Block *block) {
     for (const Node *node : block->nodes()) {
-      size_t at = result.nodes.size(), findingsBefore = result.findings.size();
+      size_t at = result.nodes.size();
       if (!silentDepth) {
         ++result.numNodes;
         result.positionsOfOp[node->kind()].push_back(static_cast<uint32_t>(at));
         result.nodes.push_back(const_cast<Node *>(node));
-        result.dynamicNodes.push_back(false);
         if (block == block->owningGraph()->block())
           result.topLevel.push_back(static_cast<uint32_t>(at));
       }
@@ -190,19 +189,7 @@ private:
         analyzeLoop(node);
       else
         analyzeNode(node);
-      if (!silentDepth)
-        result.dynamicNodes[at] = isDynamicNode(node, findingsBefore);
     }
-  }
-
-  /// Whether \p node has a data-dependent result or a finding of its own
-  /// among those recorded since \p findingsBefore (its blocks' included).
-  bool isDynamicNode(const Node *node, size_t findingsBefore) {
-    return std::any_of(node->outputs().begin(), node->outputs().end(),
-                       [&](const Value *v) { return isDataDependent(v); }) ||
-           std::find(result.findingNodes.begin() + findingsBefore,
-                     result.findingNodes.end(),
-                     node) != result.findingNodes.end();
   }
 
   /// Records a finding unless a loop body is iterating silently.

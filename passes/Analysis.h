@@ -84,10 +84,6 @@ struct AnalysisResult {
   /// the analysed graph's nodes, valid while it is unchanged.
   std::vector<torch::jit::Node *> nodes;
   std::unordered_map<c10::Symbol, std::vector<uint32_t>> positionsOfOp;
-  /// dynamicNodes[i]: whether nodes[i] has a data-dependent result or is a
-  /// finding's node (what partitioning asks of every node; its blocks'
-  /// nodes are asked apart).
-  std::vector<bool> dynamicNodes;
   /// The positions in `nodes` of the graph's own block's nodes: a node and
   /// its blocks' nodes run from its position to the next.
   std::vector<uint32_t> topLevel;

@@ -29,9 +29,7 @@ namespace {
 /// Widens \p seg's lines to take in those of census[from, to).
 void widenSpan(Segment &seg, const std::vector<Node *> &census, size_t from,
                size_t to) {
-  // Read from the census in order, the nodes are fetched ahead and the
-  // reads overlap: walking the node lists would wait on each in turn, and a
-  // large graph is not in cache.
+  // Fetched ahead, as in partitionGraph.
   constexpr size_t kAhead = 8;
   for (size_t i = from; i < to; ++i) {
     if (i + kAhead < census.size())
@@ -53,12 +51,31 @@ void widenSpan(Segment &seg, const std::vector<Node *> &census, size_t from,
 
 PartitionResult partitionGraph(const Graph &graph,
                                const AnalysisResult &analysis) {
+  const std::vector<Node *> &census = analysis.nodes;
+  std::unordered_set<const Node *> found(analysis.findingNodes.begin(),
+                                         analysis.findingNodes.end());
+  // Whether each node is a finding's or has a data-dependent result (a
+  // value's class is final only once the analysis is done: a later write
+  // can make it data-dependent). Read from the census in order, the nodes
+  // are fetched ahead and the reads overlap; walking the node lists would
+  // wait on each in turn, and a large graph is not in cache.
+  constexpr size_t kAhead = 8;
+  std::vector<bool> dynamicNode(census.size());
+  for (size_t i = 0; i < census.size(); ++i) {
+    if (i + kAhead < census.size())
+      __builtin_prefetch(census[i + kAhead]);
+    const Node *n = census[i];
+    dynamicNode[i] =
+        found.count(n) ||
+        std::any_of(n->outputs().begin(), n->outputs().end(),
+                    [&](const Value *v) {
+                      return analysis.info(v).isDataDependent();
+                    });
+  }
   const Block *top = graph.block();
   // The analysis's census holds every node in program order, a node before
   // its blocks' nodes: a top-level node and what it holds are one run of
-  // positions, and whether it is dynamic is whether one of them is. No
-  // node is visited for it (a graph this large does not stay in cache).
-  const std::vector<Node *> &census = analysis.nodes;
+  // positions, and whether it is dynamic is whether one of them is.
   std::vector<bool> constant(census.size());
   if (auto it = analysis.positionsOfOp.find(c10::prim::Constant);
       it != analysis.positionsOfOp.end())
@@ -79,10 +96,9 @@ PartitionResult partitionGraph(const Graph &graph,
     if (constant[at])
       continue;
     size_t end = k + 1 < tops.size() ? tops[k + 1] : census.size();
-    bool isDyn =
-        std::find(analysis.dynamicNodes.begin() + at,
-                  analysis.dynamicNodes.begin() + end, true) !=
-        analysis.dynamicNodes.begin() + end;
+    bool isDyn = false;
+    for (size_t i = at; i < end && !isDyn; ++i)
+      isDyn = dynamicNode[i];
     if (isDyn)
       dynamicAt.emplace(census[at], nodes.size());
     nodes.push_back(census[at]);
@@ -129,7 +145,7 @@ PartitionResult partitionGraph(const Graph &graph,
         result.segments.push_back(s);
       }
       seg = it->second;
-      if (analysis.dynamicNodes[runs[i].first]) { // itself, not its blocks
+      if (dynamicNode[runs[i].first]) { // itself, not its blocks
         std::string op = nodes[i]->kind().toQualString();
         auto &ops = result.segments[seg].ops;
         if (std::find(ops.begin(), ops.end(), op) == ops.end())

@@ -2,6 +2,7 @@
 
 #include "passes/Analysis.h"
 #include "passes/IRSource.h"
+#include "passes/Partition.h"
 
 #include <gtest/gtest.h>
 
@@ -104,4 +105,69 @@ TEST(Analysis, SizeReadsOfLeadingDynamicTensors) {
   EXPECT_EQ(r.findings[1].location->line, 7u); // the size(i, 0), not size(i, 1)
   EXPECT_EQ(r.findings[1].role, Role::Derived);
   EXPECT_EQ(r.findings[1].causes, std::vector<size_t>{0});
+}
+
+TEST(Partition, TopLevelNodesTakeTheirBlocksNodesFromTheCensus) {
+  // A loop whose body holds the one data-dependent op is a dynamic island
+  // of its own nodes and its body's; the nodes around it are two static
+  // regions; constants are in no segment.
+  auto graph = parseIRWithLocations(R"IR(graph(%x : Tensor):
+  %t : bool = prim::Constant[value=1]()
+  %two : int = prim::Constant[value=2]()
+  %a : Tensor = aten::relu(%x)
+  %b : Tensor = aten::neg(%a)
+  %out : Tensor = prim::Loop(%two, %t, %b)
+    block0(%i : int, %acc : Tensor):
+      %n : Tensor = aten::nonzero(%acc)
+      %s : Tensor = aten::sum(%n)
+      %next : Tensor = aten::add(%acc, %s, %two)
+      -> (%t, %next)
+  %c : Tensor = aten::sigmoid(%x)
+  %d : Tensor = aten::add(%c, %out, %two)
+  return (%d)
+)IR",
+                                    "t.ir");
+  AnalysisResult analysis = analyzeGraph(*graph);
+  ASSERT_EQ(analysis.topLevel.size(), 7u); // constants included
+  PartitionResult p = partitionGraph(*graph, analysis);
+  std::vector<std::pair<Segment::Kind, size_t>> got;
+  for (const Segment &s : p.segments)
+    got.emplace_back(s.kind, s.numNodes);
+  using K = Segment::Kind;
+  // relu, neg | the loop and its 3 body nodes | sigmoid, add (the full
+  // reduction makes the loop's result static again).
+  std::vector<std::pair<K, size_t>> want = {
+      {K::StaticRegion, 2}, {K::DynamicIsland, 4}, {K::StaticRegion, 2}};
+  EXPECT_EQ(got, want);
+}
+
+TEST(Partition, AValueWrittenWithDataLaterIsDynamicWhereItIsMade) {
+  // GShard's combine (test/e2e/bounded_models.py, AddAtBoundedRows): `out`
+  // is made static, then index_add_ writes rows at data-dependent indices
+  // into it. Its class is final only once the analysis has seen the write:
+  // zeros_like belongs to the island.
+  auto graph = parseIRWithLocations(R"IR(graph(%q : Tensor, %x : Tensor):
+  %none : NoneType = prim::Constant()
+  %zero : int = prim::Constant[value=0]()
+  %one : int = prim::Constant[value=1]()
+  %two : float = prim::Constant[value=2.]()
+  %s : Tensor = aten::sigmoid(%x)
+  %m : Tensor = aten::gt(%q, %zero)
+  %pairs : Tensor = aten::nonzero(%m)
+  %pred : Tensor = aten::select(%pairs, %one, %one)
+  %out : Tensor = aten::zeros_like(%s, %none, %none, %none, %none, %none)
+  %rows : Tensor?[] = prim::ListConstruct(%pred)
+  %picked : Tensor = aten::index(%s, %rows)
+  %scaled : Tensor = aten::mul(%picked, %two)
+  %w : Tensor = aten::index_add_(%out, %zero, %pred, %scaled, %one)
+  return (%out)
+)IR",
+                                    "t.ir");
+  AnalysisResult analysis = analyzeGraph(*graph);
+  const torch::jit::Value *out = graph->outputs()[0];
+  ASSERT_TRUE(analysis.info(out).isDataDependent());
+  PartitionResult p = partitionGraph(*graph, analysis);
+  std::optional<size_t> seg = p.segmentOf.find(out->node());
+  ASSERT_TRUE(seg.has_value());
+  EXPECT_EQ(p.segments[*seg].kind, Segment::Kind::DynamicIsland);
 }

@@ -257,8 +257,8 @@ private:
 } // namespace
 
 /// The pure nodes of \p graph whose results nothing live uses, consumers
-/// before producers; the nodes in \p alsoDead count as dead whatever they
-/// are (and are not in the result).
+/// before producers; the nodes in \p deadSoFar count as dead whatever they
+/// are (and are not in the result), and those found are added to it.
 ///
 /// With \p deadWriters, also whether libtorch's dead-code elimination might
 /// remove something once they are gone: a node without side effects that
@@ -267,7 +267,7 @@ private:
 ///
 /// \p snapshot, when given, is the graph's nodes as they are (collectNodes).
 static std::vector<Node *>
-deadNodes(torch::jit::Graph &graph, std::unordered_set<const Node *> &deadNodes,
+deadNodes(torch::jit::Graph &graph, std::unordered_set<const Node *> &deadSoFar,
           bool *deadWriters = nullptr,
           const std::vector<Node *> *snapshot = nullptr) {
   // In reverse program order every consumer, nested blocks included, is
@@ -275,7 +275,7 @@ deadNodes(torch::jit::Graph &graph, std::unordered_set<const Node *> &deadNodes,
   std::vector<Node *> order;
   if (deadWriters)
     *deadWriters = false;
-  DeadSet dead(deadNodes);
+  DeadSet dead(deadSoFar);
   auto hasLiveUse = [&](const Value *out) {
     for (const torch::jit::Use &use : out->uses())
       if (!dead.isDeadUser(use.user))

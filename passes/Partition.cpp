@@ -26,14 +26,20 @@ const Node *topLevel(const Node *node, const Block *block) {
 
 namespace {
 
+/// Read from the census in order, nodes are fetched this many ahead so that
+/// the reads overlap: walking the node lists would wait on each in turn,
+/// and a large graph is not in cache.
+void prefetchAhead(const std::vector<Node *> &census, size_t i) {
+  constexpr size_t kAhead = 8;
+  if (i + kAhead < census.size())
+    __builtin_prefetch(census[i + kAhead]);
+}
+
 /// Widens \p seg's lines to take in those of census[from, to).
 void widenSpan(Segment &seg, const std::vector<Node *> &census, size_t from,
                size_t to) {
-  // Fetched ahead, as in partitionGraph.
-  constexpr size_t kAhead = 8;
   for (size_t i = from; i < to; ++i) {
-    if (i + kAhead < census.size())
-      __builtin_prefetch(census[i + kAhead]);
+    prefetchAhead(census, i);
     std::optional<Location> loc = locationOf(census[i]);
     if (!loc)
       continue;
@@ -56,14 +62,10 @@ PartitionResult partitionGraph(const Graph &graph,
                                          analysis.findingNodes.end());
   // Whether each node is a finding's or has a data-dependent result (a
   // value's class is final only once the analysis is done: a later write
-  // can make it data-dependent). Read from the census in order, the nodes
-  // are fetched ahead and the reads overlap; walking the node lists would
-  // wait on each in turn, and a large graph is not in cache.
-  constexpr size_t kAhead = 8;
+  // can make it data-dependent).
   std::vector<bool> dynamicNode(census.size());
   for (size_t i = 0; i < census.size(); ++i) {
-    if (i + kAhead < census.size())
-      __builtin_prefetch(census[i + kAhead]);
+    prefetchAhead(census, i);
     const Node *n = census[i];
     dynamicNode[i] =
         found.count(n) ||

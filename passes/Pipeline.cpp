@@ -383,6 +383,20 @@ void verifyAfter(const PassInfo &pass, Graph &graph, bool changed,
                              "': the analysis's nodes are not the graph's");
 }
 
+/// A copy of \p original after the first \p count of \p passes, run as the
+/// pipeline ran them (they are deterministic).
+static std::shared_ptr<Graph> replayPasses(Graph &original,
+                                           const std::vector<std::string> &passes,
+                                           size_t count,
+                                           const PassOptions &options) {
+  std::shared_ptr<Graph> graph = original.copy();
+  PassContext scratch;
+  scratch.options = options;
+  for (size_t i = 0; i < count; ++i)
+    runPass(*findPass(passes[i]), graph, scratch);
+  return graph;
+}
+
 PipelineResult runPipeline(std::shared_ptr<Graph> &graph,
                            const std::string &name,
                            const std::vector<std::string> &passes,
@@ -464,13 +478,9 @@ PipelineResult runPipeline(std::shared_ptr<Graph> &graph,
       reverted = "pipeline: the rewritten method would reach the host at " +
                  std::to_string(now) + " points instead of " +
                  std::to_string(was) + "; it is left as it was";
-      if (!unrewritten) { // derived again: the passes are deterministic
-        unrewritten = original->copy();
-        PassContext scratch;
-        scratch.options = options;
-        for (size_t i = 0; i < *passesBeforeRewriting; ++i)
-          runPass(*findPass(passes[i]), unrewritten, scratch);
-      }
+      if (!unrewritten) // derived again: the passes are deterministic
+        unrewritten =
+            replayPasses(*original, passes, *passesBeforeRewriting, options);
       graph = unrewritten;
       ctx.facts.invalidate();
       result.rewritten = false;
@@ -480,15 +490,12 @@ PipelineResult runPipeline(std::shared_ptr<Graph> &graph,
   if (original && dynamicOpsNormalized && !result.rewritten) {
     // The graph normalization started from, derived again from original:
     // the passes up to the first that is neither inline nor a rewrite.
-    std::shared_ptr<Graph> entry = original->copy();
-    PassContext scratch;
-    scratch.options = options;
-    for (const std::string &name : passes) {
-      const PassInfo *pass = findPass(name);
-      if (!pass->rewrites && pass->name != "inline")
-        break;
-      runPass(*pass, entry, scratch);
-    }
+    size_t first = 0;
+    while (first < passes.size() && (findPass(passes[first])->rewrites ||
+                                     passes[first] == "inline"))
+      ++first;
+    std::shared_ptr<Graph> entry =
+        replayPasses(*original, passes, first, options);
     result.droppedDeadDynamicOps =
         *dynamicOpsNormalized < countDynamicOps(entry->block());
   }

@@ -4,11 +4,17 @@
 
 #include "passes/OpCatalogue.h"
 
+#include <torch/csrc/jit/frontend/builtin_functions.h>
+#include <torch/csrc/jit/frontend/schema_matching.h>
 #include <torch/csrc/jit/passes/constant_propagation.h>
 #include <torch/csrc/jit/passes/dead_code_elimination.h>
+#include <torch/csrc/jit/runtime/operator.h>
 
 #include <algorithm>
+#include <mutex>
+#include <optional>
 #include <stdexcept>
+#include <string>
 #include <type_traits>
 #include <unordered_set>
 
@@ -18,11 +24,153 @@ using torch::jit::Graph;
 using torch::jit::Node;
 using torch::jit::Value;
 
+namespace {
+
+/// Appends a byte code for \p type to \p key when the type is one whose
+/// schema matching is decided by its kind alone (and so by the key): the
+/// leaf types, and lists and optionals of them. False for any other type.
+bool appendMatchKind(std::string &key, const c10::Type &type) {
+  switch (type.kind()) {
+  case c10::TypeKind::TensorType:
+  case c10::TypeKind::IntType:
+  case c10::TypeKind::FloatType:
+  case c10::TypeKind::BoolType:
+  case c10::TypeKind::NumberType:
+  case c10::TypeKind::NoneType:
+  case c10::TypeKind::StringType:
+  case c10::TypeKind::DeviceObjType:
+  case c10::TypeKind::ComplexType:
+    key.push_back(static_cast<char>(type.kind()));
+    return true;
+  case c10::TypeKind::ListType:
+  case c10::TypeKind::OptionalType:
+    key.push_back(static_cast<char>(type.kind()));
+    return appendMatchKind(key, *type.containedType(0));
+  default:
+    return false;
+  }
+}
+
+/// The key of one call for the schema cache below: the op, each argument's
+/// match kind, and the keyword arguments' names. Empty when some argument's
+/// type is not decided by its kind.
+std::string matchKey(c10::Symbol op,
+                     const std::vector<torch::jit::NamedValue> &args,
+                     const std::vector<torch::jit::NamedValue> &kwargs,
+                     Graph &graph) {
+  std::string key = std::to_string(static_cast<c10::unique_t>(op));
+  auto append = [&](const torch::jit::NamedValue &arg) {
+    key.push_back(':');
+    return appendMatchKind(key, *arg.value(graph)->type());
+  };
+  for (const torch::jit::NamedValue &arg : args)
+    if (!append(arg))
+      return {};
+  for (const torch::jit::NamedValue &arg : kwargs) {
+    key += '|' + arg.name();
+    if (!append(arg))
+      return {};
+  }
+  return key;
+}
+
+/// Schemas `emit` matched before, by matchKey. libtorch's emitBuiltinCall
+/// names and tries every overload of an op on every call and then looks
+/// the operator up again; the passes emit the same few calls thousands of
+/// times on a large graph. Matching is decided by the key (the argument
+/// types' kinds), so a call seen before is matched against the one schema
+/// it matched then, in the same order (exact types, then conversions).
+/// Null: the call matched a builtin function, which emitBuiltinCall
+/// inlines.
+struct SchemaCache {
+  std::mutex mutex;
+  std::unordered_map<std::string, const c10::FunctionSchema *> schemas;
+};
+
+SchemaCache &schemaCache() {
+  static SchemaCache cache;
+  return cache;
+}
+
+/// What emitBuiltinNode does with a match: one node, its results packed
+/// into a tuple when there are several.
+Value *insertMatched(Graph &graph, c10::Symbol op,
+                     const torch::jit::MatchedSchema &matched,
+                     const torch::jit::SourceRange &range) {
+  Node *node = graph.insertNode(graph.create(op, matched.inputs, 0));
+  node->setSourceRange(range);
+  for (const c10::TypePtr &type : matched.return_types)
+    node->addOutput()->setType(type);
+  if (node->outputs().size() == 1)
+    return node->output();
+  c10::TupleTypePtr named;
+  if (matched.return_field_names)
+    named = c10::TupleType::createNamed(c10::nullopt,
+                                        *matched.return_field_names,
+                                        matched.return_types);
+  return graph.insertNode(graph.createTuple(node->outputs(), named))
+      ->output();
+}
+
+} // namespace
+
 Value *emit(torch::jit::Graph &graph, const char *op,
             std::vector<torch::jit::NamedValue> args, const Node *anchor,
             std::vector<torch::jit::NamedValue> kwargs) {
-  return graph.insert(c10::Symbol::fromQualString(op), args, kwargs,
-                      anchor->sourceRange());
+  const c10::Symbol symbol = c10::Symbol::fromQualString(op);
+  const torch::jit::SourceRange &range = anchor->sourceRange();
+  // Constants become graph values here, where matching would insert them,
+  // so that the key can read their types.
+  for (torch::jit::NamedValue &arg : args)
+    arg = torch::jit::NamedValue(arg.value(graph));
+  for (torch::jit::NamedValue &arg : kwargs)
+    arg = torch::jit::NamedValue(arg.name(), arg.value(graph));
+  // An operator-versioned graph may need an upgrader's historic schema:
+  // that stays with emitBuiltinCall.
+  const auto &variants = torch::jit::getAllOperatorsFor(symbol);
+  std::string key = matchKey(symbol, args, kwargs, graph);
+  if (key.empty() || variants.empty() || graph.get_op_version())
+    return graph.insert(symbol, args, kwargs, range);
+  key += '#' + std::to_string(variants.size());
+
+  SchemaCache &cache = schemaCache();
+  std::optional<const c10::FunctionSchema *> cached;
+  {
+    std::lock_guard<std::mutex> lock(cache.mutex);
+    auto it = cache.schemas.find(key);
+    if (it != cache.schemas.end())
+      cached = it->second;
+  }
+  if (cached && !*cached)
+    return graph.insert(symbol, args, kwargs, range);
+  if (cached)
+    return insertMatched(
+        graph, symbol,
+        torch::jit::matchSchemas({*cached}, range, graph, args, kwargs).second,
+        range);
+
+  // The candidates in emitBuiltinCall's order: the operators, then the
+  // builtin functions (TorchScript wrappers it inlines, such as a scalar
+  // on the left of a comparison), which stay with emitBuiltinCall.
+  std::vector<const c10::FunctionSchema *> schemas;
+  for (const auto &variant : variants)
+    schemas.push_back(&variant->schema());
+  for (torch::jit::Function *function :
+       torch::jit::getAllBuiltinFunctionsFor(symbol)) {
+    function->ensure_defined();
+    schemas.push_back(&function->getSchema());
+  }
+  auto [index, matched] =
+      torch::jit::matchSchemas(schemas, range, graph, args, kwargs);
+  const bool isOperator = index < variants.size();
+  {
+    std::lock_guard<std::mutex> lock(cache.mutex);
+    cache.schemas.emplace(std::move(key),
+                          isOperator ? schemas[index] : nullptr);
+  }
+  if (!isOperator)
+    return graph.insert(symbol, args, kwargs, range);
+  return insertMatched(graph, symbol, matched, range);
 }
 
 std::vector<Value *>

@@ -3,6 +3,7 @@
 
 #include "passes/Pipeline.h"
 
+#include "passes/BatchedNms.h"
 #include "passes/Bounded.h"
 #include "passes/GraphUtils.h"
 #include "passes/IfConvert.h"
@@ -180,6 +181,12 @@ const std::vector<PassInfo> &registeredPasses() {
        "reduction none and mean()/sum(); never folds or merges "
        "nondeterministic ops",
        false, normalize},
+      {"batched-nms",
+       "batched_nms's per-class loop (for c in unique(idxs): nms of the rows "
+       "of class c, kept rows marked in a mask) -> one NMS in which only "
+       "boxes of one class suppress each other, marking the same mask; "
+       "behind a guard on shapes, dtypes and devices",
+       true, batchedNms},
       {"index-to-mask",
        "gather/index_select/index by where(m)[0] -> a padded gather "
        "selected by a mask (cumsum + scatter compaction, no sync)",

@@ -375,16 +375,19 @@ def iou_over(boxes: Tensor, iou_threshold: float) -> Tensor:
     return torch.where(t.to(7) > iou_threshold, iou >= t, iou > t)
 
 
-def nms(boxes: Tensor, scores: Tensor, iou_threshold: float,
-        count: Optional[Tensor], classes: Optional[Tensor]) -> Tuple[Tensor, Tensor]:
-    """torchvision::nms(boxes, scores, iou_threshold) as a bounded value: the
-    kept rows' indices by descending score, padded to boxes' rows (with the
-    first index in that order), and their count. Greedy over the score order:
-    a row is kept unless a kept row before it overlaps it by more than the
-    threshold. The IoU matrix is computed at once; the walk is a loop of
-    host-static trip count (the rows), each step a few vector ops. With a
-    count, only the first count rows take part (a bounded input); with
-    classes, only rows of one class suppress each other (batched NMS)."""
+def greedy_nms(boxes: Tensor, scores: Tensor, iou_threshold: float,
+               count: Optional[Tensor],
+               classes: Optional[Tensor]) -> Tuple[Tensor, Tensor]:
+    """torchvision's greedy NMS as (order, removed): the rows by descending
+    score, and along that order which rows it suppresses (with a count, the
+    padding rows too). A row is kept unless a kept row before it overlaps it
+    by more than the threshold. The IoU matrix is computed at once; the walk
+    is a loop of host-static trip count (the rows), each step a few vector
+    ops. With a count, only the first count rows take part (a bounded
+    input); with classes, only rows of one class suppress each other
+    (batched NMS: one NMS per class, as batched_nms's per-class loop runs
+    it, since the stable score order restricted to a class is that class's
+    own order)."""
     n = boxes.size(0)
     order = score_order(scores, count)
     sorted_boxes = boxes.index_select(0, order)
@@ -398,5 +401,23 @@ def nms(boxes: Tensor, scores: Tensor, iou_threshold: float,
         removed = ~live_rows(n, count)
     for i in range(n):
         removed = removed | (over[i] & ~removed[i])
+    return order, removed
+
+
+def nms(boxes: Tensor, scores: Tensor, iou_threshold: float,
+        count: Optional[Tensor], classes: Optional[Tensor]) -> Tuple[Tensor, Tensor]:
+    """torchvision::nms(boxes, scores, iou_threshold) as a bounded value: the
+    kept rows' indices by descending score, padded to boxes' rows (with the
+    first index in that order), and their count (greedy_nms)."""
+    order, removed = greedy_nms(boxes, scores, iou_threshold, count, classes)
     positions, kept = compact(~removed)
     return order.index_select(0, positions), kept
+
+
+def nms_kept_mask(boxes: Tensor, scores: Tensor, iou_threshold: float,
+                  classes: Tensor) -> Tensor:
+    """[n] bool: the rows batched NMS keeps, in the input's order: what
+    batched_nms's per-class loop marks in its keep_mask (greedy_nms)."""
+    order, removed = greedy_nms(boxes, scores, iou_threshold, None, classes)
+    # order is a permutation: each row is written once.
+    return torch.zeros_like(removed).scatter(0, order, ~removed)

@@ -262,3 +262,59 @@ def test_staticified_nms_models_equal_the_original(staticify, save, tmp_path,
             assert len(got) == len(want)
             for g, w in zip(got, want):
                 assert torch.equal(g, w), (name, trial)
+
+
+class BatchedNms(torch.nn.Module):
+    """torchvision.ops.batched_nms as detection heads call it (torchvision's
+    RoIHeads, RetinaNet, FCOS): the per-class loop above 4,000 box
+    coordinates on the CPU, the coordinate trick below."""
+
+    def forward(self, boxes, scores, idxs):
+        return torchvision.ops.batched_nms(boxes, scores, idxs, 0.5)
+
+
+class BatchedNmsVanilla(torch.nn.Module):
+    """batched_nms's per-class strategy at any size (its private function,
+    as the public one calls it), with the caller's threshold."""
+
+    def forward(self, boxes, scores, idxs, t: float):
+        return box_ops._batched_nms_vanilla(boxes, scores, idxs, t)
+
+
+def test_batched_nms_per_class_loop_equals_the_original(staticify, save, tmp_path,
+                                                        torchvision_library):
+    """The real binary on scripted batched_nms: the per-class loop (unique,
+    then a where and an NMS per class) becomes one NMS of classes behind a
+    guard, and each output equals the original's: 60 random cases of
+    random_case's kinds (overlap, ties, identical boxes, edge thresholds,
+    1 to 6 classes) through the private function at sizes 0 to 400, 6
+    through the public one above its 1,000-box switch, and float classes,
+    which the guard sends to the original loop."""
+    gen = torch.Generator().manual_seed(3)
+    cases = []
+    for module, runs in [(BatchedNmsVanilla(), 60), (BatchedNms(), 6)]:
+        name = type(module).__name__
+        original = torch.jit.script(module)
+        path = save(original, f"{name}.pt")
+        out = tmp_path / f"{name}-static.pt"
+        report = staticify.report(path, "-o", out, "--load-library", torchvision_library)
+        method = report["methods"][0]
+        by_op = {f["op"]: f for f in method["findings"]
+                 if f["action"] == "rewritten" and f["rule"] == "batched-nms"}
+        assert {"aten::_unique2", "aten::where", "torchvision::nms"} <= set(by_op), name
+        assert method["after"]["counts"]["host-sync"] < method["before"]["counts"]["host-sync"]
+        assert method["after"]["fallback_sync_points"] > 0  # the loop, as the fallback
+        static = torch.jit.load(str(out))
+        for trial in range(runs):
+            if isinstance(module, BatchedNms):
+                boxes, scores, idxs, t = random_case(gen, 1001 + 300 * trial)
+                args = (boxes, scores, idxs)
+            else:
+                boxes, scores, idxs, t = random_case(gen, [0, 1, 2, 7, 60, 400][trial % 6])
+                args = (boxes, scores, idxs, t)
+            if trial % 10 == 9:
+                args = (boxes, scores, idxs.double()) + args[3:]  # the fallback
+            want, got = original(*args), static(*args)
+            assert torch.equal(got, want), (name, trial, boxes.size(0), t)
+            cases.append(boxes.size(0))
+    assert max(cases) > 1000 and min(cases) == 0

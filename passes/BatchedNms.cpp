@@ -232,9 +232,20 @@ void rewrite(Graph &graph, const ClassLoop &m, PassContext &ctx) {
   torch::jit::Block *fallback = guard->addBlock();
   {
     torch::jit::WithInsertPoint in(fast);
-    Value *kept = insertForm(graph, "nms_kept_mask",
-                             {m.boxes, m.scores, m.threshold, m.idxs},
-                             m.loop)[0];
+    Value *kept;
+    if (ctx.options.runtimeOps && opRegistered(kNmsKernel)) {
+      // The runtime's kernel takes classes too; its padded indices name
+      // each kept row once.
+      auto [indices, count] = unpackPair(
+          graph, emit(graph, kNmsKernel,
+                      {m.boxes, m.scores, m.threshold,
+                       graph.insertConstant(c10::IValue()), m.idxs},
+                      m.loop));
+      kept = insertForm(graph, "index_mask", {indices, count}, m.loop)[0];
+    } else {
+      kept = insertForm(graph, "nms_kept_mask",
+                        {m.boxes, m.scores, m.threshold, m.idxs}, m.loop)[0];
+    }
     // The stored value, made as the loop made it.
     Value *value = emit(
         graph, "aten::tensor", {m.fill}, m.store,

@@ -20,7 +20,9 @@ namespace staticify {
 ///
 ///   keep_mask.masked_fill_(nms_kept_mask(boxes, scores, t, idxs), True)
 ///
-/// (the form nms_kept_mask, passes/forms/bounded_forms.py: static, no sync),
+/// (the form nms_kept_mask, passes/forms/bounded_forms.py: static, no sync;
+/// with --runtime-ops, the runtime's kernel staticify::nms_padded with its
+/// classes, then the form index_mask),
 /// behind a guard (guardAttr()) on what the host knows: idxs, scores and
 /// keep_mask are vectors of boxes' rows, boxes have 4 columns and one dtype
 /// with the scores, idxs are not floating point (a NaN class matches no

@@ -16,6 +16,10 @@
 
 namespace staticify {
 
+/// The runtime library's kernel for the `nms` form (runtime/Nms.cpp),
+/// which bound emits instead with --runtime-ops once the library is loaded.
+inline constexpr const char *kNmsKernel = "staticify::nms_padded";
+
 /// Names of every form in bounded_forms.py.
 std::vector<std::string> boundedFormNames();
 

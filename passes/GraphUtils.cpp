@@ -173,6 +173,23 @@ Value *emit(torch::jit::Graph &graph, const char *op,
   return insertMatched(graph, symbol, matched, range);
 }
 
+bool opRegistered(const char *op) {
+  return !torch::jit::getAllOperatorsFor(c10::Symbol::fromQualString(op))
+              .empty();
+}
+
+std::pair<Value *, Value *> unpackPair(Graph &graph, Value *tuple) {
+  Node *construct = tuple->node();
+  if (construct->kind() == c10::prim::TupleConstruct &&
+      tuple->uses().empty()) {
+    std::pair<Value *, Value *> out{construct->input(0), construct->input(1)};
+    construct->destroy();
+    return out;
+  }
+  Node *unpack = graph.insertNode(graph.createTupleUnpack(tuple));
+  return {unpack->output(0), unpack->output(1)};
+}
+
 std::vector<Value *>
 emitIf(torch::jit::Graph &graph, Value *cond, const Node *anchor,
        size_t results, const std::function<std::vector<Value *>()> &then,

@@ -23,6 +23,15 @@ torch::jit::Value *emit(torch::jit::Graph &graph, const char *op,
                         const torch::jit::Node *anchor,
                         std::vector<torch::jit::NamedValue> kwargs = {});
 
+/// Whether an op named \p op (a qualified name) is registered in this
+/// process: a runtime library's kernel is only once the library is loaded.
+bool opRegistered(const char *op);
+
+/// The two results of a two-result op emitted with `emit` (which packs
+/// them in a tuple): the tuple's inputs, or an unpack of it.
+std::pair<torch::jit::Value *, torch::jit::Value *>
+unpackPair(torch::jit::Graph &graph, torch::jit::Value *tuple);
+
 /// `then() if cond else otherwise()` for a host bool \p cond and one tensor
 /// result: the branches are emitted in their blocks. Used for choices on
 /// facts known on the host (a rank, a dtype, a device): no sync.

@@ -7,9 +7,10 @@
 //                                        staticify::nms_padded
 //
 // Left alone: boxes and scores of different selections, a threshold read
-// from data, and selected rows inside a loop (batched_nms's per-class loop:
-// each iteration would walk the whole bound). batched_nms's coordinate
-// trick is elementwise arithmetic and one nms: its nms takes this rule.
+// from data, and selected rows inside a loop (each iteration would walk the
+// whole bound; batched_nms's per-class loop is the batched-nms pass's,
+// passes/BatchedNms.h). batched_nms's coordinate trick is elementwise
+// arithmetic and one nms: its nms takes this rule.
 //
 //===----------------------------------------------------------------------===//
 
@@ -18,37 +19,12 @@
 #include "passes/BoundedForms.h"
 #include "passes/GraphUtils.h"
 
-#include <torch/csrc/jit/runtime/operator.h>
-
 namespace staticify::bound {
 
 using torch::jit::Node;
 using torch::jit::Value;
 
 namespace {
-
-const char *const kNmsKernel = "staticify::nms_padded";
-
-/// Whether the runtime library (which registers staticify::nms_padded) is
-/// loaded in this process.
-bool runtimeLoaded() {
-  return !torch::jit::getAllOperatorsFor(
-              c10::Symbol::fromQualString(kNmsKernel))
-              .empty();
-}
-
-/// The two results of a multi-result op emitted with `emit` (which packs
-/// them in a tuple).
-std::pair<Value *, Value *> unpackPair(Value *tuple, RuleContext &rc) {
-  Node *construct = tuple->node();
-  if (construct->kind() == c10::prim::TupleConstruct) {
-    std::pair<Value *, Value *> out{construct->input(0), construct->input(1)};
-    construct->destroy();
-    return out;
-  }
-  Node *unpack = rc.graph.insertNode(rc.graph.createTupleUnpack(tuple));
-  return {unpack->output(0), unpack->output(1)};
-}
 
 bool insideLoop(const Node *node) {
   for (const Node *n = node->owningBlock()->owningNode(); n;
@@ -88,10 +64,10 @@ RuleResult nms(Node *node, RuleContext &rc) {
     scores = s->value;
   }
   Value *indices, *kept;
-  if (rc.ctx.options.runtimeOps && runtimeLoaded()) {
+  if (rc.ctx.options.runtimeOps && opRegistered(kNmsKernel)) {
     std::tie(indices, kept) = unpackPair(
-        emit(rc.graph, kNmsKernel, {boxes, scores, threshold, count}, node),
-        rc);
+        rc.graph,
+        emit(rc.graph, kNmsKernel, {boxes, scores, threshold, count}, node));
   } else {
     auto outs = insertForm(rc.graph, "nms",
                            {boxes, scores, threshold, count, rc.none()}, node);

@@ -119,12 +119,6 @@ private:
     if (node->kind() == c10::prim::If && rc.rep(node->input(0)) &&
         convertIf(node))
       return;
-    // A guard's fallback (guardAttr()) is the original computation, run
-    // when the host facts the guard checks fail: it stays as it is.
-    if (node->kind() == c10::prim::If && node->hasAttribute(guardAttr())) {
-      runBlock(node->blocks()[0]);
-      return;
-    }
     for (Block *b : node->blocks())
       runBlock(b);
     if (!node->blocks().empty())

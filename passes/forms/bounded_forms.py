@@ -421,3 +421,14 @@ def nms_kept_mask(boxes: Tensor, scores: Tensor, iou_threshold: float,
     order, removed = greedy_nms(boxes, scores, iou_threshold, None, classes)
     # order is a permutation: each row is written once.
     return torch.zeros_like(removed).scatter(0, order, ~removed)
+
+
+def index_mask(indices: Tensor, count: Tensor) -> Tensor:
+    """[n] bool, n = indices.size(0): the rows the first count indices name
+    (each at most once: NMS's kept rows, padded). The padding's writes go
+    to an extra slot n, dropped: every write to a slot writes one value."""
+    n = indices.size(0)
+    live = live_rows(n, count)
+    slot = torch.where(live, indices, torch.full_like(indices, n))
+    out = torch.zeros([n + 1], dtype=11, device=indices.device)  # bool
+    return out.scatter(0, slot, live)[:n]

@@ -281,11 +281,13 @@ class BatchedNmsVanilla(torch.nn.Module):
         return box_ops._batched_nms_vanilla(boxes, scores, idxs, t)
 
 
+@pytest.mark.parametrize("flags", [[], ["--runtime-ops"]])
 def test_batched_nms_per_class_loop_equals_the_original(staticify, save, tmp_path,
-                                                        torchvision_library):
+                                                        torchvision_library, ops, flags):
     """The real binary on scripted batched_nms: the per-class loop (unique,
     then a where and an NMS per class) becomes one NMS of classes behind a
-    guard, and each output equals the original's: 60 random cases of
+    guard (with --runtime-ops the runtime's kernel with classes), and each
+    output equals the original's: 60 random cases of
     random_case's kinds (overlap, ties, identical boxes, edge thresholds,
     1 to 6 classes) through the private function at sizes 0 to 400, 6
     through the public one above its 1,000-box switch, and float classes,
@@ -297,13 +299,16 @@ def test_batched_nms_per_class_loop_equals_the_original(staticify, save, tmp_pat
         original = torch.jit.script(module)
         path = save(original, f"{name}.pt")
         out = tmp_path / f"{name}-static.pt"
-        report = staticify.report(path, "-o", out, "--load-library", torchvision_library)
+        report = staticify.report(path, "-o", out, "--load-library", torchvision_library,
+                                  *flags)
         method = report["methods"][0]
         by_op = {f["op"]: f for f in method["findings"]
                  if f["action"] == "rewritten" and f["rule"] == "batched-nms"}
         assert {"aten::_unique2", "aten::where", "torchvision::nms"} <= set(by_op), name
         assert method["after"]["counts"]["host-sync"] < method["before"]["counts"]["host-sync"]
         assert method["after"]["fallback_sync_points"] > 0  # the loop, as the fallback
+        graph = str(torch.jit.load(str(out)).forward.graph)
+        assert ("staticify::nms_padded" in graph) == ("--runtime-ops" in flags)
         static = torch.jit.load(str(out))
         for trial in range(runs):
             if isinstance(module, BatchedNms):

@@ -4,7 +4,9 @@ kernel staticify::nms_padded; then two scripted models (test/e2e/test_nms.py)
 against staticify's outputs of them: `keep-after-nms` keeps
 `boxes[nms(boxes, scores, 0.5)]`, `postprocess` is torchvision's
 postprocess_detections with an offset batched NMS (score threshold,
-remove_small_boxes, NMS, top 100). Each is staticified three ways: default
+remove_small_boxes, NMS, top 100), `batched-nms` is torchvision.ops.batched_nms
+itself (4 classes: its coordinate trick up to 1,000 boxes on the CPU, its
+per-class loop above). Each is staticified three ways: default
 (cut to the count at the return), --padded-outputs, and --padded-outputs
 --runtime-ops.
 
@@ -36,13 +38,14 @@ sys.path.insert(0, str(ROOT / "bench"))
 sys.path.insert(0, str(ROOT / "test" / "e2e"))
 from seed000 import count_syncs, pipelined, timer  # noqa: E402
 from test_forms import compile_forms  # noqa: E402
-from test_nms import KeepAfterNms, ThresholdThenOffsetNms  # noqa: E402
+from test_nms import BatchedNms, KeepAfterNms, ThresholdThenOffsetNms  # noqa: E402
 
 VARIANTS = {"default": [], "padded": ["--padded-outputs"],
             "padded+runtime-ops": ["--padded-outputs", "--runtime-ops"]}
 
 
-MODELS = {"keep-after-nms": KeepAfterNms, "postprocess": ThresholdThenOffsetNms}
+MODELS = {"keep-after-nms": KeepAfterNms, "postprocess": ThresholdThenOffsetNms,
+          "batched-nms": BatchedNms}
 
 
 def write_models(out, staticify_bin):
@@ -120,10 +123,16 @@ def main():
         for model, variants in loaded.items():
             inputs = (boxes, scores) if model == "keep-after-nms" else (boxes, scores, labels)
             reference = variants["original"](*inputs)
+            single = isinstance(reference, torch.Tensor)  # batched_nms: one tensor
+            if single:
+                reference = (reference,)
             for name, fn in variants.items():
                 out = fn(*inputs)
-                if name.startswith("padded"):
-                    out = tuple(padded[:int(count)] for padded, count in out)
+                if single:
+                    out = (out,)
+                if name.startswith("padded"):  # (padded, count) where bounded
+                    out = tuple(o[0][:int(o[1])] if isinstance(o, tuple) else o
+                                for o in out)
                 assert all(torch.equal(a, b) for a, b in zip(out, reference)), (model, name, n)
                 rows.append({"n": n, "kind": model, "variant": name, "kept": len(reference[0]),
                              **measure(fn, inputs, args.device, args.reps)})

@@ -27,6 +27,12 @@ sys.path.insert(0, str(_bin_dir().resolve().parent / "python"))
 RUNTIME = _bin_dir().resolve().parent / "lib" / "libstaticify_runtime.so"
 
 
+def pytest_configure(config):
+    config.addinivalue_line(
+        "markers", "xdist_group(name): tests that share module state, run in one "
+        "pytest-xdist worker (--dist loadgroup)")
+
+
 class Staticify:
     """Runs the staticify binary and reads what it wrote."""
 

@@ -15,6 +15,10 @@ from test_rewrites import run_safely
 
 torch.ops.load_library(str(RUNTIME))
 
+# The last test counts what the others lowered (module state): under
+# pytest-xdist they all run in one worker (--dist loadgroup).
+pytestmark = pytest.mark.xdist_group("lower-corpus")
+
 TRIALS = 12
 DTYPES = {torch.float32: "f32", torch.float64: "f64", torch.int64: "i64",
           torch.int32: "i32", torch.bool: "b8", torch.float16: "f16", torch.int8: "i8"}

@@ -20,6 +20,10 @@ from test_rewrites import run_safely
 
 torch.ops.load_library(str(RUNTIME))
 
+# The last test counts what the others lowered (module state): under
+# pytest-xdist they all run in one worker (--dist loadgroup).
+pytestmark = pytest.mark.xdist_group("lower-cuda")
+
 EM_CUDA = 190
 SAMPLER_TYPES = "f32[?,16], i64[?]"
 # The idioms that compile for CUDA today (all 15 the CPU target lowers): a

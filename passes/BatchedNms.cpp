@@ -5,6 +5,7 @@
 #include "passes/Analysis.h"
 #include "passes/BoundedForms.h"
 #include "passes/GraphUtils.h"
+#include "passes/Selection.h"
 
 #include <torch/csrc/jit/ir/constants.h>
 
@@ -25,14 +26,6 @@ constexpr const char *kRule = "batched-nms";
 
 bool is(const Node *node, const char *op) {
   return node->kind() == c10::Symbol::fromQualString(op);
-}
-
-/// The constant bool of \p v, if it is one.
-std::optional<bool> constantBool(const Value *v) {
-  auto c = torch::jit::toIValue(v);
-  if (!c || !c->isBool())
-    return std::nullopt;
-  return c->toBool();
 }
 
 /// `x[i]` (aten::index with one index): x and i, and the index list.
@@ -97,14 +90,14 @@ std::variant<ClassLoop, std::string> matchClassLoop(Node *nms) {
   m.threshold = nms->input(2);
   // curr = where(idxs == class_id)[0], class_id = classes.select(0, i)
   Value *curr = boxes->index;
+  Value *classMask = rowIndicesOf(curr);
+  if (!classMask)
+    return notOne;
   Node *get = curr->node();
-  if (get->kind() != c10::aten::__getitem__ || constantInt(get->input(1)) != 0)
-    return notOne;
   Node *where = get->input(0)->node();
-  if (where->kind() != c10::aten::where || where->inputs().size() != 1 ||
-      where->output()->uses().size() != 1)
+  if (where->output()->uses().size() != 1)
     return notOne;
-  Node *eq = where->input(0)->node();
+  Node *eq = classMask->node();
   if (eq->kind() != c10::aten::eq || eq->inputs().size() != 2 ||
       eq->output()->uses().size() != 1)
     return notOne;

@@ -244,6 +244,13 @@ std::optional<int64_t> constantInt(const Value *v) {
   return iv->toInt();
 }
 
+std::optional<bool> constantBool(const Value *v) {
+  auto iv = torch::jit::toIValue(v);
+  if (!iv || !iv->isBool())
+    return std::nullopt;
+  return iv->toBool();
+}
+
 std::optional<std::vector<int64_t>> constantIntList(const Value *v) {
   if (v->node()->kind() == c10::prim::ListConstruct) {
     // Only a list nothing writes to (no append in a loop...) is constant.

@@ -61,6 +61,8 @@ bool carriesTensor(const c10::TypePtr &type);
 
 /// The constant int of \p v, if it is one.
 std::optional<int64_t> constantInt(const torch::jit::Value *v);
+/// The constant bool of \p v, if it is one.
+std::optional<bool> constantBool(const torch::jit::Value *v);
 /// The constant int list of \p v, if it is one (a constant, or a list of
 /// constant ints).
 std::optional<std::vector<int64_t>> constantIntList(const torch::jit::Value *v);

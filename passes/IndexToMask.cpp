@@ -26,17 +26,6 @@ namespace {
 
 constexpr const char *kRule = "index-to-mask";
 
-/// `where(m)[0]`: the mask m, if \p v is that.
-Value *rowIndicesOf(const Value *v) {
-  const Node *get = v->node();
-  if (get->kind() != c10::aten::__getitem__ || constantInt(get->input(1)) != 0)
-    return nullptr;
-  const Node *where = get->input(0)->node();
-  if (where->kind() != c10::aten::where || where->inputs().size() != 1)
-    return nullptr;
-  return where->input(0);
-}
-
 struct Compacted {
   Value *isVector; // bool: m.dim() == 1, known on the host
   Value *rows;     // int64 [N]: row indices of the true elements, then 0s

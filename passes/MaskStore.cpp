@@ -52,8 +52,7 @@ bool maskStore(std::shared_ptr<Graph> &graph, PassContext &ctx) {
     }
     Value *x = node->input(0);
     Value *v = node->input(2);
-    auto accumulate = torch::jit::toIValue(node->input(3));
-    if (!accumulate || !accumulate->isBool() || accumulate->toBool()) {
+    if (constantBool(node->input(3)) != false) {
       ctx.declined(node, kRule, "accumulate=True is not rewritten");
       continue;
     }

@@ -138,6 +138,16 @@ static bool isNumber(const Value *v) {
          k == c10::TypeKind::BoolType || k == c10::TypeKind::NumberType;
 }
 
+Value *rowIndicesOf(const Value *v) {
+  const Node *get = v->node();
+  if (get->kind() != c10::aten::__getitem__ || constantInt(get->input(1)) != 0)
+    return nullptr;
+  const Node *where = get->input(0)->node();
+  if (where->kind() != c10::aten::where || where->inputs().size() != 1)
+    return nullptr;
+  return where->input(0);
+}
+
 static bool provablyZeroDim(const Value *v, int depth);
 
 bool provablyZeroDim(const Value *v) { return provablyZeroDim(v, 0); }
@@ -169,11 +179,9 @@ static bool provablyZeroDim(const Value *v, int depth) {
   // One tensor input (max(a, b) is elementwise) and no kept dimensions.
   if (countTensorInputs(node) != 1)
     return false;
-  if (Value *keepdim = namedInput(node, "keepdim")) {
-    auto iv = torch::jit::toIValue(keepdim);
-    if (!iv || !iv->isBool() || iv->toBool())
+  if (Value *keepdim = namedInput(node, "keepdim"))
+    if (constantBool(keepdim) != false)
       return false;
-  }
   Value *dim = namedInput(node, "dim");
   if (!dim || dim->mustBeNone())
     return true;

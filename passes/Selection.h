@@ -89,6 +89,10 @@ std::optional<int64_t> resolveDim(int64_t dim, const torch::jit::Value *of,
                                   int64_t extra = 0,
                                   const AnalysisResult *analysis = nullptr);
 
+/// `where(m)[0]` (the row indices of m's true elements): the mask m, if
+/// \p v is that.
+torch::jit::Value *rowIndicesOf(const torch::jit::Value *v);
+
 /// Whether \p v is provably a 0-d tensor (a number made a tensor, a full
 /// reduction).
 bool provablyZeroDim(const torch::jit::Value *v);

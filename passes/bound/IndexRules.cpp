@@ -265,8 +265,7 @@ RuleResult put(Node *node, RuleContext &rc) {
   if (list->kind() != c10::prim::ListConstruct ||
       list->inputs().size() != 1 || rc.rep(x))
     return RuleResult::declined();
-  auto accumulate = torch::jit::toIValue(node->input(3));
-  if (!accumulate || !accumulate->isBool() || accumulate->toBool())
+  if (constantBool(node->input(3)) != false) // accumulate
     return RuleResult::declined();
   Rep *i = rc.bounded(list->input(0));
   if (!i || !i->isIndex)

@@ -626,6 +626,15 @@ private:
     }
     OpRole role = opRole(node);
     bool onHost = computesOnHost(node);
+    // An op written in place on a tensor returns that tensor, whose shape
+    // only a reshaping op (resize_, squeeze_...) changes: writing rows at
+    // indices of data-dependent length (`keep[idx[keep_i]] = True`,
+    // `out.index_add_(0, rows, src)`) changes contents, not the shape.
+    const Value *keptShape = nullptr;
+    if (mutatesFirstInput(node) && !node->inputs().empty() &&
+        carriesTensor(node->input(0)->type()) &&
+        !(opInfo(node) && opInfo(node)->has(kReshapesInPlace)))
+      keptShape = node->input(0);
 
     for (const Value *out : node->outputs()) {
       ValueInfo o;
@@ -633,7 +642,9 @@ private:
       if (carriesTensor(out->type())) {
         o.cls = ValueClass::DeviceData;
         ShapeDep shape = ShapeDep::Static;
-        if (dynamicTensorInput || dataShapeArg)
+        if (keptShape && out == node->output(0))
+          shape = info(keptShape).shape;
+        else if (dynamicTensorInput || dataShapeArg)
           shape = resultShape(node, role, dataShapeArg);
         o.shape = shape;
         if (shape != ShapeDep::Static)
@@ -648,8 +659,8 @@ private:
     if (mutatesFirstInput(node) && !node->inputs().empty()) {
       const Value *target = node->input(0);
       if (carriesTensor(target->type())) {
-        // A tensor written in place keeps its shape unless the write
-        // resizes it.
+        // The tensor written takes in the result's class: its contents
+        // derive from the causes, its shape is the result's.
         if (!node->outputs().empty())
           info(target).join(info(node->output(0)));
       } else {

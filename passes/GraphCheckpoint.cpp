@@ -50,8 +50,8 @@ void GraphCheckpoint::restore() {
   //    there uses a value made since.
   for (size_t i = 0; i < nodes.size(); ++i) {
     Node *node = nodes[i];
-    if (node->outputs().size() != typeStart[i + 1] - typeStart[i])
-      throw std::logic_error("GraphCheckpoint: a node's results changed");
+    if (node->outputs().size() < typeStart[i + 1] - typeStart[i])
+      throw std::logic_error("GraphCheckpoint: a node lost results");
     auto saved = torch::jit::ArrayRef<Value *>(inputs).slice(
         inputStart[i], inputStart[i + 1] - inputStart[i]);
     if (node->inputs() == saved)
@@ -108,7 +108,19 @@ void GraphCheckpoint::restore() {
             "was there");
     node->destroy();
   }
-  // 4. Names (those made since are gone with their values) and types.
+  // 4. Results gained since: their users were made since (gone) or had
+  //    their inputs put back (step 1).
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    Node *node = nodes[i];
+    size_t had = typeStart[i + 1] - typeStart[i];
+    while (node->outputs().size() > had) {
+      if (node->outputs().back()->hasUses())
+        throw std::logic_error(
+            "GraphCheckpoint: a result gained since is still used");
+      node->eraseOutput(node->outputs().size() - 1);
+    }
+  }
+  // 5. Names (those made since are gone with their values) and types.
   for (auto &[value, name] : names)
     if (value->debugName() != name)
       value->setDebugName(name);

@@ -10,7 +10,9 @@
 // their results' types and names, and it destroys every node made since.
 //
 // The contract: between the checkpoint and restore() no node that was there
-// is destroyed and none gains or loses results or block parameters. A
+// is destroyed, none loses results, and none gains block parameters; a node
+// may gain results (an `if` that returns a count more), which restore()
+// erases. A
 // rewrite under a checkpoint leaves the nodes it replaces in place (dead,
 // or in a list of its own to destroy) until it is kept; only then does dead
 // code go. restore() checks what it can of the contract and throws

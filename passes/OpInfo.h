@@ -114,6 +114,10 @@ enum Trait : uint32_t {
   /// Returns the coordinates of its input's nonzero elements, one row each:
   /// [count of nonzeros, input.dim()] (nonzero, argwhere).
   kNonzeroCoordinates = 1u << 24,
+  /// Written in place, its first input may change shape (resize_, set_,
+  /// squeeze_, transpose_...). Every other in-place op keeps its tensor's
+  /// shape: only the contents change.
+  kReshapesInPlace = 1u << 25,
 };
 using Traits = uint32_t;
 

@@ -265,9 +265,11 @@ std::optional<int64_t> knownRank(const Value *v, const AnalysisResult *analysis,
   if (op == "aten::scatter")
     return rankOf(node->input(0));
   // Sizes given as a list of constant length fix the rank.
-  if (op == "aten::reshape" || op == "aten::view" || op == "aten::zeros" ||
+  bool factory = op == "aten::zeros" || op == "aten::empty" ||
+                 op == "aten::ones" || op == "aten::full";
+  if (factory || op == "aten::reshape" || op == "aten::view" ||
       op == "aten::new_zeros") {
-    const Value *sizes = node->input(op == "aten::zeros" ? 0 : 1);
+    const Value *sizes = node->input(factory ? 0 : 1);
     if (auto list = constantIntList(sizes))
       return static_cast<int64_t>(list->size());
     if (sizes->node()->kind() == c10::prim::ListConstruct)

@@ -18,6 +18,7 @@
 #include "passes/LiftScalars.h"
 #include "passes/Partition.h"
 #include "passes/RewritePolicy.h"
+#include "passes/Selection.h"
 #include "passes/bound/Rules.h"
 
 #include <torch/csrc/jit/passes/constant_propagation.h>
@@ -92,6 +93,20 @@ public:
   /// uses but write, so only their owner destroys them.
   const std::vector<Node *> &replacedWriters() const { return writers; }
 
+  /// Once the rewrite is kept: the results of joined ifs (joinBranches)
+  /// that no use reads any more, with what their branches returned for
+  /// them.
+  void eraseJoinedResults() {
+    for (Node *node : joined)
+      for (size_t i = node->outputs().size(); i-- > 0;) {
+        if (node->output(i)->hasUses())
+          continue;
+        for (Block *b : node->blocks())
+          b->eraseOutput(i);
+        node->eraseOutput(i);
+      }
+  }
+
 private:
   Graph &graph;
   PassContext &ctx;
@@ -99,6 +114,7 @@ private:
   const std::unordered_set<const Node *> *roots;
   bool changed = false;
   std::vector<Node *> writers;
+  std::vector<Node *> joined; // ifs joinBranches gave results
   /// The rules asked about each op, per BoundRule::On.
   std::unordered_map<c10::Symbol, std::vector<const BoundRule *>>
       candidatesOf[2];
@@ -119,8 +135,15 @@ private:
     if (node->kind() == c10::prim::If && rc.rep(node->input(0)) &&
         convertIf(node))
       return;
-    for (Block *b : node->blocks())
-      runBlock(b);
+    // A guard's fallback (guardAttr()) runs only where the host facts it
+    // checks fail: it keeps the original computation, and what it uses
+    // from outside is read inside it (coldPath).
+    bool isGuard = node->hasAttribute(guardAttr());
+    for (size_t i = 0; i < node->blocks().size(); ++i)
+      if (!(isGuard && i == 1))
+        runBlock(node->blocks()[i]);
+    if (node->kind() == c10::prim::If)
+      joinBranches(node);
     if (!node->blocks().empty())
       return; // loops and ifs consume lifted values as host values
     // A list of tensors (cat's, index's) counts by its elements.
@@ -306,6 +329,73 @@ private:
     return true;
   }
 
+  /// One branch's side of a bounded result of an `if`.
+  struct BranchRows {
+    Value *padded, *count;
+    bool isIndex, is1D;
+  };
+
+  /// Branch result \p v as padded rows and a count: its representation
+  /// when bounded; a static tensor, or any tensor of a guard's \p fallback
+  /// (whose host reads count apart), is all rows, counted before \p block
+  /// returns. nullopt for anything else.
+  std::optional<BranchRows> branchRows(Value *v, Block *block,
+                                       bool fallback) {
+    if (Rep *r = rc.bounded(v))
+      return BranchRows{r->value, r->count, r->isIndex, r->is1D};
+    if (!isTensor(v) ||
+        (!fallback && rc.analysis.info(v).shape != ShapeDep::Static))
+      return std::nullopt;
+    torch::jit::WithInsertPoint guard(block->return_node());
+    return BranchRows{v, rc.rowsOf(v, v->node()), rc.isIndex(v),
+                      knownRank(v, &rc.analysis) == 1};
+  }
+
+  /// An `if` on a host bool (a guard's, a size test's) whose branches
+  /// return bounded rows, or bounded rows in one and a static tensor in the
+  /// other (`torch.empty((0,))` for no boxes): the if returns padded rows
+  /// and a count more, and its result is bounded by them. Its padded size is
+  /// each branch's, known on the host. Without this, each branch's rows
+  /// are cut to their count where they leave the if: a sync in each.
+  void joinBranches(Node *node) {
+    if (!writable(node))
+      return;
+    for (size_t i = 0; i < node->outputs().size(); ++i) {
+      Block *then = node->blocks()[0], *otherwise = node->blocks()[1];
+      Value *a = then->outputs()[i], *b = otherwise->outputs()[i];
+      if (!rc.bounded(a) && !rc.bounded(b))
+        continue;
+      InsertedBefore insertedThen(then->return_node());
+      InsertedBefore insertedOtherwise(otherwise->return_node());
+      std::optional<BranchRows> ra = branchRows(a, then, false);
+      std::optional<BranchRows> rb =
+          ra ? branchRows(b, otherwise, node->hasAttribute(guardAttr()))
+             : std::nullopt;
+      if (!ra || !rb) {
+        insertedThen.rollback();
+        insertedOtherwise.rollback();
+        continue; // a branch's rows are cut where they leave the if
+      }
+      // The result's every use is rewritten or materialized from the new
+      // results, so its branches return padded rows too rather than cut
+      // their rows to a count.
+      then->return_node()->replaceInput(i, ra->padded);
+      otherwise->return_node()->replaceInput(i, rb->padded);
+      then->registerOutput(ra->padded);
+      otherwise->registerOutput(rb->padded);
+      then->registerOutput(ra->count);
+      otherwise->registerOutput(rb->count);
+      Value *padded = node->addOutput()->setType(node->output(i)->type());
+      Value *count = node->addOutput()->setType(ra->count->type());
+      rc.setBounded(node->output(i), padded, count, ra->isIndex && rb->isIndex,
+                    ra->is1D && rb->is1D);
+      if (joined.empty() || joined.back() != node)
+        joined.push_back(node);
+      ctx.rewrote(node, kRule);
+      changed = true;
+    }
+  }
+
   //===--------------------------------------------------------------------===//
   // Materialization
   //===--------------------------------------------------------------------===//
@@ -374,15 +464,15 @@ private:
     return out;
   }
 
-  /// \p v's original value for \p user, a node in a branch that only raises
-  /// (an error message's sizes) where \p v is defined outside it: read
-  /// right before \p user, so the host read runs only on the way to the
-  /// exception (the analysis counts it apart: errorPathSyncPoints).
-  Value *materializeOnErrorPath(const Value *v, const Rep &r, Node *user) {
+  /// \p v's original value for \p user, a node on a cold path (an error
+  /// message's sizes, a guard's fallback) where \p v is defined outside
+  /// it: read right before \p user, so the host read runs only on that
+  /// path.
+  Value *materializeOnColdPath(const Value *v, const Rep &r, Node *user,
+                               const char *why) {
     torch::jit::WithInsertPoint guard(user);
     Value *n = nullptr;
-    return emitMaterialized(
-        v, r, user, "materialized for a branch that only raises", n, false);
+    return emitMaterialized(v, r, user, why, n, false);
   }
 
   /// \p v's host value from lifted \p r, or bounded \p r cut to its count
@@ -413,18 +503,30 @@ private:
     return out;
   }
 
-  /// Whether \p user sits in a branch that only raises and \p v is defined
-  /// outside that branch.
-  static bool onErrorPath(const Node *user, const Value *v) {
+  /// Why \p user reads \p v where it is, when \p user sits in a cold
+  /// branch that \p v is defined outside: one that only raises (an error
+  /// message's sizes), or a guard's fallback (guardAttr()). nullptr where
+  /// it does not. The analysis counts the host reads of cold branches apart
+  /// (errorPathSyncPoints, fallbackSyncPoints).
+  static const char *coldPath(const Node *user, const Value *v) {
     std::unordered_set<const Block *> aroundDef;
     for (const Block *b = v->node()->owningBlock(); b;
          b = b->owningNode() ? b->owningNode()->owningBlock() : nullptr)
       aroundDef.insert(b);
     for (const Block *b = user->owningBlock(); b && !aroundDef.count(b);
-         b = b->owningNode() ? b->owningNode()->owningBlock() : nullptr)
+         b = b->owningNode() ? b->owningNode()->owningBlock() : nullptr) {
       if (onlyRaises(b))
-        return true;
-    return false;
+        return "materialized for a branch that only raises";
+      if (isGuardFallback(b))
+        return "materialized in a guard's fallback";
+    }
+    return nullptr;
+  }
+
+  static bool isGuardFallback(const Block *b) {
+    const Node *owner = b->owningNode();
+    return owner && owner->hasAttribute(guardAttr()) &&
+           owner->blocks().size() > 1 && owner->blocks()[1] == b;
   }
 
   /// `(padded, count)` in place of a bounded graph output.
@@ -457,10 +559,10 @@ private:
       for (const torch::jit::Use &use : uses) {
         if (rc.absorbed.count(use.user) || returnPadded(r, use))
           continue;
+        const char *cold = coldPath(use.user, v);
         use.user->replaceInput(use.offset,
-                               onErrorPath(use.user, v)
-                                   ? materializeOnErrorPath(v, r, use.user)
-                                   : materialize(v, r, use.user));
+                               cold ? materializeOnColdPath(v, r, use.user, cold)
+                                    : materialize(v, r, use.user));
       }
     }
   }
@@ -640,6 +742,7 @@ bool boundShapes(std::shared_ptr<Graph> &graph, PassContext &ctx) {
     // What the rewrites replaced, converted ifs included, is dead: found
     // above, and nothing changed since but the writers' destruction.
     eraseNodes(dead.order, ctx, bound::kRule);
+    driver.eraseJoinedResults();
     // The forms branch on host facts (None arguments, ranks): fold them.
     // Those are immutable values, and normalize folded everything else the
     // graph had, so no alias database is needed here.

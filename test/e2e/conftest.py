@@ -84,6 +84,15 @@ def findings(report, method="forward"):
     raise KeyError(method)
 
 
+def sync_points(report, method="forward"):
+    """Root sync points (before, after): before, those the original has;
+    after, those kept or introduced by a rewrite."""
+    roots = [f for f in findings(report, method) if f["role"] == "root"]
+    before = sum(1 for f in roots if f["action"] != "introduced")
+    after = sum(1 for f in roots if f["action"] in ("kept", "introduced"))
+    return before, after
+
+
 def lines_of(source_file, *snippets):
     """1-based line numbers of the lines of source_file containing each
     snippet (each must occur exactly once)."""

@@ -10,7 +10,7 @@ extra syncs included; island by island, the sampler is bounded and the
 other left as the earlier passes made it: 4 syncs become 2."""
 import torch
 
-from conftest import findings
+from conftest import findings, sync_points
 from corpus import ChainedWhereMasks
 from sampler import BalancedSampler
 
@@ -24,13 +24,6 @@ class SamplerAndChained(torch.nn.Module):
     def forward(self, features, labels, x, t):
         picked, picked_labels = self.sampler(features, labels)
         return picked, picked_labels, self.chained(x, t)
-
-
-def sync_points(report):
-    roots = [f for f in findings(report) if f["role"] == "root"]
-    before = sum(1 for f in roots if f["action"] != "introduced")
-    after = sum(1 for f in roots if f["action"] in ("kept", "introduced"))
-    return before, after
 
 
 def test_each_island_is_decided_on_its_own(staticify, save, tmp_path):

@@ -11,15 +11,8 @@ import pathlib
 
 import pytest
 
+from conftest import sync_points
 from report_snapshot import VARIANTS, script_all
-
-
-def sync_points(report):
-    method = report["methods"][0]
-    found = [f for f in method["findings"] if f["role"] == "root"]
-    before = sum(1 for f in found if f["action"] != "introduced")
-    after = sum(1 for f in found if f["action"] in ("kept", "introduced"))
-    return before, after
 
 
 @pytest.fixture(scope="module")
@@ -40,7 +33,8 @@ def test_no_model_syncs_more_after_rewriting(staticify, scripted, tmp_path, shar
         for variant, args in VARIANTS.items():
             out = tmp_path / "report.json"
             staticify(path, "--report-json", out, *args)
-            before, after = sync_points(json.loads(out.read_text()))
+            report = json.loads(out.read_text())
+            before, after = sync_points(report, report["methods"][0]["name"])
             rewritten += after < before
             if after > before:
                 worse.append(f"{name} ({variant}): {before} -> {after}")

@@ -20,7 +20,7 @@ order is the sort implementation's)."""
 import pytest
 import torch
 
-from conftest import RUNTIME
+from conftest import RUNTIME, sync_points
 from test_forms import compile_forms
 
 torchvision = pytest.importorskip("torchvision")
@@ -281,6 +281,24 @@ class BatchedNmsVanilla(torch.nn.Module):
         return box_ops._batched_nms_vanilla(boxes, scores, idxs, t)
 
 
+def same_up_to_tie_order(got, want, scores):
+    """Whether kept indices `got` are `want` but for the order among equal
+    scores. batched_nms's per-class path ends with torch.sort of the kept
+    scores without stable=True, which leaves that order unspecified (on the
+    CPU, unstable above 16 elements); staticify's sort of padded rows is
+    stable. Runs of equal scores are compared as sets."""
+    if got.shape != want.shape or not torch.equal(scores[got], scores[want]):
+        return False
+    s = scores[want]
+    start = 0
+    for end in range(1, len(s) + 1):
+        if end == len(s) or s[end] != s[start]:
+            if set(got[start:end].tolist()) != set(want[start:end].tolist()):
+                return False
+            start = end
+    return True
+
+
 @pytest.mark.parametrize("flags", [[], ["--runtime-ops"]])
 def test_batched_nms_per_class_loop_equals_the_original(staticify, save, tmp_path,
                                                         torchvision_library, ops, flags):
@@ -291,9 +309,11 @@ def test_batched_nms_per_class_loop_equals_the_original(staticify, save, tmp_pat
     random_case's kinds (overlap, ties, identical boxes, edge thresholds,
     1 to 6 classes) through the private function at sizes 0 to 400, 6
     through the public one above its 1,000-box switch, and float classes,
-    which the guard sends to the original loop."""
+    which the guard sends to the original loop. The order among equal
+    scores is compared as a set (same_up_to_tie_order)."""
     gen = torch.Generator().manual_seed(3)
     cases = []
+    exact = 0
     for module, runs in [(BatchedNmsVanilla(), 60), (BatchedNms(), 6)]:
         name = type(module).__name__
         original = torch.jit.script(module)
@@ -305,10 +325,19 @@ def test_batched_nms_per_class_loop_equals_the_original(staticify, save, tmp_pat
         by_op = {f["op"]: f for f in method["findings"]
                  if f["action"] == "rewritten" and f["rule"] == "batched-nms"}
         assert {"aten::_unique2", "aten::where", "torchvision::nms"} <= set(by_op), name
-        assert method["after"]["counts"]["host-sync"] < method["before"]["counts"]["host-sync"]
+        before, after = sync_points(report)
+        assert after < before
         assert method["after"]["fallback_sync_points"] > 0  # the loop, as the fallback
         graph = str(torch.jit.load(str(out)).forward.graph)
         assert ("staticify::nms_padded" in graph) == ("--runtime-ops" in flags)
+        if isinstance(module, BatchedNms):
+            # Both strategies' kept indices leave their ifs padded, with a
+            # count: one read where they are returned, none with
+            # --padded-outputs.
+            assert sync_points(report) == (5, 1)
+            padded = staticify.report(path, "-o", tmp_path / "padded.pt", "--load-library",
+                                      torchvision_library, "--padded-outputs", *flags)
+            assert sync_points(padded) == (5, 0)
         static = torch.jit.load(str(out))
         for trial in range(runs):
             if isinstance(module, BatchedNms):
@@ -320,6 +349,8 @@ def test_batched_nms_per_class_loop_equals_the_original(staticify, save, tmp_pat
             if trial % 10 == 9:
                 args = (boxes, scores, idxs.double()) + args[3:]  # the fallback
             want, got = original(*args), static(*args)
-            assert torch.equal(got, want), (name, trial, boxes.size(0), t)
+            assert same_up_to_tie_order(got, want, scores), (name, trial, boxes.size(0), t)
+            exact += torch.equal(got, want)
             cases.append(boxes.size(0))
     assert max(cases) > 1000 and min(cases) == 0
+    assert exact > len(cases) // 2  # ties in a minority of cases only

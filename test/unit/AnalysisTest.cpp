@@ -142,24 +142,19 @@ TEST(Partition, TopLevelNodesTakeTheirBlocksNodesFromTheCensus) {
 }
 
 TEST(Partition, AValueWrittenWithDataLaterIsDynamicWhereItIsMade) {
-  // GShard's combine (test/e2e/bounded_models.py, AddAtBoundedRows): `out`
-  // is made static, then index_add_ writes rows at data-dependent indices
-  // into it. Its class is final only once the analysis has seen the write:
+  // `out` is made static, then resize_ gives it a data-dependent length.
+  // Its class is final only once the analysis has seen the write:
   // zeros_like belongs to the island.
   auto graph = parseIRWithLocations(R"IR(graph(%q : Tensor, %x : Tensor):
   %none : NoneType = prim::Constant()
   %zero : int = prim::Constant[value=0]()
-  %one : int = prim::Constant[value=1]()
-  %two : float = prim::Constant[value=2.]()
   %s : Tensor = aten::sigmoid(%x)
   %m : Tensor = aten::gt(%q, %zero)
   %pairs : Tensor = aten::nonzero(%m)
-  %pred : Tensor = aten::select(%pairs, %one, %one)
+  %k : int = aten::size(%pairs, %zero)
   %out : Tensor = aten::zeros_like(%s, %none, %none, %none, %none, %none)
-  %rows : Tensor?[] = prim::ListConstruct(%pred)
-  %picked : Tensor = aten::index(%s, %rows)
-  %scaled : Tensor = aten::mul(%picked, %two)
-  %w : Tensor = aten::index_add_(%out, %zero, %pred, %scaled, %one)
+  %sizes : int[] = prim::ListConstruct(%k)
+  %w : Tensor = aten::resize_(%out, %sizes, %none)
   return (%out)
 )IR",
                                     "t.ir");
@@ -170,4 +165,43 @@ TEST(Partition, AValueWrittenWithDataLaterIsDynamicWhereItIsMade) {
   std::optional<size_t> seg = p.segmentOf.find(out->node());
   ASSERT_TRUE(seg.has_value());
   EXPECT_EQ(p.segments[*seg].kind, Segment::Kind::DynamicIsland);
+}
+
+TEST(Analysis, AWriteAtDataDependentRowsKeepsTheTensorsShape) {
+  // GShard's combine (test/e2e/bounded_models.py, AddAtBoundedRows) and
+  // torchvision's batched_nms (`keep_mask[curr[keep]] = True`): rows
+  // written at indices of data-dependent length change the contents of
+  // the tensor written, not its shape, so reading its size is no sync.
+  auto graph = parseIRWithLocations(R"IR(graph(%q : Tensor, %x : Tensor):
+  %none : NoneType = prim::Constant()
+  %zero : int = prim::Constant[value=0]()
+  %one : int = prim::Constant[value=1]()
+  %two : float = prim::Constant[value=2.]()
+  %true : bool = prim::Constant[value=1]()
+  %false : bool = prim::Constant[value=0]()
+  %s : Tensor = aten::sigmoid(%x)
+  %m : Tensor = aten::gt(%q, %zero)
+  %pairs : Tensor = aten::nonzero(%m)
+  %pred : Tensor = aten::select(%pairs, %one, %one)
+  %out : Tensor = aten::zeros_like(%s, %none, %none, %none, %none, %none)
+  %rows : Tensor?[] = prim::ListConstruct(%pred)
+  %picked : Tensor = aten::index(%s, %rows)
+  %scaled : Tensor = aten::mul(%picked, %two)
+  %w : Tensor = aten::index_add_(%out, %zero, %pred, %scaled, %one)
+  %keep : Tensor = aten::zeros_like(%q, %none, %none, %none, %none, %none)
+  %t : Tensor = aten::scalar_tensor(%true, %none, %none, %none, %none)
+  %w2 : Tensor = aten::index_put_(%keep, %rows, %t, %false)
+  %n : int = aten::size(%keep, %zero)
+  return (%out, %keep, %n)
+)IR",
+                                    "t.ir");
+  AnalysisResult analysis = analyzeGraph(*graph);
+  const auto &outs = graph->outputs();
+  for (const torch::jit::Value *v : {outs[0], outs[1]}) {
+    EXPECT_EQ(analysis.info(v).cls, ValueClass::DeviceData) << v->debugName();
+    EXPECT_EQ(analysis.info(v).shape, ShapeDep::Static) << v->debugName();
+  }
+  EXPECT_FALSE(analysis.info(outs[2]).isDataDependent());
+  for (const Finding &f : analysis.findings)
+    EXPECT_NE(f.op, "aten::size") << f.message;
 }

@@ -87,3 +87,27 @@ TEST(GraphCheckpoint, RestoreOfAnUnchangedGraphChangesNothing) {
   checkpoint.restore();
   EXPECT_EQ(text(*graph), before);
 }
+
+TEST(GraphCheckpoint, RestoreErasesResultsANodeGained) {
+  // bound's rule for an `if` of bounded values: each branch returns a count
+  // more, and so does the if, whose users take the new result.
+  auto graph = parseIRWithLocations(kGraph, "checkpoint.ir");
+  const std::string before = text(*graph);
+  GraphCheckpoint checkpoint(*graph);
+  Node *branch = find(*graph, "prim::If");
+  Node *mul = find(*graph, "aten::mul");
+  ASSERT_TRUE(branch && mul);
+  for (torch::jit::Block *b : branch->blocks()) {
+    torch::jit::WithInsertPoint guard(b->return_node());
+    b->registerOutput(graph->insert(c10::aten::size, {b->outputs()[0], 0}));
+  }
+  Value *count = branch->addOutput()->setType(c10::IntType::get());
+  torch::jit::WithInsertPoint guard(mul);
+  mul->replaceInput(1, graph->insert(c10::aten::mul, {mul->input(1), count}));
+  ASSERT_EQ(branch->outputs().size(), 2u);
+  EXPECT_NE(text(*graph), before);
+
+  checkpoint.restore();
+  EXPECT_EQ(branch->outputs().size(), 1u);
+  EXPECT_EQ(text(*graph), before);
+}

@@ -41,13 +41,15 @@ bool ValueInfo::join(const ValueInfo &other) {
   if (dtype != other.dtype)
     dtype = DTypeKind::Unknown;
   onHost = onHost && other.onHost;
+  dataLength = dataLength || other.dataLength;
   addRootsOf(other);
   return !(before == *this);
 }
 
 bool ValueInfo::operator==(const ValueInfo &o) const {
   return cls == o.cls && shape == o.shape && dtype == o.dtype &&
-         onHost == o.onHost && numRoots == o.numRoots &&
+         onHost == o.onHost && dataLength == o.dataLength &&
+         numRoots == o.numRoots &&
          std::equal(roots.begin(), roots.begin() + numRoots, o.roots.begin());
 }
 
@@ -271,6 +273,7 @@ private:
         out.cls = ValueClass::DataDependent;
         if (carriesTensor(node->output(i)->type()))
           out.shape = ShapeDep::Dynamic;
+        out.dataLength = true;
         out.addRootsOf(cond);
       }
       info(node->output(i)) = out;
@@ -291,11 +294,20 @@ private:
 
     // Iterate the body silently to a fixpoint over the carried values; the
     // lattice has height 3 per component, so this terminates quickly.
+    // What the body writes to lists is under the trip count's control as
+    // far as it is known (a list appended to in a loop of data-dependent
+    // trip count has a data-dependent length, for the body's own reads of
+    // it too).
     ++silentDepth;
     for (bool changed = true; changed;) {
       for (size_t i = 0; i < numCarried; ++i)
         info(body->inputs()[i + 1]) = carried[i];
+      bool dataTripSoFar = tripInfo.isDataDependent();
+      if (dataTripSoFar)
+        control.push_back(tripInfo);
       analyzeBlock(body);
+      if (dataTripSoFar)
+        control.pop_back();
       changed = tripInfo.join(info(body->outputs()[0]));
       for (size_t i = 0; i < numCarried; ++i)
         changed |= carried[i].join(info(body->outputs()[i + 1]));
@@ -324,6 +336,7 @@ private:
         out.cls = ValueClass::DataDependent;
         if (carriesTensor(node->output(i)->type()))
           out.shape = ShapeDep::Dynamic;
+        out.dataLength = true;
         out.addRootsOf(tripInfo);
       }
       info(node->output(i)) = out;
@@ -374,6 +387,10 @@ private:
       return;
     }
 
+    if (node->inputs().size() == 1 &&
+        node->input(0)->type()->kind() == c10::TypeKind::ListType &&
+        opInfo(node) && opInfo(node)->role == OpRole::ShapeRead)
+      return analyzeListLength(node);
     switch (opRole(node)) {
     case OpRole::DynamicShapeRoot:
       if (analyzeDynamicShapeRoot(node))
@@ -563,6 +580,22 @@ private:
     setOutputs(node, out);
   }
 
+  /// len(list): data-dependent only where the list's length is, whatever
+  /// its elements are (`len([boxes[keep]])` is 1).
+  void analyzeListLength(const Node *node) {
+    const ValueInfo &in = info(node->input(0));
+    if (!in.dataLength)
+      return setOutputs(node, ValueInfo{});
+    record(node, Category::DataDerived, Role::Derived,
+           "'" + std::string(node->kind().toQualString()) +
+               "' reads the length of a list whose length depends on data",
+           in);
+    ValueInfo out;
+    out.cls = ValueClass::DataDependent;
+    out.addRootsOf(in);
+    setOutputs(node, out);
+  }
+
   void analyzeShapeRead(const Node *node) {
     const ValueInfo &in = info(node->input(0));
     bool staticRead = !in.isDataDependent() || in.shape == ShapeDep::Static;
@@ -632,7 +665,7 @@ private:
     // `out.index_add_(0, rows, src)`) changes contents, not the shape.
     const Value *keptShape = nullptr;
     if (mutatesFirstInput(node) && !node->inputs().empty() &&
-        carriesTensor(node->input(0)->type()) &&
+        node->input(0)->type()->kind() == c10::TypeKind::TensorType &&
         !(opInfo(node) && opInfo(node)->has(kReshapesInPlace)))
       keptShape = node->input(0);
 
@@ -654,11 +687,12 @@ private:
       }
       o.dtype = inferDType(node, out);
       o.onHost = onHost && carriesTensor(out->type());
+      o.dataLength = listLengthFromData(node, out);
       info(out) = o;
     }
     if (mutatesFirstInput(node) && !node->inputs().empty()) {
       const Value *target = node->input(0);
-      if (carriesTensor(target->type())) {
+      if (target->type()->kind() == c10::TypeKind::TensorType) {
         // The tensor written takes in the result's class: its contents
         // derive from the causes, its shape is the result's.
         if (!node->outputs().empty())
@@ -666,8 +700,17 @@ private:
       } else {
         // A list or dict holds what is written to it (append, extend,
         // d[k] = v), and its length depends on any data the write is
-        // conditioned on.
+        // conditioned on, or on the length of a list it takes in.
+        bool dataLength = info(target).dataLength ||
+                          controlInfo().isDataDependent() ||
+                          listLengthFromData(node, target);
+        if (carriesTensor(target->type()) && !node->outputs().empty())
+          info(target).join(info(node->output(0))); // the elements' shapes
         recordWrite(info(target), causes);
+        info(target).dataLength = dataLength;
+        for (const Value *out : node->outputs())
+          if (out->type()->kind() == c10::TypeKind::ListType)
+            info(out).dataLength = dataLength;
       }
     }
 
@@ -691,6 +734,45 @@ private:
       record(node, Category::DataDerived, Role::Derived,
              "'" + op + "' computes a host value from data-dependent inputs",
              causes);
+  }
+
+  /// Whether \p out, a list of \p node's (or a tuple, optional or union
+  /// that may hold one), has a length that depends on data. A list
+  /// literal's is its number of elements; plumbing (tuples, casts) passes
+  /// its inputs' on. An op on lists and host scalars only (list(), +,
+  /// slicing, *, append, extend) makes one from their lengths and values:
+  /// the lists' lengths and the scalars decide. Any other (split, unbind,
+  /// chunk of a tensor) may take it from any input.
+  bool listLengthFromData(const Node *node, const Value *out) {
+    if (node->kind() == c10::prim::ListConstruct)
+      return false;
+    if (opRole(node) == OpRole::Plumbing)
+      return std::any_of(node->inputs().begin(), node->inputs().end(),
+                         [&](const Value *in) {
+                           return info(in).dataLength;
+                         });
+    if (out->type()->kind() != c10::TypeKind::ListType)
+      return false;
+    bool onLists = true, fromData = false;
+    for (size_t i = 0; i < node->inputs().size(); ++i) {
+      const Value *in = node->input(i);
+      bool isList = in->type()->kind() == c10::TypeKind::ListType;
+      if (carriesTensor(in->type()) && !isList)
+        onLists = false;
+      if (isList) {
+        fromData |= info(in).dataLength;
+        // A list's lists have lengths of their own, not tracked.
+        if (in->type()->expectRef<c10::ListType>().getElementType()->kind() ==
+            c10::TypeKind::ListType)
+          fromData |= isDataDependent(in);
+      }
+      else if (!(mutatesFirstInput(node) && i > 0))
+        fromData |= isDataDependent(in);
+    }
+    if (!onLists)
+      for (const Value *in : node->inputs())
+        fromData |= isDataDependent(in);
+    return fromData;
   }
 
   /// The shape dependence of a tensor result of an op with data-dependent

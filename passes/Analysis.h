@@ -42,6 +42,12 @@ struct ValueInfo {
   /// from host-static values (`torch.tensor(image.shape[-2:])` and what is
   /// computed from it): reading it is not a device sync. Joined as "all".
   bool onHost = false;
+  /// A list whose length depends on data (appended under a data-dependent
+  /// condition or loop, split from a tensor of data-dependent shape...). A
+  /// list's class says what its elements are: `[boxes[keep]]` holds a
+  /// data-dependent tensor, yet its length, 1, is host-static. Joined as
+  /// "any".
+  bool dataLength = false;
   /// Up to kMaxRoots ids of the root findings this value derives from.
   static constexpr size_t kMaxRoots = 4;
   std::array<uint32_t, kMaxRoots> roots{};

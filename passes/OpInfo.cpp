@@ -87,6 +87,7 @@ const std::vector<OpInfo> kTable = {
     {"aten::is_floating_point", nullptr, R::MetadataRead},
     {"aten::is_complex", nullptr, R::MetadataRead},
     {"aten::__is__", nullptr, R::MetadataRead},
+    {"prim::isinstance", nullptr, R::MetadataRead},
     {"aten::__isnot__", nullptr, R::MetadataRead},
 
     {"prim::ListConstruct", nullptr, R::Plumbing, kNoTraits, D::KeepsInput},

@@ -205,3 +205,48 @@ TEST(Analysis, AWriteAtDataDependentRowsKeepsTheTensorsShape) {
   for (const Finding &f : analysis.findings)
     EXPECT_NE(f.op, "aten::size") << f.message;
 }
+
+TEST(Analysis, AListsLengthIsDataDependentOnlyWhereItsWritesAre) {
+  // torchvision's poolers take `[boxes[keep]]`: a list of one tensor of
+  // data-dependent shape, whose length (`enumerate(boxes)`) is 1. A list
+  // appended to under a data-dependent branch, or in a loop of
+  // data-dependent trip count (read before the append, too), has a
+  // data-dependent length; isinstance reads a type, never data.
+  auto graph = parseIRWithLocations(R"IR(graph(%x : Tensor):
+  %zero : int = prim::Constant[value=0]()
+  %true : bool = prim::Constant[value=1]()
+  %m : Tensor = aten::gt(%x, %zero)
+  %l : Tensor?[] = prim::ListConstruct(%m)
+  %sel : Tensor = aten::index(%x, %l)
+  %one : Tensor[] = prim::ListConstruct(%sel)
+  %n1 : int = aten::len(%one)
+  %isl : bool = prim::isinstance[types=[Tensor[]]](%one)
+  %grown : Tensor[] = prim::ListConstruct()
+  %k : int = aten::size(%sel, %zero)
+  %c : bool = aten::gt(%k, %zero)
+  prim::If(%c)
+    block0():
+      %a : Tensor[] = aten::append(%grown, %x)
+      -> ()
+    block1():
+      -> ()
+  %n2 : int = aten::len(%grown)
+  %looped : Tensor[] = prim::ListConstruct()
+  %seen : int = prim::Loop(%k, %true, %zero)
+    block0(%i : int, %acc : int):
+      %n3 : int = aten::len(%looped)
+      %b : Tensor[] = aten::append(%looped, %x)
+      -> (%true, %n3)
+  return (%n1, %isl, %n2, %seen)
+)IR",
+                                    "t.ir");
+  AnalysisResult analysis = analyzeGraph(*graph);
+  const auto &outs = graph->outputs();
+  EXPECT_FALSE(analysis.info(outs[0]).isDataDependent());
+  EXPECT_FALSE(analysis.info(outs[1]).isDataDependent());
+  EXPECT_TRUE(analysis.info(outs[2]).isDataDependent());
+  EXPECT_TRUE(analysis.info(outs[3]).isDataDependent());
+  for (const torch::jit::Node *n : graph->nodes())
+    if (n->kind() == c10::prim::Loop)
+      EXPECT_TRUE(analysis.info(n->blocks()[0]->outputs()[1]).isDataDependent());
+}

@@ -37,7 +37,7 @@ bool isInterpreterPrimitive(const std::string &op) {
       "prim::NumToTensor",   "prim::device",        "prim::dtype",
       "prim::Print",         "prim::requires_grad", "prim::is_cuda",
       "prim::layout",        "prim::min",           "prim::max",
-      "prim::tolist"};
+      "prim::tolist",        "prim::isinstance"};
   return primitives.count(op) != 0;
 }
 

@@ -225,20 +225,14 @@ void rewrite(Graph &graph, const ClassLoop &m, PassContext &ctx) {
   torch::jit::Block *fallback = guard->addBlock();
   {
     torch::jit::WithInsertPoint in(fast);
-    Value *kept;
-    if (ctx.options.runtimeOps && opRegistered(kNmsKernel)) {
-      // The runtime's kernel takes classes too; its padded indices name
-      // each kept row once.
-      auto [indices, count] = unpackPair(
-          graph, emit(graph, kNmsKernel,
-                      {m.boxes, m.scores, m.threshold,
-                       graph.insertConstant(c10::IValue()), m.idxs},
-                      m.loop));
-      kept = insertForm(graph, "index_mask", {indices, count}, m.loop)[0];
-    } else {
-      kept = insertForm(graph, "nms_kept_mask",
-                        {m.boxes, m.scores, m.threshold, m.idxs}, m.loop)[0];
-    }
+    // The runtime's kernel takes classes too; its padded indices name each
+    // kept row once.
+    auto [indices, count] = unpackPair(
+        graph, emit(graph, kNmsKernel,
+                    {m.boxes, m.scores, m.threshold,
+                     graph.insertConstant(c10::IValue()), m.idxs},
+                    m.loop));
+    Value *kept = insertForm(graph, "index_mask", {indices, count}, m.loop)[0];
     // The stored value, made as the loop made it.
     Value *value = emit(
         graph, "aten::tensor", {m.fill}, m.store,
@@ -272,6 +266,19 @@ bool batchedNms(std::shared_ptr<Graph> &graph, PassContext &ctx) {
   }
   if (loops.empty())
     return false;
+  if (!ctx.options.runtimeOps || !opRegistered(kNmsKernel)) {
+    // torchvision takes this loop only above 1,000 boxes (CPU) or 5,000
+    // (CUDA). There the TorchScript form (nms_kept_mask: a greedy walk of
+    // N sequential steps) costs far more than the loop's syncs: 17x at
+    // 1,100 boxes, Faster R-CNN's box head 18x per image (docs/benchmarks.md).
+    for (const auto &[nms, m] : loops)
+      ctx.declined(nms, kRule,
+                   "above 1,000 boxes, where torchvision takes this loop, "
+                   "the TorchScript NMS form is many times slower than the "
+                   "loop's syncs; --runtime-ops replaces it by the runtime's "
+                   "kernel");
+    return false;
+  }
   const Aliases &aliases = ctx.facts.aliases(graph);
   bool changed = false;
   for (const auto &[nms, m] : loops) {

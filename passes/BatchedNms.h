@@ -16,14 +16,13 @@ namespace staticify {
 ///
 /// syncs once for the unique and three times per class. The loop marks in
 /// keep_mask the rows that one greedy NMS keeps when only boxes of one class
-/// suppress each other, so it becomes
+/// suppress each other, so with --runtime-ops it becomes
 ///
-///   keep_mask.masked_fill_(nms_kept_mask(boxes, scores, t, idxs), True)
+///   keep_mask.masked_fill_(index_mask(nms_padded(boxes, scores, t,
+///                                                None, idxs)), True)
 ///
-/// (the form nms_kept_mask, passes/forms/bounded_forms.py: static, no sync;
-/// with --runtime-ops, the runtime's kernel staticify::nms_padded with its
-/// classes, then the form index_mask),
-/// behind a guard (guardAttr()) on what the host knows: idxs, scores and
+/// (the runtime's kernel staticify::nms_padded with its classes, then the
+/// form index_mask: static, no sync), behind a guard (guardAttr()) on what the host knows: idxs, scores and
 /// keep_mask are vectors of boxes' rows, boxes have 4 columns and one dtype
 /// with the scores, idxs are not floating point (a NaN class matches no
 /// row), all on one device. When the guard fails, the original loop runs.
@@ -32,6 +31,10 @@ namespace staticify {
 /// loop uses it), its body is exactly the four statements above (nothing
 /// else is read or written), the value stored is a constant made with
 /// keep_mask's dtype, and keep_mask does not alias boxes, scores or idxs.
+/// Without the kernel the loop is kept and reported: torchvision takes it
+/// above 1,000 boxes (CPU) or 5,000 (CUDA), where the TorchScript form
+/// nms_kept_mask (a greedy walk of N sequential steps) is many times slower
+/// than the loop's syncs.
 /// A loop with a torchvision::nms that does not match is reported with the
 /// reason.
 bool batchedNms(std::shared_ptr<torch::jit::Graph> &graph, PassContext &ctx);

@@ -586,10 +586,17 @@ private:
     const ValueInfo &in = info(node->input(0));
     if (!in.dataLength)
       return setOutputs(node, ValueInfo{});
-    record(node, Category::DataDerived, Role::Derived,
-           "'" + std::string(node->kind().toQualString()) +
-               "' reads the length of a list whose length depends on data",
-           in);
+    readDerived(node, Category::DataDerived,
+                "reads the length of a list whose length depends on data", in);
+  }
+
+  /// \p node read something of \p in that depends on data: a derived
+  /// finding ("'op' \p what"), and results data-dependent with \p in's
+  /// roots.
+  void readDerived(const Node *node, Category category, const char *what,
+                   const ValueInfo &in) {
+    record(node, category, Role::Derived,
+           "'" + std::string(node->kind().toQualString()) + "' " + what, in);
     ValueInfo out;
     out.cls = ValueClass::DataDependent;
     out.addRootsOf(in);
@@ -607,14 +614,8 @@ private:
     }
     if (staticRead)
       return setOutputs(node, ValueInfo{});
-    record(node, Category::HostSync, Role::Derived,
-           "'" + std::string(node->kind().toQualString()) +
-               "' reads the size of a tensor whose shape depends on data",
-           in);
-    ValueInfo out;
-    out.cls = ValueClass::DataDependent;
-    out.addRootsOf(in);
-    setOutputs(node, out);
+    readDerived(node, Category::HostSync,
+                "reads the size of a tensor whose shape depends on data", in);
   }
 
   /// Whether \p node's tensor results live on the host: a tensor built from

@@ -246,7 +246,9 @@ TEST(Analysis, AListsLengthIsDataDependentOnlyWhereItsWritesAre) {
   EXPECT_FALSE(analysis.info(outs[1]).isDataDependent());
   EXPECT_TRUE(analysis.info(outs[2]).isDataDependent());
   EXPECT_TRUE(analysis.info(outs[3]).isDataDependent());
-  for (const torch::jit::Node *n : graph->nodes())
-    if (n->kind() == c10::prim::Loop)
+  for (const torch::jit::Node *n : graph->nodes()) {
+    if (n->kind() == c10::prim::Loop) {
       EXPECT_TRUE(analysis.info(n->blocks()[0]->outputs()[1]).isDataDependent());
+    }
+  }
 }

@@ -5,6 +5,7 @@
 
 #include "passes/BatchedNms.h"
 #include "passes/Bounded.h"
+#include "passes/DictKeys.h"
 #include "passes/GraphUtils.h"
 #include "passes/IfConvert.h"
 #include "passes/IndexToMask.h"
@@ -149,6 +150,12 @@ static bool normalize(std::shared_ptr<Graph> &graph, PassContext &ctx) {
     ctx.dynamicOpsAtNormalize = countDynamicOps(graph->block());
   std::vector<Node *> nodes;
   bool changed = propagateConstants(graph, &nodes);
+  // `"masks" in pred` of dicts built with known keys: the folded test's
+  // branch goes with a second propagation.
+  if (foldDictMembership(*graph, nodes)) {
+    propagateConstants(graph, &nodes);
+    changed = true;
+  }
   // One sweep for the per-node forms: each rewrite replaces only the node
   // it visits, by nodes it inserts before it (never visited).
   bool tuples = false, swept = false;
@@ -177,6 +184,8 @@ const std::vector<PassInfo> &registeredPasses() {
        false, inlineCalls},
       {"normalize",
        "constant propagation, tuple lowering and dead-code elimination; "
+       "`key in d` folded where every dict d may be is built in the graph "
+       "with known keys; "
        "x.shape[i] as x.size(i); losses with a constant mean/sum as "
        "reduction none and mean()/sum(); never folds or merges "
        "nondeterministic ops",

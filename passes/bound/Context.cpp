@@ -236,6 +236,32 @@ std::optional<Range> RuleContext::length(Value *v) {
   return range;
 }
 
+std::optional<RuleContext::SignGuard>
+RuleContext::signGuard(Value *v, const Node *anchor) {
+  if (v->type()->kind() != c10::TypeKind::IntType)
+    return std::nullopt;
+  auto nonNegative = [&](Value *x) {
+    std::optional<int64_t> lo = rangeOf(x).lo;
+    return lo && *lo >= 0;
+  };
+  auto hostInt = [&](Value *x) {
+    return !rep(x) && !analysis.info(x).isDataDependent();
+  };
+  auto guardOn = [&](Value *x) {
+    return SignGuard{emit(graph, "aten::ge", {x, constant(0)}, anchor), x};
+  };
+  if (hostInt(v))
+    return guardOn(v);
+  // min(x, n), n >= 0: negative exactly when x is, and then equal to x.
+  Node *def = v->node();
+  if (!lifted(v) || !is(def, "prim::min") || def->inputs().size() != 2)
+    return std::nullopt;
+  for (size_t i = 0; i < 2; ++i)
+    if (hostInt(def->input(i)) && nonNegative(def->input(1 - i)))
+      return guardOn(def->input(i));
+  return std::nullopt;
+}
+
 std::optional<int64_t> RuleContext::hintFor(const Value *v) {
   if (ctx.options.bounds.empty())
     return std::nullopt; // the usual case: no name or location to compute

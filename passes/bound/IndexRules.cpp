@@ -67,6 +67,29 @@ RuleResult whereElement(Node *node, RuleContext &rc) {
 /// A prefix of dim 0: x[:k] (`slice(x, 0, 0|None, k, 1)`), or
 /// `narrow(x, 0, 0, k)`, the same rows (narrow raises where k is past the
 /// rows; the prefix has the rows there are).
+/// x[:k] of a bounded x and a host k of unknown sign (a module's
+/// attribute: torchvision's `keep[:self.detections_per_img]`): the same
+/// padded rows, and as many valid as Python's slice keeps, chosen on the
+/// host: min(count, k) for k >= 0, max(count + k, 0) for k < 0.
+RuleResult signedPrefix(Node *node, Rep &x, RuleContext &rc) {
+  Value *end = node->input(3);
+  if (x.kind != Rep::Kind::Bounded)
+    return RuleResult::declined();
+  std::optional<RuleContext::SignGuard> sign = rc.signGuard(end, node);
+  if (!sign || rc.rep(end))
+    return RuleResult::declined();
+  Value *count = emitIf(
+      rc.graph, sign->nonNegative, node,
+      [&] { return rc.minCount(x.count, end, node); },
+      [&] {
+        return emit(rc.graph, "aten::clamp",
+                    {emit(rc.graph, "aten::add", {x.count, end}, node)}, node,
+                    {torch::jit::NamedValue("min", rc.constant(0))});
+      });
+  rc.setBounded(node->output(), x.value, count, x.isIndex, x.is1D);
+  return RuleResult::applied();
+}
+
 RuleResult prefix(Node *node, RuleContext &rc) {
   if (!isRowPrefix(node))
     return RuleResult::declined();
@@ -81,6 +104,8 @@ RuleResult prefix(Node *node, RuleContext &rc) {
     return RuleResult::applied();
   }
   std::optional<Range> k = rc.length(end);
+  if (!k && x)
+    return signedPrefix(node, *x, rc);
   if (!k)
     return RuleResult::declined();
   Value *hi = rc.upper(*k);

@@ -365,17 +365,42 @@ RuleResult sortRows(Node *node, RuleContext &rc) {
     return RuleResult::applied();
   }
   std::optional<Range> range = rc.length(k);
+  // k = min(K, n) of a host K of unknown sign: behind a guard on K >= 0.
+  // Else the original raises (a negative k), and so does the fallback: the
+  // same topk, given K (which then is k), on the padded rows.
+  std::optional<RuleContext::SignGuard> sign;
+  if (!range && (sign = rc.signGuard(k, node)))
+    range = rc.rangeOf(k);
   if (!range)
     return RuleResult::declined();
   Value *hi = rc.upper(*range);
   Value *count = rc.minCount(r->count, k, node);
-  for (size_t i = 0; i < 2; ++i) {
-    Value *padded = hi ? emit(graph, "aten::slice",
-                              {outs[i], 0, rc.constant(0), hi, 1}, node)
-                       : outs[i];
-    rc.setBounded(node->output(i), padded, count, i == 1 || r->isIndex,
-                  r->is1D);
+  auto firstRows = [&] {
+    std::vector<Value *> rows;
+    for (size_t i = 0; i < 2; ++i)
+      rows.push_back(hi ? emit(graph, "aten::slice",
+                               {outs[i], 0, rc.constant(0), hi, 1}, node)
+                        : outs[i]);
+    return rows;
+  };
+  std::vector<Value *> padded;
+  if (!sign) {
+    padded = firstRows();
+  } else {
+    padded = emitIf(graph, sign->nonNegative, node, 2, firstRows, [&] {
+      Node *raising = graph.insertNode(graph.createClone(node, [&](Value *v) {
+        return v == node->input(0) ? r->value
+               : v == k            ? sign->whenNegative
+                                   : v;
+      }));
+      return std::vector<Value *>(raising->outputs().begin(),
+                                  raising->outputs().end());
+    });
+    padded[0]->node()->i_(guardAttr(), 1);
   }
+  for (size_t i = 0; i < 2; ++i)
+    rc.setBounded(node->output(i), padded[i], count, i == 1 || r->isIndex,
+                  r->is1D);
   return RuleResult::applied();
 }
 

@@ -230,6 +230,19 @@ public:
   Range join(const Range &a, const Range &b, const torch::jit::Node *anchor);
   /// An int operand's range when it is a valid, non-negative length.
   std::optional<Range> length(torch::jit::Value *v);
+  /// For an int whose sign only the host knows (a module's attribute K, or
+  /// min(K, n) of such a K and a length n, as torchvision's _topk_min and
+  /// `keep[:self.detections_per_img]` have it): a host bool that holds when
+  /// \p v >= 0, and a host int equal to \p v whenever \p v < 0 (the
+  /// value a rule's fallback gives the original op, so that it raises or
+  /// counts from the end as the original did). No sync: neither reads the
+  /// device.
+  struct SignGuard {
+    torch::jit::Value *nonNegative;
+    torch::jit::Value *whenNegative;
+  };
+  std::optional<SignGuard> signGuard(torch::jit::Value *v,
+                                     const torch::jit::Node *anchor);
   /// A user bound (`--bound NAME=N`) for \p v, if one names it.
   std::optional<int64_t> hintFor(const torch::jit::Value *v);
 

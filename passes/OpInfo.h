@@ -118,6 +118,9 @@ enum Trait : uint32_t {
   /// squeeze_, transpose_...). Every other in-place op keeps its tensor's
   /// shape: only the contents change.
   kReshapesInPlace = 1u << 25,
+  /// Raises only where an integer divisor is 0 (div with a rounding mode,
+  /// remainder, fmod): of a divisor that is a host number, a host fact.
+  kRaisesOnZeroDivisor = 1u << 26,
 };
 using Traits = uint32_t;
 

@@ -146,13 +146,21 @@ private:
       joinBranches(node);
     if (!node->blocks().empty())
       return; // loops and ifs consume lifted values as host values
-    // A list of tensors (cat's, index's) counts by its elements.
+    // A list of tensors (cat's, index's) counts by its elements, and one
+    // built by appends by what was appended.
     auto hasRep = [&](Value *v) {
       if (rc.rep(v))
         return true;
       Node *list = v->node();
-      return list->kind() == c10::prim::ListConstruct &&
-             std::any_of(list->inputs().begin(), list->inputs().end(),
+      if (list->kind() != c10::prim::ListConstruct)
+        return false;
+      if (list->inputs().empty())
+        return std::any_of(
+            v->uses().begin(), v->uses().end(), [&](const torch::jit::Use &u) {
+              return u.user->kind() == c10::aten::append && u.offset == 0 &&
+                     rc.rep(u.user->input(1)) != nullptr;
+            });
+      return std::any_of(list->inputs().begin(), list->inputs().end(),
                          [&](Value *e) { return rc.rep(e) != nullptr; });
     };
     bool anyRep =

@@ -18,6 +18,8 @@
 #include "passes/OpCatalogue.h"
 #include "passes/Selection.h"
 
+#include <algorithm>
+
 namespace staticify::bound {
 
 using torch::jit::Node;
@@ -182,9 +184,77 @@ RuleResult gather(Node *node, RuleContext &rc) {
   return RuleResult::applied();
 }
 
+/// cat(parts, 0) of a list built by appends (an empty list, then
+/// `parts.append(p)` in loops or straight-line code, as torchvision's
+/// RetinaNet, FCOS and SSD collect per-level or per-class detections) that
+/// nothing else reads: each append puts the part's padded rows in the list
+/// and its count in a list of counts beside it, and the cat takes the live
+/// rows of each, in order (cat_rows). Every check comes before the first
+/// change: the appends are not before the cat, so the driver's rollback
+/// would not reach them.
+RuleResult catOfAppends(Node *node, RuleContext &rc) {
+  Value *list = node->input(0);
+  Node *def = list->node();
+  if (def->kind() != c10::prim::ListConstruct || !def->inputs().empty() ||
+      constantInt(node->input(1)) != 0)
+    return RuleResult::declined();
+  std::vector<Node *> appends;
+  for (const torch::jit::Use &use : list->uses()) {
+    if (use.user == node)
+      continue;
+    if (use.user->kind() != c10::aten::append || use.offset != 0 ||
+        use.user->output()->hasUses())
+      return RuleResult::declined(); // read or aliased elsewhere
+    appends.push_back(use.user);
+  }
+  if (list->uses().size() != appends.size() + 1)
+    return RuleResult::declined();
+  std::sort(appends.begin(), appends.end(),
+            [](const Node *a, const Node *b) { return a->isBefore(b); });
+  bool allIndex = true, all1D = true, anyBounded = false;
+  for (Node *append : appends) {
+    Value *part = append->input(1);
+    Rep *r = rc.rep(part);
+    if (r && r->kind != Rep::Kind::Bounded)
+      return RuleResult::declined();
+    if (!r && rc.analysis.info(part).shape != ShapeDep::Static)
+      return RuleResult::declined(); // data-dependent rows without a form
+    anyBounded |= r != nullptr;
+    allIndex &= rc.isIndex(part);
+    all1D &= r && r->is1D;
+  }
+  if (!anyBounded)
+    return RuleResult::declined();
+  torch::jit::Graph &graph = rc.graph;
+  Node *counts = graph.createList(c10::TensorType::get(), {});
+  counts->insertAfter(def);
+  std::vector<const Value *> key;
+  for (Node *append : appends) {
+    torch::jit::WithInsertPoint at(append);
+    Value *part = append->input(1);
+    Rep *r = rc.rep(part);
+    Value *count = r ? r->count : rc.rowsOf(part, append);
+    if (r)
+      append->replaceInput(1, r->value);
+    emit(graph, "aten::append", {counts->output(), count}, append);
+    key.push_back(r ? count : nullptr);
+  }
+  auto outs = insertForm(graph, "cat_rows", {list, counts->output()}, node);
+  Value *count = outs[1];
+  bool keyed = std::find(key.begin(), key.end(), nullptr) == key.end();
+  if (keyed) {
+    auto [it, fresh] = rc.appendedCatCounts.emplace(key, count);
+    count = it->second;
+  }
+  rc.setBounded(node->output(), outs[0], count, allIndex, all1D);
+  return RuleResult::applied();
+}
+
 /// cat along dim 0 of bounded and static parts: their live rows, in order.
 RuleResult cat(Node *node, RuleContext &rc) {
   Node *list = node->input(0)->node();
+  if (list->kind() == c10::prim::ListConstruct && list->inputs().empty())
+    return catOfAppends(node, rc);
   if (list->kind() != c10::prim::ListConstruct ||
       node->input(0)->uses().size() != 1 || constantInt(node->input(1)) != 0)
     return RuleResult::declined();

@@ -452,6 +452,39 @@ RuleResult gatherRows(Node *node, RuleContext &rc) {
 }
 
 /// An elementwise op: a clone keeps indices; add(i, 0.5) would not.
+/// div(x, d, rounding_mode), x % d, fmod(x, d) of a bounded x by a host
+/// number d: elementwise, but an integer division raises where d is 0,
+/// which the padding rows would do where the original had no rows. Behind a guard on
+/// d != 0; the fallback divides the valid rows only (emitRankGuarded's
+/// fallback: a host read, counted apart). torchvision's RetinaNet and FCOS:
+/// `torch.div(topk_idxs, num_classes, rounding_mode="floor")` and
+/// `topk_idxs % num_classes`.
+RuleResult divideByHostScalar(Node *node, RuleContext &rc) {
+  const OpInfo *op = opInfo(node);
+  if (!op || !op->has(kRaisesOnZeroDivisor) || !opElementwise(node) ||
+      opRole(node) != OpRole::LeadingPreserving ||
+      node->outputs().size() != 1 || node->inputs().size() < 2 ||
+      neverRaisesOnValues(node)) // true division: the elementwise rule's
+    return RuleResult::notApplicable();
+  Rep *x = rc.bounded(node->input(0));
+  Value *d = node->input(1);
+  c10::TypeKind kind = d->type()->kind();
+  if (!x || rc.rep(d) || rc.analysis.info(d).isDataDependent() ||
+      (kind != c10::TypeKind::IntType && kind != c10::TypeKind::FloatType))
+    return RuleResult::notApplicable();
+  for (size_t i = 2; i < node->inputs().size(); ++i)
+    if (rc.rep(node->input(i)))
+      return RuleResult::notApplicable();
+  Value *nonZero = emit(rc.graph, "aten::ne", {d, rc.constant(0)}, node);
+  std::unordered_map<Value *, Value *> replaced{{node->input(0), x->value}};
+  std::vector<Value *> out = emitRankGuarded(rc, node, replaced, nullptr, {},
+                                             x->value, nonZero, x->count);
+  rc.setBounded(node->output(), out[0], x->count,
+                rc.analysis.info(node->output()).dtype == DTypeKind::Long,
+                x->is1D);
+  return RuleResult::applied();
+}
+
 RuleResult elementwise(Node *node, RuleContext &rc) {
   if (!isElementwise(node))
     return RuleResult::notApplicable();
@@ -548,6 +581,7 @@ void addRowRules(std::vector<BoundRule> &rules) {
                         "aten::nll_loss_nd", "aten::nll_loss2d"}),
                    classLoss});
   rules.push_back({"reduce", On::Use, {}, reduce});
+  rules.push_back({"divide-by-host-scalar", On::Use, {}, divideByHostScalar});
   rules.push_back({"elementwise", On::Use, {}, elementwise});
 }
 

@@ -34,6 +34,7 @@
 #include <torch/csrc/jit/ir/ir.h>
 
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <unordered_map>
@@ -188,6 +189,11 @@ public:
   /// of another rank) -> that one.
   std::unordered_map<const torch::jit::Value *, torch::jit::Value *>
       equalCounts;
+  /// cat of a list built by appends, by the counts of its parts in program
+  /// order -> its count: siblings (RetinaNet's per-level boxes, scores and
+  /// labels) have their valid rows at the same places, so they share it.
+  std::map<std::vector<const torch::jit::Value *>, torch::jit::Value *>
+      appendedCatCounts;
   /// Whether counts \p a and \p b are provably equal.
   bool sameCount(const torch::jit::Value *a, const torch::jit::Value *b) const {
     auto canonical = [&](const torch::jit::Value *c) {

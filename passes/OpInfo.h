@@ -121,6 +121,9 @@ enum Trait : uint32_t {
   /// Raises only where an integer divisor is 0 (div with a rounding mode,
   /// remainder, fmod): of a divisor that is a host number, a host fact.
   kRaisesOnZeroDivisor = 1u << 26,
+  /// Of a second tensor operand, reads only its dtype and device
+  /// (`to(other)`, `type_as`): the result has the first's shape.
+  kTypeOfSecond = 1u << 27,
 };
 using Traits = uint32_t;
 

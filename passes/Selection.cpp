@@ -157,6 +157,10 @@ static bool provablyZeroDim(const Value *v, int depth) {
   const std::string op = node->kind().toQualString();
   if (op == "prim::NumToTensor" || op == "aten::scalar_tensor")
     return true;
+  if (node->kind() == c10::prim::Constant) { // torch.tensor(1), folded
+    std::optional<c10::IValue> iv = torch::jit::toIValue(v);
+    return iv && iv->isTensor() && iv->toTensor().dim() == 0;
+  }
   if (op == "aten::tensor")
     return isNumber(node->input(0));
   // An elementwise op of 0-d tensors and numbers (`boxes.max() + 1`).
@@ -164,6 +168,8 @@ static bool provablyZeroDim(const Value *v, int depth) {
   if (const OpInfo *info = opInfo(node); info && info->has(kElementwise)) {
     if (depth >= 8)
       return false;
+    if (info->has(kTypeOfSecond) && !node->inputs().empty())
+      return isTensor(node->input(0)) && provablyZeroDim(node->input(0), depth + 1);
     bool anyTensor = false;
     for (const Value *in : node->inputs()) {
       if (!isTensor(in))
@@ -280,6 +286,25 @@ std::optional<int64_t> knownRank(const Value *v, const AnalysisResult *analysis,
     auto a = rankOf(node->blocks()[0]->outputs()[v->offset()]);
     auto b = rankOf(node->blocks()[1]->outputs()[v->offset()]);
     return a && a == b ? a : std::nullopt;
+  }
+  // flatten(x, s, -1): dims s.. become one (x of a lower rank raises).
+  if (op == "aten::flatten" && node->inputs().size() == 3) {
+    auto start = constantInt(node->input(1)), end = constantInt(node->input(2));
+    if (start && end && *start >= 0 && *end == -1)
+      return *start + 1;
+  }
+  // stack(parts, d): one dim more than its parts.
+  if (op == "aten::stack" &&
+      node->input(0)->node()->kind() == c10::prim::ListConstruct &&
+      !node->input(0)->node()->inputs().empty()) {
+    std::optional<int64_t> rank;
+    for (const Value *part : node->input(0)->node()->inputs()) {
+      auto r = rankOf(part);
+      if (!r || (rank && *rank != *r))
+        return std::nullopt;
+      rank = r;
+    }
+    return *rank + 1;
   }
   if (op == "aten::cat" &&
       node->input(0)->node()->kind() == c10::prim::ListConstruct &&

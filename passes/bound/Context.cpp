@@ -78,6 +78,9 @@ Value *RuleContext::tensorOf(Value *v, Value *device, const Node *anchor) {
   if (Rep *r = rep(v))
     return r->value;
   auto dtype = liftedDType(v->type());
+  // scalar_tensor takes a number: a bool goes through int (exact).
+  if (v->type()->kind() == c10::TypeKind::BoolType)
+    v = emit(graph, "aten::Int", {v}, anchor);
   return emit(graph, "aten::scalar_tensor", {v}, anchor,
               {NamedValue("dtype", static_cast<int64_t>(*dtype)),
                NamedValue("device", device)});

@@ -69,11 +69,29 @@ class Driver {
 public:
   /// \p roots, when given, are the only nodes root rules are asked about
   /// (one island of the graph; bound decides island by island).
+  /// \p cutoff, when given: it and the nodes after it are left as they
+  /// are (their uses of rewritten values materialize before them).
   Driver(Graph &graph, PassContext &ctx, const AnalysisResult &analysis,
          const Aliases &aliases,
-         const std::unordered_set<const Node *> *roots = nullptr)
+         const std::unordered_set<const Node *> *roots = nullptr,
+         const Node *cutoff = nullptr)
       : graph(graph), ctx(ctx), rc(graph, ctx, analysis, aliases),
-        roots(roots) {}
+        roots(roots), cutoff(cutoff) {}
+
+  bool changedGraph() const { return changed; }
+
+
+  bool holdsCutoff(const Node *node) const {
+    for (const Node *n = cutoff->owningBlock()->owningNode(); n;
+         n = n->owningBlock()->owningNode())
+      if (n == node)
+        return true;
+    return false;
+  }
+
+  /// The first node, in program order, whose use of a rewritten value
+  /// materialized mid-computation: where a second trial may stop.
+  const Node *firstMidUse() const { return firstMid; }
 
   /// Whether the graph changed; \p midSyncPoints, the host reads it now
   /// has for uses mid-computation (RewriteCost). What the rewrites
@@ -112,6 +130,8 @@ private:
   PassContext &ctx;
   RuleContext rc;
   const std::unordered_set<const Node *> *roots;
+  const Node *cutoff;
+  const Node *firstMid = nullptr;
   bool changed = false;
   std::vector<Node *> writers;
   std::vector<Node *> joined; // ifs joinBranches gave results
@@ -132,6 +152,13 @@ private:
   }
 
   void visit(Node *node) {
+    if (cutoff && !node->isBefore(cutoff)) {
+      // An if or loop that holds the cutoff: what runs before it inside.
+      if (holdsCutoff(node))
+        for (Block *b : node->blocks())
+          runBlock(b);
+      return;
+    }
     if (node->kind() == c10::prim::If && rc.rep(node->input(0)) &&
         convertIf(node))
       return;
@@ -213,75 +240,6 @@ private:
     return false;
   }
 
-  /// Whether \p node's results are never written to. They are fresh
-  /// tensors (a nonzero, a selection, a gather), so a write must go through
-  /// them or a view of them: uses are followed through views, index lists
-  /// and if results; a use that stores one where it could be written later
-  /// (a list append, an attribute) counts as a write. libtorch's alias
-  /// analysis would count any write to a tensor kept in a list as one.
-  static bool writable(const Node *node) {
-    for (const Value *out : node->outputs())
-      if (mayBeWritten(out, 0))
-        return false;
-    return true;
-  }
-
-  static bool mayBeWritten(const Value *v, int depth) {
-    c10::TypeKind kind = v->type()->kind();
-    if (kind != c10::TypeKind::TensorType && kind != c10::TypeKind::ListType &&
-        kind != c10::TypeKind::TupleType && kind != c10::TypeKind::OptionalType)
-      return false; // numbers, devices...: immutable
-    if (depth > 32)
-      return true;
-    for (const torch::jit::Use &use : v->uses()) {
-      const Node *user = use.user;
-      if (user->kind() == c10::prim::Return) {
-        const Node *owner = user->owningBlock()->owningNode();
-        if (!owner)
-          continue; // returned: the caller gets a fresh tensor either way
-        if (owner->kind() != c10::prim::If ||
-            mayBeWritten(owner->output(use.offset), depth + 1))
-          return true;
-        continue;
-      }
-      if (user->kind() == c10::prim::ListConstruct) {
-        for (const torch::jit::Use &consumer : user->output()->uses()) {
-          const Node *c = consumer.user;
-          bool readOnly =
-              ((c->kind() == c10::aten::index ||
-                c->kind() == c10::Symbol::fromQualString("aten::index_put_")) &&
-               consumer.offset == 1) ||
-              ((c->kind() == c10::aten::cat || c->kind() == c10::aten::stack) &&
-               consumer.offset == 0);
-          if (!readOnly)
-            return true;
-        }
-        continue;
-      }
-      if (user->kind() == c10::prim::ListUnpack ||
-          user->kind() == c10::prim::TupleConstruct ||
-          user->kind() == c10::prim::TupleUnpack ||
-          user->kind() == c10::aten::__getitem__) {
-        for (const Value *out : user->outputs())
-          if (mayBeWritten(out, depth + 1))
-            return true;
-        continue;
-      }
-      const c10::FunctionSchema *schema = user->maybeSchema();
-      if (!schema || use.offset >= schema->arguments().size())
-        return true; // an op we cannot see into
-      const c10::AliasInfo *alias =
-          schema->arguments()[use.offset].alias_info();
-      if (!alias)
-        continue; // read only; the results are new tensors
-      if (alias->isWrite())
-        return true;
-      for (const Value *out : user->outputs()) // a view of it
-        if (mayBeWritten(out, depth + 1))
-          return true;
-    }
-    return false;
-  }
 
   /// `prim::If` on a lifted bool with pure branches: both branches run,
   /// their results are selected by where().
@@ -465,6 +423,18 @@ private:
     torch::jit::WithInsertPoint guard(at);
     const Node *anchor = user->sourceRange().source() ? user : located(def);
     bool mid = !isOutputPosition(user);
+    // Where a second trial may stop: before the ifs around the use (a
+    // read in one branch is paid for the other's too when the values stop
+    // before the if), else at the use; a return node has no place of its
+    // own.
+    const Node *place = user->kind() == c10::prim::Return
+                            ? user->owningBlock()->owningNode()
+                            : user;
+    while (place && place->owningBlock()->owningNode() &&
+           place->owningBlock()->owningNode()->kind() == c10::prim::If)
+      place = place->owningBlock()->owningNode();
+    if (mid && place && (!firstMid || place->isBefore(firstMid)))
+      firstMid = place;
     if (r.kind == Rep::Kind::Bounded && (!n || !n->node()->isBefore(at)))
       n = nullptr; // not read yet at this point
     Value *out = emitMaterialized(v, r, anchor, reasonFor(user), n, mid);
@@ -687,6 +657,10 @@ void declineAll(PassContext &ctx, const std::vector<Node *> &roots,
 /// (600 islands) as a whole.
 constexpr size_t kIslandTrialNodes = size_t(1) << 18;
 
+/// Trials of one island: the whole, then stopped before the first use that
+/// materialized mid-way, at most this many times in all.
+constexpr size_t kCutoffTrials = 3;
+
 } // namespace
 
 bool boundShapes(std::shared_ptr<Graph> &graph, PassContext &ctx) {
@@ -716,41 +690,85 @@ bool boundShapes(std::shared_ptr<Graph> &graph, PassContext &ctx) {
     PassContext before = ctx;
     auto restore = [&] {
       checkpoint.restore();
-      ctx = std::move(before);
+      ctx = before;
     };
-    size_t midSyncPoints = 0;
-    bound::Driver driver(*graph, ctx, ctx.facts.analysis(graph),
-                         ctx.facts.aliases(graph), filter);
-    if (!driver.run(midSyncPoints)) {
-      restore(); // what the rules recorded while declining goes too
-      continue;
-    }
-    // The cost of the graph as it will be once dead code is erased: what
-    // the rewrite replaced is still there, dead, until it is kept.
-    ctx.facts.invalidate();
-    const AnalysisResult &trial = ctx.facts.analysis(graph);
-    DeadNodes dead = findDeadNodes(*graph, driver.replacedWriters());
-    RewriteCost after{bound::liveSyncPoints(trial, dead.all), midSyncPoints};
-    if (!rewriteAllowed(current, after)) {
-      std::string why =
-          "bounded, the graph would reach the host at " +
-          std::to_string(after.syncPoints) + " points instead of " +
-          std::to_string(current.syncPoints) +
-          (after.syncPoints == current.syncPoints
-               ? ", " + std::to_string(after.midSyncPoints) +
-                     " of them mid-computation"
-               : "") +
-          " (" + bound::materializationSummary(trial, ctx, dead.all) + ")";
+    // A rewrite the policy refuses is tried again, up to kCutoffTrials
+    // times, stopping before the first use that materialized mid-way:
+    // its values are read there instead of further on, where (past an if
+    // on a lifted bool, say) they would cost more reads. RetinaNet's
+    // per-level detections then stay bounded up to batched_nms.
+    const Node *cutoff = nullptr;
+    std::optional<bound::Driver> driver;
+    std::optional<DeadNodes> dead;
+    RewriteCost after;
+    std::string why; // the first trial's reason, when the policy refused it
+    bool accepted = false;
+    for (size_t attempt = 0;; ++attempt) {
+      size_t midSyncPoints = 0;
+      driver.emplace(*graph, ctx, ctx.facts.analysis(graph),
+                     ctx.facts.aliases(graph), filter, cutoff);
+      if (!driver->run(midSyncPoints)) {
+        restore(); // what the rules recorded while declining goes too
+        break;
+      }
+      // The cost of the graph as it will be once dead code is erased: what
+      // the rewrite replaced is still there, dead, until it is kept.
+      ctx.facts.invalidate();
+      const AnalysisResult &trial = ctx.facts.analysis(graph);
+      dead = findDeadNodes(*graph, driver->replacedWriters());
+      after = {bound::liveSyncPoints(trial, dead->all), midSyncPoints};
+      if (rewriteAllowed(current, after)) {
+        accepted = true;
+        break;
+      }
+      if (why.empty())
+        why = "bounded, the graph would reach the host at " +
+              std::to_string(after.syncPoints) + " points instead of " +
+              std::to_string(current.syncPoints) +
+              (after.syncPoints == current.syncPoints
+                   ? ", " + std::to_string(after.midSyncPoints) +
+                         " of them mid-computation"
+                   : "") +
+              " (" + bound::materializationSummary(trial, ctx, dead->all) +
+              ")";
+      const Node *next = driver->firstMidUse();
       restore();
-      declineAll(ctx, islands[k], why);
+      if (attempt + 1 >= kCutoffTrials || !next || !bound::inGraph(*graph, next))
+        break;
+      if (next->kind() == c10::prim::If)
+        next = bound::conditionStart(next); // on the graph as it was
+      if (cutoff && !next->isBefore(cutoff))
+        break;
+      cutoff = next;
+    }
+    if (!accepted) {
+      if (!why.empty())
+        declineAll(ctx, islands[k], why);
       continue;
     }
-    for (Node *writer : driver.replacedWriters())
+    // The roots past the cutoff are an island of their own, tried next on
+    // the values read before it (batched_nms's NMS on the boxes read
+    // there); the reason the whole was refused stays with them in case
+    // that trial keeps them too.
+    if (cutoff) {
+      std::vector<Node *> rest;
+      for (Node *root : islands[k])
+        if (!root->isBefore(cutoff)) {
+          ctx.declined(root, bound::kRule,
+                       "bounded up to '" +
+                           std::string(cutoff->kind().toQualString()) +
+                           "', not past it: whole, " + why);
+          rest.push_back(root);
+        }
+      if (!rest.empty())
+        islands.insert(islands.begin() + k + 1, std::move(rest));
+    }
+    for (Node *writer : driver->replacedWriters())
       writer->destroy(); // reported when replaced
     // What the rewrites replaced, converted ifs included, is dead: found
     // above, and nothing changed since but the writers' destruction.
-    eraseNodes(dead.order, ctx, bound::kRule);
-    driver.eraseJoinedResults();
+    eraseNodes(dead->order, ctx, bound::kRule);
+    driver->eraseJoinedResults();
     // The forms branch on host facts (None arguments, ranks): fold them.
     // Those are immutable values, and normalize folded everything else the
     // graph had, so no alias database is needed here.

@@ -485,6 +485,34 @@ RuleResult divideByHostScalar(Node *node, RuleContext &rc) {
   return RuleResult::applied();
 }
 
+/// x.to(other) and x.type_as(other) of a bounded other: other gives its
+/// dtype and device only, which its padded tensor has (torchvision's
+/// batched_nms: `torch.tensor(1).to(boxes)`, `idxs.to(boxes)`). x keeps
+/// its rows: static, or bounded with its own count.
+RuleResult convertLikeOther(Node *node, RuleContext &rc) {
+  const OpInfo *op = opInfo(node);
+  if (!op || !op->has(kTypeOfSecond) || node->inputs().size() < 2 ||
+      !isTensor(node->input(1)))
+    return RuleResult::notApplicable();
+  Rep *other = rc.bounded(node->input(1));
+  Rep *x = rc.rep(node->input(0));
+  if (!other || (x && x->kind != Rep::Kind::Bounded))
+    return RuleResult::notApplicable();
+  Node *copy = rc.graph.insertNode(rc.graph.createClone(node, [&](Value *v) {
+    if (v == node->input(1))
+      return other->value;
+    return v == node->input(0) && x ? x->value : v;
+  }));
+  if (!x) {
+    rc.replaceStatic(node->output(), copy->output());
+    return RuleResult::applied();
+  }
+  rc.setBounded(node->output(), copy->output(), x->count,
+                rc.analysis.info(node->output()).dtype == DTypeKind::Long,
+                x->is1D);
+  return RuleResult::applied();
+}
+
 RuleResult elementwise(Node *node, RuleContext &rc) {
   if (!isElementwise(node))
     return RuleResult::notApplicable();
@@ -581,6 +609,7 @@ void addRowRules(std::vector<BoundRule> &rules) {
                         "aten::nll_loss_nd", "aten::nll_loss2d"}),
                    classLoss});
   rules.push_back({"reduce", On::Use, {}, reduce});
+  rules.push_back({"convert-like-other", On::Use, {}, convertLikeOther});
   rules.push_back({"divide-by-host-scalar", On::Use, {}, divideByHostScalar});
   rules.push_back({"elementwise", On::Use, {}, elementwise});
 }

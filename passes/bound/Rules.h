@@ -280,6 +280,21 @@ bool is(const torch::jit::Node *node, const char *op);
 /// 1)` or `narrow(x, 0, 0, k)`.
 bool isRowPrefix(const torch::jit::Node *node);
 
+//===--- Flow (Flow.cpp) --------------------------------------------------===//
+
+/// Whether \p node's results are never written to (mayBeWritten).
+bool writable(const torch::jit::Node *node);
+/// Whether fresh tensor \p v may be written through a use: a view, an
+/// index list, an if's result, or a container someone reads it out of.
+bool mayBeWritten(const torch::jit::Value *v, int depth);
+/// Whether dict or list \p c may hand an element to something that writes
+/// it.
+bool mayExposeElements(const torch::jit::Value *c, int depth);
+/// The first node of \p ifNode's block that computes only its condition.
+const torch::jit::Node *conditionStart(const torch::jit::Node *ifNode);
+/// Whether \p node is one of \p graph's.
+bool inGraph(torch::jit::Graph &graph, const torch::jit::Node *node);
+
 /// The symbols of qualified op names, for a rule's registration.
 std::vector<c10::Symbol> ops(std::initializer_list<const char *> names);
 

@@ -11,6 +11,7 @@
 
 #include "passes/bound/Rules.h"
 
+#include "passes/BoundedForms.h"
 #include "passes/Selection.h"
 
 #include "passes/GraphUtils.h"
@@ -53,13 +54,81 @@ RuleResult liftScalarOp(Node *node, RuleContext &rc) {
   return RuleResult::applied();
 }
 
-/// Rank, dtype and device of a bounded value are its padded tensor's.
+/// Rank, dtype and device of a bounded value are its padded tensor's; a
+/// rank the program fixes (knownRank: `stack(...).flatten(1)` in
+/// torchvision's BoxCoder) is a constant, so that the ops that take it as a
+/// dim (clip_boxes_to_image's `torch.stack(..., dim=boxes.dim())`) are
+/// row-wise ops on a constant dim.
 RuleResult metadata(Node *node, RuleContext &rc) {
   if (opRole(node) != OpRole::MetadataRead)
     return RuleResult::notApplicable();
+  if (is(node, "aten::dim") && node->inputs().size() == 1)
+    if (std::optional<int64_t> rank =
+            knownRank(node->input(0), &rc.analysis)) {
+      rc.replaceStatic(node->output(), rc.constant(*rank));
+      return RuleResult::applied();
+    }
   for (size_t i = 0; i < node->inputs().size(); ++i)
     if (Rep *r = rc.bounded(node->input(i)))
       node->replaceInput(i, r->value);
+  return RuleResult::applied();
+}
+
+/// Whether \p node is `reshape(y, x.size())` (or view) of bounded x and y
+/// with one count, \p x being \p sizesOf: torchvision's
+/// clip_boxes_to_image ends with `clipped_boxes.reshape(boxes.shape)`.
+bool reshapesLike(const Node *node, const Rep &sizesOf, RuleContext &rc) {
+  if ((!is(node, "aten::reshape") && !is(node, "aten::view")) ||
+      node->inputs().size() != 2)
+    return false;
+  Rep *y = rc.bounded(node->input(0));
+  return y && rc.sameCount(y->count, sizesOf.count);
+}
+
+/// reshape(y, x.size()) of bounded x and y with one count: y's padded rows
+/// take x's padded shape (one bound, by the count). Where a row of y has
+/// other elements than a row of x the original raises unless it has no
+/// rows, and so does the guard's fallback, on the valid rows (a host read,
+/// counted apart); padded rows would raise even with none.
+RuleResult reshapeLike(Node *node, RuleContext &rc) {
+  Node *sizes = node->input(1)->node();
+  Rep *x = sizes->inputs().size() == 1 && is(sizes, "aten::size")
+               ? rc.bounded(sizes->input(0))
+               : nullptr;
+  if (!x || !reshapesLike(node, *x, rc))
+    return RuleResult::notApplicable();
+  const Rep y = *rc.bounded(node->input(0));
+  torch::jit::Graph &graph = rc.graph;
+  Value *sameRows = emit(graph, "aten::eq",
+                         {emit(graph, "aten::numel", {y.value}, node),
+                          emit(graph, "aten::numel", {x->value}, node)},
+                         node);
+  Value *padded = emitIf(
+      graph, sameRows, node,
+      [&] {
+        return emit(graph, node->kind().toQualString(),
+                    {y.value, emit(graph, "aten::size", {x->value}, node)},
+                    node);
+      },
+      [&] {
+        Value *n = emit(graph, "aten::Int", {y.count}, node);
+        Value *rows =
+            emit(graph, "aten::slice", {y.value, 0, rc.constant(0), n, 1}, node);
+        Value *first = graph.insertNode(graph.createList(c10::IntType::get(), {n}))
+                           ->output();
+        Value *rest =
+            emit(graph, "aten::slice",
+                 {emit(graph, "aten::size", {x->value}, node), 1, rc.none(), 1},
+                 node);
+        Value *shaped = emit(graph, node->kind().toQualString(),
+                             {rows, emit(graph, "aten::add", {first, rest}, node)},
+                             node);
+        return insertForm(graph, "pad_rows",
+                          {shaped, emit(graph, "aten::size", {y.value, 0}, node)},
+                          node)[0];
+      });
+  padded->node()->i_(guardAttr(), 1);
+  rc.setBounded(node->output(), padded, y.count, y.isIndex, x->is1D);
   return RuleResult::applied();
 }
 
@@ -67,12 +136,15 @@ RuleResult metadata(Node *node, RuleContext &rc) {
 /// functional losses' check that target and input agree, on two selections
 /// by one mask. Their rows agree, so the lists are equal where the trailing
 /// sizes are, and those are the padded tensors' (no sync). Applies when
-/// every use of the size list is such a comparison; one whose result is
-/// already replaced (its partner's list came first) is left to be erased.
+/// every use of the size list is such a comparison, or a reshape to it
+/// (reshapeLike); one whose result is already replaced (its partner's list
+/// came first) is left to be erased.
 RuleResult sizeListCompared(Node *node, const Rep &r, RuleContext &rc) {
   std::vector<std::pair<Node *, Value *>> compares; // comparison, y padded
   for (const torch::jit::Use &use : node->output()->uses()) {
     Node *cmp = use.user;
+    if (use.offset == 1 && reshapesLike(cmp, r, rc))
+      continue; // the reshape's own rule (reshapeLike)
     if (!is(cmp, "aten::eq") && !is(cmp, "aten::ne"))
       return RuleResult::declined();
     Node *other = cmp->input(1 - use.offset)->node();
@@ -193,6 +265,8 @@ void addScalarRules(std::vector<BoundRule> &rules) {
   rules.push_back({"lift-scalar-op", On::Use, {}, liftScalarOp});
   rules.push_back({"metadata", On::Use, {}, metadata});
   rules.push_back({"size", On::Use, {}, sizeOf});
+  rules.push_back({"reshape-like", On::Use,
+                   ops({"aten::reshape", "aten::view"}), reshapeLike});
   rules.push_back({"arange", On::Use, ops({"aten::arange"}), arange});
   rules.push_back({"fill", On::Use,
                    ops({"aten::full", "aten::new_full", "aten::full_like"}),

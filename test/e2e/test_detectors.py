@@ -8,10 +8,11 @@ the model had.
 What the rewrites reach in these models today (docs/coverage.md): the
 per-class loop of `batched_nms` (the `batched-nms` pass with the runtime's
 kernel, taken above 1,000 boxes: the box head's proposals times their
-classes, RetinaNet's kept anchors of five levels) and the analysis facts
-around it. The detectors run at 320 pixels to keep the CI subset short: 3
-images per model, 2 models; STATICIFY_DETECTOR_IMAGES=20 runs the
-acceptance's 20."""
+classes, RetinaNet's kept anchors of five levels), the one-stage detectors'
+per-level (SSD: per-class) chains up to batched_nms and the NMS per image
+after it. The detectors run at 320 pixels (SSD at its 300) to keep the CI
+subset short: 3 images per model, 4 models; STATICIFY_DETECTOR_IMAGES=20
+runs the acceptance's 20."""
 import os
 
 import pytest
@@ -27,6 +28,11 @@ MODELS = {
     "fasterrcnn_mobilenet_v3_large_320_fpn": dict(box_score_thresh=0.0),
     # One batched_nms over every level's kept anchors.
     "retinanet_resnet50_fpn": dict(score_thresh=0.0, min_size=320, max_size=320),
+    # The same per-level chain (top-k of min(K, n), floor division by the
+    # classes, decoding and clipping, cat of the levels), with centerness.
+    "fcos_resnet50_fpn": dict(score_thresh=0.0, min_size=320, max_size=320),
+    # A per-class loop (threshold, top-k, gather) appended and concatenated.
+    "ssd300_vgg16": dict(score_thresh=0.0, num_classes=91),
 }
 
 

@@ -2,8 +2,9 @@
 (random weights, no download; a score threshold of 0 so that random weights
 give detections), staticified with --specialize-training --runtime-ops, and
 run on random images next to the original. Every output (boxes, scores,
-labels) equals the original's, and the rewrites left fewer sync points than
-the model had.
+labels) equals the original's, but for the order among detections of equal
+score, which batched_nms's final unstable sort leaves unspecified (compared
+as a multiset), and the rewrites left fewer sync points than the model had.
 
 What the rewrites reach in these models today (docs/coverage.md): the
 per-class loop of `batched_nms` (the `batched-nms` pass with the runtime's
@@ -36,6 +37,31 @@ MODELS = {
 }
 
 
+def same_up_to_tie_order(got, want):
+    """Whether detections `got` are `want`, every output equal, but for the
+    order among equal scores: batched_nms's per-class path ends with
+    torch.sort of the kept scores without stable=True, which leaves that
+    order unspecified (on the CPU, unstable above 16 elements), and
+    staticify's sort is stable. Within a run of equal scores the rows are
+    compared as a multiset."""
+    scores = want["scores"]
+    if not torch.equal(got["scores"], scores):
+        return False
+    def rows(d, start, end):
+        return sorted(tuple(torch.cat([d[k][i].reshape(-1).double() for k in sorted(d)]).tolist())
+                      for i in range(start, end))
+    start = 0
+    for end in range(1, len(scores) + 1):
+        if end == len(scores) or scores[end] != scores[start]:
+            if end - start == 1:
+                if not all(torch.equal(got[k][start], want[k][start]) for k in want):
+                    return False
+            elif rows(got, start, end) != rows(want, start, end):
+                return False
+            start = end
+    return True
+
+
 @pytest.mark.parametrize("name", sorted(MODELS))
 def test_staticified_detector_equals_the_original(staticify, save, tmp_path,
                                                   torchvision_library, name):
@@ -57,7 +83,6 @@ def test_staticified_detector_equals_the_original(staticify, save, tmp_path,
         _, want = original(images)
         _, got = static(images)
         assert len(want) == len(got) == 1 and want[0].keys() == got[0].keys()
-        for key in want[0]:
-            assert torch.equal(got[0][key], want[0][key]), (name, key)
+        assert same_up_to_tie_order(got[0], want[0]), (name, want[0], got[0])
         detections += want[0]["boxes"].size(0)
     assert detections > 0  # the comparison saw detections, not empty lists

@@ -78,17 +78,6 @@ public:
       : graph(graph), ctx(ctx), rc(graph, ctx, analysis, aliases),
         roots(roots), cutoff(cutoff) {}
 
-  bool changedGraph() const { return changed; }
-
-
-  bool holdsCutoff(const Node *node) const {
-    for (const Node *n = cutoff->owningBlock()->owningNode(); n;
-         n = n->owningBlock()->owningNode())
-      if (n == node)
-        return true;
-    return false;
-  }
-
   /// The first node, in program order, whose use of a rewritten value
   /// materialized mid-computation: where a second trial may stop.
   const Node *firstMidUse() const { return firstMid; }
@@ -149,6 +138,15 @@ private:
       ++it; // nodes the visit hoists go before `node`; never revisited
       visit(node);
     }
+  }
+
+  /// Whether \p node is an if or loop with the cutoff in its blocks.
+  bool holdsCutoff(const Node *node) const {
+    for (const Node *n = cutoff->owningBlock()->owningNode(); n;
+         n = n->owningBlock()->owningNode())
+      if (n == node)
+        return true;
+    return false;
   }
 
   void visit(Node *node) {
@@ -239,7 +237,6 @@ private:
     }
     return false;
   }
-
 
   /// `prim::If` on a lifted bool with pure branches: both branches run,
   /// their results are selected by where().

@@ -75,10 +75,10 @@ RuleResult whereElement(Node *node, RuleContext &rc) {
 /// host: min(count, k) for k >= 0, max(count + k, 0) for k < 0.
 RuleResult signedPrefix(Node *node, Rep &x, RuleContext &rc) {
   Value *end = node->input(3);
-  if (x.kind != Rep::Kind::Bounded)
-    return RuleResult::declined();
+  if (x.kind != Rep::Kind::Bounded || rc.rep(end))
+    return RuleResult::declined(); // a lifted end: its sign is data
   std::optional<RuleContext::SignGuard> sign = rc.signGuard(end, node);
-  if (!sign || rc.rep(end))
+  if (!sign)
     return RuleResult::declined();
   Value *count = emitIf(
       rc.graph, sign->nonNegative, node,

@@ -1,23 +1,31 @@
-"""CPU time per image of torchvision's detectors: the original, staticified
+"""Time per image of torchvision's detectors: the original, staticified
 (--specialize-training) and staticified with the runtime's NMS kernel
 (--specialize-training --runtime-ops), side by side in one process, each
 scripted in eval mode with random weights (no download) at torchvision's
 default image size. The variants run interleaved, image by image; the table
-gives the median seconds per image and each variant's ratio to the original,
-and whether every output equals the original's. Writes its section of
-docs/benchmarks.md with --docs.
+gives the median time per image and each variant's ratio to the original,
+whether every output equals the original's and, on a GPU, the host syncs of
+one forward (torch.cuda.set_sync_debug_mode). Writes its section of
+docs/benchmarks.md with --docs (CPU) or from a JSON brought back with
+--render (GPU).
 
     /usr/bin/python3 bench/detector_inference.py [--bin build/bin] [--docs docs]
-        [--images 2] [--reps 2] [--models fasterrcnn_resnet50_fpn,...]"""
+        [--images 2] [--reps 2] [--models fasterrcnn_resnet50_fpn,...]
+    # on a GPU machine, whose CLI cannot load pip torchvision's _C.so: the
+    # models are rewritten in process by the Python package (the same driver)
+    PYTHONPATH=build-gpu/python python3 bench/detector_inference.py \\
+        --device cuda --via api --json $OUT/detectors-cuda.json
+    /usr/bin/python3 bench/detector_inference.py --render detectors-cuda.json --docs docs"""
 import argparse
 import glob
+import json
 import os
 import pathlib
+import platform
 import statistics
 import subprocess
 import sys
 import tempfile
-import time
 
 import torch
 import torchvision
@@ -27,84 +35,182 @@ sys.path.insert(0, str(ROOT / "bench"))
 sys.path.insert(0, str(ROOT / "test" / "e2e"))
 from detectors import MODELS, build  # noqa: E402
 from docs_section import write_section  # noqa: E402
+from seed000 import count_syncs, timer  # noqa: E402
 # Equal but for the order among equal scores, which batched_nms's final
 # unstable sort leaves unspecified (the tests' comparison).
 from test_detectors import same_up_to_tie_order  # noqa: E402
 
-BEGIN, END = "<!-- detector-inference:begin -->", "<!-- detector-inference:end -->"
-VARIANTS = {"staticified": ["--specialize-training"],
-            "with the kernel": ["--specialize-training", "--runtime-ops"]}
+MARKERS = {"cpu": ("<!-- detector-inference:begin -->", "<!-- detector-inference:end -->"),
+           "cuda": ("<!-- detector-inference-cuda:begin -->",
+                    "<!-- detector-inference-cuda:end -->")}
+HEADINGS = {"cpu": "### Detectors: CPU time per image",
+            "cuda": "### Detectors: GPU time per image"}
+# The one-stage detectors (the ones the rewrites reach furthest) first, so that
+# a run cut short by its time limit still has them.
+ORDER = ["retinanet_resnet50_fpn", "fcos_resnet50_fpn", "ssd300_vgg16",
+         "ssdlite320_mobilenet_v3_large", "fasterrcnn_mobilenet_v3_large_fpn",
+         "fasterrcnn_resnet50_fpn", "maskrcnn_resnet50_fpn", "keypointrcnn_resnet50_fpn"]
+VARIANTS = {"staticified": dict(specialize_training=True),
+            "with the kernel": dict(specialize_training=True, runtime_ops=True)}
+FLAGS = {"specialize_training": "--specialize-training", "runtime_ops": "--runtime-ops"}
 
 
 def same(a, b):
+    a, b = ({k: v.cpu() for k, v in d.items()} for d in (a, b))
     return a.keys() == b.keys() and same_up_to_tie_order(b, a)
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--bin", default=str(ROOT / "build" / "bin"))
-    parser.add_argument("--docs")
-    parser.add_argument("--images", type=int, default=2)
-    parser.add_argument("--reps", type=int, default=2)
-    parser.add_argument("--models", default=",".join(MODELS))
-    args = parser.parse_args()
-    lib = glob.glob(os.path.join(os.path.dirname(torchvision.__file__), "_C*.so"))[0]
-    torch.ops.load_library(str(pathlib.Path(args.bin).resolve().parent / "lib" /
-                               "libstaticify_runtime.so"))
-    torch.set_num_threads(os.cpu_count() or 1)
+def rewrite(path, out, options, args):
+    """The staticified module of the archive \\p path, and its sync points
+    before and after (the report's root findings)."""
+    if args.via == "api":
+        import staticify
+        module, report = staticify.optimize(torch.jit.load(path), **options)
+        data = json.loads(report.to_json())
+    else:
+        lib = glob.glob(os.path.join(os.path.dirname(torchvision.__file__), "_C*.so"))[0]
+        subprocess.run([os.path.join(args.bin, "staticify"), path, "-o", out,
+                        "--report-json", out + ".json", "--load-library", lib,
+                        *(FLAGS[k] for k in options)],
+                       check=True, capture_output=True, text=True)
+        module = torch.jit.load(out)
+        with open(out + ".json") as f:
+            data = json.load(f)
+    from detectors import roots
+    method = data["methods"][0]
+    return module, (len(roots(method, False)), len(roots(method, True)))
+
+
+def measure(args, save):
+    """Measures each model in turn; \\p save gets the result so far after each."""
+    device = args.device
+    if args.via == "cli":
+        torch.ops.load_library(str(pathlib.Path(args.bin).resolve().parent / "lib" /
+                                   "libstaticify_runtime.so"))
+    if device == "cpu":
+        torch.set_num_threads(os.cpu_count() or 1)
+    run = timer(device)
     rows = []
+    result = {"device": device, "images": args.images, "reps": args.reps,
+              "warmup": args.warmup, "torch": torch.__version__,
+              "torchvision": torchvision.__version__, "cores": os.cpu_count(),
+              "gpu": torch.cuda.get_device_name() if device == "cuda" else None,
+              "machine": platform.processor() or platform.machine(), "rows": rows}
     with tempfile.TemporaryDirectory() as tmp:
         for name in args.models.split(","):
             torch.manual_seed(0)
             path = os.path.join(tmp, name + ".pt")
             torch.jit.script(build(name)).save(path)
             modules = {"original": torch.jit.load(path)}
-            for variant, flags in VARIANTS.items():
+            row = {"model": name, "sync_points": {}}
+            for variant, options in VARIANTS.items():
                 out = os.path.join(tmp, f"{name}-{len(modules)}.pt")
-                subprocess.run([os.path.join(args.bin, "staticify"), path, "-o", out,
-                                "--load-library", lib, *flags],
-                               check=True, capture_output=True, text=True)
-                modules[variant] = torch.jit.load(out)
+                modules[variant], row["sync_points"][variant] = rewrite(path, out, options,
+                                                                        args)
+            for module in modules.values():
+                module.to(device)
             gen = torch.Generator().manual_seed(1)
             times = {v: [] for v in modules}
             equal = True
-            for _ in range(args.images):
-                images = [torch.rand(3, 480, 640, generator=gen)]
+            for image in range(args.images + args.warmup):
+                images = [torch.rand(3, 480, 640, generator=gen).to(device)]
                 want = None
                 for _ in range(args.reps):
                     for variant, module in modules.items():
-                        start = time.perf_counter()
-                        _, got = module(images)
-                        times[variant].append(time.perf_counter() - start)
+                        got = []
+                        us = run(lambda x: got.append(module(x)[1][0]), (images,))
+                        if image >= args.warmup:
+                            times[variant].append(us / 1e6)
                         if want is None:
                             want = got[0]
                         equal = equal and same(got[0], want)
-            base = statistics.median(times["original"])
-            cells = [f"`{name}`", f"{base:.2f} s"]
-            for variant in VARIANTS:
-                t = statistics.median(times[variant])
-                cells.append(f"{t:.2f} s ({t / base:.2f}x)")
-            cells.append("yes" if equal else "**no**")
-            rows.append("| " + " | ".join(cells) + " |")
-            print(rows[-1], flush=True)
-    text = "\n".join([
-        BEGIN,
-        f"CPU seconds per image (one 480x640 image per call, resized by the model's "
-        f"transform), median of {args.images} images x {args.reps} runs, the variants "
-        "interleaved in one process; torch "
-        f"{torch.__version__}, torchvision {torchvision.__version__}, this machine's "
-        f"{os.cpu_count()} cores, random weights, default score thresholds. Generated by "
-        "`/usr/bin/python3 bench/detector_inference.py --docs docs`.",
+            row["seconds"] = {v: statistics.median(t) for v, t in times.items()}
+            row["equal"] = equal
+            if device == "cuda":
+                images = [torch.rand(3, 480, 640, generator=gen).to(device)]
+                row["syncs_per_forward"] = {v: count_syncs(m, (images,))
+                                            for v, m in modules.items()}
+            rows.append(row)
+            print(json.dumps(row), flush=True)
+            save(result)
+    return result
+
+
+def render(result):
+    device = result["device"]
+    begin, end = MARKERS[device]
+    cuda = device == "cuda"
+    unit = (lambda s: f"{s * 1e3:.1f} ms") if cuda else (lambda s: f"{s:.2f} s")
+    head = ["model", "original"] + [f"`{' '.join(FLAGS[k] for k in o)}`"
+                                    for o in VARIANTS.values()]
+    head += ["outputs equal (up to the order of equal scores)", "sync points (report)"]
+    if cuda:
+        head.append("host syncs per forward (measured)")
+    numeric = 1 + len(VARIANTS)
+    lines = ["| " + " | ".join(head) + " |",
+             "|---|" + "---:|" * numeric + "---|" * (len(head) - 1 - numeric)]
+    for row in result["rows"]:
+        base = row["seconds"]["original"]
+        cells = [f"`{row['model']}`", unit(base)]
+        for variant in VARIANTS:
+            t = row["seconds"][variant]
+            cells.append(f"{unit(t)} ({t / base:.2f}x)")
+        cells.append("yes" if row["equal"] else "**no**")
+        points = row["sync_points"]
+        cells.append(f"{points['staticified'][0]} → " +
+                     " / ".join(str(points[v][1]) for v in VARIANTS))
+        if cuda:
+            syncs = row["syncs_per_forward"]
+            cells.append(" → ".join(str(syncs[v]) for v in syncs))
+        lines.append("| " + " | ".join(cells) + " |")
+    where = (f"one {result['gpu']}, {result['cores']} CPU cores" if cuda
+             else f"this machine's {result['cores']} cores")
+    return "\n".join([
+        begin,
+        f"{'GPU' if cuda else 'CPU'} time per image (one 480x640 image per call, resized "
+        f"by the model's transform), median of {result['images']} images x "
+        f"{result['reps']} runs after {result['warmup']} warm-up images, the variants "
+        f"interleaved in one process; torch {result['torch']}, torchvision "
+        f"{result['torchvision']}, {where}, random weights, default score thresholds. "
+        "Sync points: the report's, before → after each variant. Generated by "
+        "`bench/detector_inference.py`" + (" --device cuda --via api, rendered with "
+                                           "--render" if cuda else " --docs docs") + ".",
         "",
-        "| model | original | `--specialize-training` | `--specialize-training "
-        "--runtime-ops` | outputs equal (up to the order of equal scores) |",
-        "|---|---:|---:|---:|---|",
-        *rows,
-        END])
+        *lines,
+        end])
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--bin", default=str(ROOT / "build" / "bin"))
+    parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
+    parser.add_argument("--via", choices=("cli", "api"), default="cli",
+                        help="rewrite with the staticify binary, or in process with "
+                             "the Python package (needed where the CLI cannot load "
+                             "torchvision's ops)")
+    parser.add_argument("--docs")
+    parser.add_argument("--json", help="also write the measurements here")
+    parser.add_argument("--render", help="no measuring: the table from this JSON")
+    parser.add_argument("--images", type=int, default=2)
+    parser.add_argument("--reps", type=int, default=2)
+    parser.add_argument("--warmup", type=int, default=0,
+                        help="images run first and not timed (TorchScript's "
+                             "profiling runs; CUDA's lazy start)")
+    parser.add_argument("--models", default=",".join(ORDER))
+    args = parser.parse_args()
+    if args.render:
+        result = json.loads(pathlib.Path(args.render).read_text())
+    else:
+        def save(result):
+            if args.json:
+                pathlib.Path(args.json).write_text(json.dumps(result, indent=1))
+        result = measure(args, save)
+    text = render(result)
     print(text)
     if args.docs:
-        write_section(pathlib.Path(args.docs) / "benchmarks.md", BEGIN, END, text,
-                      heading="### Detectors: CPU time per image")
+        begin, end = MARKERS[result["device"]]
+        write_section(pathlib.Path(args.docs) / "benchmarks.md", begin, end, text,
+                      heading=HEADINGS[result["device"]])
 
 
 if __name__ == "__main__":

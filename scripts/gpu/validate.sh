@@ -3,7 +3,8 @@
 # Ninja; no package registry), from the repository root, with .gpu/ carried
 # in (scripts/gpu/bundle.sh makes it here):
 #
-#   scripts/gpu/validate.sh [build] [test] [bench]     (default: all three)
+#   scripts/gpu/validate.sh [build] [test] [gpu-tests] [bench] [detectors]
+#                                          (default: build test bench)
 #
 #  build  configures and builds build-gpu/ against the wheel's libtorch, CUDA
 #         on, GoogleTest from .gpu/googletest; packs the binaries into
@@ -12,7 +13,12 @@
 #  test   lit + FileCheck, the GoogleTest units, the pytest suite (its GPU
 #         tests run here), then the cross-version check of the models that
 #         Debian's PyTorch scripted and the Debian build rewrote.
+#  gpu-tests  only the pytest files whose tests need a GPU (a short check).
 #  bench  bench/seed000.py --device cuda, results under $OUT/bench.
+#  detectors  bench/detector_inference.py --device cuda: torchvision's
+#         detectors scripted there, rewritten in process by the Python package
+#         (the CLI cannot load pip torchvision's _C.so), GPU time per image
+#         and host syncs per forward, into $OUT/detectors-cuda.json.
 #
 # Logs and results go to $OUT (default gpu-out/); $OUT/summary.txt says what
 # passed. Each stage runs under a time limit so the whole fits one call.
@@ -52,7 +58,7 @@ if [[ " $stages " == *" build "* ]]; then
     note "configure: FAILED (build.log)"
   fi
   start=$(date +%s)
-  timeout 420 ninja -C build-gpu -k 0 all staticify-unittests >>"$OUT/build.log" 2>&1 \
+  timeout ${BUILD_SECONDS:-420} ninja -C build-gpu -k 0 all staticify-unittests >>"$OUT/build.log" 2>&1 \
     && note "build: ok in $(( $(date +%s) - start )) s" \
     || note "build: FAILED after $(( $(date +%s) - start )) s (build.log)"
   grep -E "error|FAILED" "$OUT/build.log" | head -40
@@ -79,6 +85,22 @@ if [[ " $stages " == *" test "* ]]; then
       >"$OUT/cross-version.log" 2>&1 \
     && note "cross-version: ok" || note "cross-version: FAILED"
   cat "$OUT/cross-version.log" | tail -25
+fi
+
+if [[ " $stages " == *" gpu-tests "* ]]; then
+  STATICIFY_BIN=$ROOT/build-gpu/bin timeout ${GPU_TEST_SECONDS:-200} "$PY" -m pytest -q -rfEs \
+      -p no:cacheprovider test/e2e/test_gpu.py test/e2e/test_runtime_ops.py \
+      test/e2e/test_nms.py test/e2e/test_cuda_graphs.py >"$OUT/gpu-tests.log" 2>&1 \
+    && note "gpu-tests: ok" || note "gpu-tests: FAILED"
+  grep -E "passed|failed|^FAILED|^ERROR|SKIPPED" "$OUT/gpu-tests.log" | tail -20
+fi
+
+if [[ " $stages " == *" detectors "* ]]; then
+  PYTHONUNBUFFERED=1 PYTHONPATH=$ROOT/build-gpu/python timeout ${DETECTOR_SECONDS:-300} \
+      "$PY" bench/detector_inference.py --device cuda --via api \
+      --json "$OUT/detectors-cuda.json" ${DETECTOR_ARGS:-} 2>&1 | tee "$OUT/detectors.log" \
+    | tail -30
+  [ -f "$OUT/detectors-cuda.json" ] && note "detectors: ok" || note "detectors: FAILED"
 fi
 
 if [[ " $stages " == *" bench "* ]]; then

@@ -81,6 +81,35 @@ def rewrite(path, out, options, args):
     return module, (len(roots(method, False)), len(roots(method, True)))
 
 
+def run_images(modules, args, run):
+    """Seconds per image of each module, interleaved image by image, whether
+    every output equals the first module's, and on a GPU the host syncs of
+    one more forward of each."""
+    gen = torch.Generator().manual_seed(1)
+    times = {v: [] for v in modules}
+    equal = True
+    for image in range(args.images + args.warmup):
+        images = [torch.rand(3, 480, 640, generator=gen).to(args.device)]
+        want = None
+        for _ in range(args.reps):
+            for variant, module in modules.items():
+                got = []
+                try:
+                    us = run(lambda x: got.append(module(x)[1][0]), (images,))
+                except RuntimeError as e:
+                    raise RuntimeError(f"{variant}: " + str(e).strip().splitlines()[-1])
+                if image >= args.warmup:
+                    times[variant].append(us / 1e6)
+                if want is None:
+                    want = got[0]
+                equal = equal and same(got[0], want)
+    syncs = None
+    if args.device == "cuda":
+        images = [torch.rand(3, 480, 640, generator=gen).to(args.device)]
+        syncs = {v: count_syncs(m, (images,)) for v, m in modules.items()}
+    return times, equal, syncs
+
+
 def measure(args, save):
     """Measures each model in turn; \\p save gets the result so far after each."""
     device = args.device
@@ -102,34 +131,36 @@ def measure(args, save):
             path = os.path.join(tmp, name + ".pt")
             torch.jit.script(build(name)).save(path)
             modules = {"original": torch.jit.load(path)}
+            paths = {"original": path}
             row = {"model": name, "sync_points": {}}
             for variant, options in VARIANTS.items():
-                out = os.path.join(tmp, f"{name}-{len(modules)}.pt")
+                out = paths[variant] = os.path.join(tmp, f"{name}-{len(modules)}.pt")
                 modules[variant], row["sync_points"][variant] = rewrite(path, out, options,
                                                                         args)
+                modules[variant].save(out)
             for module in modules.values():
                 module.to(device)
-            gen = torch.Generator().manual_seed(1)
-            times = {v: [] for v in modules}
-            equal = True
-            for image in range(args.images + args.warmup):
-                images = [torch.rand(3, 480, 640, generator=gen).to(device)]
-                want = None
-                for _ in range(args.reps):
-                    for variant, module in modules.items():
-                        got = []
-                        us = run(lambda x: got.append(module(x)[1][0]), (images,))
-                        if image >= args.warmup:
-                            times[variant].append(us / 1e6)
-                        if want is None:
-                            want = got[0]
-                        equal = equal and same(got[0], want)
+            try:
+                times, row["equal"], syncs = run_images(modules, args, run)
+            except RuntimeError as e:
+                # PyTorch 2.x's TensorExpr fuser (on by default for CUDA
+                # graphs in TorchScript) refuses some fusion groups ("Global
+                # alloc not supported yet"): measured again with it off, and
+                # the table says so.
+                if device != "cuda" or not torch._C._jit_texpr_fuser_enabled():
+                    raise
+                row["fuser_off"] = str(e)
+                print(f"{name}: {row['fuser_off']}; again with the TensorExpr fuser off",
+                      flush=True)
+                torch._C._jit_set_texpr_fuser_enabled(False)
+                try:
+                    modules = {v: torch.jit.load(p_).to(device) for v, p_ in paths.items()}
+                    times, row["equal"], syncs = run_images(modules, args, run)
+                finally:
+                    torch._C._jit_set_texpr_fuser_enabled(True)
             row["seconds"] = {v: statistics.median(t) for v, t in times.items()}
-            row["equal"] = equal
-            if device == "cuda":
-                images = [torch.rand(3, 480, 640, generator=gen).to(device)]
-                row["syncs_per_forward"] = {v: count_syncs(m, (images,))
-                                            for v, m in modules.items()}
+            if syncs is not None:
+                row["syncs_per_forward"] = syncs
             rows.append(row)
             print(json.dumps(row), flush=True)
             save(result)
@@ -151,7 +182,8 @@ def render(result):
              "|---|" + "---:|" * numeric + "---|" * (len(head) - 1 - numeric)]
     for row in result["rows"]:
         base = row["seconds"]["original"]
-        cells = [f"`{row['model']}`", unit(base)]
+        cells = [f"`{row['model']}`" + (" (fuser off)" if "fuser_off" in row else ""),
+                 unit(base)]
         for variant in VARIANTS:
             t = row["seconds"][variant]
             cells.append(f"{unit(t)} ({t / base:.2f}x)")
@@ -172,7 +204,10 @@ def render(result):
         f"{result['reps']} runs after {result['warmup']} warm-up images, the variants "
         f"interleaved in one process; torch {result['torch']}, torchvision "
         f"{result['torchvision']}, {where}, random weights, default score thresholds. "
-        "Sync points: the report's, before → after each variant. Generated by "
+        "Sync points: the report's, before → after each variant. "
+        + "".join(f"`{row['model']}` ran with TorchScript's TensorExpr fuser off (with it on, "
+                  f"{row['fuser_off']}). " for row in result["rows"] if "fuser_off" in row)
+        + "Generated by "
         "`bench/detector_inference.py`" + (" --device cuda --via api, rendered with "
                                            "--render" if cuda else " --docs docs") + ".",
         "",

@@ -107,7 +107,14 @@ def test_cuda_graphs_keep_the_distribution(staticify, save, tmp_path):
 def lowered_for_cuda(staticify, save, tmp_path, module, types):
     path = save(module)
     out = tmp_path / "cuda.pt"
-    staticify(path, "-o", out, "--lower=cuda", "--input-types", types)
+    try:
+        staticify(path, "-o", out, "--lower=cuda", "--input-types", types)
+    except AssertionError as e:
+        # A build against a PyTorch wheel on a machine without MLIR 22 (the
+        # GPU machine) has no --lower; everything else still runs there.
+        if "needs a staticify built with MLIR" in str(e):
+            pytest.skip("this staticify is built without MLIR: no --lower")
+        raise
     return torch.jit.load(str(path)), torch.jit.load(str(out))
 
 

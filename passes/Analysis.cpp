@@ -405,7 +405,25 @@ private:
     default:
       break;
     }
+    if (const OpInfo *op = opInfo(node); op && op->has(kReadsValueOnHost))
+      recordHiddenRead(node);
     analyzeGeneric(node);
+  }
+
+  /// An op that reads its 0-d tensor value on the host (kReadsValueOnHost):
+  /// a sync point unless the value is on the host. Its results are
+  /// analysed as the op's otherwise are.
+  void recordHiddenRead(const Node *node) {
+    const Value *value = node->inputs().back();
+    if (!carriesTensor(value->type()) || info(value).onHost)
+      return;
+    ValueInfo causes;
+    causes.addRootsOf(info(value));
+    record(node, Category::HostSync, Role::Root,
+           "'" + std::string(node->kind().toQualString()) +
+               "' with a tensor value reads it on the host (value.item()): "
+               "a host-device sync",
+           causes);
   }
 
   /// A call that was not inlined (--no-inline): its body is not analysed,

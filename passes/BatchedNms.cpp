@@ -144,11 +144,17 @@ std::variant<ClassLoop, std::string> matchClassLoop(Node *nms) {
     return std::string("the value it stores is not a constant");
   auto fill = torch::jit::toIValue(value->input(0));
   Node *dtype = value->input(1)->node();
-  if (!fill || !(fill->isBool() || fill->isInt() || fill->isDouble()) ||
+  auto exact = [](const c10::IValue &v) {
+    return v.isBool() || (v.isInt() && (v.toInt() == 0 || v.toInt() == 1)) ||
+           (v.isDouble() && (v.toDouble() == 0.0 || v.toDouble() == 1.0));
+  };
+  if (!fill || !exact(*fill) ||
       dtype->kind() != c10::prim::dtype || dtype->input(0) != m.keepMask)
-    return std::string("the value it stores is not a constant of the "
-                       "mask's dtype");
-  m.fill = *fill;
+    return std::string("the value it stores is not a constant every dtype "
+                       "holds exactly (a bool, 0 or 1) of the mask's dtype");
+  // A bool as the int it holds: a Scalar argument takes numbers only.
+  m.fill = fill->isBool() ? c10::IValue(static_cast<int64_t>(fill->toBool()))
+                          : *fill;
 
   // Nothing else in the body: every node is one of the above, or a
   // constant, or the device of keep_mask for the stored value.
@@ -233,12 +239,12 @@ void rewrite(Graph &graph, const ClassLoop &m, PassContext &ctx) {
                      graph.insertConstant(c10::IValue()), m.idxs},
                     m.loop));
     Value *kept = insertForm(graph, "index_mask", {indices, count}, m.loop)[0];
-    // The stored value, made as the loop made it.
-    Value *value = emit(
-        graph, "aten::tensor", {m.fill}, m.store,
-        {{"dtype", emit(graph, "prim::dtype", {m.keepMask}, m.store)},
-         {"device", emit(graph, "prim::device", {m.keepMask}, m.store)}});
-    emit(graph, "aten::masked_fill_", {m.keepMask, kept, value}, m.store);
+    // The stored constant as a Scalar: the loop's torch.tensor(fill,
+    // device=...) is a host-to-device copy (which waits for the stream) and
+    // masked_fill_ with a tensor value reads it back (value.item()). The
+    // match takes only fills every dtype holds exactly (bool, 0, 1), so the
+    // Scalar's conversion cannot raise where the tensor's would not.
+    emit(graph, "aten::masked_fill_", {m.keepMask, kept, m.fill}, m.store);
   }
   for (Node *sync : m.syncs)
     ctx.rewrote(sync, kRule);

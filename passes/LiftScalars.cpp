@@ -444,6 +444,22 @@ private:
         [&] {
           return emit(graph, "aten::to", {onDevice, refDevice}, user);
         });
+    if (opInfo(user) && opInfo(user)->has(kFillValueTakesTensor)) {
+      // masked_fill(x, m, t) with a 0-d tensor t reads t on the host (its
+      // CUDA kernel takes t.item()): where(m, t, x) reads nothing. t is
+      // cast to x's dtype, as masked_fill casts its value; the two differ
+      // only where masked_fill raises (a value that overflows x's dtype),
+      // as the cast to the result type above already does.
+      Value *x = user->input(0);
+      Value *value = emit(graph, "aten::to",
+                          {t, emit(graph, "prim::dtype", {x}, user)}, user);
+      Value *replacement =
+          emit(graph, "aten::where", {user->input(1), value, x}, user);
+      user->output()->replaceAllUsesWith(replacement);
+      ctx.rewrote(user, kRule);
+      user->destroy();
+      return;
+    }
     // Everything after the first operand goes by name: keyword-only
     // arguments of the Tensor overload (alpha, rounding_mode) are positional
     // in the Scalar one, and matched positionally schema matching would pick

@@ -1,8 +1,9 @@
-//===- MaskStore.cpp - x[mask] = v -> masked_fill_ / where ----------------===//
+//===- MaskStore.cpp - masked writes: x[mask] = v, masked_fill(m, t) -----===//
 
 #include "passes/MaskStore.h"
 
 #include "passes/GraphUtils.h"
+#include "passes/OpInfo.h"
 #include "passes/Selection.h"
 
 namespace staticify {
@@ -29,6 +30,43 @@ static std::optional<Selection> storeSelection(Node *node,
   sel.mask = list->input(0);
   sel.isByteMask = k == DTypeKind::Byte;
   return sel;
+}
+
+/// masked_fill(x, m, v) and masked_fill_ with a 0-d tensor v read v on the
+/// host (kReadsValueOnHost): where(m, v, x) reads nothing. v is cast to x's
+/// dtype as masked_fill casts it; the two differ only where masked_fill
+/// raises (a value that overflows x's dtype). A v not provably 0-d is left:
+/// masked_fill raises for it, where would broadcast it.
+static bool fillByWhere(Graph &graph, const AnalysisResult &analysis,
+                        PassContext &ctx) {
+  static const c10::Symbol fill = c10::Symbol::fromQualString("aten::masked_fill");
+  static const c10::Symbol fillInPlace =
+      c10::Symbol::fromQualString("aten::masked_fill_");
+  bool changed = false;
+  for (Node *node : analysis.nodesWhere([](c10::Symbol op) {
+         return op == fill || op == fillInPlace;
+       })) {
+    const OpInfo *op = opInfo(node);
+    Value *v = node->inputs().back();
+    if (!op || !op->has(kReadsValueOnHost) || analysis.info(v).onHost)
+      continue;
+    if (!provablyZeroDim(v)) {
+      ctx.declined(node, kRule, "the fill value is a tensor not known to be 0-d");
+      continue;
+    }
+    torch::jit::WithInsertPoint guard(node);
+    Value *x = node->input(0);
+    Value *cast =
+        emit(graph, "aten::to", {v, emit(graph, "prim::dtype", {x}, node)}, node);
+    Value *result = emit(graph, "aten::where", {node->input(1), cast, x}, node);
+    if (node->kind() == fillInPlace)
+      result = emit(graph, "aten::copy_", {x, result}, node);
+    node->output()->replaceAllUsesWith(result);
+    ctx.rewrote(node, kRule);
+    node->destroy();
+    changed = true;
+  }
+  return changed;
 }
 
 bool maskStore(std::shared_ptr<Graph> &graph, PassContext &ctx) {
@@ -82,9 +120,13 @@ bool maskStore(std::shared_ptr<Graph> &graph, PassContext &ctx) {
     torch::jit::WithInsertPoint guard(node);
     Value *mask = emitMaskLike(*graph, *sel, x, node);
     Value *result;
-    if (inPlace && source == v)
-      result = emit(*graph, "aten::masked_fill_", {x, mask, v}, node);
-    else if (inPlace)
+    // A 0-d v goes in by where, cast to x's dtype as index_put_ casts it:
+    // masked_fill_ with a tensor value reads it on the host (its CUDA
+    // kernel takes v.item()).
+    if (source == v)
+      source = emit(*graph, "aten::to",
+                    {v, emit(*graph, "prim::dtype", {x}, node)}, node);
+    if (inPlace)
       result =
           emit(*graph, "aten::copy_",
                {x, emit(*graph, "aten::where", {mask, source, x}, node)}, node);
@@ -99,7 +141,9 @@ bool maskStore(std::shared_ptr<Graph> &graph, PassContext &ctx) {
       eraseIfDead(sourceSelection, ctx, kRule);
     changed = true;
   }
-  return changed;
+  if (changed) // the analysis above is of the graph before these rewrites
+    ctx.facts.invalidate();
+  return fillByWhere(*graph, ctx.facts.analysis(graph), ctx) || changed;
 }
 
 } // namespace staticify

@@ -186,6 +186,11 @@ const std::vector<OpInfo> kTable = {
     {"aten::maximum", nullptr, R::LeadingPreserving, kEw},
     {"aten::where", nullptr, R::LeadingPreserving, kEw | kConditionFirst, D::KeepsBranches},
     {"aten::masked_fill", nullptr, R::LeadingPreserving, kEw | kNeverRaises | kFillValueTakesTensor, D::KeepsInput},
+    // The Tensor overloads raise for a value of rank > 0.
+    {"aten::masked_fill", "Tensor", R::LeadingPreserving, kEw | kFillValueTakesTensor | kReadsValueOnHost, D::KeepsInput},
+    {"aten::masked_fill_", "Tensor", R::Other, kReadsValueOnHost},
+    {"aten::index_fill", "int_Tensor", R::Other, kReadsValueOnHost},
+    {"aten::index_fill_", "int_Tensor", R::Other, kReadsValueOnHost},
     {"aten::to", nullptr, R::LeadingPreserving, kEw | kNeverRaises | kTypeOfSecond, D::ExplicitElseInput},
     {"aten::type_as", nullptr, R::LeadingPreserving, kEw | kNeverRaises | kTypeOfSecond},
     {"aten::contiguous", nullptr, R::LeadingPreserving, kCopy, D::KeepsInput},

@@ -124,6 +124,11 @@ enum Trait : uint32_t {
   /// Of a second tensor operand, reads only its dtype and device
   /// (`to(other)`, `type_as`): the result has the first's shape.
   kTypeOfSecond = 1u << 27,
+  /// Reads its last argument, a 0-d tensor, on the host: masked_fill's and
+  /// index_fill's Tensor overloads take value.item() (PyTorch's CUDA
+  /// kernels; seen in a profile on an H100). A host-device sync unless the
+  /// value is on the host.
+  kReadsValueOnHost = 1u << 28,
 };
 using Traits = uint32_t;
 

@@ -211,8 +211,9 @@ const std::vector<PassInfo> &registeredPasses() {
        "numel/size/len -> count",
        true, maskedReduce},
       {"mask-store",
-       "x[mask] = v -> masked_fill_/where in place, when v is 0-d or a "
-       "selection by the same mask",
+       "x[mask] = v -> copy_(where) in place, when v is 0-d or a "
+       "selection by the same mask; masked_fill(m, v) with a 0-d tensor v "
+       "(read on the host) -> where",
        true, maskStore},
       {"lift-scalars",
        "host scalars read from data (int(t), float(t), bool(t)) and what is "

@@ -6,7 +6,7 @@
 //   x[i], index_select(x, 0, i)              -> bounded, or static again when
 //                                              i is static
 //   cat of bounded values (dim 0)            -> compaction
-//   x[i] = v, i bounded and 1-D, v 0-d       -> masked_fill_ of hit rows
+//   x[i] = v, i bounded and 1-D, v 0-d       -> copy_(where) of hit rows
 //
 //===----------------------------------------------------------------------===//
 

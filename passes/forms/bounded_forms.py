@@ -170,11 +170,14 @@ def put_slots(x: Tensor, index: Tensor, count: Tensor) -> Tensor:
 
 def put_rows(x: Tensor, index: Tensor, count: Tensor, value: Tensor) -> Tensor:
     """x[index] = value (value 0-d) for a bounded 1-D index: its valid rows
-    mark a mask of x's rows."""
+    mark a mask of x's rows. The value goes in by where, cast to x's dtype
+    as index_put_ casts it (masked_fill_ with a tensor value would read it on
+    the host)."""
     n = x.size(0)
     hit = torch.zeros([n + 1], device=x.device) != 0
     hit = hit.index_fill(0, put_slots(x, index, count), 1)[1:]
-    return x.masked_fill_(hit.reshape([n] + [1] * (x.dim() - 1)), value)
+    return x.copy_(torch.where(hit.reshape([n] + [1] * (x.dim() - 1)),
+                               value.to(x.dtype), x))
 
 
 def put_row_values(x: Tensor, index: Tensor, count: Tensor,

@@ -318,7 +318,9 @@ RuleResult linearRows(Node *node, RuleContext &rc) {
 /// along dim 0: along dim 0 the live rows sorted first (the sort_rows form:
 /// stable, so ties keep their order, and NaN and infinities sort as
 /// PyTorch sorts them); topk takes the first k rows of that order (sorted,
-/// which topk(sorted=False) allows). A negative dim of a sort is resolved
+/// which topk(sorted=False) allows), chosen by one topk over a key when k
+/// has a bound on the host (the topk_rows form: equal values in an
+/// unspecified order, as torch.topk leaves them), else by the sort. A negative dim of a sort is resolved
 /// on the host by the form (the rank is not known here); a topk's must be
 /// dim 0 of a vector, since along other dims the result is not bounded.
 RuleResult sortRows(Node *node, RuleContext &rc) {
@@ -341,15 +343,18 @@ RuleResult sortRows(Node *node, RuleContext &rc) {
   if (!desc || !desc->isBool())
     return RuleResult::declined();
   torch::jit::Graph &graph = rc.graph;
-  auto outs = insertForm(graph, "sort_dim",
-                         {r->value, r->count, rc.constant(topk ? 0 : *dim),
-                          graph.insertConstant(desc->toBool())},
-                         node);
-  if (is(node, "aten::argsort")) {
-    rc.setBounded(node->output(), outs[1], r->count, true, r->is1D);
-    return RuleResult::applied();
-  }
+  auto sorted = [&] {
+    return insertForm(graph, "sort_dim",
+                      {r->value, r->count, rc.constant(topk ? 0 : *dim),
+                       graph.insertConstant(desc->toBool())},
+                      node);
+  };
   if (!topk) {
+    auto outs = sorted();
+    if (is(node, "aten::argsort")) {
+      rc.setBounded(node->output(), outs[1], r->count, true, r->is1D);
+      return RuleResult::applied();
+    }
     rc.setBounded(node->output(0), outs[0], r->count, r->isIndex, r->is1D);
     rc.setBounded(node->output(1), outs[1], r->count, true, r->is1D);
     return RuleResult::applied();
@@ -357,11 +362,16 @@ RuleResult sortRows(Node *node, RuleContext &rc) {
   Value *k = node->input(1);
   if (!rc.rep(k) && rc.analysis.info(k).isDataDependent())
     return RuleResult::declined(); // k read from data: rows cut to it there
-  if (!rc.rep(k)) {                // k rows, known on the host: static again
+  auto topRows = [&](Value *bound) {
+    return insertForm(graph, "topk_rows",
+                      {r->value, r->count, bound,
+                       graph.insertConstant(desc->toBool())},
+                      node);
+  };
+  if (!rc.rep(k)) { // k rows, known on the host: static again
+    auto outs = topRows(k);
     for (size_t i = 0; i < 2; ++i)
-      rc.replaceStatic(node->output(i),
-                       emit(graph, "aten::slice",
-                            {outs[i], 0, rc.constant(0), k, 1}, node));
+      rc.replaceStatic(node->output(i), outs[i]);
     return RuleResult::applied();
   }
   std::optional<Range> range = rc.length(k);
@@ -375,14 +385,9 @@ RuleResult sortRows(Node *node, RuleContext &rc) {
     return RuleResult::declined();
   Value *hi = rc.upper(*range);
   Value *count = rc.minCount(r->count, k, node);
-  auto firstRows = [&] {
-    std::vector<Value *> rows;
-    for (size_t i = 0; i < 2; ++i)
-      rows.push_back(hi ? emit(graph, "aten::slice",
-                               {outs[i], 0, rc.constant(0), hi, 1}, node)
-                        : outs[i]);
-    return rows;
-  };
+  // With an upper bound on k, its rows by one topk over a key (topk_rows);
+  // without one, every row sorted.
+  auto firstRows = [&] { return hi ? topRows(hi) : sorted(); };
   std::vector<Value *> padded;
   if (!sign) {
     padded = firstRows();

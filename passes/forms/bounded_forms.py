@@ -347,6 +347,37 @@ def sort_dim(padded: Tensor, count: Tensor, dim: int,
     return torch.sort(padded, dim=dim, descending=descending, stable=True)
 
 
+def topk_rows(padded: Tensor, count: Tensor, k: int,
+              largest: bool) -> Tuple[Tensor, Tensor]:
+    """The first min(k, rows) rows of sort_rows's order (live rows first,
+    each column by value), by one topk over a key instead of two sorts of
+    every row: topk(x, k', dim=0) of a bounded value for any k' <= k, as
+    RetinaNet's per-level topk(min(K, n)) of thousands of padded scores
+    takes it. Equal values come in an unspecified order, as torch.topk
+    leaves them. The key is float64, where every value of a dtype of 32 bits
+    or fewer is exact, and it puts every live row above every padding row
+    (-inf): a live -inf becomes -1e300, below every float32 value; choosing
+    the smallest, values are negated and a live NaN (which topk and sort
+    put after every number) becomes -1e305. int64 and float64 values do not
+    all fit such a key: they take sort_rows."""
+    n = padded.size(0)
+    k = min(k, n)
+    dt = padded.dtype
+    if dt == 4 or dt == 7 or padded.is_complex():  # int64, float64
+        values, order = sort_rows(padded, count, largest)
+        return values[:k], order[:k]
+    x = padded.to(7)  # float64
+    live = keep_rows(padded, count).expand_as(padded)
+    dead = torch.full_like(x, float("-inf"))
+    if largest:
+        key = torch.where(x == float("-inf"), torch.full_like(x, -1e300), x)
+    else:
+        key = torch.where(torch.isnan(x), torch.full_like(x, -1e305),
+                          torch.where(x == float("inf"), torch.full_like(x, -1e300), -x))
+    order = torch.topk(torch.where(live, key, dead), k, dim=0)[1]
+    return padded.gather(0, order), order
+
+
 def score_order(scores: Tensor, count: Optional[Tensor]) -> Tensor:
     """Rows by descending score, ties by position (a stable sort, as
     torchvision's nms sorts); with a count, the live rows first."""

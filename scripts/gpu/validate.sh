@@ -3,7 +3,7 @@
 # Ninja; no package registry), from the repository root, with .gpu/ carried
 # in (scripts/gpu/bundle.sh makes it here):
 #
-#   scripts/gpu/validate.sh [build] [test] [gpu-tests] [bench] [detectors]
+#   scripts/gpu/validate.sh [build] [test] [gpu-tests] [bench] [detectors] [sync-sites]
 #                                          (default: build test bench)
 #
 #  build  configures and builds build-gpu/ against the wheel's libtorch, CUDA
@@ -19,6 +19,8 @@
 #         detectors scripted there, rewritten in process by the Python package
 #         (the CLI cannot load pip torchvision's _C.so), GPU time per image
 #         and host syncs per forward, into $OUT/detectors-cuda.json.
+#  sync-sites  bench/sync_sites.py: which ops of a detector's forward
+#         synchronize (torch.profiler), into $OUT/sync-sites.json.
 #
 # Logs and results go to $OUT (default gpu-out/); $OUT/summary.txt says what
 # passed. Each stage runs under a time limit so the whole fits one call.
@@ -101,6 +103,13 @@ if [[ " $stages " == *" detectors "* ]]; then
       --json "$OUT/detectors-cuda.json" ${DETECTOR_ARGS:-} 2>&1 | tee "$OUT/detectors.log" \
     | tail -30
   [ -f "$OUT/detectors-cuda.json" ] && note "detectors: ok" || note "detectors: FAILED"
+fi
+
+if [[ " $stages " == *" sync-sites "* ]]; then
+  PYTHONUNBUFFERED=1 PYTHONPATH=$ROOT/build-gpu/python timeout ${SITES_SECONDS:-200} \
+      "$PY" bench/sync_sites.py --out "$OUT/sync-sites.json" ${SITES_ARGS:-} 2>&1 \
+    | grep -v Warning | tail -40
+  [ -f "$OUT/sync-sites.json" ] && note "sync-sites: ok" || note "sync-sites: FAILED"
 fi
 
 if [[ " $stages " == *" bench "* ]]; then

@@ -185,6 +185,50 @@ def test_sort_rows_sorts_the_live_rows_first(cu):
             assert values.shape == padded.shape and order.dtype == torch.long
 
 
+DTYPES_OF_TOPK = [torch.float32, torch.float16, torch.bfloat16, torch.float64, torch.int32,
+                  torch.int16, torch.int8, torch.uint8, torch.int64, torch.bool]
+
+
+def test_topk_rows_is_torch_topk_of_the_live_rows(cu):
+    """topk_rows(x, count, k) against torch.topk of the live rows alone, for
+    every dtype (those the float64 key holds, and int64/float64, which take
+    sort_rows), padding and live rows holding NaN, infinities, -0.0 and
+    ties, any k and count: the first min(k, count) values are topk's, each
+    index a live row holding its value, no row twice. Equal values may come
+    in another order, as topk's do."""
+    gen = torch.Generator().manual_seed(4)
+    pool = torch.tensor([float("nan"), float("inf"), -float("inf"), 0.0, -0.0, 1.0, 1.0,
+                         -2.5, 1e30, -1e30])
+    for trial in range(2000):
+        dtype = DTYPES_OF_TOPK[trial % len(DTYPES_OF_TOPK)]
+        rows = int(torch.randint(0, 9, (), generator=gen))
+        count = int(torch.randint(0, rows + 1, (), generator=gen))
+        k = int(torch.randint(0, rows + 3, (), generator=gen))
+        shape = [rows] + [int(s) for s in torch.randint(1, 3, (trial % 2,), generator=gen)]
+        padded = pool[torch.randint(0, len(pool), shape, generator=gen)]
+        if not dtype.is_floating_point:
+            padded = padded.nan_to_num(3.0, 100.0, -100.0).clamp(-100, 100)
+            padded = padded.abs() if dtype in (torch.uint8, torch.bool) else padded
+        padded = padded.to(dtype)
+        for largest in (False, True):
+            values, order = cu.topk_rows(padded, torch.tensor(count), k, largest)
+            kept = min(k, rows)
+            assert values.shape[0] == kept and order.shape == values.shape
+            c = min(k, count)
+            live = padded[:count]
+            want = torch.topk(live.float() if dtype in (torch.float16, torch.bfloat16, torch.bool)
+                              else live, c, dim=0, largest=largest)[0]
+            got = values[:c].to(want.dtype)
+            assert torch.equal(got.isnan(), want.isnan()), (padded, count, k, largest)
+            assert torch.equal(got.nan_to_num(7.0), want.nan_to_num(7.0)), (padded, count, k)
+            rows_of = order[:c]
+            assert bool((rows_of < count).all()), (padded, count, k, largest)
+            assert torch.equal(padded.gather(0, rows_of).double().nan_to_num(7.0),
+                               values[:c].double().nan_to_num(7.0))
+            for column in rows_of.reshape(c, -1).t() if c else []:
+                assert column.unique().numel() == c
+
+
 def test_gather_within_rows_raises_only_where_gather_does(cu):
     """gather along dim 1 of bounded rows: the live rows equal torch.gather
     of the live rows, whatever the padding rows hold (-100, past the end),

@@ -16,6 +16,7 @@
 #include "passes/OpCatalogue.h"
 #include "passes/Partition.h"
 #include "passes/SpecializeTraining.h"
+#include "passes/Uploads.h"
 
 #include <torch/csrc/jit/passes/inliner.h>
 #include <torch/csrc/jit/passes/lower_tuples.h>
@@ -176,6 +177,25 @@ static bool normalize(std::shared_ptr<Graph> &graph, PassContext &ctx) {
   return changed;
 }
 
+/// passes/Uploads.h, over every node (uploads in branches and loops too).
+static bool uploads(std::shared_ptr<Graph> &graph, PassContext &) {
+  std::vector<Node *> nodes;
+  std::vector<torch::jit::Block *> blocks = {graph->block()};
+  while (!blocks.empty()) {
+    torch::jit::Block *block = blocks.back();
+    blocks.pop_back();
+    for (Node *node : block->nodes()) {
+      nodes.push_back(node);
+      for (torch::jit::Block *inner : node->blocks())
+        blocks.push_back(inner);
+    }
+  }
+  bool changed = false;
+  for (Node *node : nodes) // each rewrite destroys only the node it visits
+    changed |= buildOnDevice(*graph, node);
+  return changed;
+}
+
 const std::vector<PassInfo> &registeredPasses() {
   static const std::vector<PassInfo> passes = {
       {"inline",
@@ -190,6 +210,11 @@ const std::vector<PassInfo> &registeredPasses() {
        "reduction none and mean()/sum(); never folds or merges "
        "nondeterministic ops",
        false, normalize},
+      {"uploads",
+       "torch.tensor/as_tensor of host numbers on a device -> built there "
+       "(full; a fill_ per element of a short list), not copied from host "
+       "memory, a copy that waits for the stream",
+       true, uploads},
       {"batched-nms",
        "batched_nms's per-class loop (for c in unique(idxs): nms of the rows "
        "of class c, kept rows marked in a mask) -> one NMS in which only "

@@ -466,3 +466,27 @@ def index_mask(indices: Tensor, count: Tensor) -> Tensor:
     slot = torch.where(live, indices, torch.full_like(indices, n))
     out = torch.zeros([n + 1], dtype=11, device=indices.device)  # bool
     return out.scatter(0, slot, live)[:n]
+
+
+# Host numbers built on a device (passes/Uploads.h): one fill_ of a host
+# number per element, in the dtype that holds every such number exactly, so
+# nothing is copied from host memory (a copy that waits for the stream).
+def ints_on(values: List[int], device: Device) -> Tensor:
+    out = torch.empty([len(values)], dtype=4, device=device)  # int64
+    for i in range(len(values)):
+        out.select(0, i).fill_(values[i])
+    return out
+
+
+def floats_on(values: List[float], device: Device) -> Tensor:
+    out = torch.empty([len(values)], dtype=7, device=device)  # float64
+    for i in range(len(values)):
+        out.select(0, i).fill_(values[i])
+    return out
+
+
+def bools_on(values: List[bool], device: Device) -> Tensor:
+    out = torch.empty([len(values)], dtype=11, device=device)  # bool
+    for i in range(len(values)):
+        out.select(0, i).fill_(int(values[i]))  # a Scalar takes numbers
+    return out

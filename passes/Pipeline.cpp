@@ -210,11 +210,6 @@ const std::vector<PassInfo> &registeredPasses() {
        "reduction none and mean()/sum(); never folds or merges "
        "nondeterministic ops",
        false, normalize},
-      {"uploads",
-       "torch.tensor/as_tensor of host numbers on a device -> built there "
-       "(full; a fill_ per element of a short list), not copied from host "
-       "memory, a copy that waits for the stream",
-       true, uploads},
       {"batched-nms",
        "batched_nms's per-class loop (for c in unique(idxs): nms of the rows "
        "of class c, kept rows marked in a mask) -> one NMS in which only "
@@ -255,6 +250,13 @@ const std::vector<PassInfo> &registeredPasses() {
        "slices, gathers, cat; host ints from counts are lifted with integer "
        "ranges; uses with no bounded form materialize (reported)",
        true, boundShapes},
+      // Last: the rewrites before it match torch.tensor(v, device=...) as
+      // the value a store writes (mask-store, batched-nms).
+      {"uploads",
+       "torch.tensor/as_tensor of host numbers on a device -> built there "
+       "(full; a fill_ per element of a short list), not copied from host "
+       "memory, a copy that waits for the stream",
+       true, uploads},
       // Not in the default pipeline: staticify --specialize-training puts
       // it right after inline (it needs the calls inlined, and normalize
       // after it to remove the other mode's branches).

@@ -4,6 +4,7 @@
 
 #include "passes/BoundedForms.h"
 #include "passes/GraphUtils.h"
+#include "passes/LiftScalars.h"
 
 #include <optional>
 
@@ -14,20 +15,6 @@ using torch::jit::Node;
 using torch::jit::Value;
 
 namespace {
-
-/// The dtype every value of a host number type holds exactly.
-std::optional<c10::ScalarType> naturalDType(const c10::TypePtr &type) {
-  switch (type->kind()) {
-  case c10::TypeKind::IntType:
-    return c10::ScalarType::Long;
-  case c10::TypeKind::FloatType:
-    return c10::ScalarType::Double;
-  case c10::TypeKind::BoolType:
-    return c10::ScalarType::Bool;
-  default:
-    return std::nullopt;
-  }
-}
 
 /// The form that fills a list of \p dtype's host numbers in on a device.
 const char *listForm(c10::ScalarType dtype) {
@@ -55,7 +42,8 @@ bool buildOnDevice(Graph &graph, Node *node) {
       (isTensorOp && constantBool(node->input(3)) != false))
     return false;
   bool list = data->type()->kind() == c10::TypeKind::ListType;
-  std::optional<c10::ScalarType> natural = naturalDType(
+  // The dtype every value of the host number type holds exactly.
+  std::optional<c10::ScalarType> natural = liftedDType(
       list ? data->type()->expectRef<c10::ListType>().getElementType() : data->type());
   if (!natural)
     return false;

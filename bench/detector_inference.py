@@ -233,6 +233,8 @@ def main():
                              "profiling runs; CUDA's lazy start)")
     parser.add_argument("--models", default=",".join(ORDER))
     args = parser.parse_args()
+    if not args.render and args.device == "cuda" and not torch.cuda.is_available():
+        parser.error("--device cuda needs a CUDA GPU")
     if args.render:
         result = json.loads(pathlib.Path(args.render).read_text())
     else:

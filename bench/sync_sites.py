@@ -58,6 +58,8 @@ def main():
     parser.add_argument("--models", default="ssd300_vgg16,retinanet_resnet50_fpn")
     parser.add_argument("--out", required=True)
     args = parser.parse_args()
+    if not torch.cuda.is_available():
+        parser.error("needs a CUDA GPU (it counts the calls that make the host wait for one)")
     import staticify
     torch._C._jit_set_texpr_fuser_enabled(False)
     report = {}

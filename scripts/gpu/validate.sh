@@ -92,7 +92,8 @@ fi
 if [[ " $stages " == *" gpu-tests "* ]]; then
   STATICIFY_BIN=$ROOT/build-gpu/bin timeout ${GPU_TEST_SECONDS:-200} "$PY" -m pytest -q -rfEs \
       -p no:cacheprovider test/e2e/test_gpu.py test/e2e/test_runtime_ops.py \
-      test/e2e/test_nms.py test/e2e/test_cuda_graphs.py >"$OUT/gpu-tests.log" 2>&1 \
+      test/e2e/test_nms.py test/e2e/test_cuda_graphs.py test/e2e/test_hidden_reads.py \
+      test/e2e/test_uploads.py >"$OUT/gpu-tests.log" 2>&1 \
     && note "gpu-tests: ok" || note "gpu-tests: FAILED"
   grep -E "passed|failed|^FAILED|^ERROR|SKIPPED" "$OUT/gpu-tests.log" | tail -20
 fi

@@ -33,7 +33,7 @@ import torchvision
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "bench"))
 sys.path.insert(0, str(ROOT / "test" / "e2e"))
-from detectors import MODELS, build  # noqa: E402
+from detectors import build, roots  # noqa: E402
 from docs_section import write_section  # noqa: E402
 from seed000 import count_syncs, timer  # noqa: E402
 # Equal but for the order among equal scores, which batched_nms's final
@@ -76,7 +76,6 @@ def rewrite(path, out, options, args):
         module = torch.jit.load(out)
         with open(out + ".json") as f:
             data = json.load(f)
-    from detectors import roots
     method = data["methods"][0]
     return module, (len(roots(method, False)), len(roots(method, True)))
 

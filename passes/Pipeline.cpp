@@ -179,20 +179,9 @@ static bool normalize(std::shared_ptr<Graph> &graph, PassContext &ctx) {
 
 /// passes/Uploads.h, over every node (uploads in branches and loops too).
 static bool uploads(std::shared_ptr<Graph> &graph, PassContext &) {
-  std::vector<Node *> nodes;
-  std::vector<torch::jit::Block *> blocks = {graph->block()};
-  while (!blocks.empty()) {
-    torch::jit::Block *block = blocks.back();
-    blocks.pop_back();
-    for (Node *node : block->nodes()) {
-      nodes.push_back(node);
-      for (torch::jit::Block *inner : node->blocks())
-        blocks.push_back(inner);
-    }
-  }
   bool changed = false;
-  for (Node *node : nodes) // each rewrite destroys only the node it visits
-    changed |= buildOnDevice(*graph, node);
+  for (Node *node : collectNodes(graph->block())) // destroys only the node
+    changed |= buildOnDevice(*graph, node);       // it visits
   return changed;
 }
 

@@ -320,9 +320,10 @@ RuleResult linearRows(Node *node, RuleContext &rc) {
 /// PyTorch sorts them); topk takes the first k rows of that order (sorted,
 /// which topk(sorted=False) allows), chosen by one topk over a key when k
 /// has a bound on the host (the topk_rows form: equal values in an
-/// unspecified order, as torch.topk leaves them), else by the sort. A negative dim of a sort is resolved
-/// on the host by the form (the rank is not known here); a topk's must be
-/// dim 0 of a vector, since along other dims the result is not bounded.
+/// unspecified order, as torch.topk leaves them), else by the sort. A
+/// negative dim of a sort is resolved on the host by the form (the rank is
+/// not known here); a topk's must be dim 0 of a vector, since along other
+/// dims the result is not bounded.
 RuleResult sortRows(Node *node, RuleContext &rc) {
   Rep *r = rc.bounded(node->input(0));
   bool topk = is(node, "aten::topk");

@@ -239,6 +239,11 @@ private:
 
   void analyzeIf(const Node *node) {
     if (node->hasAttribute(guardAttr())) {
+      if (node->i(guardAttr()) == kBoundGuard)
+        record(node, Category::HostSync, Role::Root,
+               "reads the host where the bound of a data-dependent size is "
+               "too large to decide the test (a guard: below it, no read)",
+               ValueInfo());
       analyzeBlock(node->blocks()[0]);
       ++fallbackDepth;
       analyzeBlock(node->blocks()[1]);

@@ -95,6 +95,8 @@ struct AnalysisResult {
   std::vector<uint32_t> topLevel;
 
   const ValueInfo &info(const torch::jit::Value *v) const;
+  /// Whether the analysis saw \p v (a value a pass made since did not).
+  bool knows(const torch::jit::Value *v) const { return values.count(v) > 0; }
 
   /// The nodes whose op satisfies \p wanted (asked once per op), in program
   /// order.
@@ -122,6 +124,14 @@ struct AnalysisResult {
 /// apart, in fallbackSyncPoints. (TorchScript does not save node
 /// attributes: a saved model analysed again counts them.)
 inline c10::Symbol guardAttr() { return c10::Symbol::attr("staticify_guard"); }
+
+/// guardAttr()'s value on a guard whose facts hold only for some inputs: a
+/// test of a data-dependent size decided by its bound, a host value
+/// (`boxes.numel() > 4000` of boxes of at most 1,000 rows). Its fallback
+/// reads the host wherever the bound is too large to decide (a model's
+/// sizes, not a program's accident), so it counts as one sync point, at
+/// the guard, and its own reads apart as other guards'.
+constexpr int64_t kBoundGuard = 2;
 
 /// Analyses \p graph (which is not modified).
 AnalysisResult analyzeGraph(const torch::jit::Graph &graph,

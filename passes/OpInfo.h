@@ -129,6 +129,9 @@ enum Trait : uint32_t {
   /// kernels; seen in a profile on an H100). A host-device sync unless the
   /// value is on the host.
   kReadsValueOnHost = 1u << 28,
+  /// Makes a new tensor of its `size` argument's shape (empty, zeros, ones,
+  /// full and their new_ forms).
+  kMakesSized = 1u << 29,
 };
 using Traits = uint32_t;
 

@@ -127,6 +127,33 @@ static bool canonicalizeSizeItem(Graph &graph, Node *node) {
   return true;
 }
 
+/// `b = c and <a test constant propagation folded to True>`, which
+/// TorchScript compiles to an if returning constants: `if c: True else
+/// False` is c (and the other way round, `not c`). torchvision's
+/// batched_nms tests `boxes.numel() > 4000 and not _is_tracing()`; the
+/// rules see the comparison itself.
+static bool foldBoolIf(Graph &graph, Node *node) {
+  if (node->kind() != c10::prim::If || node->outputs().size() != 1 ||
+      node->output()->type()->kind() != c10::TypeKind::BoolType)
+    return false;
+  torch::jit::Block *then = node->blocks()[0], *otherwise = node->blocks()[1];
+  if (then->nodes().begin() != then->nodes().end() ||
+      otherwise->nodes().begin() != otherwise->nodes().end())
+    return false;
+  auto a = torch::jit::constant_as<bool>(then->outputs()[0]);
+  auto b = torch::jit::constant_as<bool>(otherwise->outputs()[0]);
+  if (!a || !b || *a == *b)
+    return false;
+  torch::jit::Value *c = node->input(0);
+  if (!*a) {
+    torch::jit::WithInsertPoint guard(node);
+    c = emit(graph, "aten::__not__", {c}, node);
+  }
+  node->output()->replaceAllUsesWith(c);
+  node->destroy();
+  return true;
+}
+
 /// Whether \p node is one LowerSimpleTuples may remove or rewire.
 static bool isTupleOp(const Node *node) {
   switch (node->kind()) {
@@ -163,7 +190,7 @@ static bool normalize(std::shared_ptr<Graph> &graph, PassContext &ctx) {
   for (Node *node : nodes) {
     tuples |= isTupleOp(node);
     swept |= decomposeReducedLoss(*graph, node) ||
-             canonicalizeSizeItem(*graph, node);
+             canonicalizeSizeItem(*graph, node) || foldBoolIf(*graph, node);
   }
   if (tuples) {
     torch::jit::LowerSimpleTuples(graph->block()); // its graph form adds a DCE

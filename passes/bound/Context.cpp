@@ -2,6 +2,8 @@
 
 #include "passes/bound/Rules.h"
 
+#include "passes/DTypes.h"
+
 #include "passes/Bounded.h"
 #include "passes/GraphUtils.h"
 #include "passes/LiftScalars.h"
@@ -63,7 +65,25 @@ void RuleContext::replaceWriter(Node *node) {
 bool RuleContext::isIndex(Value *v) {
   if (Rep *r = rep(v))
     return r->kind == Rep::Kind::Bounded && r->isIndex;
-  return analysis.info(v).dtype == DTypeKind::Long;
+  return dtypeOf(v, 0) == DTypeKind::Long;
+}
+
+DTypeKind RuleContext::dtypeOf(const Value *v, int depth) {
+  if (analysis.knows(v) || depth > 16)
+    return analysis.info(v).dtype;
+  // A value made since the analysis (a guard's fallback copies a branch):
+  // inferred as the analysis would, an if's result from its branches'.
+  const Node *node = v->node();
+  if (node->kind() == c10::prim::If) {
+    size_t i = v->offset();
+    DTypeKind a = dtypeOf(node->blocks()[0]->outputs()[i], depth + 1);
+    return a == dtypeOf(node->blocks()[1]->outputs()[i], depth + 1)
+               ? a
+               : DTypeKind::Unknown;
+  }
+  return inferDType(node, v, [&](const Value *in) {
+    return dtypeOf(in, depth + 1);
+  });
 }
 
 //===----------------------------------------------------------------------===//

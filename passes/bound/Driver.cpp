@@ -157,18 +157,32 @@ private:
           runBlock(b);
       return;
     }
-    if (node->kind() == c10::prim::If && rc.rep(node->input(0)) &&
-        convertIf(node))
-      return;
+    if (node->kind() == c10::prim::If && rc.rep(node->input(0))) {
+      if (convertIf(node))
+        return;
+      if (Node *guard = guardIfByBound(node, rc)) {
+        changed = true;
+        visit(guard);
+        // After the visit, which joins the guard's results (a rewrite).
+        ctx.declined(guard, kRule,
+                     "the test is decided by the bound of the size where it "
+                     "can be; the original if, with its read, where not");
+        return;
+      }
+    }
     // A guard's fallback (guardAttr()) runs only where the host facts it
     // checks fail: it keeps the original computation, and what it uses
     // from outside is read inside it (coldPath).
     bool isGuard = node->hasAttribute(guardAttr());
+    std::optional<EmptyEarlyReturn> early = matchEmptyEarlyReturn(node, rc);
     for (size_t i = 0; i < node->blocks().size(); ++i)
       if (!(isGuard && i == 1))
         runBlock(node->blocks()[i]);
-    if (node->kind() == c10::prim::If)
+    if (node->kind() == c10::prim::If) {
       joinBranches(node);
+      if (early && selectEmptyBranch(node, *early, rc))
+        ctx.rewrote(node, kRule);
+    }
     if (!node->blocks().empty())
       return; // loops and ifs consume lifted values as host values
     // A list of tensors (cat's, index's) counts by its elements, and one
@@ -445,9 +459,60 @@ private:
   /// path.
   Value *materializeOnColdPath(const Value *v, const Rep &r, Node *user,
                                const char *why) {
-    torch::jit::WithInsertPoint guard(user);
-    Value *n = nullptr;
-    return emitMaterialized(v, r, user, why, n, false);
+    Block *fallback = guardFallbackAround(user, v);
+    // Reads go before the fallback's first node as it was before the first
+    // of them, in the order they are made.
+    Node *start = nullptr;
+    if (fallback) {
+      auto [it, fresh] = startOf.try_emplace(fallback, nullptr);
+      if (fresh)
+        it->second = fallback->param_node()->next();
+      start = it->second;
+    }
+    if (!fallback || !defined(r.value, start) ||
+        (r.count && !defined(r.count, start))) {
+      torch::jit::WithInsertPoint guard(user);
+      Value *n = nullptr;
+      return emitMaterialized(v, r, user, why, n, false);
+    }
+    // In a guard's fallback, each value and count is read once, where the
+    // fallback starts.
+    Value *&out = materializedIn[{fallback, v}];
+    if (out)
+      return out;
+    torch::jit::WithInsertPoint guard(start);
+    Value *&n = countsIn[{fallback, r.count}];
+    out = emitMaterialized(v, r, user, why, n, false);
+    return out;
+  }
+
+  std::map<Block *, Node *> startOf;
+  std::map<std::pair<Block *, const Value *>, Value *> materializedIn;
+  std::map<std::pair<Block *, const Value *>, Value *> countsIn;
+
+  /// The outermost guard fallback around \p user that \p v is defined
+  /// outside of, or nullptr.
+  static Block *guardFallbackAround(Node *user, const Value *v) {
+    Block *found = nullptr;
+    for (Block *b = user->owningBlock(); b && !encloses(b, v->node());
+         b = b->owningNode() ? b->owningNode()->owningBlock() : nullptr)
+      if (isGuardFallback(b))
+        found = b;
+    return found;
+  }
+
+  /// Whether \p v is defined before \p at.
+  static bool defined(const Value *v, const Node *at) {
+    return v->node()->kind() == c10::prim::Param || v->node()->isBefore(at);
+  }
+
+  /// Whether \p def is in \p b or a block nested in it.
+  static bool encloses(const Block *b, const Node *def) {
+    for (const Block *d = def->owningBlock(); d;
+         d = d->owningNode() ? d->owningNode()->owningBlock() : nullptr)
+      if (d == b)
+        return true;
+    return false;
   }
 
   /// \p v's host value from lifted \p r, or bounded \p r cut to its count

@@ -9,8 +9,11 @@
 #include "passes/bound/Rules.h"
 
 #include "passes/GraphUtils.h"
+#include "passes/OpCatalogue.h"
+#include "passes/Selection.h"
 
 #include <algorithm>
+#include <optional>
 #include <unordered_set>
 #include <vector>
 
@@ -184,6 +187,264 @@ const Node *conditionStart(const Node *ifNode) {
       work.push_back(in);
   }
   return first;
+}
+
+namespace {
+
+/// The host test of \p hi (an upper bound of `a`) against `b` that decides
+/// `a OP b`, and the value it decides it to: for `a > b`, `hi <= b` makes it
+/// false. Only the upper bound decides: a count's lower bound, 0, never
+/// decides a test worth making.
+struct Decision {
+  const char *test;
+  bool value;
+};
+std::optional<Decision> decisionByUpperBound(c10::Symbol op) {
+  if (op == c10::aten::gt)
+    return Decision{"aten::le", false};
+  if (op == c10::aten::ge)
+    return Decision{"aten::lt", false};
+  if (op == c10::aten::lt)
+    return Decision{"aten::lt", true};
+  if (op == c10::aten::le)
+    return Decision{"aten::le", true};
+  if (op == c10::aten::eq)
+    return Decision{"aten::lt", false};
+  if (op == c10::aten::ne)
+    return Decision{"aten::lt", true};
+  return std::nullopt;
+}
+
+/// `b OP a` as `a OP' b`.
+c10::Symbol mirrored(c10::Symbol op) {
+  if (op == c10::aten::gt)
+    return c10::aten::lt;
+  if (op == c10::aten::lt)
+    return c10::aten::gt;
+  if (op == c10::aten::ge)
+    return c10::aten::le;
+  if (op == c10::aten::le)
+    return c10::aten::ge;
+  return op; // eq, ne
+}
+
+} // namespace
+
+Node *guardIfByBound(Node *ifNode, RuleContext &rc) {
+  Value *cond = ifNode->input(0);
+  Node *cmp = cond->node();
+  if (!rc.lifted(cond) || cmp->inputs().size() != 2 ||
+      ifNode->blocks().size() != 2)
+    return nullptr;
+  Value *a = cmp->input(0), *b = cmp->input(1);
+  if (a->type()->kind() != c10::TypeKind::IntType ||
+      b->type()->kind() != c10::TypeKind::IntType)
+    return nullptr;
+  c10::Symbol op = cmp->kind();
+  if (rc.lifted(b) && !rc.rep(a)) {
+    std::swap(a, b);
+    op = mirrored(op);
+  }
+  Rep *lifted = rc.lifted(a);
+  std::optional<Decision> decision = decisionByUpperBound(op);
+  if (!lifted || rc.rep(b) || !decision)
+    return nullptr;
+  Value *hi = rc.upper(lifted->range);
+  if (!hi)
+    return nullptr;
+  // Of a length, a test that holds only when the bound is 0 or less
+  // (`n == 0`, `n > 0`) would take the fallback whenever there are rows.
+  std::optional<int64_t> c = constantInt(b);
+  if (c && *c <= (std::string(decision->test) == "aten::lt" ? 1 : 0))
+    return nullptr;
+  Graph &graph = rc.graph;
+  torch::jit::WithInsertPoint insert(ifNode);
+  Value *test = emit(graph, decision->test, {hi, b}, ifNode);
+  Node *guard = graph.create(c10::prim::If, {test}, 0);
+  guard->setSourceRange(ifNode->sourceRange());
+  guard->insertBefore(ifNode);
+  guard->i_(guardAttr(), kBoundGuard);
+  // The decided branch's own nodes go to the fast block, where the
+  // analysis's facts about them hold and the driver visits them; the
+  // fallback's if gets a copy (the driver does not visit a fallback).
+  torch::jit::Block *fast = guard->addBlock(), *fallback = guard->addBlock();
+  torch::jit::Block *decided = ifNode->blocks()[decision->value ? 0 : 1];
+  for (Node *n : std::vector<Node *>(decided->nodes().begin(),
+                                     decided->nodes().end()))
+    n->moveBefore(fast->return_node());
+  for (Value *out : decided->outputs())
+    fast->registerOutput(out);
+  while (!decided->outputs().empty())
+    decided->eraseOutput(decided->outputs().size() - 1);
+  decided->cloneFrom(fast, [](Value *v) { return v; });
+  for (Value *out : ifNode->outputs())
+    out->replaceAllUsesWith(guard->addOutput()->setType(out->type()));
+  ifNode->moveBefore(fallback->return_node());
+  for (Value *out : ifNode->outputs())
+    fallback->registerOutput(out);
+  return guard;
+}
+
+namespace {
+
+/// Whether \p v is made with no rows: `torch.empty((0,), ...)`,
+/// `x.new_zeros((0, 4))`... (a factory whose size list starts with 0).
+bool madeWithNoRows(const Value *v) {
+  const Node *node = v->node();
+  const OpInfo *op = opInfo(node);
+  std::optional<size_t> size = inputIndex(node, "size");
+  if (!op || !op->has(kMakesSized) || !size)
+    return false;
+  std::optional<std::vector<int64_t>> sizes =
+      constantIntList(node->input(*size));
+  return sizes && !sizes->empty() && (*sizes)[0] == 0 &&
+         std::all_of(sizes->begin(), sizes->end(),
+                     [](int64_t d) { return d >= 0; });
+}
+
+/// Whether \p block only makes tensors of no rows (and the constants,
+/// size lists and devices they take): it has no effect, raises nothing
+/// and reads no data, so not running it changes nothing but its results.
+bool onlyMakesNoRows(torch::jit::Block *block) {
+  for (Node *node : block->nodes()) {
+    c10::Symbol k = node->kind();
+    if (k == c10::prim::Constant || k == c10::prim::ListConstruct ||
+        k == c10::prim::device || k == c10::prim::dtype)
+      continue;
+    if (node->outputs().size() != 1 || !madeWithNoRows(node->output()))
+      return false;
+  }
+  return true;
+}
+
+/// A host read of a tensor's value (`int(t)`, `t.item()`...).
+bool readsTensor(const Node *node) {
+  return opRole(node) == OpRole::SyncRead &&
+         std::any_of(node->inputs().begin(), node->inputs().end(),
+                     [](const Value *in) { return isTensor(in); });
+}
+
+/// Whether the nodes of \p block, as the rules left it, compute the same
+/// whatever the data and the count, raising nothing: the nodes the rules
+/// replaced (absorbed: dead) aside, an original node is pure, never raises
+/// on values and reads no represented value (it would be materialized
+/// there, cut to a count that may be 0), and a node a rule made has no
+/// blocks (a guard's fallback cuts to the count) and reads no tensor on the
+/// host. The forms the rules insert are total on padded rows.
+bool runsOnPaddedRows(torch::jit::Block *block,
+                      const std::unordered_set<const Node *> &originals,
+                      RuleContext &rc) {
+  for (Node *node : block->nodes()) {
+    if (rc.absorbed.count(node))
+      continue;
+    if (!node->blocks().empty() || readsTensor(node) ||
+        node->hasSideEffects())
+      return false;
+    if (!originals.count(node))
+      continue;
+    if (!neverRaisesOnValues(node) || mutatesFirstInput(node))
+      return false;
+    for (Value *in : node->inputs())
+      if (rc.rep(in))
+        return false;
+  }
+  return true;
+}
+
+} // namespace
+
+std::optional<EmptyEarlyReturn> matchEmptyEarlyReturn(Node *ifNode,
+                                                      RuleContext &rc) {
+  if (ifNode->kind() != c10::prim::If)
+    return std::nullopt;
+  Value *cond = ifNode->input(0);
+  Node *cmp = cond->node();
+  if (!rc.lifted(cond) || ifNode->hasAttribute(guardAttr()) ||
+      cmp->kind() != c10::aten::eq ||
+      cmp->inputs().size() != 2 || ifNode->outputs().empty())
+    return std::nullopt;
+  // cond: `n == 0` for n the numel, size(0) or len of bounded x.
+  Value *n = cmp->input(0);
+  if (constantInt(n) == 0)
+    n = cmp->input(1);
+  else if (constantInt(cmp->input(1)) != 0)
+    return std::nullopt;
+  Node *size = n->node();
+  if (!rc.lifted(n) || opRole(size) != OpRole::ShapeRead ||
+      (is(size, "aten::size") &&
+       (size->inputs().size() != 2 || constantInt(size->input(1)) != 0)))
+    return std::nullopt;
+  Value *x = size->input(0);
+  Rep *rx = rc.bounded(x);
+  torch::jit::Block *then = ifNode->blocks()[0], *otherwise = ifNode->blocks()[1];
+  if (!rx || !onlyMakesNoRows(then))
+    return std::nullopt;
+  // Each result of `then`: no rows, on x's device (or that of a value with
+  // x's count), of the dtype of `else`'s (and of its rank: checked once
+  // the rules gave `else`'s rows a representation).
+  EmptyEarlyReturn match;
+  for (size_t i = 0; i < ifNode->outputs().size(); ++i) {
+    Value *none = then->outputs()[i], *rows = otherwise->outputs()[i];
+    const ValueInfo &a = rc.analysis.info(none);
+    const ValueInfo &b = rc.analysis.info(rows);
+    std::optional<int64_t> rank = knownRank(none, &rc.analysis);
+    std::optional<size_t> device = inputIndex(none->node(), "device");
+    if (!madeWithNoRows(none) || a.dtype == DTypeKind::Unknown ||
+        a.dtype != b.dtype || !rank || !device)
+      return std::nullopt;
+    Node *on = none->node()->input(*device)->node();
+    if (on->kind() != c10::prim::device)
+      return std::nullopt;
+    Rep *onRep = rc.bounded(on->input(0));
+    if (on->input(0) != x && !(onRep && rc.sameCount(onRep->count, rx->count)))
+      return std::nullopt;
+    match.ranks.push_back(*rank);
+  }
+  match.tested = x;
+  match.elseResults.assign(otherwise->outputs().begin(),
+                           otherwise->outputs().end());
+  for (Node *node : collectNodes(otherwise))
+    match.originals.insert(node);
+  return match;
+}
+
+bool selectEmptyBranch(Node *ifNode, const EmptyEarlyReturn &match,
+                       RuleContext &rc) {
+  Rep *lifted = rc.lifted(ifNode->input(0));
+  Rep *x = rc.bounded(match.tested);
+  torch::jit::Block *otherwise = ifNode->blocks()[1];
+  if (!lifted || !x || !runsOnPaddedRows(otherwise, match.originals, rc))
+    return false;
+  // Every result was joined as bounded rows (joinBranches): its count is
+  // one of the if's results.
+  std::vector<size_t> counts;
+  for (size_t i = 0; i < match.elseResults.size(); ++i) {
+    Rep *r = rc.bounded(ifNode->output(i));
+    Rep *rows = rc.bounded(match.elseResults[i]);
+    int64_t rank = match.ranks[i];
+    if (!r || (knownRank(match.elseResults[i], &rc.analysis) != rank &&
+               !(rank == 1 && rows && rows->is1D)))
+      return false;
+    auto at = std::find(ifNode->outputs().begin(), ifNode->outputs().end(),
+                        r->count);
+    if (at == ifNode->outputs().end())
+      return false;
+    counts.push_back(at - ifNode->outputs().begin());
+  }
+  // With no padded rows, x has none and `then` is the branch taken; else
+  // `else` runs on the padded rows, and its counts are 0 where n is.
+  Graph &graph = rc.graph;
+  {
+    torch::jit::WithInsertPoint insert(ifNode);
+    Value *rows = emit(graph, "aten::size", {x->value, 0}, ifNode);
+    ifNode->replaceInput(0, emit(graph, "aten::eq", {rows, 0}, ifNode));
+  }
+  torch::jit::WithInsertPoint insert(otherwise->return_node());
+  for (size_t j : counts)
+    otherwise->return_node()->replaceInput(
+        j, emit(graph, "aten::masked_fill",
+                {otherwise->outputs()[j], lifted->value, 0}, ifNode));
+  return true;
 }
 
 /// Whether \p node is one of \p graph's (a node a restored trial made is

@@ -256,6 +256,8 @@ public:
 
   /// Whether \p v is known to hold int64 indices.
   bool isIndex(torch::jit::Value *v);
+  /// \p v's dtype: the analysis's, or for a value made since, inferred.
+  DTypeKind dtypeOf(const torch::jit::Value *v, int depth = 0);
 
   //===--- Driver state ---------------------------------------------------===//
 
@@ -292,6 +294,34 @@ bool mayBeWritten(const torch::jit::Value *v, int depth);
 bool mayExposeElements(const torch::jit::Value *c, int depth);
 /// The first node of \p ifNode's block that computes only its condition.
 const torch::jit::Node *conditionStart(const torch::jit::Node *ifNode);
+/// An `if` on a lifted comparison of an int whose upper bound the host
+/// knows, against a host int (batched_nms's `boxes.numel() > 4000` of
+/// bounded boxes): where the bound decides the comparison, the branch it
+/// decides runs with no host read. \p ifNode becomes the fallback of a guard
+/// (guardAttr()) on that host test, whose first block is a copy of the
+/// decided branch; the guard is returned, nullptr when there is no such
+/// test. The guard's outputs replace \p ifNode's.
+torch::jit::Node *guardIfByBound(torch::jit::Node *ifNode, RuleContext &rc);
+/// An `if n == 0` on a lifted n, the numel, size(0) or len of bounded x,
+/// whose then branch only makes tensors of no rows (`torch.empty((0,))`:
+/// the early return before batched_nms's coordinate trick) and whose else
+/// branch returns rows: matched before the driver visits its branches.
+struct EmptyEarlyReturn {
+  torch::jit::Value *tested = nullptr; // x
+  std::vector<torch::jit::Value *> elseResults;
+  std::vector<int64_t> ranks; // of then's results
+  std::unordered_set<const torch::jit::Node *> originals; // else's nodes
+};
+std::optional<EmptyEarlyReturn>
+matchEmptyEarlyReturn(torch::jit::Node *ifNode, RuleContext &rc);
+/// After the driver visited \p ifNode's branches and joined its results
+/// as bounded rows: where its else branch, as the rules left it, runs on
+/// padded rows whatever the count (no materialization, no host read, no
+/// op that may raise), the if tests on the host whether x has padded rows
+/// at all, and otherwise runs the else branch with its counts 0 where n
+/// is 0: no read. Whether it applied.
+bool selectEmptyBranch(torch::jit::Node *ifNode, const EmptyEarlyReturn &match,
+                       RuleContext &rc);
 /// Whether \p node is one of \p graph's.
 bool inGraph(torch::jit::Graph &graph, const torch::jit::Node *node);
 

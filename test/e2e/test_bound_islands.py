@@ -4,10 +4,11 @@ no longer keeps the rest of it dynamic, and no island is kept with more syncs.
 The model joins two independent computations, as a detector's forward joins
 its proposal sampler and its post-processing: seed 000's balanced sampler
 (bounded, it needs no sync) and corpus.ChainedWhereMasks (bounded, its 2 syncs
-would become 4). Taken as one graph, the two balance (4 syncs before, 4
-after) and the old whole-graph decision bounded both, the chained island's
-extra syncs included; island by island, the sampler is bounded and the
-other left as the earlier passes made it: 4 syncs become 2."""
+would become 3: 4 before bound decided a size test by its bound, and still
+more than 2). Taken as one graph, the old whole-graph decision bounded both,
+the chained island's extra syncs included; island by island, the sampler is
+bounded and the other left as the earlier passes made it: 4 syncs become
+2."""
 import torch
 
 from conftest import findings, sync_points
@@ -39,7 +40,7 @@ def test_each_island_is_decided_on_its_own(staticify, save, tmp_path):
             if f["role"] == "root" and f["action"] in ("kept", "introduced")]
     assert len(left) == 2, left
     assert all("corpus.py" in f["location"]["file"] for f in left), left
-    assert all("4 points instead of 2" in f["reason"] for f in left), left
+    assert all("3 points instead of 2" in f["reason"] for f in left), left
 
     out = tmp_path / "out.pt"
     staticify(path, "-o", out)

@@ -568,7 +568,22 @@ PipelineResult runPipeline(std::shared_ptr<Graph> &graph,
     beforeSegments = partition.segments;
   }
   result.report.findings = before->findings;
-  for (Finding &f : result.report.findings) {
+  // Original nodes a guard moved into its fallback (bound's guard on a
+  // size's bound keeps the original if there): the analysis counts their
+  // reads apart, as every fallback's, and so does the report.
+  std::unordered_set<const torch::jit::Node *> inFallback;
+  if (reverted.empty() && result.rewritten)
+    for (torch::jit::Node *n : collectNodes(graph->block()))
+      for (const torch::jit::Block *b = n->owningBlock(); b->owningNode();
+           b = b->owningNode()->owningBlock()) {
+        const torch::jit::Node *owner = b->owningNode();
+        if (owner->hasAttribute(guardAttr()) && owner->blocks()[1] == b) {
+          inFallback.insert(n);
+          break;
+        }
+      }
+  for (size_t i = 0; i < result.report.findings.size(); ++i) {
+    Finding &f = result.report.findings[i];
     if (!reverted.empty()) {
       if (f.role == Role::Root)
         f.reason = reverted;
@@ -577,6 +592,9 @@ PipelineResult runPipeline(std::shared_ptr<Graph> &graph,
     if (auto it = ctx.rewritten().find(f.id); it != ctx.rewritten().end()) {
       f.action = "rewritten";
       f.rule = it->second;
+    } else if (inFallback.count(before->findingNodes[i])) {
+      f.action = "rewritten";
+      f.rule = "bound";
     } else if (auto why = ctx.reasons().find(f.id);
                why != ctx.reasons().end()) {
       f.reason = why->second;

@@ -74,9 +74,11 @@ public:
   Driver(Graph &graph, PassContext &ctx, const AnalysisResult &analysis,
          const Aliases &aliases,
          const std::unordered_set<const Node *> *roots = nullptr,
-         const Node *cutoff = nullptr)
+         const Node *cutoff = nullptr, bool boundGuards = true)
       : graph(graph), ctx(ctx), rc(graph, ctx, analysis, aliases),
-        roots(roots), cutoff(cutoff) {}
+        roots(roots), cutoff(cutoff) {
+    rc.boundGuards = boundGuards;
+  }
 
   /// The first node, in program order, whose use of a rewritten value
   /// materialized mid-computation: where a second trial may stop.
@@ -765,10 +767,14 @@ bool boundShapes(std::shared_ptr<Graph> &graph, PassContext &ctx) {
     RewriteCost after;
     std::string why; // the first trial's reason, when the policy refused it
     bool accepted = false;
+    // The trials with guards on bounds (guardIfByBound), then, where the
+    // policy refused them all, without: a guard's fallback may move where a
+    // later trial stops (Faster R-CNN's RPN).
+    bool boundGuards = true;
     for (size_t attempt = 0;; ++attempt) {
       size_t midSyncPoints = 0;
       driver.emplace(*graph, ctx, ctx.facts.analysis(graph),
-                     ctx.facts.aliases(graph), filter, cutoff);
+                     ctx.facts.aliases(graph), filter, cutoff, boundGuards);
       if (!driver->run(midSyncPoints)) {
         restore(); // what the rules recorded while declining goes too
         break;
@@ -795,12 +801,19 @@ bool boundShapes(std::shared_ptr<Graph> &graph, PassContext &ctx) {
               ")";
       const Node *next = driver->firstMidUse();
       restore();
-      if (attempt + 1 >= kCutoffTrials || !next || !bound::inGraph(*graph, next))
-        break;
-      if (next->kind() == c10::prim::If)
+      bool exhausted = attempt + 1 >= kCutoffTrials || !next ||
+                       !bound::inGraph(*graph, next);
+      if (!exhausted && next->kind() == c10::prim::If)
         next = bound::conditionStart(next); // on the graph as it was
-      if (cutoff && !next->isBefore(cutoff))
-        break;
+      exhausted |= cutoff && !next->isBefore(cutoff);
+      if (exhausted) {
+        if (!boundGuards)
+          break;
+        boundGuards = false; // again, from the whole
+        attempt = size_t(-1);
+        cutoff = nullptr;
+        continue;
+      }
       cutoff = next;
     }
     if (!accepted) {

@@ -231,6 +231,8 @@ c10::Symbol mirrored(c10::Symbol op) {
 } // namespace
 
 Node *guardIfByBound(Node *ifNode, RuleContext &rc) {
+  if (!rc.boundGuards)
+    return nullptr;
   Value *cond = ifNode->input(0);
   Node *cmp = cond->node();
   if (!rc.lifted(cond) || cmp->inputs().size() != 2 ||

@@ -147,6 +147,9 @@ public:
   PassContext &ctx;
   const AnalysisResult &analysis;
   const Aliases &aliases;
+  /// Whether guardIfByBound may guard a test by a bound (the driver's
+  /// trials run without where with guards the policy refused them).
+  bool boundGuards = true;
 
   //===--- Representations ------------------------------------------------===//
 

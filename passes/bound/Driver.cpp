@@ -471,8 +471,8 @@ private:
         it->second = fallback->param_node()->next();
       start = it->second;
     }
-    if (!fallback || !defined(r.value, start) ||
-        (r.count && !defined(r.count, start))) {
+    if (!fallback || !definedBefore(r.value, start) ||
+        (r.count && !definedBefore(r.count, start))) {
       torch::jit::WithInsertPoint guard(user);
       Value *n = nullptr;
       return emitMaterialized(v, r, user, why, n, false);
@@ -491,31 +491,6 @@ private:
   std::map<Block *, Node *> startOf;
   std::map<std::pair<Block *, const Value *>, Value *> materializedIn;
   std::map<std::pair<Block *, const Value *>, Value *> countsIn;
-
-  /// The outermost guard fallback around \p user that \p v is defined
-  /// outside of, or nullptr.
-  static Block *guardFallbackAround(Node *user, const Value *v) {
-    Block *found = nullptr;
-    for (Block *b = user->owningBlock(); b && !encloses(b, v->node());
-         b = b->owningNode() ? b->owningNode()->owningBlock() : nullptr)
-      if (isGuardFallback(b))
-        found = b;
-    return found;
-  }
-
-  /// Whether \p v is defined before \p at.
-  static bool defined(const Value *v, const Node *at) {
-    return v->node()->kind() == c10::prim::Param || v->node()->isBefore(at);
-  }
-
-  /// Whether \p def is in \p b or a block nested in it.
-  static bool encloses(const Block *b, const Node *def) {
-    for (const Block *d = def->owningBlock(); d;
-         d = d->owningNode() ? d->owningNode()->owningBlock() : nullptr)
-      if (d == b)
-        return true;
-    return false;
-  }
 
   /// \p v's host value from lifted \p r, or bounded \p r cut to its count
   /// (read into \p n unless \p n holds the read already), at the insertion
@@ -543,32 +518,6 @@ private:
                       anchor);
     ctx.declined(out->node(), kRule, why);
     return out;
-  }
-
-  /// Why \p user reads \p v where it is, when \p user sits in a cold
-  /// branch that \p v is defined outside: one that only raises (an error
-  /// message's sizes), or a guard's fallback (guardAttr()). nullptr where
-  /// it does not. The analysis counts the host reads of cold branches apart
-  /// (errorPathSyncPoints, fallbackSyncPoints).
-  static const char *coldPath(const Node *user, const Value *v) {
-    std::unordered_set<const Block *> aroundDef;
-    for (const Block *b = v->node()->owningBlock(); b;
-         b = b->owningNode() ? b->owningNode()->owningBlock() : nullptr)
-      aroundDef.insert(b);
-    for (const Block *b = user->owningBlock(); b && !aroundDef.count(b);
-         b = b->owningNode() ? b->owningNode()->owningBlock() : nullptr) {
-      if (onlyRaises(b))
-        return "materialized for a branch that only raises";
-      if (isGuardFallback(b))
-        return "materialized in a guard's fallback";
-    }
-    return nullptr;
-  }
-
-  static bool isGuardFallback(const Block *b) {
-    const Node *owner = b->owningNode();
-    return owner && owner->hasAttribute(guardAttr()) &&
-           owner->blocks().size() > 1 && owner->blocks()[1] == b;
   }
 
   /// `(padded, count)` in place of a bounded graph output.

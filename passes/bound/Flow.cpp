@@ -449,6 +449,59 @@ bool selectEmptyBranch(Node *ifNode, const EmptyEarlyReturn &match,
   return true;
 }
 
+/// Why \p user reads \p v where it is, when \p user sits in a cold
+/// branch that \p v is defined outside: one that only raises (an error
+/// message's sizes), or a guard's fallback (guardAttr()). nullptr where
+/// it does not. The analysis counts the host reads of cold branches apart
+/// (errorPathSyncPoints, fallbackSyncPoints).
+const char *coldPath(const Node *user, const Value *v) {
+  std::unordered_set<const torch::jit::Block *> aroundDef;
+  for (const torch::jit::Block *b = v->node()->owningBlock(); b;
+       b = b->owningNode() ? b->owningNode()->owningBlock() : nullptr)
+    aroundDef.insert(b);
+  for (const torch::jit::Block *b = user->owningBlock(); b && !aroundDef.count(b);
+       b = b->owningNode() ? b->owningNode()->owningBlock() : nullptr) {
+    if (onlyRaises(b))
+      return "materialized for a branch that only raises";
+    if (isGuardFallback(b))
+      return "materialized in a guard's fallback";
+  }
+  return nullptr;
+}
+
+bool isGuardFallback(const torch::jit::Block *b) {
+  const Node *owner = b->owningNode();
+  return owner && owner->hasAttribute(guardAttr()) &&
+         owner->blocks().size() > 1 && owner->blocks()[1] == b;
+}
+
+
+/// The outermost guard fallback around \p user that \p v is defined
+/// outside of, or nullptr.
+torch::jit::Block *guardFallbackAround(Node *user, const Value *v) {
+  torch::jit::Block *found = nullptr;
+  for (torch::jit::Block *b = user->owningBlock(); b && !encloses(b, v->node());
+       b = b->owningNode() ? b->owningNode()->owningBlock() : nullptr)
+    if (isGuardFallback(b))
+      found = b;
+  return found;
+}
+
+/// Whether \p v is defined before \p at.
+bool definedBefore(const Value *v, const Node *at) {
+  return v->node()->kind() == c10::prim::Param || v->node()->isBefore(at);
+}
+
+/// Whether \p def is in \p b or a block nested in it.
+bool encloses(const torch::jit::Block *b, const Node *def) {
+  for (const torch::jit::Block *d = def->owningBlock(); d;
+       d = d->owningNode() ? d->owningNode()->owningBlock() : nullptr)
+    if (d == b)
+      return true;
+  return false;
+}
+
+
 /// Whether \p node is one of \p graph's (a node a restored trial made is
 /// gone).
 bool inGraph(Graph &graph, const Node *node) {

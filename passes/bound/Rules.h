@@ -325,6 +325,21 @@ matchEmptyEarlyReturn(torch::jit::Node *ifNode, RuleContext &rc);
 /// is 0: no read. Whether it applied.
 bool selectEmptyBranch(torch::jit::Node *ifNode, const EmptyEarlyReturn &match,
                        RuleContext &rc);
+/// Why \p user reads \p v where it is, when \p user sits in a cold branch
+/// that \p v is defined outside: one that only raises, or a guard's
+/// fallback. nullptr where it does not.
+const char *coldPath(const torch::jit::Node *user, const torch::jit::Value *v);
+/// Whether \p b is a guard's fallback (the second block of an if with
+/// guardAttr()).
+bool isGuardFallback(const torch::jit::Block *b);
+/// The outermost guard fallback around \p user that \p v is defined
+/// outside of, or nullptr.
+torch::jit::Block *guardFallbackAround(torch::jit::Node *user,
+                                       const torch::jit::Value *v);
+/// Whether \p v is defined before \p at.
+bool definedBefore(const torch::jit::Value *v, const torch::jit::Node *at);
+/// Whether \p def is in \p b or a block nested in it.
+bool encloses(const torch::jit::Block *b, const torch::jit::Node *def);
 /// Whether \p node is one of \p graph's.
 bool inGraph(torch::jit::Graph &graph, const torch::jit::Node *node);
 

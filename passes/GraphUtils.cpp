@@ -224,6 +224,20 @@ bool onlyRaises(const torch::jit::Block *block) {
   return false;
 }
 
+bool isGuardFallback(const torch::jit::Block *block) {
+  const Node *owner = block->owningNode();
+  return owner && owner->hasAttribute(guardAttr()) &&
+         owner->blocks().size() > 1 && owner->blocks()[1] == block;
+}
+
+bool inGuardFallback(const Node *node) {
+  for (const torch::jit::Block *b = node->owningBlock(); b->owningNode();
+       b = b->owningNode()->owningBlock())
+    if (isGuardFallback(b))
+      return true;
+  return false;
+}
+
 bool isTensor(const Value *v) {
   return v->type()->kind() == c10::TypeKind::TensorType;
 }

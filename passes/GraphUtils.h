@@ -53,6 +53,13 @@ std::vector<torch::jit::Value *> emitIf(
 /// way to the error: the message's sizes and values).
 bool onlyRaises(const torch::jit::Block *block);
 
+/// Whether \p block is a guard's fallback: the second block of an if with
+/// guardAttr().
+bool isGuardFallback(const torch::jit::Block *block);
+
+/// Whether \p node sits in a guard's fallback, at any depth.
+bool inGuardFallback(const torch::jit::Node *node);
+
 /// Whether \p v is a tensor (by its TorchScript type).
 bool isTensor(const torch::jit::Value *v);
 

@@ -220,10 +220,10 @@ std::string unconvertibleReason(const Node *ifNode,
   return "";
 }
 
-/// Whether \p node is inside a guard's branches (guardAttr()): the
-/// fallback of a selection another rewrite made, which does what the
-/// original if did on purpose and runs only when the guard fails.
-static bool inGuardFallback(const Node *node) {
+/// Whether \p node is inside a guard's branches (guardAttr()), either of
+/// them: its fallback does what the original if did on purpose and runs
+/// only when the guard fails.
+static bool inGuard(const Node *node) {
   for (const Node *owner = node->owningBlock()->owningNode(); owner;
        owner = owner->owningBlock()->owningNode())
     if (owner->hasAttribute(guardAttr()))
@@ -245,7 +245,7 @@ bool ifConvert(std::shared_ptr<Graph> &graph, PassContext &ctx) {
     Node *cond = node->input(0)->node();
     if (cond->kind() != c10::aten::Bool ||
         cond->input(0)->type()->kind() != c10::TypeKind::TensorType ||
-        inGuardFallback(node))
+        inGuard(node))
       continue;
     if (isDataAssert(node)) {
       if (!ctx.options.dropDataAsserts) {

@@ -574,14 +574,8 @@ PipelineResult runPipeline(std::shared_ptr<Graph> &graph,
   std::unordered_set<const torch::jit::Node *> inFallback;
   if (reverted.empty() && result.rewritten)
     for (torch::jit::Node *n : collectNodes(graph->block()))
-      for (const torch::jit::Block *b = n->owningBlock(); b->owningNode();
-           b = b->owningNode()->owningBlock()) {
-        const torch::jit::Node *owner = b->owningNode();
-        if (owner->hasAttribute(guardAttr()) && owner->blocks()[1] == b) {
-          inFallback.insert(n);
-          break;
-        }
-      }
+      if (inGuardFallback(n))
+        inFallback.insert(n);
   for (size_t i = 0; i < result.report.findings.size(); ++i) {
     Finding &f = result.report.findings[i];
     if (!reverted.empty()) {

@@ -196,22 +196,22 @@ namespace {
 /// false. Only the upper bound decides: a count's lower bound, 0, never
 /// decides a test worth making.
 struct Decision {
-  const char *test;
+  bool strict; // hi < b, else hi <= b
   bool value;
 };
 std::optional<Decision> decisionByUpperBound(c10::Symbol op) {
   if (op == c10::aten::gt)
-    return Decision{"aten::le", false};
+    return Decision{false, false};
   if (op == c10::aten::ge)
-    return Decision{"aten::lt", false};
+    return Decision{true, false};
   if (op == c10::aten::lt)
-    return Decision{"aten::lt", true};
+    return Decision{true, true};
   if (op == c10::aten::le)
-    return Decision{"aten::le", true};
+    return Decision{false, true};
   if (op == c10::aten::eq)
-    return Decision{"aten::lt", false};
+    return Decision{true, false};
   if (op == c10::aten::ne)
-    return Decision{"aten::lt", true};
+    return Decision{true, true};
   return std::nullopt;
 }
 
@@ -257,11 +257,12 @@ Node *guardIfByBound(Node *ifNode, RuleContext &rc) {
   // Of a length, a test that holds only when the bound is 0 or less
   // (`n == 0`, `n > 0`) would take the fallback whenever there are rows.
   std::optional<int64_t> c = constantInt(b);
-  if (c && *c <= (std::string(decision->test) == "aten::lt" ? 1 : 0))
+  if (c && *c <= (decision->strict ? 1 : 0))
     return nullptr;
   Graph &graph = rc.graph;
   torch::jit::WithInsertPoint insert(ifNode);
-  Value *test = emit(graph, decision->test, {hi, b}, ifNode);
+  Value *test =
+      emit(graph, decision->strict ? "aten::lt" : "aten::le", {hi, b}, ifNode);
   Node *guard = graph.create(c10::prim::If, {test}, 0);
   guard->setSourceRange(ifNode->sourceRange());
   guard->insertBefore(ifNode);
@@ -378,7 +379,8 @@ std::optional<EmptyEarlyReturn> matchEmptyEarlyReturn(Node *ifNode,
     return std::nullopt;
   Value *x = size->input(0);
   Rep *rx = rc.bounded(x);
-  torch::jit::Block *then = ifNode->blocks()[0], *otherwise = ifNode->blocks()[1];
+  torch::jit::Block *then = ifNode->blocks()[0];
+  torch::jit::Block *otherwise = ifNode->blocks()[1];
   if (!rx || !onlyMakesNoRows(then))
     return std::nullopt;
   // Each result of `then`: no rows, on x's device (or that of a value with
@@ -459,7 +461,8 @@ const char *coldPath(const Node *user, const Value *v) {
   for (const torch::jit::Block *b = v->node()->owningBlock(); b;
        b = b->owningNode() ? b->owningNode()->owningBlock() : nullptr)
     aroundDef.insert(b);
-  for (const torch::jit::Block *b = user->owningBlock(); b && !aroundDef.count(b);
+  for (const torch::jit::Block *b = user->owningBlock();
+       b && !aroundDef.count(b);
        b = b->owningNode() ? b->owningNode()->owningBlock() : nullptr) {
     if (onlyRaises(b))
       return "materialized for a branch that only raises";
@@ -468,13 +471,6 @@ const char *coldPath(const Node *user, const Value *v) {
   }
   return nullptr;
 }
-
-bool isGuardFallback(const torch::jit::Block *b) {
-  const Node *owner = b->owningNode();
-  return owner && owner->hasAttribute(guardAttr()) &&
-         owner->blocks().size() > 1 && owner->blocks()[1] == b;
-}
-
 
 /// The outermost guard fallback around \p user that \p v is defined
 /// outside of, or nullptr.

@@ -329,9 +329,6 @@ bool selectEmptyBranch(torch::jit::Node *ifNode, const EmptyEarlyReturn &match,
 /// that \p v is defined outside: one that only raises, or a guard's
 /// fallback. nullptr where it does not.
 const char *coldPath(const torch::jit::Node *user, const torch::jit::Value *v);
-/// Whether \p b is a guard's fallback (the second block of an if with
-/// guardAttr()).
-bool isGuardFallback(const torch::jit::Block *b);
 /// The outermost guard fallback around \p user that \p v is defined
 /// outside of, or nullptr.
 torch::jit::Block *guardFallbackAround(torch::jit::Node *user,

@@ -2,6 +2,8 @@
 
 #include "passes/DictKeys.h"
 
+#include "passes/GraphUtils.h"
+
 #include <torch/csrc/jit/ir/constants.h>
 
 #include <algorithm>
@@ -36,13 +38,6 @@ Holder holderOf(const Value *v) {
     if (isStringKeyedDict(list->getElementType()))
       return Holder::List;
   return Holder::None;
-}
-
-std::optional<std::string> constantString(const Value *v) {
-  std::optional<c10::IValue> iv = torch::jit::toIValue(v);
-  if (!iv || !iv->isString())
-    return std::nullopt;
-  return iv->toStringRef();
 }
 
 /// The objects (dict or list construct nodes) a value may hold; `unknown`
@@ -107,6 +102,37 @@ public:
     if (builtWithKey == 0 && neverWritten(key))
       return false;
     return std::nullopt;
+  }
+
+  bool knownDict(const Node *dict) const {
+    return builtWith_.count(dict) && !escapedDicts_.count(dict) &&
+           !unknownKeys_.count(dict);
+  }
+
+  const Objects *pointsTo(const Value *v) const {
+    auto it = points_.find(v);
+    return it == points_.end() ? nullptr : &it->second;
+  }
+
+  std::vector<const Value *> holders(const Node *dict) const {
+    std::vector<const Value *> out;
+    for (const auto &[v, objects] : points_)
+      if (holderOf(v) == Holder::Dict && objects.nodes.count(dict))
+        out.push_back(v);
+    return out;
+  }
+
+  bool mayHold(const Value *v, const Node *dict) const {
+    const Objects *objects = pointsTo(v);
+    if (!objects)
+      return false;
+    if (holderOf(v) == Holder::Dict)
+      return objects->nodes.count(dict) > 0;
+    for (const Node *list : objects->nodes)
+      if (auto it = elements_.find(list);
+          it != elements_.end() && it->second.nodes.count(dict))
+        return true;
+    return false;
   }
 
 private:
@@ -380,6 +406,40 @@ bool isMembershipTest(const Node *node) {
 }
 
 } // namespace
+
+struct DictObjects::Impl {
+  Impl(const torch::jit::Graph &graph, std::vector<Node *> nodes)
+      : nodes(std::move(nodes)), keys(graph, this->nodes) {
+    keys.solve();
+  }
+  std::vector<Node *> nodes; // DictKeys keeps a reference
+  DictKeys keys;
+};
+
+DictObjects::DictObjects(const torch::jit::Graph &graph,
+                         const std::vector<Node *> &nodes)
+    : impl(std::make_unique<Impl>(graph, nodes)) {}
+
+DictObjects::~DictObjects() = default;
+
+bool DictObjects::known(const Node *dict) const {
+  return impl->keys.knownDict(dict);
+}
+
+std::vector<const Value *> DictObjects::holders(const Node *dict) const {
+  return impl->keys.holders(dict);
+}
+
+std::set<const Node *> DictObjects::dictsOf(const Value *v,
+                                            bool *unknown) const {
+  const auto *objects = impl->keys.pointsTo(v);
+  *unknown = !objects || objects->unknown;
+  return objects ? objects->nodes : std::set<const Node *>{};
+}
+
+bool DictObjects::mayHold(const Value *v, const Node *dict) const {
+  return impl->keys.mayHold(v, dict);
+}
 
 bool foldDictMembership(torch::jit::Graph &graph,
                         const std::vector<Node *> &nodes) {

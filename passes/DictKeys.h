@@ -29,6 +29,8 @@
 
 #include <torch/csrc/jit/ir/ir.h>
 
+#include <memory>
+#include <set>
 #include <vector>
 
 namespace staticify {
@@ -39,5 +41,35 @@ namespace staticify {
 /// stale when this returns true. Returns whether it folded any.
 bool foldDictMembership(torch::jit::Graph &graph,
                         const std::vector<torch::jit::Node *> &nodes);
+
+/// The same points-to facts, for passes that change what dicts hold
+/// (bound's padded dicts, passes/bound/ContainerRules.cpp): which dicts of
+/// the graph (their construct nodes) a value may be.
+class DictObjects {
+public:
+  /// Solved over \p nodes, the graph's nodes in program order.
+  DictObjects(const torch::jit::Graph &graph,
+              const std::vector<torch::jit::Node *> &nodes);
+  ~DictObjects();
+
+  /// Whether \p dict (a prim::DictConstruct) is built with constant keys
+  /// and never reaches a use the analysis does not model.
+  bool known(const torch::jit::Node *dict) const;
+  /// The values that may be \p dict itself (not lists of it), in no fixed
+  /// order.
+  std::vector<const torch::jit::Value *>
+  holders(const torch::jit::Node *dict) const;
+  /// The dicts \p v may be, and whether it may also be one made elsewhere.
+  std::set<const torch::jit::Node *> dictsOf(const torch::jit::Value *v,
+                                             bool *unknown) const;
+  /// Whether \p v (a dict, or a list of dicts: its elements) may hold
+  /// \p dict.
+  bool mayHold(const torch::jit::Value *v,
+               const torch::jit::Node *dict) const;
+
+private:
+  struct Impl;
+  std::unique_ptr<Impl> impl;
+};
 
 } // namespace staticify

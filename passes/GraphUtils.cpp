@@ -265,6 +265,13 @@ std::optional<bool> constantBool(const Value *v) {
   return iv->toBool();
 }
 
+std::optional<std::string> constantString(const Value *v) {
+  auto iv = torch::jit::toIValue(v);
+  if (!iv || !iv->isString())
+    return std::nullopt;
+  return iv->toStringRef();
+}
+
 std::optional<std::vector<int64_t>> constantIntList(const Value *v) {
   if (v->node()->kind() == c10::prim::ListConstruct) {
     // Only a list nothing writes to (no append in a loop...) is constant.

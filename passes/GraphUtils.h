@@ -10,6 +10,7 @@
 #include <optional>
 #include <unordered_map>
 #include <unordered_set>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -70,6 +71,8 @@ bool carriesTensor(const c10::TypePtr &type);
 std::optional<int64_t> constantInt(const torch::jit::Value *v);
 /// The constant bool of \p v, if it is one.
 std::optional<bool> constantBool(const torch::jit::Value *v);
+/// The constant string of \p v, if it is one.
+std::optional<std::string> constantString(const torch::jit::Value *v);
 /// The constant int list of \p v, if it is one (a constant, or a list of
 /// constant ints).
 std::optional<std::vector<int64_t>> constantIntList(const torch::jit::Value *v);

@@ -148,6 +148,63 @@ Value *rowIndicesOf(const Value *v) {
   return where->input(0);
 }
 
+/// Whether an op changes \p v's shape in place (`squeeze_`, `resize_`).
+static bool reshapedInPlace(const Value *v) {
+  return std::any_of(v->uses().begin(), v->uses().end(),
+                     [](const torch::jit::Use &use) {
+                       const OpInfo *op = opInfo(use.user);
+                       return op && op->has(kReshapesInPlace);
+                     });
+}
+
+std::optional<std::vector<const Value *>> storedElements(const Value *list) {
+  const Node *def = list->node();
+  if (def->kind() != c10::prim::ListConstruct ||
+      list->type()->cast<c10::ListType>() == nullptr ||
+      !list->type()->cast<c10::ListType>()->getElementType()->isSubtypeOf(
+          *c10::TensorType::get()))
+    return std::nullopt;
+  std::vector<const Value *> stored(def->inputs().begin(), def->inputs().end());
+  for (const torch::jit::Use &use : list->uses()) {
+    const Node *user = use.user;
+    switch (user->kind()) {
+    case c10::aten::append:
+      if (use.offset != 0 || user->output()->hasUses())
+        return std::nullopt; // the list again, under another name
+      if (reshapedInPlace(user->input(1)))
+        return std::nullopt;
+      stored.push_back(user->input(1));
+      continue;
+    case c10::aten::__getitem__:
+    case c10::prim::ListUnpack:
+      for (const Value *element : user->outputs())
+        if (reshapedInPlace(element))
+          return std::nullopt;
+      continue;
+    case c10::aten::len:
+      continue;
+    case c10::aten::cat:
+    case c10::aten::stack:
+      if (use.offset == 0)
+        continue;
+      return std::nullopt;
+    default:
+      return std::nullopt; // written, aliased, or passed where we cannot see
+    }
+  }
+  return stored;
+}
+
+/// The list \p v is an element of (`xs[i]`, `a, b = xs`), or nullptr.
+static const Value *listOfElement(const Value *v) {
+  const Node *node = v->node();
+  if ((node->kind() == c10::prim::ListUnpack ||
+       node->kind() == c10::aten::__getitem__) &&
+      node->input(0)->type()->kind() == c10::TypeKind::ListType)
+    return node->input(0);
+  return nullptr;
+}
+
 static bool provablyZeroDim(const Value *v, int depth);
 
 bool provablyZeroDim(const Value *v) { return provablyZeroDim(v, 0); }
@@ -163,6 +220,16 @@ static bool provablyZeroDim(const Value *v, int depth) {
   }
   if (op == "aten::tensor")
     return isNumber(node->input(0));
+  // An element of a list whose every element is.
+  if (const Value *list = listOfElement(v)) {
+    if (depth >= 8)
+      return false;
+    auto stored = storedElements(list);
+    return stored && !stored->empty() &&
+           std::all_of(stored->begin(), stored->end(), [&](const Value *e) {
+             return provablyZeroDim(e, depth + 1);
+           });
+  }
   // An elementwise op of 0-d tensors and numbers (`boxes.max() + 1`).
   // Shallow: an archive may chain `t = t + t` deep, and each level doubles.
   if (const OpInfo *info = opInfo(node); info && info->has(kElementwise)) {
@@ -266,6 +333,20 @@ std::optional<int64_t> knownRank(const Value *v, const AnalysisResult *analysis,
     return 1;
   if (op == "aten::arange" || op == "aten::randperm")
     return 1;
+  // An element of a list whose elements all have one known rank.
+  if (const Value *list = listOfElement(v)) {
+    auto stored = storedElements(list);
+    if (!stored || stored->empty())
+      return std::nullopt;
+    std::optional<int64_t> rank;
+    for (const Value *e : *stored) {
+      auto r = rankOf(e);
+      if (!r || (rank && *rank != *r))
+        return std::nullopt;
+      rank = r;
+    }
+    return rank;
+  }
   if (op == "aten::gather")
     return rankOf(node->input(2));
   if (op == "aten::scatter")

@@ -93,6 +93,14 @@ std::optional<int64_t> resolveDim(int64_t dim, const torch::jit::Value *of,
 /// \p v is that.
 torch::jit::Value *rowIndicesOf(const torch::jit::Value *v);
 
+/// Every value a list of tensors may hold, when \p list is built in the
+/// graph (a list construct) and only appended to (in any loop) or read
+/// (indexed, unpacked, measured, concatenated or stacked): torchvision's
+/// `[f(s) for s in sizes]` comprehensions. nullopt where it may be written
+/// otherwise or escapes.
+std::optional<std::vector<const torch::jit::Value *>>
+storedElements(const torch::jit::Value *list);
+
 /// Whether \p v is provably a 0-d tensor (a number made a tensor, a full
 /// reduction).
 bool provablyZeroDim(const torch::jit::Value *v);

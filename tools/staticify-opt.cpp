@@ -52,6 +52,8 @@ options:
                    _C.so for torchvision::nms); repeatable
   --runtime-ops    bound emits the runtime library's kernels where it has
                    one (staticify::nms_padded); load that library first
+  --padded-outputs bound returns a bounded output padded, with its count
+                   (as staticify --padded-outputs)
   --saved-training=true|false
                    what specialize-training takes every module's saved
                    `training` flag to be (IR carries no module)
@@ -176,6 +178,8 @@ int main(int argc, char **argv) {
         timePasses = true;
       else if (cl.flag("--runtime-ops"))
         options.runtimeOps = true;
+      else if (cl.flag("--padded-outputs"))
+        options.paddedOutputs = true;
       else if (cl.flag("--print-graph"))
         printGraph = true;
       else if (cl.flag("--print-classes"))

@@ -19,6 +19,17 @@ bool is(const Node *node, const char *op) {
   return node->kind() == c10::Symbol::fromQualString(op);
 }
 
+bool isOutputPosition(const Node *user) {
+  auto returnedByGraph = [](const Node *n) {
+    return n->kind() == c10::prim::Return &&
+           n->owningBlock() == n->owningGraph()->block();
+  };
+  return returnedByGraph(user) ||
+         (user->kind() == c10::prim::TupleConstruct &&
+          user->output()->uses().size() == 1 &&
+          returnedByGraph(user->output()->uses()[0].user));
+}
+
 std::vector<c10::Symbol> ops(std::initializer_list<const char *> names) {
   std::vector<c10::Symbol> symbols;
   for (const char *name : names)
@@ -38,6 +49,12 @@ int64_t floorDiv(int64_t x, int64_t d) {
 //===----------------------------------------------------------------------===//
 // Representations
 //===----------------------------------------------------------------------===//
+
+const DictObjects &RuleContext::dictObjects() {
+  if (!dicts)
+    dicts = std::make_unique<DictObjects>(graph, collectNodes(graph.block()));
+  return *dicts;
+}
 
 void RuleContext::setRep(Value *v, Rep r) {
   if (r.kind == Rep::Kind::Lifted)

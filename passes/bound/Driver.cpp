@@ -50,6 +50,7 @@ std::vector<BoundRule> &ruleTable() {
     addIndexRules(r);
     addRootRules(r);
     addDetectionRules(r);
+    addContainerRules(r);
     return r;
   }();
   return rules;
@@ -74,11 +75,17 @@ public:
   Driver(Graph &graph, PassContext &ctx, const AnalysisResult &analysis,
          const Aliases &aliases,
          const std::unordered_set<const Node *> *roots = nullptr,
-         const Node *cutoff = nullptr, bool boundGuards = true)
+         const Node *cutoff = nullptr, bool boundGuards = true,
+         bool paddedDicts = true)
       : graph(graph), ctx(ctx), rc(graph, ctx, analysis, aliases),
         roots(roots), cutoff(cutoff) {
     rc.boundGuards = boundGuards;
+    rc.paddedDicts = paddedDicts;
   }
+
+  /// Whether the run was refused for a padded dict whose later writes the
+  /// rules did not all follow: try again without padded dicts.
+  bool vetoedPaddedDicts() const { return vetoed; }
 
   /// The first node, in program order, whose use of a rewritten value
   /// materialized mid-computation: where a second trial may stop.
@@ -91,7 +98,10 @@ public:
   /// or restores the graph (GraphCheckpoint) when it does not.
   bool run(size_t &midSyncPoints) {
     runBlock(graph.block());
-    if (!changed)
+    // A later write of a padded dict entry that no rule followed would
+    // leave the entry's count stale (ContainerRules.cpp).
+    vetoed = !rc.pendingStores.empty();
+    if (!changed || vetoed)
       return false;
     materializeRest();
     midSyncPoints = midReads.size();
@@ -124,6 +134,7 @@ private:
   const Node *cutoff;
   const Node *firstMid = nullptr;
   bool changed = false;
+  bool vetoed = false;
   std::vector<Node *> writers;
   std::vector<Node *> joined; // ifs joinBranches gave results
   /// The rules asked about each op, per BoundRule::On.
@@ -385,10 +396,6 @@ private:
   /// mid-computation (not at an output position).
   std::unordered_set<const Node *> midReads;
 
-  static bool returnedByGraph(const Node *user) {
-    return user->kind() == c10::prim::Return &&
-           user->owningBlock() == user->owningGraph()->block();
-  }
 
   /// \p node, or the first producer up its first inputs with a source
   /// location (a list unpack has none; the where before it does).
@@ -401,14 +408,6 @@ private:
         break;
     }
     return node;
-  }
-
-  /// A graph output, or an element of a returned tuple.
-  static bool isOutputPosition(const Node *user) {
-    return returnedByGraph(user) ||
-           (user->kind() == c10::prim::TupleConstruct &&
-            user->output()->uses().size() == 1 &&
-            returnedByGraph(user->output()->uses()[0].user));
   }
 
   static std::string reasonFor(const Node *user) {
@@ -720,13 +719,22 @@ bool boundShapes(std::shared_ptr<Graph> &graph, PassContext &ctx) {
     // policy refused them all, without: a guard's fallback may move where a
     // later trial stops (Faster R-CNN's RPN).
     bool boundGuards = true;
+    // Padded returned dicts, unless a trial's walk vetoed them.
+    bool paddedDicts = true;
     for (size_t attempt = 0;; ++attempt) {
       size_t midSyncPoints = 0;
       driver.emplace(*graph, ctx, ctx.facts.analysis(graph),
-                     ctx.facts.aliases(graph), filter, cutoff, boundGuards);
+                     ctx.facts.aliases(graph), filter, cutoff, boundGuards,
+                     paddedDicts);
       if (!driver->run(midSyncPoints)) {
+        bool again = driver->vetoedPaddedDicts() && paddedDicts;
         restore(); // what the rules recorded while declining goes too
-        break;
+        if (!again)
+          break;
+        paddedDicts = false;
+        attempt = size_t(-1);
+        cutoff = nullptr;
+        continue;
       }
       // The cost of the graph as it will be once dead code is erased: what
       // the rewrite replaced is still there, dead, until it is kept.

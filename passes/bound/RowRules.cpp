@@ -276,6 +276,38 @@ RuleResult perRow(Node *node, RuleContext &rc) {
                *minRank));
 }
 
+/// unbind(x, d) of a bounded x along a dim d >= 1, unpacked (torchvision's
+/// resize_boxes: `xmin, ymin, xmax, ymax = boxes.unbind(1)`): each part
+/// has x's rows. A dim the rank does not resolve to >= 1 (of a vector,
+/// unbind(-1) gives its elements) is not rewritten.
+RuleResult unbindRows(Node *node, RuleContext &rc) {
+  Rep *x = rc.bounded(node->input(0));
+  std::optional<int64_t> dim = constantInt(node->input(1));
+  const auto &uses = node->output()->uses();
+  if (!x || !dim || uses.size() != 1 ||
+      uses[0].user->kind() != c10::prim::ListUnpack)
+    return RuleResult::notApplicable();
+  if (*dim < 0) {
+    std::optional<int64_t> rank = knownRank(node->input(0), &rc.analysis);
+    if (!rank)
+      return RuleResult::notApplicable();
+    *dim += *rank;
+  }
+  if (*dim < 1)
+    return RuleResult::notApplicable();
+  torch::jit::Graph &graph = rc.graph;
+  Node *unpack = uses[0].user;
+  Value *parts =
+      emit(graph, "aten::unbind", {x->value, rc.constant(*dim)}, node);
+  Node *copy = graph.insertNode(graph.create(
+      c10::prim::ListUnpack, {parts}, unpack->outputs().size()));
+  for (size_t i = 0; i < unpack->outputs().size(); ++i) {
+    copy->output(i)->setType(unpack->output(i)->type());
+    rc.setBounded(unpack->output(i), copy->output(i), x->count, x->isIndex);
+  }
+  return RuleResult::applied();
+}
+
 /// linear(x, W, b) of a bounded x and static W and b (a mixture-of-experts
 /// expert on the tokens routed to it, `expert(x[idx])`): row by row, since
 /// the product contracts x's last dim, where the program fixes x's rank at
@@ -610,6 +642,7 @@ void addRowRules(std::vector<BoundRule> &rules) {
   rules.push_back(
       {"gather-within-rows", On::Use, ops({"aten::gather"}), gatherRows});
   rules.push_back({"linear", On::Use, ops({"aten::linear"}), linearRows});
+  rules.push_back({"unbind", On::Use, ops({"aten::unbind"}), unbindRows});
   rules.push_back({"class-loss", On::Use,
                    ops({"aten::cross_entropy_loss", "aten::nll_loss",
                         "aten::nll_loss_nd", "aten::nll_loss2d"}),

@@ -28,6 +28,7 @@
 #pragma once
 
 #include "passes/Analysis.h"
+#include "passes/DictKeys.h"
 #include "passes/PassContext.h"
 
 #include <torch/csrc/jit/ir/alias_analysis.h>
@@ -134,6 +135,7 @@ void addIndexRules(std::vector<BoundRule> &rules);
 void addRowRules(std::vector<BoundRule> &rules);
 void addRandomRules(std::vector<BoundRule> &rules);
 void addDetectionRules(std::vector<BoundRule> &rules);
+void addContainerRules(std::vector<BoundRule> &rules);
 
 /// The state of one run of the driver, and what rules may do with it.
 class RuleContext {
@@ -150,6 +152,10 @@ public:
   /// Whether guardIfByBound may guard a test by a bound (the driver's
   /// trials run without where with guards the policy refused them).
   bool boundGuards = true;
+  /// Whether returned dicts may keep bounded entries padded
+  /// (--padded-outputs; ContainerRules.cpp). The driver's trials run
+  /// without where a write the rules could not follow vetoed them.
+  bool paddedDicts = true;
 
   //===--- Representations ------------------------------------------------===//
 
@@ -272,14 +278,34 @@ public:
   /// Set by replaceWriter for the driver.
   torch::jit::Node *replacedWriter = nullptr;
 
+  /// --padded-outputs: a dict built in the graph and returned whose
+  /// bounded entries stay padded, each with its count under a key of its
+  /// own (ContainerRules.cpp).
+  struct PaddedDict {
+    const torch::jit::Node *construct;
+    std::map<std::string, std::string> countKeys; // entry -> its count's
+  };
+  std::vector<PaddedDict> paddedDictsMade;
+  /// Writes of a padded entry that come later in the walk, each with the
+  /// count key it must write too: the store rule rewrites them; one left
+  /// at the end of the walk vetoes the run (Driver::run).
+  std::unordered_map<const torch::jit::Node *, std::string> pendingStores;
+  /// The dicts of the graph, solved when a rule first asks.
+  const DictObjects &dictObjects();
+
 private:
   void applyHint(const torch::jit::Value *v, Range &range);
+  std::unique_ptr<DictObjects> dicts;
 };
 
 //===--- Helpers the rule families share ------------------------------------===//
 
 /// Whether \p node is the op \p op (a qualified name).
 bool is(const torch::jit::Node *node, const char *op);
+
+/// Whether \p user puts its input at a graph output: the return itself, or
+/// a tuple only the return takes.
+bool isOutputPosition(const torch::jit::Node *user);
 
 /// Whether \p node takes the first rows of dim 0: `slice(x, 0, 0|None, k,
 /// 1)` or `narrow(x, 0, 0, k)`.

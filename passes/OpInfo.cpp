@@ -252,7 +252,7 @@ const std::vector<OpInfo> kTable = {
     {"aten::argmin", nullptr, R::Other, kNoTraits, D::Long},
     {"aten::argsort", nullptr, R::Other, kKeepsRank, D::Long, I::NotApplicable, nullptr, nullptr, RootShape::Leading, {"dim"}},
     {"aten::sort", nullptr, R::Other, kKeepsRank, D::LongSecond, I::NotApplicable, nullptr, nullptr, RootShape::Leading, {"dim"}},
-    {"aten::topk", nullptr, R::Other, kNoTraits, D::LongSecond, I::NotApplicable, nullptr, nullptr, RootShape::Leading, {"dim"}},
+    {"aten::topk", nullptr, R::Other, kKeepsRank, D::LongSecond, I::NotApplicable, nullptr, nullptr, RootShape::Leading, {"dim"}},
     {"aten::kthvalue", nullptr, R::Other, kNoTraits, D::LongSecond, I::NotApplicable, nullptr, nullptr, RootShape::Leading, {"dim"}},
     {"aten::mode", nullptr, R::Other, kNoTraits, D::LongSecond},
     {"aten::cummax", nullptr, R::Other, kNoTraits, D::LongSecond},

@@ -157,50 +157,184 @@ static bool reshapedInPlace(const Value *v) {
                      });
 }
 
-std::optional<std::vector<const Value *>> storedElements(const Value *list) {
-  const Node *def = list->node();
-  if (def->kind() != c10::prim::ListConstruct ||
-      list->type()->cast<c10::ListType>() == nullptr ||
-      !list->type()->cast<c10::ListType>()->getElementType()->isSubtypeOf(
-          *c10::TensorType::get()))
-    return std::nullopt;
-  std::vector<const Value *> stored(def->inputs().begin(), def->inputs().end());
-  for (const torch::jit::Use &use : list->uses()) {
+/// Whether \p type is a tensor, or a list or string-keyed dict holding
+/// tensors at some depth.
+static bool holdsTensors(const c10::TypePtr &type) {
+  if (type->kind() == c10::TypeKind::TensorType)
+    return true;
+  if (auto list = type->cast<c10::ListType>())
+    return holdsTensors(list->getElementType());
+  if (auto dict = type->cast<c10::DictType>())
+    return dict->getKeyType()->kind() == c10::TypeKind::StringType &&
+           holdsTensors(dict->getValueType());
+  return false;
+}
+
+/// The rank of what \p v holds: a tensor's own, a container's tensors'.
+static std::optional<int64_t> leafRank(const Value *v,
+                                       const AnalysisResult *analysis,
+                                       int depth);
+
+/// Joins \p r into \p rank: one known rank, or none.
+static bool joinRank(std::optional<int64_t> &rank, std::optional<int64_t> r,
+                     bool &first) {
+  if (!r || (!first && rank != r))
+    return false;
+  rank = r;
+  first = false;
+  return true;
+}
+
+/// How joinStores follows a container.
+enum class Follow {
+  /// What is stored in it joins the rank.
+  Stores,
+  /// It holds the container asked about, among others: only what its
+  /// reads hand out may be that one, so only writes through them count.
+  Reads,
+};
+
+/// Joins into \p rank what the uses of container \p c store in it
+/// (appends, item writes, at any depth through the containers read out of
+/// it); false where a use may store something unseen, change a tensor's
+/// rank in place, or hand the container where the walk cannot see. A
+/// container stored in another is followed into that one's reads.
+static bool joinStores(const Value *c, Follow follow,
+                       std::optional<int64_t> &rank, bool &first,
+                       const AnalysisResult *analysis, int depth) {
+  if (depth > 32)
+    return false;
+  for (const torch::jit::Use &use : c->uses()) {
     const Node *user = use.user;
     switch (user->kind()) {
     case c10::aten::append:
-      if (use.offset != 0 || user->output()->hasUses())
-        return std::nullopt; // the list again, under another name
-      if (reshapedInPlace(user->input(1)))
-        return std::nullopt;
-      stored.push_back(user->input(1));
+    case c10::aten::_set_item: {
+      bool isList = user->kind() == c10::aten::append;
+      if (isList && user->output()->hasUses())
+        return false; // the list again, under another name
+      if (use.offset != 0) { // c stored in another container
+        if (use.offset != user->inputs().size() - 1 ||
+            !joinStores(user->input(0), Follow::Reads, rank, first, analysis,
+                        depth + 1))
+          return false;
+        continue;
+      }
+      if (follow == Follow::Reads)
+        continue; // another element: not what is asked about
+      const Value *stored = user->inputs().back();
+      if (reshapedInPlace(stored) ||
+          !joinRank(rank, leafRank(stored, analysis, depth + 1), first))
+        return false;
+      continue;
+    }
+    case c10::prim::ListConstruct:
+    case c10::prim::DictConstruct:
+      if (!joinStores(user->output(), Follow::Reads, rank, first, analysis,
+                      depth + 1))
+        return false;
       continue;
     case c10::aten::__getitem__:
     case c10::prim::ListUnpack:
-      for (const Value *element : user->outputs())
-        if (reshapedInPlace(element))
-          return std::nullopt;
+      if (use.offset != 0)
+        return false;
+      for (const Value *out : user->outputs()) {
+        if (out->type()->kind() == c10::TypeKind::TensorType
+                ? reshapedInPlace(out)
+                : !joinStores(out, Follow::Stores, rank, first, analysis,
+                              depth + 1))
+          return false;
+      }
       continue;
     case c10::aten::len:
+    case c10::aten::keys:
+    case c10::aten::__contains__:
+    case c10::aten::list: // a copy: what it stores is its own
       continue;
     case c10::aten::cat:
     case c10::aten::stack:
       if (use.offset == 0)
         continue;
-      return std::nullopt;
+      return false;
     default:
-      return std::nullopt; // written, aliased, or passed where we cannot see
+      return false; // passed where the walk cannot see
     }
   }
-  return stored;
+  return true;
 }
 
-/// The list \p v is an element of (`xs[i]`, `a, b = xs`), or nullptr.
-static const Value *listOfElement(const Value *v) {
+/// The one rank of the tensors container \p c holds (a list or dict of
+/// tensors, or of such lists), where the graph fixes it: what it is built
+/// from (a construct's elements, a split's or unbind's parts, a copy's
+/// source, the lists a dict of lists holds) and what every use stores in
+/// it. torchvision's detectors keep their per-level outputs this way
+/// (`head_outputs[k].split(...)`, `[br[index] for br in box_regression]`).
+static std::optional<int64_t> innerRank(const Value *c,
+                                        const AnalysisResult *analysis,
+                                        int depth) {
+  // Stores may feed on what the container holds (`xs.append(xs[0] * 2)`)
+  // and the rank and 0-d questions call each other: a container asked
+  // again while it is being answered is unknown, and so is one past a
+  // depth that no program needs (an archive is untrusted).
+  thread_local std::unordered_set<const Value *> asking;
+  if (depth > 32 || asking.size() > 16 || !holdsTensors(c->type()) ||
+      !asking.insert(c).second)
+    return std::nullopt;
+  struct Done {
+    const Value *c;
+    ~Done() { asking.erase(c); }
+  } done{c};
+  const Node *def = c->node();
+  std::optional<int64_t> rank;
+  bool first = true;
+  switch (def->kind()) {
+  case c10::prim::ListConstruct:
+  case c10::prim::DictConstruct:
+    for (size_t i = def->kind() == c10::prim::DictConstruct ? 1 : 0;
+         i < def->inputs().size();
+         i += def->kind() == c10::prim::DictConstruct ? 2 : 1)
+      if (!joinRank(rank, leafRank(def->input(i), analysis, depth + 1), first))
+        return std::nullopt;
+    break;
+  case c10::aten::list:
+  case c10::aten::__getitem__: // a list read out of a dict or list of lists
+    if (!joinRank(rank, innerRank(def->input(0), analysis, depth + 1), first))
+      return std::nullopt;
+    break;
+  default: {
+    const std::string op = def->kind().toQualString();
+    bool splits = op == "aten::split" || op == "aten::split_with_sizes" ||
+                  op == "aten::unsafe_split" || op == "aten::chunk" ||
+                  op == "aten::tensor_split";
+    if (!splits && op != "aten::unbind")
+      return std::nullopt;
+    std::optional<int64_t> r = knownRank(def->input(0), analysis, depth + 1);
+    if (!r || (!splits && *r < 1))
+      return std::nullopt;
+    joinRank(rank, splits ? *r : *r - 1, first);
+  }
+  }
+  if (!joinStores(c, Follow::Stores, rank, first, analysis, depth + 1) ||
+      first)
+    return std::nullopt;
+  return rank;
+}
+
+static std::optional<int64_t> leafRank(const Value *v,
+                                       const AnalysisResult *analysis,
+                                       int depth) {
+  return v->type()->kind() == c10::TypeKind::TensorType
+             ? knownRank(v, analysis, depth)
+             : innerRank(v, analysis, depth);
+}
+
+/// The container tensor \p v is read out of (`xs[i]`, `a, b = xs`,
+/// `d["k"]`), or nullptr.
+static const Value *containerOf(const Value *v) {
   const Node *node = v->node();
   if ((node->kind() == c10::prim::ListUnpack ||
        node->kind() == c10::aten::__getitem__) &&
-      node->input(0)->type()->kind() == c10::TypeKind::ListType)
+      v->type()->kind() == c10::TypeKind::TensorType &&
+      holdsTensors(node->input(0)->type()))
     return node->input(0);
   return nullptr;
 }
@@ -220,16 +354,9 @@ static bool provablyZeroDim(const Value *v, int depth) {
   }
   if (op == "aten::tensor")
     return isNumber(node->input(0));
-  // An element of a list whose every element is.
-  if (const Value *list = listOfElement(v)) {
-    if (depth >= 8)
-      return false;
-    auto stored = storedElements(list);
-    return stored && !stored->empty() &&
-           std::all_of(stored->begin(), stored->end(), [&](const Value *e) {
-             return provablyZeroDim(e, depth + 1);
-           });
-  }
+  // Read out of a container whose every tensor is.
+  if (const Value *c = containerOf(v))
+    return depth < 8 && innerRank(c, nullptr, depth) == 0;
   // An elementwise op of 0-d tensors and numbers (`boxes.max() + 1`).
   // Shallow: an archive may chain `t = t + t` deep, and each level doubles.
   if (const OpInfo *info = opInfo(node); info && info->has(kElementwise)) {
@@ -321,8 +448,31 @@ static std::optional<int64_t> rankStep(const Node *node) {
 /// ops their input's, unsqueeze one more, select one less, a reduction over
 /// constant dims without keepdim that many fewer, x[mask] (with \p analysis)
 /// x's less the mask's plus one, an if its branches' common rank.
+namespace {
+/// The snapshot knownRank() answers from, while one is alive.
+thread_local const std::unordered_map<const Value *, std::optional<int64_t>>
+    *snapshotRanks = nullptr;
+} // namespace
+
+RankSnapshot::RankSnapshot(torch::jit::Graph &graph,
+                           const AnalysisResult *analysis)
+    : previous(snapshotRanks) {
+  // In program order, each answer in the map before its uses ask: the
+  // recursion stops at what is answered already.
+  snapshotRanks = &ranks;
+  for (const Node *node : collectNodes(graph.block()))
+    for (const Value *out : node->outputs())
+      if (out->type()->kind() == c10::TypeKind::TensorType)
+        ranks.emplace(out, knownRank(out, analysis));
+}
+
+RankSnapshot::~RankSnapshot() { snapshotRanks = previous; }
+
 std::optional<int64_t> knownRank(const Value *v, const AnalysisResult *analysis,
                                  int depth) {
+  if (snapshotRanks)
+    if (auto it = snapshotRanks->find(v); it != snapshotRanks->end())
+      return it->second;
   if (depth > 32)
     return std::nullopt;
   auto rankOf = [&](const Value *u) { return knownRank(u, analysis, depth + 1); };
@@ -333,20 +483,15 @@ std::optional<int64_t> knownRank(const Value *v, const AnalysisResult *analysis,
     return 1;
   if (op == "aten::arange" || op == "aten::randperm")
     return 1;
-  // An element of a list whose elements all have one known rank.
-  if (const Value *list = listOfElement(v)) {
-    auto stored = storedElements(list);
-    if (!stored || stored->empty())
-      return std::nullopt;
-    std::optional<int64_t> rank;
-    for (const Value *e : *stored) {
-      auto r = rankOf(e);
-      if (!r || (rank && *rank != *r))
-        return std::nullopt;
-      rank = r;
-    }
-    return rank;
-  }
+  if (provablyZeroDim(v))
+    return 0;
+  // Read out of a container whose tensors all have one known rank.
+  if (const Value *c = containerOf(v))
+    return innerRank(c, analysis, depth + 1);
+  // (a, b) = (x, y): x's rank.
+  if (op == "prim::TupleUnpack" &&
+      node->input(0)->node()->kind() == c10::prim::TupleConstruct)
+    return rankOf(node->input(0)->node()->input(v->offset()));
   if (op == "aten::gather")
     return rankOf(node->input(2));
   if (op == "aten::scatter")
@@ -374,6 +519,10 @@ std::optional<int64_t> knownRank(const Value *v, const AnalysisResult *analysis,
     if (start && end && *start >= 0 && *end == -1)
       return *start + 1;
   }
+  // cat and stack of a list of tensors of one rank.
+  if (op == "aten::cat" || op == "aten::stack")
+    if (auto r = innerRank(node->input(0), analysis, depth + 1))
+      return *r + (op == "aten::stack" ? 1 : 0);
   // stack(parts, d): one dim more than its parts.
   if (op == "aten::stack" &&
       node->input(0)->node()->kind() == c10::prim::ListConstruct &&

@@ -20,6 +20,7 @@
 #include <torch/csrc/jit/ir/ir.h>
 
 #include <optional>
+#include <unordered_map>
 
 namespace staticify {
 
@@ -82,6 +83,23 @@ std::optional<int64_t> knownRank(const torch::jit::Value *v,
                                  const AnalysisResult *analysis = nullptr,
                                  int depth = 0);
 
+/// While alive, knownRank() answers for the tensors \p graph has when this
+/// is made as it would have then, whatever is rewritten since (bound's
+/// rules ask about values whose producers they have changed); values made
+/// since are answered from the graph as it is. Snapshots nest.
+class RankSnapshot {
+public:
+  RankSnapshot(torch::jit::Graph &graph, const AnalysisResult *analysis);
+  ~RankSnapshot();
+  RankSnapshot(const RankSnapshot &) = delete;
+  RankSnapshot &operator=(const RankSnapshot &) = delete;
+
+private:
+  std::unordered_map<const torch::jit::Value *, std::optional<int64_t>> ranks;
+  const std::unordered_map<const torch::jit::Value *, std::optional<int64_t>>
+      *previous;
+};
+
 /// A dimension argument \p dim of an op on \p of, made non-negative: a
 /// negative one counts from the end of a rank knownRank() must fix (plus
 /// \p extra: unsqueeze's dims range over rank + 1). nullopt if it cannot.
@@ -92,14 +110,6 @@ std::optional<int64_t> resolveDim(int64_t dim, const torch::jit::Value *of,
 /// `where(m)[0]` (the row indices of m's true elements): the mask m, if
 /// \p v is that.
 torch::jit::Value *rowIndicesOf(const torch::jit::Value *v);
-
-/// Every value a list of tensors may hold, when \p list is built in the
-/// graph (a list construct) and only appended to (in any loop) or read
-/// (indexed, unpacked, measured, concatenated or stacked): torchvision's
-/// `[f(s) for s in sizes]` comprehensions. nullopt where it may be written
-/// otherwise or escapes.
-std::optional<std::vector<const torch::jit::Value *>>
-storedElements(const torch::jit::Value *list);
 
 /// Whether \p v is provably a 0-d tensor (a number made a tensor, a full
 /// reduction).

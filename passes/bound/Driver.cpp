@@ -97,6 +97,8 @@ public:
   /// (replacedWriters()): the caller erases them when it keeps the rewrite,
   /// or restores the graph (GraphCheckpoint) when it does not.
   bool run(size_t &midSyncPoints) {
+    // Rules ask the ranks of values whose producers they have rewritten.
+    RankSnapshot ranks(graph, &rc.analysis);
     runBlock(graph.block());
     // A later write of a padded dict entry that no rule followed would
     // leave the entry's count stale (ContainerRules.cpp).
@@ -373,10 +375,18 @@ private:
       otherwise->return_node()->replaceInput(i, rb->padded);
       then->registerOutput(ra->padded);
       otherwise->registerOutput(rb->padded);
-      then->registerOutput(ra->count);
-      otherwise->registerOutput(rb->count);
       Value *padded = node->addOutput()->setType(node->output(i)->type());
-      Value *count = node->addOutput()->setType(ra->count->type());
+      // One count both branches keep, made before the if (FCOS's
+      // `if self.normalize_by_size: rel_codes = rel_codes * sizes`): the
+      // result keeps it, and with it what it shares with other values.
+      Value *count = ra->count;
+      if (!rc.sameCount(ra->count, rb->count) ||
+          encloses(then, ra->count->node()) ||
+          encloses(otherwise, ra->count->node())) {
+        then->registerOutput(ra->count);
+        otherwise->registerOutput(rb->count);
+        count = node->addOutput()->setType(ra->count->type());
+      }
       rc.setBounded(node->output(i), padded, count, ra->isIndex && rb->isIndex,
                     ra->is1D && rb->is1D);
       if (joined.empty() || joined.back() != node)

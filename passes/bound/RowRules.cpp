@@ -54,6 +54,14 @@ std::optional<int64_t> trailingDimsRank(const Node *node,
   // its input's rank.
   const OpInfo *op = opInfo(node);
   int64_t extra = op && op->has(kAddsDim) ? 1 : 0;
+  // cat and stack count dims by their parts' rank (stack's over one more).
+  const Value *of = node->input(0);
+  const Node *list = of->node();
+  if (of->type()->kind() == c10::TypeKind::ListType &&
+      list->kind() == c10::prim::ListConstruct && !list->inputs().empty()) {
+    of = list->input(0);
+    extra += is(node, "aten::stack") ? 1 : 0;
+  }
   bool any = false;
   int64_t minRank = 0;
   for (const char *name : names) {
@@ -67,13 +75,13 @@ std::optional<int64_t> trailingDimsRank(const Node *node,
       return std::nullopt;
     for (int64_t d : *dims) {
       std::optional<int64_t> resolved =
-          resolveDim(d, node->input(0), extra, &rc.analysis);
+          resolveDim(d, of, extra, &rc.analysis);
       if (resolved && *resolved < 1)
         return std::nullopt;
       if (resolved)
         continue;
       // Negative, and out of range of a known rank: the op raises.
-      if (knownRank(node->input(0), &rc.analysis))
+      if (knownRank(of, &rc.analysis))
         return std::nullopt;
       minRank = std::max(minRank, 1 - d - extra);
     }

@@ -38,7 +38,8 @@ from docs_section import write_section  # noqa: E402
 from seed000 import count_syncs, timer  # noqa: E402
 # Equal but for the order among equal scores, which batched_nms's final
 # unstable sort leaves unspecified (the tests' comparison).
-from test_detectors import same_up_to_tie_order  # noqa: E402
+# --padded-outputs' dicts are compared cut to their counts.
+from test_detectors import cut_to_counts, same_up_to_tie_order  # noqa: E402
 
 MARKERS = {"cpu": ("<!-- detector-inference:begin -->", "<!-- detector-inference:end -->"),
            "cuda": ("<!-- detector-inference-cuda:begin -->",
@@ -51,12 +52,14 @@ ORDER = ["retinanet_resnet50_fpn", "fcos_resnet50_fpn", "ssd300_vgg16",
          "ssdlite320_mobilenet_v3_large", "fasterrcnn_mobilenet_v3_large_fpn",
          "fasterrcnn_resnet50_fpn", "maskrcnn_resnet50_fpn", "keypointrcnn_resnet50_fpn"]
 VARIANTS = {"staticified": dict(specialize_training=True),
-            "with the kernel": dict(specialize_training=True, runtime_ops=True)}
-FLAGS = {"specialize_training": "--specialize-training", "runtime_ops": "--runtime-ops"}
+            "with the kernel": dict(specialize_training=True, runtime_ops=True),
+            "padded": dict(specialize_training=True, runtime_ops=True, padded_outputs=True)}
+FLAGS = {"specialize_training": "--specialize-training", "runtime_ops": "--runtime-ops",
+         "padded_outputs": "--padded-outputs"}
 
 
 def same(a, b):
-    a, b = ({k: v.cpu() for k, v in d.items()} for d in (a, b))
+    a, b = ({k: v.cpu() for k, v in cut_to_counts(d).items()} for d in (a, b))
     return a.keys() == b.keys() and same_up_to_tie_order(b, a)
 
 
@@ -171,25 +174,27 @@ def render(result):
     begin, end = MARKERS[device]
     cuda = device == "cuda"
     unit = (lambda s: f"{s * 1e3:.1f} ms") if cuda else (lambda s: f"{s:.2f} s")
-    head = ["model", "original"] + [f"`{' '.join(FLAGS[k] for k in o)}`"
-                                    for o in VARIANTS.values()]
+    # The variants the measurement had (an older JSON has fewer).
+    variants = [v for v in VARIANTS if v in result["rows"][0]["seconds"]]
+    head = ["model", "original"] + [f"`{' '.join(FLAGS[k] for k in VARIANTS[v])}`"
+                                    for v in variants]
     head += ["outputs equal (up to the order of equal scores)", "sync points (report)"]
     if cuda:
         head.append("host syncs per forward (measured)")
-    numeric = 1 + len(VARIANTS)
+    numeric = 1 + len(variants)
     lines = ["| " + " | ".join(head) + " |",
              "|---|" + "---:|" * numeric + "---|" * (len(head) - 1 - numeric)]
     for row in result["rows"]:
         base = row["seconds"]["original"]
         cells = [f"`{row['model']}`" + (" (fuser off)" if "fuser_off" in row else ""),
                  unit(base)]
-        for variant in VARIANTS:
+        for variant in variants:
             t = row["seconds"][variant]
             cells.append(f"{unit(t)} ({t / base:.2f}x)")
         cells.append("yes" if row["equal"] else "**no**")
         points = row["sync_points"]
         cells.append(f"{points['staticified'][0]} → " +
-                     " / ".join(str(points[v][1]) for v in VARIANTS))
+                     " / ".join(str(points[v][1]) for v in variants))
         if cuda:
             syncs = row["syncs_per_forward"]
             cells.append(" → ".join(str(syncs[v]) for v in syncs))

@@ -1,6 +1,6 @@
 """Where a forward makes the host wait for the GPU: one forward of each
-detector, original and staticified with --specialize-training --runtime-ops,
-under torch.profiler; every synchronizing CUDA runtime call
+detector, original and staticified with --specialize-training --runtime-ops
+(and with --padded-outputs too), under torch.profiler; every synchronizing CUDA runtime call
 (cudaStreamSynchronize, cudaDeviceSynchronize, cudaEventSynchronize, a
 blocking cudaMemcpy) is attributed to the chain of ops it ran under (the
 outermost first), and the chains are counted. GPU only; the models are
@@ -67,7 +67,10 @@ def main():
         torch.manual_seed(0)
         original = torch.jit.script(build(name))
         static, _ = staticify.optimize(original, specialize_training=True, runtime_ops=True)
-        for variant, module in (("original", original), ("with the kernel", static)):
+        padded, _ = staticify.optimize(original, specialize_training=True, runtime_ops=True,
+                                       padded_outputs=True)
+        for variant, module in (("original", original), ("with the kernel", static),
+                                ("padded", padded)):
             found = sites(module.cuda())
             report[f"{name} {variant}"] = found
             print(f"{name} {variant}: {sum(n for _, n in found)}")

@@ -74,7 +74,10 @@ options:
                         promise: inputs exceeding it give wrong results
   --padded-outputs      return a bounded output as (padded, count) instead of
                         cutting it to count rows (a host sync); this changes
-                        the method's signature (docs/passes.md, bound)
+                        the method's signature (docs/passes.md, bound). A
+                        returned dict (torchvision's detections) keeps its
+                        type: each padded entry gets its count beside it,
+                        d["boxes"] with d["boxes_count"]
   --outline             make each static region of a method a method of its own
                         (`forward_region_1`...), called where the region was, so
                         that each can be compiled or captured on its own

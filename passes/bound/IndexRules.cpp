@@ -88,7 +88,17 @@ RuleResult signedPrefix(Node *node, Rep &x, RuleContext &rc) {
                     {emit(rc.graph, "aten::add", {x.count, end}, node)}, node,
                     {torch::jit::NamedValue("min", rc.constant(0))});
       });
-  rc.setBounded(node->output(), x.value, count, x.isIndex, x.is1D);
+  // Of k >= 0 the rows past k are padding: the padded rows are cut to k
+  // (`keep[:self.detections_per_img]`: the detections come back with
+  // min(k, bound) rows, whatever the count).
+  Value *padded = emitIf(
+      rc.graph, sign->nonNegative, node,
+      [&] {
+        return emit(rc.graph, "aten::slice",
+                    {x.value, 0, rc.constant(0), end, 1}, node);
+      },
+      [&] { return x.value; });
+  rc.setBounded(node->output(), padded, count, x.isIndex, x.is1D);
   return RuleResult::applied();
 }
 

@@ -175,7 +175,7 @@ def render(result):
     cuda = device == "cuda"
     unit = (lambda s: f"{s * 1e3:.1f} ms") if cuda else (lambda s: f"{s:.2f} s")
     # The variants the measurement had (an older JSON has fewer).
-    variants = [v for v in VARIANTS if v in result["rows"][0]["seconds"]]
+    variants = [v for v in VARIANTS if any(v in r["seconds"] for r in result["rows"])]
     head = ["model", "original"] + [f"`{' '.join(FLAGS[k] for k in VARIANTS[v])}`"
                                     for v in variants]
     head += ["outputs equal (up to the order of equal scores)", "sync points (report)"]
@@ -189,12 +189,12 @@ def render(result):
         cells = [f"`{row['model']}`" + (" (fuser off)" if "fuser_off" in row else ""),
                  unit(base)]
         for variant in variants:
-            t = row["seconds"][variant]
-            cells.append(f"{unit(t)} ({t / base:.2f}x)")
+            t = row["seconds"].get(variant)
+            cells.append(f"{unit(t)} ({t / base:.2f}x)" if t else "not measured")
         cells.append("yes" if row["equal"] else "**no**")
         points = row["sync_points"]
         cells.append(f"{points['staticified'][0]} → " +
-                     " / ".join(str(points[v][1]) for v in variants))
+                     " / ".join(str(points[v][1]) for v in variants if v in points))
         if cuda:
             syncs = row["syncs_per_forward"]
             cells.append(" → ".join(str(syncs[v]) for v in syncs))

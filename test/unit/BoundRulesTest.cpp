@@ -373,3 +373,97 @@ TEST(BoundRules, RulesRegisteredFromOutsideAreAskedAndRolledBack) {
   EXPECT_EQ(ir.find("aten::nonzero("), std::string::npos) << ir;
   EXPECT_NE(ir.find("aten::fliplr("), std::string::npos) << ir;
 }
+
+namespace {
+
+const char *kReturnedDict =
+    R"IR(graph(%x : Tensor, %p : Tensor, %c : Tensor, %s : Tensor):
+  %kb : str = prim::Constant[value="boxes"]()
+  %ks : str = prim::Constant[value="scores"]()
+  %d : Dict(str, Tensor) = prim::DictConstruct(%kb, %x, %ks, %s)
+  %read : Tensor = aten::__getitem__(%d, %kb)
+  %r : Tensor = aten::relu(%read)
+  %out : (Dict(str, Tensor), Tensor) = prim::TupleConstruct(%d, %r)
+  return (%out)
+)IR";
+
+} // namespace
+
+TEST(BoundRules, ReturnedDictsKeepBoundedEntriesPaddedWithTheirCounts) {
+  Fixture f(kReturnedDict);
+  f.bounded("x", "p", "c");
+  // Must not touch: without --padded-outputs the dict is cut where built.
+  EXPECT_EQ(f.ask("padded-dict", "d").kind, Kind::NotApplicable);
+  f.ctx.options.paddedOutputs = true;
+  Node *dict = f.value("d")->node();
+  Value *read = f.value("read");
+  ASSERT_EQ(f.ask("padded-dict", "d").kind, Kind::Applied);
+  // boxes -> its padded rows; the static scores as they were; then the
+  // count under "boxes_count".
+  ASSERT_EQ(dict->inputs().size(), 6u);
+  EXPECT_EQ(dict->input(1), f.value("p"));
+  EXPECT_EQ(dict->input(3), f.value("s"));
+  EXPECT_EQ(constantString(dict->input(4)), std::optional<std::string>("boxes_count"));
+  EXPECT_EQ(dict->input(5), f.value("c"));
+  // The later read is bounded again: its count read beside it.
+  Rep *r = f.rc.bounded(read);
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->count->node()->kind(), c10::aten::__getitem__);
+  EXPECT_EQ(constantString(r->count->node()->input(1)),
+            std::optional<std::string>("boxes_count"));
+  EXPECT_EQ(r->value->node()->input(1), f.value("kb"));
+}
+
+TEST(BoundRules, DictsSeenWholeOrWithClashingKeysAreCutWhereBuilt) {
+  const char *measured =
+      R"IR(graph(%x : Tensor, %p : Tensor, %c : Tensor):
+  %kb : str = prim::Constant[value="boxes"]()
+  %d : Dict(str, Tensor) = prim::DictConstruct(%kb, %x)
+  %n : int = aten::len(%d)
+  %out : (Dict(str, Tensor), int) = prim::TupleConstruct(%d, %n)
+  return (%out)
+)IR";
+  const char *clashing =
+      R"IR(graph(%x : Tensor, %p : Tensor, %c : Tensor, %s : Tensor):
+  %kb : str = prim::Constant[value="boxes"]()
+  %kc : str = prim::Constant[value="boxes_count"]()
+  %d : Dict(str, Tensor) = prim::DictConstruct(%kb, %x, %kc, %s)
+  return (%d)
+)IR";
+  for (const char *ir : {measured, clashing}) {
+    Fixture f(ir);
+    f.bounded("x", "p", "c");
+    f.ctx.options.paddedOutputs = true;
+    Node *dict = f.value("d")->node();
+    size_t inputs = dict->inputs().size();
+    RuleResult result = f.ask("padded-dict", "d");
+    EXPECT_EQ(result.kind, Kind::Declined) << ir;
+    EXPECT_NE(result.why.find("cut to its counts where it is built"),
+              std::string::npos)
+        << result.why;
+    EXPECT_EQ(dict->inputs().size(), inputs); // nothing changed
+  }
+}
+
+TEST(BoundRules, UnbindAlongATrailingDimKeepsTheRows) {
+  Fixture f(R"IR(graph(%x : Tensor, %p : Tensor, %c : Tensor):
+  %zero : int = prim::Constant[value=0]()
+  %one : int = prim::Constant[value=1]()
+  %parts : Tensor[] = aten::unbind(%x, %one)
+  %a : Tensor, %b : Tensor = prim::ListUnpack(%parts)
+  %rows : Tensor[] = aten::unbind(%x, %zero)
+  %u : Tensor, %v : Tensor = prim::ListUnpack(%rows)
+  return (%a, %b, %u, %v)
+)IR");
+  f.bounded("x", "p", "c");
+  Value *a = f.value("a"), *b = f.value("b");
+  ASSERT_EQ(f.ask("unbind", "parts").kind, Kind::Applied);
+  for (Value *part : {a, b}) {
+    Rep *r = f.rc.bounded(part);
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->count, f.value("c"));
+  }
+  // Must not touch: along dim 0 the parts are the rows themselves, as many
+  // as the count.
+  EXPECT_EQ(f.ask("unbind", "rows").kind, Kind::NotApplicable);
+}

@@ -442,12 +442,6 @@ static std::optional<int64_t> rankStep(const Node *node) {
   return std::nullopt;
 }
 
-/// The rank of \p v when op semantics fix it: `where(m)[i]` and `arange` are
-/// 1-D, `gather` has its index's rank, rank-preserving ops (slice and cat
-/// included) the largest of their tensor operands' (they broadcast), per-row
-/// ops their input's, unsqueeze one more, select one less, a reduction over
-/// constant dims without keepdim that many fewer, x[mask] (with \p analysis)
-/// x's less the mask's plus one, an if its branches' common rank.
 namespace {
 /// The snapshot knownRank() answers from, while one is alive.
 thread_local const std::unordered_map<const Value *, std::optional<int64_t>>
@@ -468,6 +462,14 @@ RankSnapshot::RankSnapshot(torch::jit::Graph &graph,
 
 RankSnapshot::~RankSnapshot() { snapshotRanks = previous; }
 
+/// The rank of \p v when op semantics fix it: `where(m)[i]` and `arange` are
+/// 1-D, `gather` has its index's rank, rank-preserving ops (slice included)
+/// the largest of their tensor operands' (they broadcast), per-row ops their
+/// input's, unsqueeze one more, select one less, a reduction over constant
+/// dims without keepdim that many fewer, x[mask] (with \p analysis) x's less
+/// the mask's plus one, an if its branches' common rank, a tensor read out
+/// of a list or dict, and cat and stack of a list, by what the container
+/// holds (innerRank).
 std::optional<int64_t> knownRank(const Value *v, const AnalysisResult *analysis,
                                  int depth) {
   if (snapshotRanks)
@@ -483,8 +485,6 @@ std::optional<int64_t> knownRank(const Value *v, const AnalysisResult *analysis,
     return 1;
   if (op == "aten::arange" || op == "aten::randperm")
     return 1;
-  if (provablyZeroDim(v))
-    return 0;
   // Read out of a container whose tensors all have one known rank.
   if (const Value *c = containerOf(v))
     return innerRank(c, analysis, depth + 1);
@@ -519,30 +519,17 @@ std::optional<int64_t> knownRank(const Value *v, const AnalysisResult *analysis,
     if (start && end && *start >= 0 && *end == -1)
       return *start + 1;
   }
-  // cat and stack of a list of tensors of one rank.
-  if (op == "aten::cat" || op == "aten::stack")
-    if (auto r = innerRank(node->input(0), analysis, depth + 1))
-      return *r + (op == "aten::stack" ? 1 : 0);
-  // stack(parts, d): one dim more than its parts.
-  if (op == "aten::stack" &&
-      node->input(0)->node()->kind() == c10::prim::ListConstruct &&
-      !node->input(0)->node()->inputs().empty()) {
-    std::optional<int64_t> rank;
-    for (const Value *part : node->input(0)->node()->inputs()) {
-      auto r = rankOf(part);
-      if (!r || (rank && *rank != *r))
-        return std::nullopt;
-      rank = r;
-    }
-    return *rank + 1;
+  // cat and stack of a list of tensors of one rank (stack: one dim more).
+  if (op == "aten::cat" || op == "aten::stack") {
+    auto r = innerRank(node->input(0), analysis, depth + 1);
+    return r ? std::optional<int64_t>(*r + (op == "aten::stack" ? 1 : 0))
+             : std::nullopt;
   }
-  if (op == "aten::cat" &&
-      node->input(0)->node()->kind() == c10::prim::ListConstruct &&
-      !node->input(0)->node()->inputs().empty())
-    return rankOf(node->input(0)->node()->input(0));
+  // A number made a tensor, a 0-d constant: ops on tensors have their own
+  // answers below (elementwise ops, reductions).
   if (node->inputs().empty() ||
       node->input(0)->type()->kind() != c10::TypeKind::TensorType)
-    return std::nullopt;
+    return provablyZeroDim(v) ? std::optional<int64_t>(0) : std::nullopt;
   if (op == "aten::squeeze" && node->inputs().size() == 2) {
     // squeeze(d) drops d only where its size is 1: provably so after
     // unsqueeze(d), and through gather (its index's shape) and

@@ -2,6 +2,7 @@
 
 #include "passes/DTypes.h"
 
+#include "passes/Containers.h"
 #include "passes/GraphUtils.h"
 #include "passes/OpCatalogue.h"
 
@@ -68,11 +69,38 @@ static DTypeKind keptDType(const Node *node, DTypeRule rule,
   return kind;
 }
 
+/// The one dtype of the tensors container \p c holds (heldTensors), or
+/// Unknown: a stored tensor the analysis has not reached yet has Unknown.
+static DTypeKind heldDType(const Value *c, const DTypeOf &dtypeOf) {
+  std::optional<HeldTensors> held = heldTensors(c);
+  if (!held)
+    return DTypeKind::Unknown;
+  std::vector<const Value *> tensors = held->stored;
+  for (const Node *part : held->parts)
+    tensors.push_back(part->input(0));
+  // A container an op made: the dtype its rule gave the op's result.
+  tensors.insert(tensors.end(), held->produced.begin(), held->produced.end());
+  DTypeKind kind = dtypeOf(tensors.front());
+  for (const Value *t : tensors)
+    if (dtypeOf(t) != kind)
+      return DTypeKind::Unknown;
+  return kind;
+}
+
 DTypeKind inferDType(const Node *node, const Value *out,
                    const DTypeOf &dtypeOf) {
   if (auto tt = out->type()->cast<c10::TensorType>())
     if (auto st = tt->scalarType())
       return dtypeKindOf(*st);
+  // A tensor read out of a list or dict, and cat and stack of a list of
+  // tensors of one dtype (`torch.cat(r)` of per-level topk indices).
+  // Not the container's own fact: an alias (`d["k"].append(m)` of a list
+  // stored in d) adds to what it holds without a use of its name.
+  if (const Value *c = containerOf(out))
+    return heldDType(c, dtypeOf);
+  if ((node->kind() == c10::aten::cat || node->kind() == c10::aten::stack) &&
+      !node->inputs().empty() && node->input(0)->type()->cast<c10::ListType>())
+    return heldDType(node->input(0), dtypeOf);
   const OpInfo *op = opInfo(node);
   DTypeRule rule = op ? op->dtype : DTypeRule::Unknown;
   if (rule == DTypeRule::Bool)

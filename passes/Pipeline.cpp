@@ -178,6 +178,16 @@ static bool normalize(std::shared_ptr<Graph> &graph, PassContext &ctx) {
     ctx.dynamicOpsAtNormalize = countDynamicOps(graph->block());
   std::vector<Node *> nodes;
   bool changed = propagateConstants(graph, &nodes);
+  // Tuples first: an inlined method's `return result, losses` is a tuple
+  // built and unpacked, which the dict analysis below would take for an
+  // escape of the detections (Faster R-CNN's roi_heads).
+  if (std::any_of(nodes.begin(), nodes.end(), isTupleOp)) {
+    // The unpacks it bypasses stay, unused, until dead code goes.
+    torch::jit::LowerSimpleTuples(graph->block());
+    eliminateDeadCode(graph, nullptr);
+    nodes = collectNodes(graph->block());
+    changed = true; // it may or may not have: said changed, facts recomputed
+  }
   // `"masks" in pred` of dicts built with known keys: the folded test's
   // branch goes with a second propagation.
   if (foldDictMembership(*graph, nodes)) {
@@ -186,19 +196,12 @@ static bool normalize(std::shared_ptr<Graph> &graph, PassContext &ctx) {
   }
   // One sweep for the per-node forms: each rewrite replaces only the node
   // it visits, by nodes it inserts before it (never visited).
-  bool tuples = false, swept = false;
-  for (Node *node : nodes) {
-    tuples |= isTupleOp(node);
+  bool swept = false;
+  for (Node *node : nodes)
     swept |= decomposeReducedLoss(*graph, node) ||
              canonicalizeSizeItem(*graph, node) || foldBoolIf(*graph, node);
-  }
-  if (tuples) {
-    torch::jit::LowerSimpleTuples(graph->block()); // its graph form adds a DCE
-    changed = true; // it may or may not have: said changed, facts recomputed
-  }
-  // Unless the sweep or the tuple lowering changed it, the node list is the
-  // graph's still.
-  bool current = !swept && !tuples;
+  // Unless the sweep changed it, the node list is the graph's still.
+  bool current = !swept;
   changed |= swept;
   changed |= eliminateDeadCode(graph, current ? &nodes : nullptr);
   return changed;

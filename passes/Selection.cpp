@@ -2,6 +2,7 @@
 
 #include "passes/Selection.h"
 
+#include "passes/Containers.h"
 #include "passes/GraphUtils.h"
 #include "passes/OpCatalogue.h"
 
@@ -157,24 +158,6 @@ static bool reshapedInPlace(const Value *v) {
                      });
 }
 
-/// Whether \p type is a tensor, or a list or string-keyed dict holding
-/// tensors at some depth.
-static bool holdsTensors(const c10::TypePtr &type) {
-  if (type->kind() == c10::TypeKind::TensorType)
-    return true;
-  if (auto list = type->cast<c10::ListType>())
-    return holdsTensors(list->getElementType());
-  if (auto dict = type->cast<c10::DictType>())
-    return dict->getKeyType()->kind() == c10::TypeKind::StringType &&
-           holdsTensors(dict->getValueType());
-  return false;
-}
-
-/// The rank of what \p v holds: a tensor's own, a container's tensors'.
-static std::optional<int64_t> leafRank(const Value *v,
-                                       const AnalysisResult *analysis,
-                                       int depth);
-
 /// Joins \p r into \p rank: one known rank, or none.
 static bool joinRank(std::optional<int64_t> &rank, std::optional<int64_t> r,
                      bool &first) {
@@ -185,88 +168,10 @@ static bool joinRank(std::optional<int64_t> &rank, std::optional<int64_t> r,
   return true;
 }
 
-/// How joinStores follows a container.
-enum class Follow {
-  /// What is stored in it joins the rank.
-  Stores,
-  /// It holds the container asked about, among others: only what its
-  /// reads hand out may be that one, so only writes through them count.
-  Reads,
-};
-
-/// Joins into \p rank what the uses of container \p c store in it
-/// (appends, item writes, at any depth through the containers read out of
-/// it); false where a use may store something unseen, change a tensor's
-/// rank in place, or hand the container where the walk cannot see. A
-/// container stored in another is followed into that one's reads.
-static bool joinStores(const Value *c, Follow follow,
-                       std::optional<int64_t> &rank, bool &first,
-                       const AnalysisResult *analysis, int depth) {
-  if (depth > 32)
-    return false;
-  for (const torch::jit::Use &use : c->uses()) {
-    const Node *user = use.user;
-    switch (user->kind()) {
-    case c10::aten::append:
-    case c10::aten::_set_item: {
-      bool isList = user->kind() == c10::aten::append;
-      if (isList && user->output()->hasUses())
-        return false; // the list again, under another name
-      if (use.offset != 0) { // c stored in another container
-        if (use.offset != user->inputs().size() - 1 ||
-            !joinStores(user->input(0), Follow::Reads, rank, first, analysis,
-                        depth + 1))
-          return false;
-        continue;
-      }
-      if (follow == Follow::Reads)
-        continue; // another element: not what is asked about
-      const Value *stored = user->inputs().back();
-      if (reshapedInPlace(stored) ||
-          !joinRank(rank, leafRank(stored, analysis, depth + 1), first))
-        return false;
-      continue;
-    }
-    case c10::prim::ListConstruct:
-    case c10::prim::DictConstruct:
-      if (!joinStores(user->output(), Follow::Reads, rank, first, analysis,
-                      depth + 1))
-        return false;
-      continue;
-    case c10::aten::__getitem__:
-    case c10::prim::ListUnpack:
-      if (use.offset != 0)
-        return false;
-      for (const Value *out : user->outputs()) {
-        if (out->type()->kind() == c10::TypeKind::TensorType
-                ? reshapedInPlace(out)
-                : !joinStores(out, Follow::Stores, rank, first, analysis,
-                              depth + 1))
-          return false;
-      }
-      continue;
-    case c10::aten::len:
-    case c10::aten::keys:
-    case c10::aten::__contains__:
-    case c10::aten::list: // a copy: what it stores is its own
-      continue;
-    case c10::aten::cat:
-    case c10::aten::stack:
-      if (use.offset == 0)
-        continue;
-      return false;
-    default:
-      return false; // passed where the walk cannot see
-    }
-  }
-  return true;
-}
-
 /// The one rank of the tensors container \p c holds (a list or dict of
-/// tensors, or of such lists), where the graph fixes it: what it is built
-/// from (a construct's elements, a split's or unbind's parts, a copy's
-/// source, the lists a dict of lists holds) and what every use stores in
-/// it. torchvision's detectors keep their per-level outputs this way
+/// tensors, or of such lists), where the graph fixes it (heldTensors): a
+/// split's parts have its input's rank, unbind's one less. torchvision's
+/// detectors keep their per-level outputs this way
 /// (`head_outputs[k].split(...)`, `[br[index] for br in box_regression]`).
 static std::optional<int64_t> innerRank(const Value *c,
                                         const AnalysisResult *analysis,
@@ -276,67 +181,30 @@ static std::optional<int64_t> innerRank(const Value *c,
   // again while it is being answered is unknown, and so is one past a
   // depth that no program needs (an archive is untrusted).
   thread_local std::unordered_set<const Value *> asking;
-  if (depth > 32 || asking.size() > 16 || !holdsTensors(c->type()) ||
-      !asking.insert(c).second)
+  if (depth > 32 || asking.size() > 16 || !asking.insert(c).second)
     return std::nullopt;
   struct Done {
     const Value *c;
     ~Done() { asking.erase(c); }
   } done{c};
-  const Node *def = c->node();
+  std::optional<HeldTensors> held = heldTensors(c);
+  if (!held || !held->produced.empty() || std::any_of(held->stored.begin(), held->stored.end(),
+                           reshapedInPlace) ||
+      std::any_of(held->reads.begin(), held->reads.end(), reshapedInPlace))
+    return std::nullopt;
   std::optional<int64_t> rank;
   bool first = true;
-  switch (def->kind()) {
-  case c10::prim::ListConstruct:
-  case c10::prim::DictConstruct:
-    for (size_t i = def->kind() == c10::prim::DictConstruct ? 1 : 0;
-         i < def->inputs().size();
-         i += def->kind() == c10::prim::DictConstruct ? 2 : 1)
-      if (!joinRank(rank, leafRank(def->input(i), analysis, depth + 1), first))
-        return std::nullopt;
-    break;
-  case c10::aten::list:
-  case c10::aten::__getitem__: // a list read out of a dict or list of lists
-    if (!joinRank(rank, innerRank(def->input(0), analysis, depth + 1), first))
+  for (const Value *t : held->stored)
+    if (!joinRank(rank, knownRank(t, analysis, depth + 1), first))
       return std::nullopt;
-    break;
-  default: {
-    const std::string op = def->kind().toQualString();
-    bool splits = op == "aten::split" || op == "aten::split_with_sizes" ||
-                  op == "aten::unsafe_split" || op == "aten::chunk" ||
-                  op == "aten::tensor_split";
-    if (!splits && op != "aten::unbind")
+  for (const Node *part : held->parts) {
+    std::optional<int64_t> r = knownRank(part->input(0), analysis, depth + 1);
+    bool unbinds = part->kind() == c10::aten::unbind;
+    if (!r || (unbinds && *r < 1) ||
+        !joinRank(rank, unbinds ? *r - 1 : *r, first))
       return std::nullopt;
-    std::optional<int64_t> r = knownRank(def->input(0), analysis, depth + 1);
-    if (!r || (!splits && *r < 1))
-      return std::nullopt;
-    joinRank(rank, splits ? *r : *r - 1, first);
   }
-  }
-  if (!joinStores(c, Follow::Stores, rank, first, analysis, depth + 1) ||
-      first)
-    return std::nullopt;
   return rank;
-}
-
-static std::optional<int64_t> leafRank(const Value *v,
-                                       const AnalysisResult *analysis,
-                                       int depth) {
-  return v->type()->kind() == c10::TypeKind::TensorType
-             ? knownRank(v, analysis, depth)
-             : innerRank(v, analysis, depth);
-}
-
-/// The container tensor \p v is read out of (`xs[i]`, `a, b = xs`,
-/// `d["k"]`), or nullptr.
-static const Value *containerOf(const Value *v) {
-  const Node *node = v->node();
-  if ((node->kind() == c10::prim::ListUnpack ||
-       node->kind() == c10::aten::__getitem__) &&
-      v->type()->kind() == c10::TypeKind::TensorType &&
-      holdsTensors(node->input(0)->type()))
-    return node->input(0);
-  return nullptr;
 }
 
 static bool provablyZeroDim(const Value *v, int depth);

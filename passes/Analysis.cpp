@@ -3,8 +3,9 @@
 #include "passes/Analysis.h"
 
 #include "passes/Compat.h"
-#include "passes/GraphUtils.h"
+#include "passes/Containers.h"
 #include "passes/DTypes.h"
+#include "passes/GraphUtils.h"
 #include "passes/OpCatalogue.h"
 
 #include <algorithm>
@@ -770,6 +771,12 @@ private:
   bool listLengthFromData(const Node *node, const Value *out) {
     if (node->kind() == c10::prim::ListConstruct)
       return false;
+    // A split into given sizes has as many parts as sizes, whatever they
+    // are (Faster R-CNN's `pred_boxes.split(boxes_per_image)`: one part per
+    // image, of a data-dependent number of rows each).
+    if (splitsInput(node) && node->inputs().size() > 1 &&
+        node->input(1)->type()->kind() == c10::TypeKind::ListType)
+      return info(node->input(1)).dataLength;
     if (opRole(node) == OpRole::Plumbing)
       return std::any_of(node->inputs().begin(), node->inputs().end(),
                          [&](const Value *in) {

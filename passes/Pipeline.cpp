@@ -154,6 +154,62 @@ static bool foldBoolIf(Graph &graph, Node *node) {
   return true;
 }
 
+/// Whether a value of static type \p type holds nothing but that type at
+/// run time: one of TorchScript's types with no subtypes but themselves
+/// (an Optional, a Union, Any, a class or an interface may hold several).
+static bool isLeafType(c10::TypeKind kind) {
+  switch (kind) {
+  case c10::TypeKind::TensorType:
+  case c10::TypeKind::IntType:
+  case c10::TypeKind::FloatType:
+  case c10::TypeKind::BoolType:
+  case c10::TypeKind::StringType:
+  case c10::TypeKind::NoneType:
+  case c10::TypeKind::DeviceObjType:
+    return true;
+  default:
+    return false;
+  }
+}
+
+/// Whether no value of leaf type \p x is a \p candidate: a leaf of
+/// another kind, or a container (lists, tuples, dicts, of any elements).
+static bool excludes(c10::TypeKind x, const c10::TypePtr &candidate) {
+  switch (candidate->kind()) {
+  case c10::TypeKind::ListType:
+  case c10::TypeKind::AnyListType:
+  case c10::TypeKind::TupleType:
+  case c10::TypeKind::AnyTupleType:
+  case c10::TypeKind::DictType:
+    return true;
+  default:
+    return isLeafType(candidate->kind()) && candidate->kind() != x;
+  }
+}
+
+/// `isinstance(x, T)` where x's static type decides it is a constant:
+/// true where the type is one of T's; false where x holds a leaf type that
+/// none of T's can hold. torchvision's roi_align tests whether its boxes
+/// are a list (`check_roi_boxes_shape`), and the untaken branch's cast of
+/// them to a list would otherwise count as a use that may write them.
+static bool foldIsinstance(Graph &graph, Node *node) {
+  if (node->kind() != c10::prim::isinstance)
+    return false;
+  const c10::TypePtr &type = node->input()->type();
+  const std::vector<c10::TypePtr> &candidates = node->tys(c10::attr::types);
+  bool yes = std::any_of(candidates.begin(), candidates.end(),
+                         [&](const c10::TypePtr &t) { return type->isSubtypeOf(*t); });
+  bool no = isLeafType(type->kind()) &&
+            std::all_of(candidates.begin(), candidates.end(),
+                        [&](const c10::TypePtr &t) { return excludes(type->kind(), t); });
+  if (!yes && !no)
+    return false;
+  torch::jit::WithInsertPoint guard(node);
+  node->output()->replaceAllUsesWith(graph.insertConstant(yes));
+  node->destroy();
+  return true;
+}
+
 /// Whether \p node is one LowerSimpleTuples may remove or rewire.
 static bool isTupleOp(const Node *node) {
   switch (node->kind()) {
@@ -176,8 +232,12 @@ static bool normalize(std::shared_ptr<Graph> &graph, PassContext &ctx) {
   // dead ones (an unused torch.unique).
   if (ctx.countDynamicOpsAtNormalize && !ctx.dynamicOpsAtNormalize)
     ctx.dynamicOpsAtNormalize = countDynamicOps(graph->block());
+  // isinstance first: constant propagation then removes what it decides.
+  bool changed = false;
+  for (Node *node : collectNodes(graph->block()))
+    changed |= foldIsinstance(*graph, node);
   std::vector<Node *> nodes;
-  bool changed = propagateConstants(graph, &nodes);
+  changed |= propagateConstants(graph, &nodes);
   // Tuples first: an inlined method's `return result, losses` is a tuple
   // built and unpacked, which the dict analysis below would take for an
   // escape of the detections (Faster R-CNN's roi_heads).

@@ -6,6 +6,7 @@
 //   gather along dims >= 1, one count         -> row by row (gather_within_rows)
 //   reductions of a bounded value            -> masked (keep_rows)
 //   cross_entropy/nll_loss of bounded rows   -> padding targets ignored
+//   linear, roi_align of bounded rows        -> on the padded rows
 //
 //===----------------------------------------------------------------------===//
 
@@ -354,6 +355,35 @@ RuleResult linearRows(Node *node, RuleContext &rc) {
   return RuleResult::applied();
 }
 
+/// torchvision::roi_align(input, rois, ...) of bounded rois
+/// (MultiScaleRoIAlign's `rois[idx_in_level]` per level): each output row
+/// is pooled from its own roi, so the padded rois go through and the result
+/// keeps their count. What a padding row holds could name an image the input
+/// lacks, which roi_align reads without a check: padding rows become zero
+/// boxes of image 0 first. Image 0 exists when the input has one, a host
+/// fact (`input.size(0) > 0`) that guards the padded form; the fallback
+/// pools the valid rows only, after a host read (counted apart).
+RuleResult roiAlignRows(Node *node, RuleContext &rc) {
+  Rep *rois = rc.bounded(node->input(1));
+  if (!rois || rc.rep(node->input(0)) || !isTensor(node->input(0)))
+    return RuleResult::declined();
+  for (size_t i = 2; i < node->inputs().size(); ++i)
+    if (rc.rep(node->input(i)))
+      return RuleResult::declined();
+  torch::jit::Graph &graph = rc.graph;
+  Value *live = insertForm(graph, "keep_rows", {rois->value, rois->count},
+                           node)[0];
+  Value *safe = emit(graph, "aten::where",
+                     {live, rois->value, graph.insertConstant(0.0)}, node);
+  Value *images = emit(graph, "aten::size", {node->input(0), 0}, node);
+  Value *cond = emit(graph, "aten::gt", {images, rc.constant(0)}, node);
+  std::vector<Value *> out =
+      emitRankGuarded(rc, node, {{node->input(1), safe}}, nullptr, {}, safe,
+                      cond, rois->count);
+  rc.setBounded(node->output(), out[0], rois->count, /*isIndex=*/false);
+  return RuleResult::applied();
+}
+
 /// sort and argsort of a bounded value along any constant dim, and topk
 /// along dim 0: along dim 0 the live rows sorted first (the sort_rows form:
 /// stable, so ties keep their order, and NaN and infinities sort as
@@ -650,6 +680,8 @@ void addRowRules(std::vector<BoundRule> &rules) {
   rules.push_back(
       {"gather-within-rows", On::Use, ops({"aten::gather"}), gatherRows});
   rules.push_back({"linear", On::Use, ops({"aten::linear"}), linearRows});
+  rules.push_back(
+      {"roi-align", On::Use, ops({"torchvision::roi_align"}), roiAlignRows});
   rules.push_back({"unbind", On::Use, ops({"aten::unbind"}), unbindRows});
   rules.push_back({"class-loss", On::Use,
                    ops({"aten::cross_entropy_loss", "aten::nll_loss",

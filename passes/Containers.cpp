@@ -2,6 +2,8 @@
 
 #include "passes/Containers.h"
 
+#include "passes/GraphUtils.h"
+
 #include <algorithm>
 #include <unordered_set>
 
@@ -40,6 +42,15 @@ const Value *containerOf(const Value *v) {
 
 namespace {
 
+/// Whether only the graph's return takes \p v.
+bool returnedOnly(const Value *v) {
+  return std::all_of(v->uses().begin(), v->uses().end(),
+                     [](const torch::jit::Use &u) {
+                       return u.user->kind() == c10::prim::Return &&
+                              !u.user->owningBlock()->owningNode();
+                     });
+}
+
 /// How Walker::uses follows a container.
 enum class Follow {
   /// What is stored in it is what is asked about.
@@ -55,6 +66,8 @@ enum class Follow {
 /// bounded in depth and in steps.
 class Walker {
 public:
+  explicit Walker(const std::string *key) : key(key) {}
+
   bool held(const Value *c, HeldTensors &out, int depth) {
     if (!enter(c, depth))
       return false;
@@ -66,6 +79,18 @@ public:
 private:
   std::unordered_set<const Value *> inProgress;
   int steps = 0;
+  const std::string *key; // only a dict of tensors' entries under it
+
+  /// Whether an entry of dict \p dict at key \p k is not what is asked
+  /// about: another constant key of a dict of tensors.
+  bool otherKey(const Value *dict, const Value *k) const {
+    auto type = dict->type()->cast<c10::DictType>();
+    if (!key || !type ||
+        type->getValueType()->kind() != c10::TypeKind::TensorType)
+      return false;
+    std::optional<std::string> constant = constantString(k);
+    return constant && *constant != *key;
+  }
 
   bool enter(const Value *c, int depth) {
     return depth <= 32 && ++steps <= 4096 && holdsTensors(c->type()) &&
@@ -90,7 +115,8 @@ private:
     case c10::prim::DictConstruct: {
       bool dict = def->kind() == c10::prim::DictConstruct;
       for (size_t i = dict ? 1 : 0; i < def->inputs().size(); i += dict ? 2 : 1)
-        if (!element(def->input(i), out, depth + 1))
+        if (!(dict && otherKey(c, def->input(i - 1))) &&
+            !element(def->input(i), out, depth + 1))
           return false;
       return true;
     }
@@ -129,7 +155,9 @@ private:
             return false;
           continue;
         }
-        if (follow == Follow::Reads)
+        if (follow == Follow::Reads ||
+            (user->kind() == c10::aten::_set_item &&
+             otherKey(c, user->input(1))))
           continue; // another element: not what is asked about
         if (!element(user->inputs().back(), out, depth + 1))
           return false;
@@ -156,6 +184,14 @@ private:
       case c10::aten::__contains__:
       case c10::aten::list: // a copy: what it stores is its own
         continue;
+      case c10::prim::TupleConstruct: // the tuple the graph returns
+        if (!returnedOnly(user->output()))
+          return false;
+        continue;
+      case c10::prim::Return: // the graph's own: nothing stores after it
+        if (user->owningBlock()->owningNode())
+          return false;
+        continue;
       case c10::aten::cat:
       case c10::aten::stack:
         if (use.offset == 0)
@@ -171,9 +207,17 @@ private:
 
 } // namespace
 
-std::optional<HeldTensors> heldTensors(const Value *c) {
+std::optional<std::string> readKey(const Value *v) {
+  const Node *node = v->node();
+  if (node->kind() != c10::aten::__getitem__ ||
+      !node->input(0)->type()->cast<c10::DictType>())
+    return std::nullopt;
+  return constantString(node->input(1));
+}
+
+std::optional<HeldTensors> heldTensors(const Value *c, const std::string *key) {
   HeldTensors out;
-  if (!Walker().held(c, out, 0))
+  if (!Walker(key).held(c, out, 0))
     return std::nullopt;
   if (out.stored.empty() && out.parts.empty() && out.produced.empty())
     return std::nullopt; // nothing says what it holds

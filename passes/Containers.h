@@ -14,6 +14,7 @@
 #include <torch/csrc/jit/ir/ir.h>
 
 #include <optional>
+#include <string>
 #include <vector>
 
 namespace staticify {
@@ -48,7 +49,15 @@ bool splitsInput(const torch::jit::Node *node);
 /// writes, also through the containers read out of it and those it is
 /// stored in). None where a use may store something unseen (`extend`, a
 /// call) or where it comes from is out of sight (an input, a loop carry) or the graph nests deeper than any program needs.
-std::optional<HeldTensors> heldTensors(const torch::jit::Value *c);
+/// With \p key, of a string-keyed dict of tensors (or containers of such
+/// dicts) only the entries under that key: what `d["labels"]` may be, not
+/// what `d["boxes"]` may.
+std::optional<HeldTensors> heldTensors(const torch::jit::Value *c,
+                                       const std::string *key = nullptr);
+
+/// The constant key tensor \p v is read at out of a string-keyed dict
+/// (`d["labels"]`), if it is one.
+std::optional<std::string> readKey(const torch::jit::Value *v);
 
 /// The container tensor \p v is read out of (`xs[i]`, `a, b = xs`,
 /// `d["k"]`), or nullptr.

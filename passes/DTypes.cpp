@@ -71,8 +71,9 @@ static DTypeKind keptDType(const Node *node, DTypeRule rule,
 
 /// The one dtype of the tensors container \p c holds (heldTensors), or
 /// Unknown: a stored tensor the analysis has not reached yet has Unknown.
-static DTypeKind heldDType(const Value *c, const DTypeOf &dtypeOf) {
-  std::optional<HeldTensors> held = heldTensors(c);
+static DTypeKind heldDType(const Value *c, const DTypeOf &dtypeOf,
+                           const std::string *key = nullptr) {
+  std::optional<HeldTensors> held = heldTensors(c, key);
   if (!held)
     return DTypeKind::Unknown;
   std::vector<const Value *> tensors = held->stored;
@@ -96,8 +97,10 @@ DTypeKind inferDType(const Node *node, const Value *out,
   // tensors of one dtype (`torch.cat(r)` of per-level topk indices).
   // Not the container's own fact: an alias (`d["k"].append(m)` of a list
   // stored in d) adds to what it holds without a use of its name.
-  if (const Value *c = containerOf(out))
-    return heldDType(c, dtypeOf);
+  if (const Value *c = containerOf(out)) {
+    std::optional<std::string> key = readKey(out);
+    return heldDType(c, dtypeOf, key ? &*key : nullptr);
+  }
   if ((node->kind() == c10::aten::cat || node->kind() == c10::aten::stack) &&
       !node->inputs().empty() && node->input(0)->type()->cast<c10::ListType>())
     return heldDType(node->input(0), dtypeOf);

@@ -173,9 +173,11 @@ static bool joinRank(std::optional<int64_t> &rank, std::optional<int64_t> r,
 /// split's parts have its input's rank, unbind's one less. torchvision's
 /// detectors keep their per-level outputs this way
 /// (`head_outputs[k].split(...)`, `[br[index] for br in box_regression]`).
+/// With \p key, of a dict of tensors only the entries under it.
 static std::optional<int64_t> innerRank(const Value *c,
                                         const AnalysisResult *analysis,
-                                        int depth) {
+                                        int depth,
+                                        const std::string *key = nullptr) {
   // Stores may feed on what the container holds (`xs.append(xs[0] * 2)`)
   // and the rank and 0-d questions call each other: a container asked
   // again while it is being answered is unknown, and so is one past a
@@ -187,9 +189,9 @@ static std::optional<int64_t> innerRank(const Value *c,
     const Value *c;
     ~Done() { asking.erase(c); }
   } done{c};
-  std::optional<HeldTensors> held = heldTensors(c);
-  if (!held || !held->produced.empty() || std::any_of(held->stored.begin(), held->stored.end(),
-                           reshapedInPlace) ||
+  std::optional<HeldTensors> held = heldTensors(c, key);
+  if (!held || !held->produced.empty() ||
+      std::any_of(held->stored.begin(), held->stored.end(), reshapedInPlace) ||
       std::any_of(held->reads.begin(), held->reads.end(), reshapedInPlace))
     return std::nullopt;
   std::optional<int64_t> rank;
@@ -222,9 +224,11 @@ static bool provablyZeroDim(const Value *v, int depth) {
   }
   if (op == "aten::tensor")
     return isNumber(node->input(0));
-  // Read out of a container whose every tensor is.
-  if (const Value *c = containerOf(v))
-    return depth < 8 && innerRank(c, nullptr, depth) == 0;
+  // Read out of a container whose every tensor is (at that key).
+  if (const Value *c = containerOf(v)) {
+    std::optional<std::string> key = readKey(v);
+    return depth < 8 && innerRank(c, nullptr, depth, key ? &*key : nullptr) == 0;
+  }
   // An elementwise op of 0-d tensors and numbers (`boxes.max() + 1`).
   // Shallow: an archive may chain `t = t + t` deep, and each level doubles.
   if (const OpInfo *info = opInfo(node); info && info->has(kElementwise)) {
@@ -353,9 +357,12 @@ std::optional<int64_t> knownRank(const Value *v, const AnalysisResult *analysis,
     return 1;
   if (op == "aten::arange" || op == "aten::randperm")
     return 1;
-  // Read out of a container whose tensors all have one known rank.
-  if (const Value *c = containerOf(v))
-    return innerRank(c, analysis, depth + 1);
+  // Read out of a container whose tensors all have one known rank (at
+  // that key, of a dict of tensors read at a constant one).
+  if (const Value *c = containerOf(v)) {
+    std::optional<std::string> key = readKey(v);
+    return innerRank(c, analysis, depth + 1, key ? &*key : nullptr);
+  }
   // (a, b) = (x, y): x's rank.
   if (op == "prim::TupleUnpack" &&
       node->input(0)->node()->kind() == c10::prim::TupleConstruct)

@@ -51,6 +51,15 @@ bool returnedOnly(const Value *v) {
                      });
 }
 
+/// Whether \p v is a result its op's schema says is new, no alias of an
+/// input. Ops without a schema (tuple and attribute reads, casts) may hand
+/// out a container made elsewhere.
+bool freshResult(const Value *v) {
+  const c10::FunctionSchema *schema = v->node()->maybeSchema();
+  return schema && v->offset() < schema->returns().size() &&
+         !schema->returns()[v->offset()].alias_info();
+}
+
 /// How Walker::uses follows a container.
 enum class Follow {
   /// What is stored in it is what is asked about.
@@ -129,10 +138,16 @@ private:
       return false;
     default:
       if (splitsInput(def) &&
-          def->input(0)->type()->kind() == c10::TypeKind::TensorType)
+          def->input(0)->type()->kind() == c10::TypeKind::TensorType) {
         out.parts.push_back(def);
-      else
-        out.produced.push_back(c);
+        return true;
+      }
+      // A fresh list an op made (`where(m)`): not one that may be another
+      // container under a new name (a tuple's element, an attribute, a
+      // cast), whose stores the walk would not see.
+      if (!freshResult(c))
+        return false;
+      out.produced.push_back(c);
       return true;
     }
   }

@@ -42,15 +42,6 @@ const Value *containerOf(const Value *v) {
 
 namespace {
 
-/// Whether only the graph's return takes \p v.
-bool returnedOnly(const Value *v) {
-  return std::all_of(v->uses().begin(), v->uses().end(),
-                     [](const torch::jit::Use &u) {
-                       return u.user->kind() == c10::prim::Return &&
-                              !u.user->owningBlock()->owningNode();
-                     });
-}
-
 /// Whether \p v is a result its op's schema says is new, no alias of an
 /// input. Ops without a schema (tuple and attribute reads, casts) may hand
 /// out a container made elsewhere.

@@ -291,12 +291,6 @@ private:
     }
   }
 
-  static bool returnedOnly(const Value *v) {
-    const Node *ret = v->owningGraph()->return_node();
-    return std::all_of(v->uses().begin(), v->uses().end(),
-                       [&](const torch::jit::Use &u) { return u.user == ret; });
-  }
-
   /// Ops that leave the dicts and lists they take as they are.
   static bool isRead(const Node *node) {
     static const std::unordered_set<c10::Symbol> reads = {

@@ -217,6 +217,12 @@ Value *emitIf(torch::jit::Graph &graph, Value *cond, const Node *anchor,
       [&] { return std::vector<Value *>{otherwise()}; })[0];
 }
 
+bool returnedOnly(const torch::jit::Value *v) {
+  const Node *ret = v->owningGraph()->return_node();
+  return std::all_of(v->uses().begin(), v->uses().end(),
+                     [&](const torch::jit::Use &u) { return u.user == ret; });
+}
+
 bool onlyRaises(const torch::jit::Block *block) {
   for (const Node *node : block->nodes())
     if (node->kind() == c10::prim::RaiseException)

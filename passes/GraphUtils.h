@@ -54,6 +54,10 @@ std::vector<torch::jit::Value *> emitIf(
 /// way to the error: the message's sizes and values).
 bool onlyRaises(const torch::jit::Block *block);
 
+/// Whether only the graph's own return takes \p v (a tuple it returns):
+/// nothing in the graph reads or writes it after.
+bool returnedOnly(const torch::jit::Value *v);
+
 /// Whether \p block is a guard's fallback: the second block of an if with
 /// guardAttr().
 bool isGuardFallback(const torch::jit::Block *block);

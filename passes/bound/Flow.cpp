@@ -84,12 +84,7 @@ bool mayExposeElements(const Value *c, int depth) {
     case c10::aten::keys:
       continue;
     case c10::prim::TupleConstruct: // the tuple the graph returns
-      if (std::all_of(user->output()->uses().begin(),
-                      user->output()->uses().end(),
-                      [](const torch::jit::Use &u) {
-                        return u.user->kind() == c10::prim::Return &&
-                 !u.user->owningBlock()->owningNode();
-                      }))
+      if (returnedOnly(user->output()))
         continue;
       return true;
     default:

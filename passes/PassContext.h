@@ -45,6 +45,8 @@ struct PassOptions {
   /// there is none. Empty: the pass does nothing.
   std::function<std::optional<bool>(const std::vector<std::string> &)>
       savedTraining;
+  /// assume-none: Optional arguments, by name, that callers never pass.
+  std::vector<std::string> assumeNone;
 };
 
 /// What the passes ask about writes and aliasing: libtorch's alias database,

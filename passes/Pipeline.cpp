@@ -3,6 +3,7 @@
 
 #include "passes/Pipeline.h"
 
+#include "passes/AssumeNone.h"
 #include "passes/BatchedNms.h"
 #include "passes/Bounded.h"
 #include "passes/DictKeys.h"
@@ -33,6 +34,7 @@ namespace staticify {
 
 using torch::jit::Graph;
 using torch::jit::Node;
+using torch::jit::Value;
 
 static bool mayBeDynamicOp(c10::Symbol op) {
   // Asked per node of large graphs: answered once per op.
@@ -210,6 +212,90 @@ static bool foldIsinstance(Graph &graph, Node *node) {
   return true;
 }
 
+namespace {
+
+/// What a value is known to be when one Optional is None.
+enum class WhenNone { Unknown, None, True, False };
+
+/// \p v's value when \p param is None, from what decides it alone: the
+/// param itself, constants, `is`/`is not` None, `not`, and ifs on such a
+/// condition (the branch it decides, or both branches where they agree).
+WhenNone whenNone(const Value *v, const Value *param, int depth = 0) {
+  if (v == param)
+    return WhenNone::None;
+  if (depth > 32)
+    return WhenNone::Unknown;
+  const Node *n = v->node();
+  switch (n->kind()) {
+  case c10::prim::Constant: {
+    std::optional<c10::IValue> c = torch::jit::toIValue(v);
+    if (c && c->isNone())
+      return WhenNone::None;
+    if (c && c->isBool())
+      return c->toBool() ? WhenNone::True : WhenNone::False;
+    return WhenNone::Unknown;
+  }
+  case c10::aten::__is__:
+  case c10::aten::__isnot__: {
+    bool bothNone = whenNone(n->input(0), param, depth + 1) == WhenNone::None &&
+                    whenNone(n->input(1), param, depth + 1) == WhenNone::None;
+    if (!bothNone)
+      return WhenNone::Unknown;
+    return (n->kind() == c10::aten::__is__) ? WhenNone::True : WhenNone::False;
+  }
+  case c10::aten::__not__: {
+    WhenNone x = whenNone(n->input(0), param, depth + 1);
+    return x == WhenNone::True    ? WhenNone::False
+           : x == WhenNone::False ? WhenNone::True
+                                  : WhenNone::Unknown;
+  }
+  case c10::prim::If: {
+    size_t i = v->offset();
+    WhenNone c = whenNone(n->input(0), param, depth + 1);
+    if (c == WhenNone::True || c == WhenNone::False)
+      return whenNone(n->blocks()[c == WhenNone::True ? 0 : 1]->outputs()[i],
+                      param, depth + 1);
+    WhenNone a = whenNone(n->blocks()[0]->outputs()[i], param, depth + 1);
+    return a == whenNone(n->blocks()[1]->outputs()[i], param, depth + 1)
+               ? a
+               : WhenNone::Unknown;
+  }
+  default:
+    return WhenNone::Unknown;
+  }
+}
+
+} // namespace
+
+/// A loop-carried Optional that enters the loop as None and that each
+/// iteration passes on as None when it came in as None is None throughout
+/// (induction on the iterations): its uses in the body and after the loop
+/// become the None it entered as. torchvision's transform carries `targets`
+/// through its per-image loop (`targets[i] if targets is not None else
+/// None`, written back only when not None): with no targets (assume-none),
+/// constant propagation alone never sees through the loop.
+static bool foldLoopCarriedNone(Graph &graph) {
+  bool changed = false;
+  for (Node *loop : collectNodes(graph.block())) {
+    if (loop->kind() != c10::prim::Loop)
+      continue;
+    torch::jit::Block *body = loop->blocks()[0];
+    for (size_t i = 0; i + 2 < loop->inputs().size(); ++i) {
+      Value *entry = loop->input(i + 2);
+      Value *param = body->inputs()[i + 1];
+      if (whenNone(entry, nullptr) != WhenNone::None ||
+          param->type()->kind() != c10::TypeKind::OptionalType ||
+          (param->uses().empty() && loop->output(i)->uses().empty()) ||
+          whenNone(body->outputs()[i + 1], param) != WhenNone::None)
+        continue;
+      param->replaceAllUsesWith(entry);
+      loop->output(i)->replaceAllUsesWith(entry);
+      changed = true;
+    }
+  }
+  return changed;
+}
+
 /// Whether \p node is one LowerSimpleTuples may remove or rewire.
 static bool isTupleOp(const Node *node) {
   switch (node->kind()) {
@@ -238,6 +324,11 @@ static bool normalize(std::shared_ptr<Graph> &graph, PassContext &ctx) {
     changed |= foldIsinstance(*graph, node);
   std::vector<Node *> nodes;
   changed |= propagateConstants(graph, &nodes);
+  // Each loop it folds may make another's entry None: again until none.
+  while (foldLoopCarriedNone(*graph)) {
+    propagateConstants(graph, &nodes);
+    changed = true;
+  }
   // Tuples first: an inlined method's `return result, losses` is a tuple
   // built and unpacked, which the dict analysis below would take for an
   // escape of the detections (Faster R-CNN's roi_heads).
@@ -344,6 +435,12 @@ const std::vector<PassInfo> &registeredPasses() {
        "normalize removes the other mode's branches (--specialize-training; "
        "not in the default pipeline)",
        false, specializeTraining},
+      // Not in the default pipeline either: --assume-none puts it first.
+      {"assume-none",
+       "Optional arguments callers never pass (--assume-none NAME) become "
+       "None after a check that raises when one is passed, so normalize "
+       "removes the branches that test them (not in the default pipeline)",
+       false, assumeNone},
   };
   return passes;
 }
@@ -358,7 +455,8 @@ const PassInfo *findPass(std::string_view name) {
 std::vector<std::string> defaultPipeline(bool inlineCalls) {
   std::vector<std::string> names;
   for (const PassInfo &p : registeredPasses())
-    if ((p.name != "inline" || inlineCalls) && p.name != "specialize-training")
+    if ((p.name != "inline" || inlineCalls) && p.name != "specialize-training" &&
+        p.name != "assume-none")
       names.push_back(p.name);
   return names;
 }

@@ -66,6 +66,10 @@ options:
                         the other mode's branches are removed before analysis
                         (an eval export of a detector loses its loss, matcher
                         and sampler code); off by default
+  --assume-none NAME    callers never pass the Optional argument NAME (a
+                        detector's `targets` at inference): its uses become
+                        None, so the branches that test it go, and the
+                        method raises if it is passed; repeatable
   --drop-data-asserts   let if-convert remove `if <data>: raise ...` checks
                         (kept, as a host sync, by default)
   --bound NAME=N        an upper bound for a data-derived length the analysis
@@ -155,6 +159,7 @@ struct Options {
   bool outline = false;
   bool cudaGraphs = false;
   bool specializeTraining = false;
+  std::vector<std::string> assumeNone;
   std::string lower;
   std::string inputTypes;
   std::string runtime;
@@ -247,6 +252,8 @@ int parseOptions(const std::vector<std::string> &args, Options &opts,
       opts.inlineCalls = false;
     } else if (cl.flag("--specialize-training")) {
       opts.specializeTraining = true;
+    } else if (cl.option("--assume-none", value)) {
+      opts.assumeNone.push_back(value);
     } else if (cl.flag("--drop-data-asserts")) {
       opts.passOptions.dropDataAsserts = true;
     } else if (cl.flag("--cuda-graphs")) {
@@ -401,6 +408,7 @@ int run(const Options &opts, std::ostream &out, std::ostream &err) {
   options.outline = opts.outline;
   options.cudaGraphs = opts.cudaGraphs;
   options.specializeTraining = opts.specializeTraining;
+  options.assumeNone = opts.assumeNone;
   options.lowerTarget = opts.lower;
   options.lowerSignature = opts.inputTypes;
   elapsed();

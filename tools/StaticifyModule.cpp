@@ -31,6 +31,31 @@ void updateReturnType(torch::jit::GraphFunction &fn, const Graph &graph) {
         {c10::Argument("", graph.outputs()[0]->type())}));
 }
 
+/// Each --assume-none name is an Optional argument of \p schema.
+void checkAssumedNone(const c10::FunctionSchema &schema,
+                      const std::vector<std::string> &names) {
+  for (const std::string &name : names) {
+    auto at = std::find_if(
+        schema.arguments().begin(), schema.arguments().end(),
+        [&](const c10::Argument &a) { return a.name() == name; });
+    if (at == schema.arguments().end()) {
+      std::string known;
+      for (const c10::Argument &a : schema.arguments())
+        if (a.name() != "self")
+          known += (known.empty() ? "" : ", ") + a.name();
+      throw UserError("--assume-none " + name + ": method '" + schema.name() +
+                      "' has no argument '" + name + "'; its arguments are: " +
+                      (known.empty() ? "none" : known));
+    }
+    if (at->type()->kind() != c10::TypeKind::OptionalType)
+      throw UserError("--assume-none " + name + ": argument '" + name +
+                      "' of '" + schema.name() + "' is " +
+                      at->type()->annotation_str() +
+                      ", not Optional; only an argument that may be None "
+                      "can be assumed None");
+  }
+}
+
 } // namespace
 
 StaticifyResult staticifyModule(torch::jit::Module &module,
@@ -62,6 +87,11 @@ StaticifyResult staticifyModule(torch::jit::Module &module,
                         (module.is_training() ? "training" : "eval") +
                         " mode): the other mode's branches are removed");
   }
+  if (!options.assumeNone.empty()) {
+    if (std::find(passes.begin(), passes.end(), "assume-none") == passes.end())
+      passes.insert(passes.begin(), "assume-none");
+    passOptions.assumeNone = options.assumeNone;
+  }
   bool outline = options.outline || options.cudaGraphs;
   for (const std::string &name : options.methods) {
     auto method = module.find_method(name);
@@ -73,6 +103,7 @@ StaticifyResult staticifyModule(torch::jit::Module &module,
                       "'; its methods are: " + known);
     }
     auto &fn = torch::jit::toGraphFunction(method->function());
+    checkAssumedNone(fn.getSchema(), options.assumeNone);
     // The pipeline runs once, on a copy (the report's value numbers are the
     // copy's); the method's graph takes the result only when it differs in
     // what the report describes (or with outline), so a static model is

@@ -33,6 +33,9 @@ struct StaticifyOptions {
   /// Treat each submodule's saved `training` flag as a constant
   /// (the specialize-training pass, after inlining).
   bool specializeTraining = false;
+  /// Optional arguments of every method that callers never pass (the
+  /// assume-none pass, first): each must name an Optional argument.
+  std::vector<std::string> assumeNone;
   /// --lower=cpu: compile each method, after rewriting, into a CPU kernel for
   /// inputs of this signature (lower/LowerModule.h); "" for no lowering.
   std::string lowerTarget;

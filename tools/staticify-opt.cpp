@@ -57,6 +57,8 @@ options:
   --saved-training=true|false
                    what specialize-training takes every module's saved
                    `training` flag to be (IR carries no module)
+  --assume-none N  what the assume-none pass takes to be None: the graph
+                   input N (its name without the numeric suffix); repeatable
   --emit-mlir SIG  after the passes, print the MLIR functions the bridge builds
                    for inputs of signature SIG ('f32[?], i64[?]', as staticify's
                    --input-types): the shape function and the kernel, on
@@ -196,6 +198,8 @@ int main(int argc, char **argv) {
           return std::optional<bool>(training);
         };
       }
+      else if (cl.option("--assume-none", value))
+        options.assumeNone.push_back(value);
       else if (cl.option("--load-library", value)) {
         // A custom-op library the IR names (torchvision's, for its nms).
         if (!dlopen(value.c_str(), RTLD_NOW | RTLD_GLOBAL)) {

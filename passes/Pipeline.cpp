@@ -324,11 +324,6 @@ static bool normalize(std::shared_ptr<Graph> &graph, PassContext &ctx) {
     changed |= foldIsinstance(*graph, node);
   std::vector<Node *> nodes;
   changed |= propagateConstants(graph, &nodes);
-  // Each loop it folds may make another's entry None: again until none.
-  while (foldLoopCarriedNone(*graph)) {
-    propagateConstants(graph, &nodes);
-    changed = true;
-  }
   // Tuples first: an inlined method's `return result, losses` is a tuple
   // built and unpacked, which the dict analysis below would take for an
   // escape of the detections (Faster R-CNN's roi_heads).
@@ -336,8 +331,15 @@ static bool normalize(std::shared_ptr<Graph> &graph, PassContext &ctx) {
     // The unpacks it bypasses stay, unused, until dead code goes.
     torch::jit::LowerSimpleTuples(graph->block());
     eliminateDeadCode(graph, nullptr);
-    nodes = collectNodes(graph->block());
+    // A constant that went through a tuple (`images, targets =
+    // self.transform(images, None)`) reaches its uses only now.
+    propagateConstants(graph, &nodes);
     changed = true; // it may or may not have: said changed, facts recomputed
+  }
+  // Each loop it folds may make another's entry None: again until none.
+  while (foldLoopCarriedNone(*graph)) {
+    propagateConstants(graph, &nodes);
+    changed = true;
   }
   // `"masks" in pred` of dicts built with known keys: the folded test's
   // branch goes with a second propagation.

@@ -14,8 +14,11 @@ per-level (SSD: per-class) chains up to batched_nms and the NMS per image
 after it. The detectors run at 320 pixels (SSD at its 300) to keep the CI
 subset short: 3 images per model, 4 models; STATICIFY_DETECTOR_IMAGES=20
 runs the acceptance's 20. Each model runs twice: as it is, and with
---padded-outputs, whose detection dicts keep their entries padded with a
-count beside each ("boxes_count"...), compared once cut to those counts."""
+--padded-outputs and --assume-none targets (the inference export), whose
+detection dicts keep their entries padded with a count beside each
+("boxes_count"...), compared once cut to those counts; passed targets, that
+model raises the error --assume-none promises, where the original checks
+them."""
 import os
 
 import pytest
@@ -87,7 +90,8 @@ def test_staticified_detector_equals_the_original(staticify, save, tmp_path,
                                      **MODELS[name]).eval()
     path = save(model)
     out = tmp_path / "static.pt"
-    flags = ["--specialize-training", "--runtime-ops"] + (["--padded-outputs"] if padded else [])
+    flags = ["--specialize-training", "--runtime-ops"] + (
+        ["--padded-outputs", "--assume-none", "targets"] if padded else [])
     report = staticify.report(path, "-o", out, "--load-library", torchvision_library, *flags)
     before, after = sync_points(report)
     assert after < before, (before, after)
@@ -107,3 +111,9 @@ def test_staticified_detector_equals_the_original(staticify, save, tmp_path,
         assert same_up_to_tie_order(got[0], want[0]), (name, want[0], got[0])
         detections += want[0]["boxes"].size(0)
     assert detections > 0  # the comparison saw detections, not empty lists
+    if padded:
+        targets = [{"boxes": torch.tensor([[1.0, 2.0, 30.0, 40.0]]),
+                    "labels": torch.tensor([1])}]
+        original(images, targets)  # eval mode: checked, then detections
+        with pytest.raises(torch.jit.Error, match="--assume-none targets"):
+            static(images, targets)

@@ -94,8 +94,10 @@ def signature_of(example_inputs) -> str:
 
 def _options(methods, passes, bounds, padded_outputs, outline, cuda_graphs,
              runtime_ops, specialize_training, drop_data_asserts, load_libraries,
-             lower=None, lower_types=None):
+             lower=None, lower_types=None, assume_none=()):
     args = []
+    for name in ([assume_none] if isinstance(assume_none, str) else assume_none):
+        args += ["--assume-none", name]
     if lower is not None:
         args += ["--lower=" + lower]
     if lower_types is not None:
@@ -152,14 +154,16 @@ def optimize(model, example_inputs: Optional[Tuple] = None, *,
              outline: bool = False, cuda_graphs: bool = False, runtime_ops: bool = False,
              specialize_training: bool = False, drop_data_asserts: bool = False,
              load_libraries: Iterable[str] = (), lower: Optional[str] = None,
-             input_types: Optional[str] = None) -> Tuple[torch.jit.ScriptModule, Report]:
+             input_types: Optional[str] = None,
+             assume_none: Iterable[str] = ()) -> Tuple[torch.jit.ScriptModule, Report]:
     """Rewrites `model` into static form: (the new ScriptModule, its Report).
 
     Each option is the CLI's (`staticify --help`): `methods` --method,
     `passes` --passes, `bounds` --bound NAME=N, `padded_outputs`, `outline`,
     `cuda_graphs`, `runtime_ops` (the runtime library's kernels, such as
     padded NMS; the library is then loaded in this process, which the new
-    module needs), `specialize_training`, `drop_data_asserts`, and
+    module needs), `specialize_training`, `assume_none` --assume-none NAME
+    (names of Optional arguments callers never pass), `drop_data_asserts`, and
     `load_libraries` --load-library (ops already registered in this process,
     torchvision's once it is imported, need none), `lower` --lower ("cpu": each
     method compiled into a CPU kernel kept beside its TorchScript; "cuda":
@@ -183,7 +187,7 @@ def optimize(model, example_inputs: Optional[Tuple] = None, *,
                                 specialize_training=specialize_training,
                                 drop_data_asserts=drop_data_asserts,
                                 load_libraries=load_libraries, lower=lower,
-                                lower_types=lower_types)
+                                lower_types=lower_types, assume_none=assume_none)
     if example_inputs is not None:
         inputs = example_inputs if isinstance(example_inputs, tuple) else (example_inputs,)
         try:

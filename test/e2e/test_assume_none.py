@@ -68,3 +68,11 @@ def test_assume_none_of_what_cannot_be_none(staticify, save, tmp_path):
     proc = staticify(path, "-o", out, "--assume-none", "images", check=False)
     assert_clean_failure(proc, tmp_path, "argument 'images' of 'forward' is List[Tensor], "
                          "not Optional", out)
+
+
+def test_python_api_takes_assume_none():
+    import staticify
+    module, report = staticify.optimize(Detector().eval(), assume_none=["targets"])
+    assert report.method().before.sync_points == report.method().after.sync_points == 0
+    images = [torch.randn(3, 4, 4)]
+    assert torch.equal(module([images[0].clone()])[0], Detector()([images[0].clone()])[0])

@@ -521,6 +521,7 @@ GraphSummary summarize(const AnalysisResult &analysis) {
   GraphSummary s;
   s.numNodes = analysis.numNodes;
   s.counts = countByCategory(analysis.findings);
+  s.syncPoints = countSyncPoints(analysis);
   s.outputsStatic = analysis.outputsStatic;
   s.fallbackSyncPoints = analysis.fallbackSyncPoints;
   s.errorPathSyncPoints = analysis.errorPathSyncPoints;

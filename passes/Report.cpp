@@ -175,6 +175,11 @@ static std::string renderSummary(const MethodReport &m) {
     os << "  " << pad(std::string(categoryName(c)), 16)
        << pad(std::to_string(m.before.counts[c]), 8) << m.after.counts[c]
        << "\n";
+  // The categories count every finding, derived ones too (a rewrite's
+  // bounded values derive from the count it reads once); the sync points
+  // are the places the host waits, which is what a rewrite must not add.
+  os << "  sync points: " << m.before.syncPoints << " before, "
+     << m.after.syncPoints << " after (one per root cause)\n";
   os << "  output shapes: "
      << (m.after.outputsStatic ? "all static" : "data-dependent") << "\n";
   if (m.after.fallbackSyncPoints)
@@ -344,6 +349,7 @@ static std::string jsonSummary(const GraphSummary &s) {
     partition += (i ? ", " : "") + jsonSegment(s.partition[i]);
   return "{\"nodes\": " + std::to_string(s.numNodes) +
          ", \"counts\": " + jsonCounts(s.counts) +
+         ", \"sync_points\": " + std::to_string(s.syncPoints) +
          ", \"outputs_static\": " + jsonBool(s.outputsStatic) +
          ", \"static\": " + jsonBool(s.isStatic()) +
          ", \"fallback_sync_points\": " +

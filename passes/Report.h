@@ -33,6 +33,9 @@ struct Segment {
 struct GraphSummary {
   size_t numNodes = 0;
   CategoryCounts counts;
+  /// Where the host waits for the device: one per root finding (what
+  /// derives from a root does not wait again); what the policy weighs.
+  size_t syncPoints = 0;
   bool outputsStatic = false; // every output has a host-static shape
   /// Host reads in guards' fallback branches (taken only when the host
   /// facts a guard checks do not hold): not findings, not sync points.

@@ -452,10 +452,12 @@ int run(const Options &opts, std::ostream &out, std::ostream &err) {
   if (!opts.output.empty() && !opts.report)
     for (const MethodReport &m : report.methods)
       err << "staticify: " << opts.output << ": " << m.name << ": "
-                << m.before.counts.total() << " finding"
-                << (m.before.counts.total() == 1 ? "" : "s") << ", "
-                << m.after.counts.total() << " left; graph "
-                << (m.after.isStatic() ? "static" : "not static") << "\n";
+          << m.before.syncPoints << " sync point"
+          << (m.before.syncPoints == 1 ? "" : "s") << " -> "
+          << m.after.syncPoints << " (" << m.before.counts.total()
+          << " finding" << (m.before.counts.total() == 1 ? "" : "s")
+          << " -> " << m.after.counts.total() << "); graph "
+          << (m.after.isStatic() ? "static" : "not static") << "\n";
   return 0;
 }
 

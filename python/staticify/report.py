@@ -60,6 +60,9 @@ class Summary:
     static: bool
     outputs_static: bool
     partition: Tuple[dict, ...]
+    #: Where the host waits for the device: one per root finding (the
+    #: report's `sync_points`; what derives from a root does not wait again).
+    root_sync_points: Optional[int] = None
     #: Host reads in guards' fallback branches, taken only when the host facts
     #: a guard checks (ranks, shapes) do not hold: not counted in `counts`.
     fallback_sync_points: int = 0
@@ -72,12 +75,17 @@ class Summary:
         return Summary(nodes=d["nodes"], counts=dict(d["counts"]), static=d["static"],
                        outputs_static=d["outputs_static"],
                        partition=tuple(d.get("partition", ())),
+                       root_sync_points=d.get("sync_points"),
                        fallback_sync_points=d.get("fallback_sync_points", 0),
                        error_path_sync_points=d.get("error_path_sync_points", 0))
 
     @property
     def sync_points(self) -> int:
-        """Values whose reading waits for the device (the host-sync count)."""
+        """Where the host waits for the device: one per root finding (the
+        report's `sync_points`); a report without it (older) gives its
+        host-sync count."""
+        if self.root_sync_points is not None:
+            return self.root_sync_points
         return self.counts.get("host-sync", 0)
 
     @property

@@ -39,7 +39,7 @@ def test_report_json_schema(staticify, save):
     for key in ("before", "after"):
         s = method[key]
         assert set(s) == {"nodes", "counts", "outputs_static", "static", "partition",
-                          "fallback_sync_points", "error_path_sync_points"}
+                          "sync_points", "fallback_sync_points", "error_path_sync_points"}
         assert s["fallback_sync_points"] == 0  # the model has no rank guard
         assert s["error_path_sync_points"] == 0  # nor a branch that only raises
         for seg in s["partition"]:
@@ -47,6 +47,12 @@ def test_report_json_schema(staticify, save):
         assert s["counts"]["total"] == sum(
             v for k, v in s["counts"].items() if k != "total")
     assert method["before"]["counts"]["total"] == len(method["findings"])
+    # One sync point per root finding: before, the original's; after, those
+    # kept or introduced.
+    roots = [f for f in method["findings"] if f["role"] == "root"]
+    assert method["before"]["sync_points"] == len(roots) > 0
+    assert method["after"]["sync_points"] == sum(
+        1 for f in roots if f["action"] in ("kept", "introduced"))
     assert method["after"]["outputs_static"] is True
     assert method["after"]["static"] is True  # the bound pass made it static
     ids = {f["id"] for f in method["findings"]}

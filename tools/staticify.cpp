@@ -21,7 +21,9 @@
 /// a machine where a page fault is dear (a virtual machine: a third of the
 /// command's time) huge pages take 1/512th of the faults. "always" is jemalloc
 /// asking with madvise, so the kernel's own setting still decides.
-extern "C" const char *malloc_conf = "thp:always,metadata_thp:always";
+extern "C" {
+const char *malloc_conf = "thp:always,metadata_thp:always";
+}
 
 int main(int argc, char **argv) {
   // A file too large for RLIMIT_FSIZE is a write error to report, not a

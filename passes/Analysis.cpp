@@ -261,7 +261,9 @@ private:
     if (dataCond)
       control.push_back(cond);
     for (const Block *b : node->blocks()) {
-      bool errorPath = onlyRaises(b);
+      // Branches that only raise, or only warn: run only on the way to
+      // their message.
+      bool errorPath = onlyRaises(b) || onlyWarns(b);
       errorPathDepth += errorPath;
       analyzeBlock(b);
       errorPathDepth -= errorPath;

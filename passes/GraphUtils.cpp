@@ -230,6 +230,26 @@ bool onlyRaises(const torch::jit::Block *block) {
   return false;
 }
 
+bool onlyWarns(const torch::jit::Block *block) {
+  if (!block->outputs().empty())
+    return false;
+  bool warns = false;
+  for (const Node *node : block->nodes()) {
+    if (node->kind() == c10::aten::warn) {
+      warns = true;
+      continue;
+    }
+    if (node->hasSideEffects() || !node->blocks().empty())
+      return false;
+    const c10::FunctionSchema *schema = node->maybeSchema();
+    if (schema)
+      for (const c10::Argument &arg : schema->arguments())
+        if (arg.alias_info() && arg.alias_info()->isWrite())
+          return false;
+  }
+  return warns;
+}
+
 bool isGuardFallback(const torch::jit::Block *block) {
   const Node *owner = block->owningNode();
   return owner && owner->hasAttribute(guardAttr()) &&

@@ -54,6 +54,13 @@ std::vector<torch::jit::Value *> emitIf(
 /// way to the error: the message's sizes and values).
 bool onlyRaises(const torch::jit::Block *block);
 
+/// Whether \p block only warns: it issues a warning (aten::warn), returns
+/// nothing, and has no other effect (the functional losses' `if not
+/// (target.size() == input.size()): warnings.warn(...)`). Like a branch
+/// that only raises, it runs only on the way to its message, and what it
+/// reads for the message (the sizes) is read only then.
+bool onlyWarns(const torch::jit::Block *block);
+
 /// Whether only the graph's own return takes \p v (a tuple it returns):
 /// nothing in the graph reads or writes it after.
 bool returnedOnly(const torch::jit::Value *v);

@@ -188,10 +188,10 @@ static std::string renderSummary(const MethodReport &m) {
        << m.after.fallbackSyncPoints << " point"
        << (m.after.fallbackSyncPoints == 1 ? "" : "s") << "\n";
   if (m.after.errorPathSyncPoints)
-    os << "  error paths: branches that only raise read the host at "
+    os << "  error paths: branches that only raise or warn read the host at "
        << m.after.errorPathSyncPoints << " point"
        << (m.after.errorPathSyncPoints == 1 ? "" : "s")
-       << ", only on the way to the exception\n";
+       << ", only on the way to their message\n";
   os << "  graph: "
      << (m.after.isStatic()
              ? std::string("static (no data-dependent value remains)")

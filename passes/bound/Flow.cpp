@@ -121,8 +121,21 @@ bool mayBeWritten(const Value *v, int depth) {
              consumer.offset == 1) ||
             ((c->kind() == c10::aten::cat || c->kind() == c10::aten::stack) &&
              consumer.offset == 0);
-        if (!readOnly)
+        if (readOnly)
+          continue;
+        // An op whose schema does not mark the list written reads its
+        // elements; its results may be views of them (broadcast_tensors),
+        // so what writes those writes the elements.
+        const c10::FunctionSchema *schema = c->maybeSchema();
+        if (!schema || consumer.offset >= schema->arguments().size())
           return true;
+        const c10::AliasInfo *alias =
+            schema->arguments()[consumer.offset].alias_info();
+        if (alias && alias->isWrite())
+          return true;
+        for (const Value *out : c->outputs())
+          if (mayBeWritten(out, depth + 1))
+            return true;
       }
       continue;
     }
@@ -461,6 +474,8 @@ const char *coldPath(const Node *user, const Value *v) {
        b = b->owningNode() ? b->owningNode()->owningBlock() : nullptr) {
     if (onlyRaises(b))
       return "materialized for a branch that only raises";
+    if (onlyWarns(b))
+      return "materialized for a branch that only warns";
     if (isGuardFallback(b))
       return "materialized in a guard's fallback";
   }

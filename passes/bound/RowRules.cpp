@@ -7,6 +7,7 @@
 //   reductions of a bounded value            -> masked (keep_rows)
 //   cross_entropy/nll_loss of bounded rows   -> padding targets ignored
 //   linear, roi_align of bounded rows        -> on the padded rows
+//   broadcast_tensors of one selection's rows -> on the padded rows
 //
 //===----------------------------------------------------------------------===//
 
@@ -314,6 +315,56 @@ RuleResult unbindRows(Node *node, RuleContext &rc) {
     copy->output(i)->setType(unpack->output(i)->type());
     rc.setBounded(unpack->output(i), copy->output(i), x->count, x->isIndex);
   }
+  return RuleResult::applied();
+}
+
+/// broadcast_tensors of bounded rows of one selection, unpacked: the
+/// functional losses broadcast their input and target first
+/// (F.smooth_l1_loss, l1_loss, mse_loss on `pred[fg], target[fg]`). Of one
+/// rank and one count, every operand has as many rows, padded or not, so
+/// dimension 0 never broadcasts and the padded rows go through; the
+/// trailing dimensions broadcast (or raise) as they did. Operands whose
+/// counts are only known equal must have ranks the program fixes, and
+/// equal; a static or unselected operand could broadcast against the
+/// padding and is not rewritten.
+RuleResult broadcastRows(Node *node, RuleContext &rc) {
+  Node *list = node->input(0)->node();
+  const auto &uses = node->output()->uses();
+  if (list->kind() != c10::prim::ListConstruct || list->inputs().empty() ||
+      node->input(0)->uses().size() != 1 || uses.size() != 1 ||
+      uses[0].user->kind() != c10::prim::ListUnpack)
+    return RuleResult::notApplicable();
+  Node *unpack = uses[0].user;
+  Rep *first = rc.bounded(list->input(0));
+  std::optional<int64_t> rank = knownRank(list->input(0), &rc.analysis);
+  std::vector<Value *> padded;
+  for (Value *e : list->inputs()) {
+    Rep *r = rc.bounded(e);
+    if (!r || !first)
+      return RuleResult::declined(
+          "it broadcasts selected rows with a tensor that is not rows of "
+          "the same selection");
+    if (r->count != first->count) {
+      std::optional<int64_t> k = knownRank(e, &rc.analysis);
+      if (!rc.sameCount(r->count, first->count) || !rank || !k || *k != *rank)
+        return RuleResult::declined(
+            "it broadcasts rows of selections whose ranks the program does "
+            "not fix as equal");
+    }
+    padded.push_back(r->value);
+  }
+  torch::jit::Graph &graph = rc.graph;
+  Node *parts = graph.insertNode(graph.createList(c10::TensorType::get(), padded));
+  Value *broadcast = emit(graph, "aten::broadcast_tensors", {parts->output()}, node);
+  Node *copy = graph.insertNode(graph.create(
+      c10::prim::ListUnpack, {broadcast}, unpack->outputs().size()));
+  for (size_t i = 0; i < unpack->outputs().size(); ++i) {
+    Rep *r = rc.bounded(list->input(i));
+    copy->output(i)->setType(unpack->output(i)->type());
+    rc.setBounded(unpack->output(i), copy->output(i), first->count,
+                  r->isIndex, r->is1D);
+  }
+  rc.absorb(list);
   return RuleResult::applied();
 }
 
@@ -683,6 +734,8 @@ void addRowRules(std::vector<BoundRule> &rules) {
   rules.push_back(
       {"roi-align", On::Use, ops({"torchvision::roi_align"}), roiAlignRows});
   rules.push_back({"unbind", On::Use, ops({"aten::unbind"}), unbindRows});
+  rules.push_back({"broadcast", On::Use, ops({"aten::broadcast_tensors"}),
+                   broadcastRows});
   rules.push_back({"class-loss", On::Use,
                    ops({"aten::cross_entropy_loss", "aten::nll_loss",
                         "aten::nll_loss_nd", "aten::nll_loss2d"}),

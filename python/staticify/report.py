@@ -67,7 +67,8 @@ class Summary:
     #: a guard checks (ranks, shapes) do not hold: not counted in `counts`.
     fallback_sync_points: int = 0
     #: Host reads in branches that only raise (an error message's sizes or
-    #: values), run only on the way to the exception: not counted in `counts`.
+    #: values), or only warn, run only on the way to their message: not
+    #: counted in `counts`.
     error_path_sync_points: int = 0
 
     @staticmethod

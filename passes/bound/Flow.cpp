@@ -123,15 +123,13 @@ bool mayBeWritten(const Value *v, int depth) {
              consumer.offset == 0);
         if (readOnly)
           continue;
-        // An op whose schema does not mark the list written reads its
+        // An op whose schema gives the list no alias annotation reads its
         // elements; its results may be views of them (broadcast_tensors),
-        // so what writes those writes the elements.
+        // so what writes those writes the elements. One that writes it, or
+        // stores it (append's `t(c -> *) el`), may write them anywhere.
         const c10::FunctionSchema *schema = c->maybeSchema();
-        if (!schema || consumer.offset >= schema->arguments().size())
-          return true;
-        const c10::AliasInfo *alias =
-            schema->arguments()[consumer.offset].alias_info();
-        if (alias && alias->isWrite())
+        if (!schema || consumer.offset >= schema->arguments().size() ||
+            schema->arguments()[consumer.offset].alias_info())
           return true;
         for (const Value *out : c->outputs())
           if (mayBeWritten(out, depth + 1))

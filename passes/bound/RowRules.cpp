@@ -318,15 +318,20 @@ RuleResult unbindRows(Node *node, RuleContext &rc) {
   return RuleResult::applied();
 }
 
-/// broadcast_tensors of bounded rows of one selection, unpacked: the
+/// broadcast_tensors of bounded rows of one count, unpacked: the
 /// functional losses broadcast their input and target first
 /// (F.smooth_l1_loss, l1_loss, mse_loss on `pred[fg], target[fg]`). Of one
 /// rank and one count, every operand has as many rows, padded or not, so
 /// dimension 0 never broadcasts and the padded rows go through; the
-/// trailing dimensions broadcast (or raise) as they did. Operands whose
-/// counts are only known equal must have ranks the program fixes, and
-/// equal; a static or unselected operand could broadcast against the
-/// padding and is not rewritten.
+/// trailing dimensions broadcast (or raise) as they did. One count does not
+/// fix one rank (`a` and `a.sum(1)` share it), so ranks the program does
+/// not fix are a host fact: `if` they agree, the padded rows go through;
+/// otherwise (a tensor of rank 1 against the last dimension of another)
+/// the fallback broadcasts the valid rows and pads the results back, as
+/// emitRankGuarded's does. Counts known equal (selections by one mask of
+/// bases of ranks the graph does not record) take the same test. A static
+/// or unselected operand could broadcast against the padding and is not
+/// rewritten.
 RuleResult broadcastRows(Node *node, RuleContext &rc) {
   Node *list = node->input(0)->node();
   const auto &uses = node->output()->uses();
@@ -337,6 +342,7 @@ RuleResult broadcastRows(Node *node, RuleContext &rc) {
   Node *unpack = uses[0].user;
   Rep *first = rc.bounded(list->input(0));
   std::optional<int64_t> rank = knownRank(list->input(0), &rc.analysis);
+  bool ranksKnown = rank.has_value();
   std::vector<Value *> padded;
   for (Value *e : list->inputs()) {
     Rep *r = rc.bounded(e);
@@ -344,25 +350,60 @@ RuleResult broadcastRows(Node *node, RuleContext &rc) {
       return RuleResult::declined(
           "it broadcasts selected rows with a tensor that is not rows of "
           "the same selection");
-    if (r->count != first->count) {
-      std::optional<int64_t> k = knownRank(e, &rc.analysis);
-      if (!rc.sameCount(r->count, first->count) || !rank || !k || *k != *rank)
-        return RuleResult::declined(
-            "it broadcasts rows of selections whose ranks the program does "
-            "not fix as equal");
-    }
+    std::optional<int64_t> k = knownRank(e, &rc.analysis);
+    if (rank && k && *k != *rank)
+      return RuleResult::declined(
+          "it broadcasts rows of different ranks against each other");
+    ranksKnown &= k.has_value();
+    if (!rc.sameCount(r->count, first->count))
+      return RuleResult::declined(
+          "it broadcasts rows of selections of different counts");
     padded.push_back(r->value);
   }
   torch::jit::Graph &graph = rc.graph;
-  Node *parts = graph.insertNode(graph.createList(c10::TensorType::get(), padded));
-  Value *broadcast = emit(graph, "aten::broadcast_tensors", {parts->output()}, node);
-  Node *copy = graph.insertNode(graph.create(
-      c10::prim::ListUnpack, {broadcast}, unpack->outputs().size()));
-  for (size_t i = 0; i < unpack->outputs().size(); ++i) {
+  size_t parts = unpack->outputs().size();
+  auto broadcast = [&](const std::vector<Value *> &operands) {
+    Node *l = graph.insertNode(graph.createList(c10::TensorType::get(), operands));
+    Value *b = emit(graph, "aten::broadcast_tensors", {l->output()}, node);
+    Node *u = graph.insertNode(graph.create(c10::prim::ListUnpack, {b}, parts));
+    std::vector<Value *> outs;
+    for (size_t i = 0; i < parts; ++i)
+      outs.push_back(u->output(i)->setType(unpack->output(i)->type()));
+    return outs;
+  };
+  std::vector<Value *> results;
+  if (ranksKnown) {
+    results = broadcast(padded);
+  } else {
+    Value *dim0 = emit(graph, "aten::dim", {padded[0]}, node);
+    Value *cond = nullptr;
+    for (size_t i = 1; i < padded.size(); ++i) {
+      Value *same =
+          emit(graph, "aten::eq", {dim0, emit(graph, "aten::dim", {padded[i]}, node)}, node);
+      cond = cond ? emit(graph, "aten::__and__", {cond, same}, node) : same;
+    }
+    if (!cond)
+      cond = graph.insertConstant(true);
+    results = emitIf(
+        graph, cond, node, parts, [&] { return broadcast(padded); },
+        [&] {
+          Value *n = emit(graph, "aten::Int", {first->count}, node);
+          std::vector<Value *> valid;
+          for (Value *p : padded)
+            valid.push_back(emit(graph, "aten::slice",
+                                 {p, 0, rc.constant(0), n, 1}, node));
+          Value *bound = emit(graph, "aten::size", {padded[0], 0}, node);
+          std::vector<Value *> out;
+          for (Value *v : broadcast(valid))
+            out.push_back(insertForm(graph, "pad_rows", {v, bound}, node)[0]);
+          return out;
+        });
+    results[0]->node()->i_(guardAttr(), 1);
+  }
+  for (size_t i = 0; i < parts; ++i) {
     Rep *r = rc.bounded(list->input(i));
-    copy->output(i)->setType(unpack->output(i)->type());
-    rc.setBounded(unpack->output(i), copy->output(i), first->count,
-                  r->isIndex, r->is1D);
+    rc.setBounded(unpack->output(i), results[i], first->count, r->isIndex,
+                  r->is1D);
   }
   rc.absorb(list);
   return RuleResult::applied();

@@ -239,15 +239,21 @@ bool onlyWarns(const torch::jit::Block *block) {
       warns = true;
       continue;
     }
-    if (node->hasSideEffects() || !node->blocks().empty())
+    if (node->hasSideEffects() || !node->blocks().empty() ||
+        writesAnything(node))
       return false;
-    const c10::FunctionSchema *schema = node->maybeSchema();
-    if (schema)
-      for (const c10::Argument &arg : schema->arguments())
-        if (arg.alias_info() && arg.alias_info()->isWrite())
-          return false;
   }
   return warns;
+}
+
+bool writesAnything(const Node *node) {
+  const c10::FunctionSchema *schema = node->maybeSchema();
+  if (!schema)
+    return false;
+  for (const c10::Argument &arg : schema->arguments())
+    if (arg.alias_info() && arg.alias_info()->isWrite())
+      return true;
+  return false;
 }
 
 bool isGuardFallback(const torch::jit::Block *block) {

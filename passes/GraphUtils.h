@@ -61,6 +61,10 @@ bool onlyRaises(const torch::jit::Block *block);
 /// reads for the message (the sizes) is read only then.
 bool onlyWarns(const torch::jit::Block *block);
 
+/// Whether \p node's schema marks one of its arguments written (an
+/// in-place op, an append).
+bool writesAnything(const torch::jit::Node *node);
+
 /// Whether only the graph's own return takes \p v (a tuple it returns):
 /// nothing in the graph reads or writes it after.
 bool returnedOnly(const torch::jit::Value *v);

@@ -17,16 +17,6 @@ using torch::jit::Value;
 
 static constexpr const char *kRule = "if-convert";
 
-static bool writesAnything(const Node *node) {
-  const c10::FunctionSchema *schema = node->maybeSchema();
-  if (!schema)
-    return false;
-  for (const c10::Argument &arg : schema->arguments())
-    if (arg.alias_info() && arg.alias_info()->isWrite())
-      return true;
-  return false;
-}
-
 static std::string impureBlockReason(const Block *block) {
   for (const Node *node : block->nodes()) {
     const std::string op = node->kind().toQualString();

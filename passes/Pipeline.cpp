@@ -274,9 +274,9 @@ WhenNone whenNone(const Value *v, const Value *param, int depth = 0) {
 /// through its per-image loop (`targets[i] if targets is not None else
 /// None`, written back only when not None): with no targets (assume-none),
 /// constant propagation alone never sees through the loop.
-static bool foldLoopCarriedNone(Graph &graph) {
+static bool foldLoopCarriedNone(const std::vector<Node *> &nodes) {
   bool changed = false;
-  for (Node *loop : collectNodes(graph.block())) {
+  for (Node *loop : nodes) {
     if (loop->kind() != c10::prim::Loop)
       continue;
     torch::jit::Block *body = loop->blocks()[0];
@@ -337,7 +337,7 @@ static bool normalize(std::shared_ptr<Graph> &graph, PassContext &ctx) {
     changed = true; // it may or may not have: said changed, facts recomputed
   }
   // Each loop it folds may make another's entry None: again until none.
-  while (foldLoopCarriedNone(*graph)) {
+  while (foldLoopCarriedNone(nodes)) {
     propagateConstants(graph, &nodes);
     changed = true;
   }

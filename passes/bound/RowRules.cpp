@@ -132,11 +132,18 @@ cloneOnRows(torch::jit::Graph &graph, Node *node,
 /// vector keeps its length). The if carries guardAttr(): the analysis
 /// counts the fallback's host reads apart
 /// (AnalysisResult::fallbackSyncPoints).
+///
+/// \p apply makes the op's \p results from operands: \p node's inputs
+/// \p replaced as given, and the parts of its list.
+using OnOperands = std::function<std::vector<Value *>(
+    const std::unordered_map<Value *, Value *> &replaced,
+    const std::vector<Value *> &parts)>;
 std::vector<Value *>
 emitRankGuarded(RuleContext &rc, Node *node,
                 const std::unordered_map<Value *, Value *> &replaced,
-                Node *list, const std::vector<Value *> &parts,
-                Value *firstPadded, Value *cond, Value *count) {
+                const std::vector<Value *> &parts, Value *firstPadded,
+                Value *cond, Value *count, size_t results,
+                const OnOperands &apply) {
   torch::jit::Graph &graph = rc.graph;
   auto fallback = [&] {
     Value *n = emit(graph, "aten::Int", {count}, node);
@@ -155,16 +162,31 @@ emitRankGuarded(RuleContext &rc, Node *node,
       validParts.push_back(cut(p));
     Value *bound = emit(graph, "aten::size", {firstPadded, 0}, node);
     std::vector<Value *> padded;
-    for (Value *v : cloneOnRows(graph, node, valid, list, validParts))
+    for (Value *v : apply(valid, validParts))
       padded.push_back(insertForm(graph, "pad_rows", {v, bound}, node)[0]);
     return padded;
   };
-  std::vector<Value *> results = emitIf(
-      graph, cond, node, node->outputs().size(),
-      [&] { return cloneOnRows(graph, node, replaced, list, parts); },
+  std::vector<Value *> out = emitIf(
+      graph, cond, node, results, [&] { return apply(replaced, parts); },
       fallback);
-  results[0]->node()->i_(guardAttr(), 1);
-  return results;
+  out[0]->node()->i_(guardAttr(), 1);
+  return out;
+}
+
+/// emitRankGuarded of a clone of \p node (its list \p list, if any,
+/// rebuilt of the parts).
+std::vector<Value *>
+emitRankGuarded(RuleContext &rc, Node *node,
+                const std::unordered_map<Value *, Value *> &replaced,
+                Node *list, const std::vector<Value *> &parts,
+                Value *firstPadded, Value *cond, Value *count) {
+  return emitRankGuarded(
+      rc, node, replaced, parts, firstPadded, cond, count,
+      node->outputs().size(),
+      [&](const std::unordered_map<Value *, Value *> &r,
+          const std::vector<Value *> &p) {
+        return cloneOnRows(rc.graph, node, r, list, p);
+      });
 }
 
 /// The padded rows of \p node's bounded operands go through it as they
@@ -327,8 +349,8 @@ RuleResult unbindRows(Node *node, RuleContext &rc) {
 /// fix one rank (`a` and `a.sum(1)` share it), so ranks the program does
 /// not fix are a host fact: `if` they agree, the padded rows go through;
 /// otherwise (a tensor of rank 1 against the last dimension of another)
-/// the fallback broadcasts the valid rows and pads the results back, as
-/// emitRankGuarded's does. Counts known equal (selections by one mask of
+/// the fallback broadcasts the valid rows and pads the results back
+/// (emitRankGuarded). Counts known equal (selections by one mask of
 /// bases of ranks the graph does not record) take the same test. A static
 /// or unselected operand could broadcast against the padding and is not
 /// rewritten.
@@ -362,7 +384,8 @@ RuleResult broadcastRows(Node *node, RuleContext &rc) {
   }
   torch::jit::Graph &graph = rc.graph;
   size_t parts = unpack->outputs().size();
-  auto broadcast = [&](const std::vector<Value *> &operands) {
+  auto broadcast = [&](const std::unordered_map<Value *, Value *> &,
+                       const std::vector<Value *> &operands) {
     Node *l = graph.insertNode(graph.createList(c10::TensorType::get(), operands));
     Value *b = emit(graph, "aten::broadcast_tensors", {l->output()}, node);
     Node *u = graph.insertNode(graph.create(c10::prim::ListUnpack, {b}, parts));
@@ -372,33 +395,19 @@ RuleResult broadcastRows(Node *node, RuleContext &rc) {
     return outs;
   };
   std::vector<Value *> results;
-  if (ranksKnown) {
-    results = broadcast(padded);
+  if (ranksKnown || padded.size() == 1) {
+    results = broadcast({}, padded);
   } else {
     Value *dim0 = emit(graph, "aten::dim", {padded[0]}, node);
     Value *cond = nullptr;
     for (size_t i = 1; i < padded.size(); ++i) {
-      Value *same =
-          emit(graph, "aten::eq", {dim0, emit(graph, "aten::dim", {padded[i]}, node)}, node);
+      Value *same = emit(
+          graph, "aten::eq",
+          {dim0, emit(graph, "aten::dim", {padded[i]}, node)}, node);
       cond = cond ? emit(graph, "aten::__and__", {cond, same}, node) : same;
     }
-    if (!cond)
-      cond = graph.insertConstant(true);
-    results = emitIf(
-        graph, cond, node, parts, [&] { return broadcast(padded); },
-        [&] {
-          Value *n = emit(graph, "aten::Int", {first->count}, node);
-          std::vector<Value *> valid;
-          for (Value *p : padded)
-            valid.push_back(emit(graph, "aten::slice",
-                                 {p, 0, rc.constant(0), n, 1}, node));
-          Value *bound = emit(graph, "aten::size", {padded[0], 0}, node);
-          std::vector<Value *> out;
-          for (Value *v : broadcast(valid))
-            out.push_back(insertForm(graph, "pad_rows", {v, bound}, node)[0]);
-          return out;
-        });
-    results[0]->node()->i_(guardAttr(), 1);
+    results = emitRankGuarded(rc, node, {}, padded, padded[0], cond,
+                              first->count, parts, broadcast);
   }
   for (size_t i = 0; i < parts; ++i) {
     Rep *r = rc.bounded(list->input(i));

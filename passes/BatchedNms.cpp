@@ -4,7 +4,9 @@
 
 #include "passes/Analysis.h"
 #include "passes/BoundedForms.h"
+#include "passes/Containers.h"
 #include "passes/GraphUtils.h"
+#include "passes/OpInfo.h"
 #include "passes/Selection.h"
 
 #include <torch/csrc/jit/ir/constants.h>
@@ -221,6 +223,35 @@ Value *emitGuard(Graph &graph, const ClassLoop &m) {
   });
 }
 
+/// Whether \p node is in a block of \p owner.
+bool isInside(const Node *node, const Node *owner) {
+  for (const Node *n = node->owningBlock()->owningNode(); n;
+       n = n->owningBlock()->owningNode())
+    if (n == owner)
+      return true;
+  return false;
+}
+
+/// Why the loop's writes to keep_mask cannot become a new mask that its
+/// later uses read instead; empty where they can: keep_mask is made fresh
+/// (zeros_like), and before the loop only read for its metadata, so no
+/// alias made there sees the write.
+std::string whyNotOutOfPlace(const ClassLoop &m) {
+  const OpInfo *made = opInfo(m.keepMask->node());
+  if (!made || !(made->has(kLikeInput) || made->has(kMakesSized)))
+    return "the mask it writes is not made fresh before the loop "
+           "(zeros_like)";
+  for (const torch::jit::Use &use : m.keepMask->uses()) {
+    if (!use.user->isBefore(m.loop))
+      continue;
+    for (const Value *out : use.user->outputs())
+      if (holdsTensors(out->type()))
+        return "the mask it writes is used before the loop ('" +
+               std::string(use.user->kind().toQualString()) + "')";
+  }
+  return "";
+}
+
 void rewrite(Graph &graph, const ClassLoop &m, PassContext &ctx) {
   torch::jit::WithInsertPoint before(m.loop);
   Value *holds = emitGuard(graph, m);
@@ -229,22 +260,32 @@ void rewrite(Graph &graph, const ClassLoop &m, PassContext &ctx) {
   guard->i_(guardAttr(), 1);
   torch::jit::Block *fast = guard->addBlock();
   torch::jit::Block *fallback = guard->addBlock();
+  // Both blocks make a new mask, which keep_mask's later uses read: never
+  // written in place, it stays a value the bound pass can pad.
+  Value *marked = guard->addOutput()->setType(m.keepMask->type());
+  for (const torch::jit::Use &use : std::vector<torch::jit::Use>(
+           m.keepMask->uses().begin(), m.keepMask->uses().end()))
+    if (guard->isBefore(use.user) && !isInside(use.user, m.loop))
+      use.user->replaceInput(use.offset, marked);
   {
     torch::jit::WithInsertPoint in(fast);
-    // The runtime's kernel takes classes too; its padded indices name each
-    // kept row once.
-    auto [indices, count] = unpackPair(
-        graph, emit(graph, kNmsKernel,
-                    {m.boxes, m.scores, m.threshold,
-                     graph.insertConstant(c10::IValue()), m.idxs},
-                    m.loop));
-    Value *kept = insertForm(graph, "index_mask", {indices, count}, m.loop)[0];
+    Value *kept = emit(graph, kNmsMaskKernel,
+                       {m.boxes, m.scores, m.threshold,
+                        graph.insertConstant(c10::IValue()), m.idxs},
+                       m.loop);
     // The stored constant as a Scalar: the loop's torch.tensor(fill,
     // device=...) is a host-to-device copy (which waits for the stream) and
-    // masked_fill_ with a tensor value reads it back (value.item()). The
+    // masked_fill with a tensor value reads it back (value.item()). The
     // match takes only fills every dtype holds exactly (bool, 0, 1), so the
     // Scalar's conversion cannot raise where the tensor's would not.
-    emit(graph, "aten::masked_fill_", {m.keepMask, kept, m.fill}, m.store);
+    fast->registerOutput(
+        emit(graph, "aten::masked_fill", {m.keepMask, kept, m.fill}, m.store));
+  }
+  {
+    torch::jit::WithInsertPoint in(fallback);
+    Value *copy = emit(graph, "aten::clone", {m.keepMask}, m.store);
+    m.store->replaceInput(0, copy);
+    fallback->registerOutput(copy);
   }
   for (Node *sync : m.syncs)
     ctx.rewrote(sync, kRule);
@@ -272,7 +313,7 @@ bool batchedNms(std::shared_ptr<Graph> &graph, PassContext &ctx) {
   }
   if (loops.empty())
     return false;
-  if (!ctx.options.runtimeOps || !opRegistered(kNmsKernel)) {
+  if (!ctx.options.runtimeOps || !opRegistered(kNmsMaskKernel)) {
     // torchvision takes this loop only above 1,000 boxes (CPU) or 5,000
     // (CUDA). There the TorchScript form (nms_kept_mask: a greedy walk of
     // N sequential steps) costs far more than the loop's syncs: 17x at
@@ -294,6 +335,10 @@ bool batchedNms(std::shared_ptr<Graph> &graph, PassContext &ctx) {
       ctx.declined(nms, kRule,
                    "the mask it writes may share memory with its boxes, "
                    "scores or classes");
+      continue;
+    }
+    if (std::string why = whyNotOutOfPlace(m); !why.empty()) {
+      ctx.declined(nms, kRule, why);
       continue;
     }
     rewrite(*graph, m, ctx);

@@ -18,19 +18,25 @@ namespace staticify {
 /// keep_mask the rows that one greedy NMS keeps when only boxes of one class
 /// suppress each other, so with --runtime-ops it becomes
 ///
-///   keep_mask.masked_fill_(index_mask(nms_padded(boxes, scores, t,
-///                                                None, idxs)), True)
+///   marked = keep_mask.masked_fill(nms_kept_mask(boxes, scores, t, None,
+///                                                idxs), True)
 ///
-/// (the runtime's kernel staticify::nms_padded with its classes, then the
-/// form index_mask: static, no sync), behind a guard (guardAttr()) on what the host knows: idxs, scores and
-/// keep_mask are vectors of boxes' rows, boxes have 4 columns and one dtype
-/// with the scores, idxs are not floating point (a NaN class matches no
-/// row), all on one device. When the guard fails, the original loop runs.
+/// (the runtime's kernel staticify::nms_kept_mask with its classes: static,
+/// no sync), behind a guard (guardAttr()) on what the host knows: idxs,
+/// scores and keep_mask are vectors of boxes' rows, boxes have 4 columns and
+/// one dtype with the scores, idxs are not floating point (a NaN class
+/// matches no row), all on one device. When the guard fails, the original
+/// loop runs on a copy of keep_mask. Either way the mask is a new value,
+/// which keep_mask's uses after the loop read: a mask never written in
+/// place is one the bound pass can pad (batched_nms's strategy test on
+/// bounded boxes runs both strategies on the device).
 ///
 /// Preconditions: the loop runs over the rows of `_unique2(idxs)` (only the
 /// loop uses it), its body is exactly the four statements above (nothing
 /// else is read or written), the value stored is a constant made with
-/// keep_mask's dtype, and keep_mask does not alias boxes, scores or idxs.
+/// keep_mask's dtype, keep_mask is made fresh (zeros_like) and read only for
+/// its metadata before the loop, and it does not alias boxes, scores or
+/// idxs.
 /// Without the kernel the loop is kept and reported: torchvision takes it
 /// above 1,000 boxes (CPU) or 5,000 (CUDA), where the TorchScript form
 /// nms_kept_mask (a greedy walk of N sequential steps) is many times slower

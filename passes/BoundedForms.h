@@ -19,6 +19,9 @@ namespace staticify {
 /// The runtime library's kernel for the `nms` form (runtime/Nms.cpp),
 /// which bound emits instead with --runtime-ops once the library is loaded.
 inline constexpr const char *kNmsKernel = "staticify::nms_padded";
+/// The same walk as a mask of the rows it keeps (runtime/Nms.cpp): the
+/// batched-nms pass's replacement for batched_nms's per-class loop.
+inline constexpr const char *kNmsMaskKernel = "staticify::nms_kept_mask";
 
 /// Names of every form in bounded_forms.py.
 std::vector<std::string> boundedFormNames();

@@ -47,8 +47,9 @@ const std::vector<OpInfo> kTable = {
     {"aten::_index_put_impl_", nullptr, R::DynamicShapeRoot, kNoTraits, D::Unknown, I::NotApplicable, nullptr, kMaskStore, RootShape::MaskStore},
     {"torchvision::nms", nullptr, R::DynamicShapeRoot, kNoTraits, D::Long, I::NotApplicable, nullptr, "keeps a data-dependent number of boxes"},
 
-    // The runtime library's kernels (runtime/): static shapes, int64 results.
+    // The runtime library's kernels (runtime/): static shapes.
     {"staticify::nms_padded", nullptr, R::Other, kNoTraits, D::Long},
+    {"staticify::nms_kept_mask", nullptr, R::Other, kNoTraits, D::Bool},
     {"staticify::compact", nullptr, R::Other, kNoTraits, D::Long},
 
     // Host-device synchronizations: a tensor value read on the host.

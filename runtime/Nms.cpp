@@ -18,9 +18,17 @@
 // threshold within one rounding of an IoU it can decide otherwise than the
 // CPU and than the form (test/e2e/test_nms.py counts such cases).
 //
+// `torch.ops.staticify.nms_kept_mask(boxes, scores, iou_threshold,
+// count=None, classes=None) -> Tensor`: the same walk as a [N] bool mask of
+// the rows it keeps, in the input's order (false from row count on): what
+// batched_nms's per-class loop marks in its keep_mask, and the batched-nms
+// pass's replacement for that loop. A mask needs no compaction, and rows
+// beyond a count stay false, so the mask of padded rows is the padded mask.
+//
 // On CUDA nothing is read back to the host: a bitmask kernel, then the greedy
 // walk in one block on the device (runtime/kernels/nms.cu), then the
-// compaction kernel. torchvision copies the bitmask to the host instead.
+// compaction kernel (for the mask, a scatter by the walk order).
+// torchvision copies the bitmask to the host instead.
 //
 //===----------------------------------------------------------------------===//
 
@@ -148,28 +156,54 @@ int64_t walkCpu(const Tensor &sorted, const int64_t *cls, int64_t limit,
   return kept;
 }
 
+/// The greedy walk on the CPU: the kept walk positions, padded with
+/// position 0, and how many there are.
+struct Walk {
+  Sorted s;
+  Tensor positions;
+  int64_t total = 0;
+};
+
+Walk walkOnCpu(const Tensor &boxes, const Tensor &scores, double threshold,
+               const c10::optional<Tensor> &count,
+               const c10::optional<Tensor> &classes) {
+  Walk w;
+  w.s = sortInputs(boxes, scores, count, classes);
+  int64_t n = boxes.size(0);
+  int64_t limit = count ? std::clamp<int64_t>(count->item<int64_t>(), 0, n) : n;
+  w.positions = at::zeros({n}, w.s.order.options());
+  AT_DISPATCH_FLOATING_TYPES(boxes.scalar_type(), "nms_padded", [&] {
+    w.total = walkCpu<scalar_t>(w.s.boxes, classesOf(w.s), limit, threshold,
+                                w.positions.data_ptr<int64_t>());
+  });
+  return w;
+}
+
 std::tuple<Tensor, Tensor> nmsPaddedCpu(const Tensor &boxes,
                                         const Tensor &scores, double threshold,
                                         const c10::optional<Tensor> &count,
                                         const c10::optional<Tensor> &classes) {
-  Sorted s = sortInputs(boxes, scores, count, classes);
-  int64_t n = boxes.size(0);
-  int64_t limit = count ? std::clamp<int64_t>(count->item<int64_t>(), 0, n) : n;
-  Tensor positions = at::zeros({n}, s.order.options());
-  int64_t total = 0;
-  AT_DISPATCH_FLOATING_TYPES(boxes.scalar_type(), "nms_padded", [&] {
-    total = walkCpu<scalar_t>(s.boxes, classesOf(s), limit, threshold,
-                              positions.data_ptr<int64_t>());
-  });
-  return indicesOf(s, positions, at::scalar_tensor(total, s.order.options()));
+  Walk w = walkOnCpu(boxes, scores, threshold, count, classes);
+  return indicesOf(w.s, w.positions,
+                   at::scalar_tensor(w.total, w.s.order.options()));
+}
+
+Tensor nmsKeptMaskCpu(const Tensor &boxes, const Tensor &scores,
+                      double threshold, const c10::optional<Tensor> &count,
+                      const c10::optional<Tensor> &classes) {
+  Walk w = walkOnCpu(boxes, scores, threshold, count, classes);
+  Tensor rows = w.s.order.index_select(0, w.positions.narrow(0, 0, w.total));
+  return at::zeros({boxes.size(0)}, boxes.options().dtype(at::kBool))
+      .index_fill_(0, rows, true);
 }
 
 #ifdef STATICIFY_WITH_CUDA
-std::tuple<Tensor, Tensor> nmsPaddedCuda(const Tensor &boxes,
-                                         const Tensor &scores, double threshold,
-                                         const c10::optional<Tensor> &count,
-                                         const c10::optional<Tensor> &classes) {
-  c10::cuda::CUDAGuard device(boxes.device());
+/// The greedy walk on the device: which walk positions it keeps ([N] bool;
+/// none from position count on).
+std::pair<Sorted, Tensor> walkOnCuda(const Tensor &boxes, const Tensor &scores,
+                                     double threshold,
+                                     const c10::optional<Tensor> &count,
+                                     const c10::optional<Tensor> &classes) {
   int64_t n = boxes.size(0);
   TORCH_CHECK(cuda::nmsMaskWords(n) <= 65535,
               "staticify::nms_padded takes at most ", 65535 * 64,
@@ -192,8 +226,26 @@ std::tuple<Tensor, Tensor> nmsPaddedCuda(const Tensor &boxes,
       count ? count->data_ptr<int64_t>() : nullptr, keep.data_ptr<bool>(),
       reinterpret_cast<uint64_t *>(scratch.data_ptr<int64_t>()), stream);
   C10_CUDA_KERNEL_LAUNCH_CHECK();
+  return {std::move(s), keep};
+}
+
+std::tuple<Tensor, Tensor> nmsPaddedCuda(const Tensor &boxes,
+                                         const Tensor &scores, double threshold,
+                                         const c10::optional<Tensor> &count,
+                                         const c10::optional<Tensor> &classes) {
+  c10::cuda::CUDAGuard device(boxes.device());
+  auto [s, keep] = walkOnCuda(boxes, scores, threshold, count, classes);
   auto [positions, total] = compactCuda(keep); // the count stays on the device
   return indicesOf(s, positions, total);
+}
+
+Tensor nmsKeptMaskCuda(const Tensor &boxes, const Tensor &scores,
+                       double threshold, const c10::optional<Tensor> &count,
+                       const c10::optional<Tensor> &classes) {
+  c10::cuda::CUDAGuard device(boxes.device());
+  auto [s, keep] = walkOnCuda(boxes, scores, threshold, count, classes);
+  // The walk order is a permutation: each row is written once.
+  return at::zeros_like(keep).scatter_(0, s.order, keep);
 }
 #endif
 
@@ -204,14 +256,18 @@ TORCH_LIBRARY_FRAGMENT(staticify, m) {
   m.def("nms_padded(Tensor boxes, Tensor scores, float iou_threshold, "
         "Tensor? count=None, Tensor? classes=None) -> (Tensor indices, "
         "Tensor count)");
+  m.def("nms_kept_mask(Tensor boxes, Tensor scores, float iou_threshold, "
+        "Tensor? count=None, Tensor? classes=None) -> Tensor");
 }
 
 TORCH_LIBRARY_IMPL(staticify, CPU, m) {
   m.impl("nms_padded", &staticify::nmsPaddedCpu);
+  m.impl("nms_kept_mask", &staticify::nmsKeptMaskCpu);
 }
 
 #ifdef STATICIFY_WITH_CUDA
 TORCH_LIBRARY_IMPL(staticify, CUDA, m) {
   m.impl("nms_padded", &staticify::nmsPaddedCuda);
+  m.impl("nms_kept_mask", &staticify::nmsKeptMaskCuda);
 }
 #endif

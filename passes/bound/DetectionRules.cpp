@@ -5,6 +5,10 @@
 //   boxes and scores of one count        static trip count), or with
 //                                        --runtime-ops the runtime's kernel
 //                                        staticify::nms_padded
+//   staticify::nms_padded or            -> the kernel with their count:
+//   nms_kept_mask(boxes, scores, t, None,  indices or mask bounded by that
+//   classes) of bounded boxes, scores and  count (batched_nms's per-class
+//   classes of one count                   loop, as batched-nms left it)
 //
 // Left alone: boxes and scores of different selections, a threshold read
 // from data, selected rows inside a loop of data-dependent trips (each
@@ -45,22 +49,15 @@ Loops enclosingLoops(const Node *node, RuleContext &rc) {
   return loops;
 }
 
-RuleResult nms(Node *node, RuleContext &rc) {
-  if (node->inputs().size() != 3)
-    return RuleResult::notApplicable();
-  Value *boxes = node->input(0), *scores = node->input(1);
-  Value *threshold = node->input(2);
-  if (rc.rep(threshold))
-    return RuleResult::declined("its IoU threshold is read from data");
-  Rep *b = rc.rep(boxes), *s = rc.rep(scores);
-  if ((b && b->kind != Rep::Kind::Bounded) ||
-      (s && s->kind != Rep::Kind::Bounded))
-    return RuleResult::declined();
+/// Why NMS of \p node's boxes and scores (bounded \p b and \p s, or both
+/// null) cannot run on their padded rows; empty where it can.
+std::string whyNotOnPaddedRows(Node *node, Rep *b, Rep *s, RuleContext &rc) {
+  if (rc.rep(node->input(2)))
+    return "its IoU threshold is read from data";
   if (b || s) {
     // Row i of the boxes must be row i of the scores: one count.
     if (!b || !s || !rc.sameCount(b->count, s->count))
-      return RuleResult::declined(
-          "its boxes and scores are not rows of one selection");
+      return "its boxes and scores are not rows of one selection";
     // Padded rows are as many as the bound, not the count: in a loop of
     // data-dependent trips (the per-class loop of batched_nms, whose bound
     // is every class's boxes) the walk would cost the bound squared per
@@ -69,14 +66,26 @@ RuleResult nms(Node *node, RuleContext &rc) {
     // form's N-step walk per image made Faster R-CNN 17x slower.
     Loops loops = enclosingLoops(node, rc);
     if (loops.dataTrips)
-      return RuleResult::declined(
-          "inside a loop of data-dependent trips, NMS over padded rows "
-          "would cost the padded size squared per iteration");
+      return "inside a loop of data-dependent trips, NMS over padded rows "
+             "would cost the padded size squared per iteration";
     if (loops.any && !(rc.ctx.options.runtimeOps && opRegistered(kNmsKernel)))
-      return RuleResult::declined(
-          "inside a loop, the TorchScript form walks every padded row per "
-          "iteration (--runtime-ops uses the kernel)");
+      return "inside a loop, the TorchScript form walks every padded row per "
+             "iteration (--runtime-ops uses the kernel)";
   }
+  return "";
+}
+
+RuleResult nms(Node *node, RuleContext &rc) {
+  if (node->inputs().size() != 3)
+    return RuleResult::notApplicable();
+  Value *boxes = node->input(0), *scores = node->input(1);
+  Value *threshold = node->input(2);
+  Rep *b = rc.rep(boxes), *s = rc.rep(scores);
+  if ((b && b->kind != Rep::Kind::Bounded) ||
+      (s && s->kind != Rep::Kind::Bounded))
+    return RuleResult::declined();
+  if (std::string why = whyNotOnPaddedRows(node, b, s, rc); !why.empty())
+    return RuleResult::declined(why);
   Value *count = b ? b->count : rc.none();
   if (b) {
     boxes = b->value;
@@ -98,12 +107,52 @@ RuleResult nms(Node *node, RuleContext &rc) {
   return RuleResult::applied();
 }
 
+/// The runtime's kernels as the batched-nms pass emits them for
+/// batched_nms's per-class loop (no count, classes given), on bounded boxes,
+/// scores and classes of one count: the kernel takes the count. Rows from
+/// the count on take no part, so the first count rows of the kept mask are
+/// the mask the original made, and the rest are false; nms_padded's indices
+/// are padded to the boxes' rows either way, with the first kept index (the
+/// best-scoring valid row) where nothing is kept, so the first count rows
+/// are again the original's. Either result is bounded by the boxes' count;
+/// the number nms_padded keeps is the kernel's, static.
+RuleResult nmsKernel(Node *node, RuleContext &rc) {
+  if (node->inputs().size() != 5 || !node->input(3)->mustBeNone())
+    return RuleResult::notApplicable();
+  Rep *b = rc.bounded(node->input(0)), *s = rc.bounded(node->input(1));
+  Value *classes = node->input(4);
+  Rep *c = rc.bounded(classes);
+  if (!b || !s || (rc.rep(classes) && !c) ||
+      (!c && !classes->mustBeNone()))
+    return RuleResult::declined();
+  if (std::string why = whyNotOnPaddedRows(node, b, s, rc); !why.empty())
+    return RuleResult::declined(why);
+  if (c && !rc.sameCount(c->count, b->count))
+    return RuleResult::declined(
+        "its classes are not rows of its boxes' selection");
+  Node *onPadded = rc.graph.insertNode(rc.graph.create(
+      node->kind(),
+      {b->value, s->value, node->input(2), b->count, c ? c->value : classes},
+      node->outputs().size()));
+  onPadded->setSourceRange(node->sourceRange());
+  for (size_t i = 0; i < node->outputs().size(); ++i)
+    onPadded->output(i)->setType(node->output(i)->type());
+  bool isIndex = node->kind() == c10::Symbol::fromQualString(kNmsKernel);
+  rc.setBounded(node->output(0), onPadded->output(0), b->count, isIndex,
+                /*is1D=*/true);
+  if (isIndex)
+    rc.replaceStatic(node->output(1), onPadded->output(1));
+  return RuleResult::applied();
+}
+
 } // namespace
 
 void addDetectionRules(std::vector<BoundRule> &rules) {
   using On = BoundRule::On;
   rules.push_back({"nms", On::Root, ops({"torchvision::nms"}), nms});
   rules.push_back({"nms-of-selection", On::Use, ops({"torchvision::nms"}), nms});
+  rules.push_back({"nms-kernel-of-selection", On::Use,
+                   ops({kNmsKernel, kNmsMaskKernel}), nmsKernel});
 }
 
 } // namespace staticify::bound

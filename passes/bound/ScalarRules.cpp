@@ -132,39 +132,83 @@ RuleResult reshapeLike(Node *node, RuleContext &rc) {
   return RuleResult::applied();
 }
 
-/// `x.size() == y.size()` (or `!=`) of bounded x and y with one count: the
-/// functional losses' check that target and input agree, on two selections
-/// by one mask. Their rows agree, so the lists are equal where the trailing
-/// sizes are, and those are the padded tensors' (no sync). Applies when
-/// every use of the size list is such a comparison, or a reshape to it
-/// (reshapeLike); one whose result is already replaced (its partner's list
-/// came first) is left to be erased.
-RuleResult sizeListCompared(Node *node, const Rep &r, RuleContext &rc) {
-  std::vector<std::pair<Node *, Value *>> compares; // comparison, y padded
-  for (const torch::jit::Use &use : node->output()->uses()) {
-    Node *cmp = use.user;
-    if (use.offset == 1 && reshapesLike(cmp, r, rc))
-      continue; // the reshape's own rule (reshapeLike)
-    if (!is(cmp, "aten::eq") && !is(cmp, "aten::ne"))
-      return RuleResult::declined();
-    Node *other = cmp->input(1 - use.offset)->node();
-    Rep *y = other->inputs().size() == 1 && is(other, "aten::size")
-                 ? rc.bounded(other->input(0))
-                 : nullptr;
-    if (!y || !rc.sameCount(r.count, y->count))
-      return RuleResult::declined();
-    if (cmp->output()->hasUses())
-      compares.emplace_back(cmp, y->value);
+/// A size list whose rows are those of a bounded value, with host sizes
+/// after it: `y.size()`, or `y.size() + [4]` (the checks batched_nms's
+/// rewrite makes of boxes against classes).
+struct RowSizes {
+  const Rep *of = nullptr;
+  Value *extra = nullptr; // the host list after the sizes, or null
+};
+
+std::optional<RowSizes> rowSizes(Value *list, RuleContext &rc) {
+  Node *node = list->node();
+  Value *extra = nullptr;
+  if (is(node, "aten::add") && node->inputs().size() == 2 &&
+      !rc.rep(node->input(1))) {
+    extra = node->input(1);
+    node = node->input(0)->node();
   }
-  auto trailing = [&](Value *padded) {
-    Value *sizes = emit(rc.graph, "aten::size", {padded}, node);
-    return emit(rc.graph, "aten::slice", {sizes, 1, rc.none(), 1}, node);
+  Rep *of = node->inputs().size() == 1 && is(node, "aten::size")
+                ? rc.bounded(node->input(0))
+                : nullptr;
+  if (!of)
+    return std::nullopt;
+  return RowSizes{of, extra};
+}
+
+/// `x.size() == y.size()` (or `!=`) of bounded x and y with one count,
+/// either side followed by host sizes (`x.size() == y.size() + [4]`): the
+/// functional losses' check that target and input agree, on two selections
+/// by one mask, or batched_nms's rewrite's that boxes have 4 columns per
+/// class. Their rows agree, so the lists are equal where the rest are: the
+/// padded tensors' trailing sizes, then the host sizes (no sync). Applies
+/// when every use of the size list is such a comparison, or a reshape to
+/// it (reshapeLike); one whose result is already replaced (its partner's
+/// list came first) is left to be erased.
+RuleResult sizeListCompared(Node *node, const Rep &r, RuleContext &rc) {
+  struct Compare {
+    Node *cmp;
+    RowSizes mine, theirs;
   };
-  for (auto [cmp, other] : compares) {
-    Value *mine = trailing(r.value), *theirs = trailing(other);
-    rc.replaceStatic(cmp->output(),
-                     emit(rc.graph, cmp->kind().toQualString(),
-                          {mine, theirs}, node));
+  std::vector<Compare> compares;
+  // A comparison \p use of this list as \p mine with another's.
+  auto compare = [&](const torch::jit::Use &use, const RowSizes &mine) {
+    Node *cmp = use.user;
+    if (!is(cmp, "aten::eq") && !is(cmp, "aten::ne"))
+      return false;
+    std::optional<RowSizes> theirs = rowSizes(cmp->input(1 - use.offset), rc);
+    if (!theirs || !rc.sameCount(r.count, theirs->of->count))
+      return false;
+    compares.push_back({cmp, mine, *theirs});
+    return true;
+  };
+  for (const torch::jit::Use &use : node->output()->uses()) {
+    Node *user = use.user;
+    if (use.offset == 1 && reshapesLike(user, r, rc))
+      continue; // the reshape's own rule (reshapeLike)
+    if (use.offset == 0 && is(user, "aten::add") &&
+        !rc.rep(user->input(1))) {
+      for (const torch::jit::Use &sum : user->output()->uses())
+        if (!compare(sum, RowSizes{&r, user->input(1)}))
+          return RuleResult::declined();
+    } else if (!compare(use, RowSizes{&r, nullptr})) {
+      return RuleResult::declined();
+    }
+  }
+  auto trailing = [&](const RowSizes &sizes) {
+    Value *all = emit(rc.graph, "aten::size", {sizes.of->value}, node);
+    Value *rest = emit(rc.graph, "aten::slice", {all, 1, rc.none(), 1}, node);
+    return sizes.extra ? emit(rc.graph, "aten::add", {rest, sizes.extra}, node)
+                       : rest;
+  };
+  for (const Compare &c : compares) {
+    if (!c.cmp->output()->hasUses())
+      continue; // replaced already: its other list came first
+    // At the comparison, where both lists and their host sizes are made.
+    torch::jit::WithInsertPoint at(c.cmp);
+    rc.replaceStatic(c.cmp->output(),
+                     emit(rc.graph, c.cmp->kind().toQualString(),
+                          {trailing(c.mine), trailing(c.theirs)}, node));
   }
   return RuleResult::applied();
 }

@@ -1,6 +1,7 @@
 """Padded NMS: the bounded form `nms` (passes/forms/bounded_forms.py) and the
 runtime's kernel `staticify::nms_padded` (runtime/Nms.cpp, CPU here, CUDA on
-the GPU machine) against torchvision's own NMS, on 2,000 random cases per
+the GPU machine), and its mask form `staticify::nms_kept_mask`, against
+torchvision's own NMS, on 2,000 random cases per
 device: sizes 0 to 5,000, heavy overlap, identical boxes, tied scores,
 zero-area boxes, float and double, and thresholds exactly at an IoU that
 occurs in the case.
@@ -127,11 +128,22 @@ def test_nms_form_and_kernel_equal_torchvision(ops, device):
               *forms.nms(boxes, scores, t, None, None),
               torchvision.ops.nms(boxes, scores, t),
               torchvision.ops.nms(cpu[0], cpu[1], tf))
+        def check_mask(*args, **kwargs):
+            # nms_kept_mask: the rows nms_padded keeps, as a mask in the
+            # input's order (the batched-nms pass's kernel).
+            got, count = staticify.nms_padded(*args, **kwargs)
+            want = torch.zeros(boxes.size(0), dtype=torch.bool, device=device)
+            want[got[:int(count)]] = True
+            mask = staticify.nms_kept_mask(*args, **kwargs)
+            assert mask.dtype == torch.bool and mask.device == boxes.device, where
+            assert torch.equal(mask, want), where
+
         if case % 4 == 0:  # batched, per class
             check(*staticify.nms_padded(boxes, scores, t, classes=classes),
                   *forms.nms(boxes, scores, t, None, classes),
                   by_class(boxes, scores, classes, t),
                   by_class(*cpu, tf))
+            check_mask(boxes, scores, t, classes=classes)
         if case % 4 == 1 and boxes.size(0):  # bounded: rows past count are padding
             live = int(torch.randint(0, boxes.size(0) + 1, (), generator=gen))
             count_in = torch.tensor(live, device=device)
@@ -141,6 +153,7 @@ def test_nms_form_and_kernel_equal_torchvision(ops, device):
                   *forms.nms(boxes, padded, t, count_in, None),
                   torchvision.ops.nms(boxes[:live], scores[:live], t),
                   torchvision.ops.nms(cpu[0][:live], cpu[1][:live], tf))
+            check_mask(boxes, padded, t, count_in, classes)
         sizes = max(sizes, boxes.size(0))
         edges += edge
     assert sizes == 5000 and edges >= 500  # the generator covers what it claims
@@ -344,7 +357,7 @@ def test_batched_nms_per_class_loop_equals_the_original(staticify, save, tmp_pat
         assert after < before
         assert method["after"]["fallback_sync_points"] > 0  # the loop, as the fallback
         graph = str(torch.jit.load(str(out)).forward.graph)
-        assert "staticify::nms_padded" in graph
+        assert "staticify::nms_kept_mask" in graph
         if isinstance(module, BatchedNms):
             # Both strategies' kept indices leave their ifs padded, with a
             # count: one read where they are returned, none with

@@ -63,6 +63,42 @@ void RuleContext::setRep(Value *v, Rep r) {
     repOrder.push_back(v);
 }
 
+void RuleContext::rename(Value *from, Value *to) {
+  auto swap = [&](Value *&v) {
+    if (v == from)
+      v = to;
+  };
+  for (auto &[v, r] : reps) {
+    for (Value **field : {&r.value, &r.count, &r.bound, &r.whereCond,
+                          &r.drawOf, &r.drawTop})
+      swap(*field);
+    swap(r.range.hi);
+  }
+  for (auto &[mask, first] : selectionCounts) {
+    swap(first.first);
+    swap(first.second);
+  }
+  std::unordered_map<const Value *, Value *> equal;
+  for (auto [count, same] : equalCounts) {
+    swap(same);
+    equal[count == from ? to : count] = same;
+  }
+  equalCounts = std::move(equal);
+  std::map<std::vector<const Value *>, Value *> cats;
+  for (const auto &[key, made] : appendedCatCounts) {
+    std::vector<const Value *> parts = key;
+    for (const Value *&part : parts)
+      if (part == from)
+        part = to;
+    Value *count = made;
+    swap(count);
+    cats.emplace(std::move(parts), count);
+  }
+  appendedCatCounts = std::move(cats);
+  for (auto &[list, count] : whereCounts)
+    swap(count);
+}
+
 Rep &RuleContext::setBounded(Value *v, Value *padded, Value *count,
                              bool isIndex, bool is1D) {
   Rep r(Rep::Kind::Bounded);

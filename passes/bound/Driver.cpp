@@ -11,6 +11,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "passes/Bounded.h"
+#include "passes/BoundedForms.h"
 
 #include "passes/GraphCheckpoint.h"
 #include "passes/GraphUtils.h"
@@ -20,6 +21,7 @@
 #include "passes/RewritePolicy.h"
 #include "passes/Selection.h"
 #include "passes/bound/Rules.h"
+#include "passes/bound/Trials.h"
 
 #include <torch/csrc/jit/passes/constant_propagation.h>
 
@@ -76,16 +78,25 @@ public:
          const Aliases &aliases,
          const std::unordered_set<const Node *> *roots = nullptr,
          const Node *cutoff = nullptr, bool boundGuards = true,
-         bool paddedDicts = true)
+         bool paddedDicts = true, bool bothBranches = true,
+         std::pair<Node *, std::string> notBoth = {})
       : graph(graph), ctx(ctx), rc(graph, ctx, analysis, aliases),
-        roots(roots), cutoff(cutoff) {
+        roots(roots), cutoff(cutoff), bothWhy(std::move(notBoth)) {
     rc.boundGuards = boundGuards;
     rc.paddedDicts = paddedDicts;
+    rc.bothBranches = bothBranches;
   }
 
   /// Whether the run was refused for a padded dict whose later writes the
   /// rules did not all follow: try again without padded dicts.
-  bool vetoedPaddedDicts() const { return vetoed; }
+  bool vetoedPaddedDicts() const { return vetoed && !vetoedBoth; }
+
+  /// Whether the run was refused for both branches of an if that turned
+  /// out unsafe to run unconditionally: try again without.
+  bool vetoedBothBranches() const { return vetoedBoth; }
+  /// The if that vetoed the run (vetoedBothBranches) and why: a node of the
+  /// graph as it was, which the restore keeps.
+  const std::pair<Node *, std::string> &whyNotBoth() const { return bothWhy; }
 
   /// The first node, in program order, whose use of a rewritten value
   /// materialized mid-computation: where a second trial may stop.
@@ -102,7 +113,7 @@ public:
     runBlock(graph.block());
     // A later write of a padded dict entry that no rule followed would
     // leave the entry's count stale (ContainerRules.cpp).
-    vetoed = !rc.pendingStores.empty();
+    vetoed = !rc.pendingStores.empty() || vetoedBoth;
     if (!changed || vetoed)
       return false;
     materializeRest();
@@ -137,6 +148,10 @@ private:
   const Node *firstMid = nullptr;
   bool changed = false;
   bool vetoed = false;
+  bool vetoedBoth = false;
+  /// The if whose branches could not both run, and why: this run's, or
+  /// (given) the trial's before it, for the report.
+  std::pair<Node *, std::string> bothWhy;
   std::vector<Node *> writers;
   std::vector<Node *> joined; // ifs joinBranches gave results
   /// The rules asked about each op, per BoundRule::On.
@@ -175,13 +190,18 @@ private:
     if (node->kind() == c10::prim::If && rc.rep(node->input(0))) {
       if (convertIf(node))
         return;
+      if (selectBothBranches(node))
+        return;
       if (Node *guard = guardIfByBound(node, rc)) {
         changed = true;
         visit(guard);
         // After the visit, which joins the guard's results (a rewrite).
-        ctx.declined(guard, kRule,
-                     "the test is decided by the bound of the size where it "
-                     "can be; the original if, with its read, where not");
+        std::string why = "the test is decided by the bound of the size where "
+                          "it can be; the original if, with its read, where "
+                          "not";
+        if (bothWhy.first == node) // an earlier trial's
+          why += " (" + bothWhy.second + ")";
+        ctx.declined(guard, kRule, why);
         return;
       }
     }
@@ -321,6 +341,100 @@ private:
     return true;
   }
 
+  /// `prim::If` on a lifted bool whose branches the rules make bounded
+  /// (BothBranches.cpp): both branches run, hoisted; each result is the
+  /// device's pick of the two, padded rows made as many and counts picked
+  /// alike. What follows a guard in the hoisted code runs in its fast
+  /// block, and each guard's fallback is a copy of the original if.
+  bool selectBothBranches(Node *node) {
+    Rep *cond = rc.lifted(node->input(0));
+    if (!rc.bothBranches || !cond ||
+        cond->value->type()->kind() != c10::TypeKind::TensorType ||
+        matchEmptyEarlyReturn(node, rc)) // selectEmptyBranch's, cheaper
+      return false;
+    std::string why = whyNotBothBranches(node, rc);
+    if (!why.empty()) {
+      if (why != "-") {
+        bothWhy = {node, "both branches cannot run: " + why};
+        ctx.declined(node, kRule, bothWhy.second);
+      }
+      return false;
+    }
+    std::unordered_set<const Node *> originals;
+    std::vector<Node *> hoisted;
+    for (Block *b : node->blocks())
+      for (Node *n : collectNodes(b)) {
+        originals.insert(n);
+        if (n->owningBlock() == b)
+          hoisted.push_back(n);
+      }
+    // The original if, for the guards' fallbacks: a copy made before the
+    // walk, inserted once a guard takes it.
+    Node *original = graph.createClone(node, [](Value *v) { return v; });
+    Node *start = node->prev();
+    hoistBranches(node);
+    for (Node *n : hoisted)
+      visit(n);
+    why = whyNotSafeUnconditionally(start->next(), node, originals, rc);
+    for (size_t i = 0; why.empty() && i < node->outputs().size(); ++i)
+      if (!canPick(node->blocks()[0]->outputs()[i],
+                   node->blocks()[1]->outputs()[i], rc))
+        why = "a result is not, in both, bounded rows or a static tensor of "
+              "one known rank";
+    if (!why.empty()) {
+      // The trial is run again without; the reason outlives it.
+      bothWhy = {node, "both branches cannot run: " + why};
+      original->destroy();
+      vetoedBoth = true;
+      return true;
+    }
+    std::vector<Node *> guards;
+    std::unordered_map<Value *, Value *> renamed;
+    nestAfterGuards(start->next(), node, guards, renamed, rc);
+    std::vector<std::pair<Value *, Value *>> outs;
+    for (size_t i = 0; i < node->outputs().size(); ++i) {
+      auto name = [&](Value *v) {
+        auto it = renamed.find(v);
+        return it == renamed.end() ? v : it->second;
+      };
+      outs.emplace_back(name(node->blocks()[0]->outputs()[i]),
+                        name(node->blocks()[1]->outputs()[i]));
+    }
+    for (Block *b : node->blocks())
+      while (!b->outputs().empty())
+        b->eraseOutput(b->outputs().size() - 1);
+    // The picks, where the innermost guard's static code ends.
+    std::vector<Picked> results;
+    {
+      torch::jit::WithInsertPoint at(
+          guards.empty() ? node : guards.back()->blocks()[0]->return_node());
+      for (auto [a, b] : outs)
+        results.push_back(pick(cond->value, a, b, node, rc));
+    }
+    returnPicks(guards, original, results, node, rc);
+    if (guards.empty())
+      original->destroy();
+    // The if's results are the picks: bounded by padded rows and a count,
+    // or static. The if, now empty, stays as their definition (its results
+    // keep what the analysis knows of them), on a constant test.
+    {
+      torch::jit::WithInsertPoint at(node);
+      node->replaceInput(0, graph.insertConstant(true));
+    }
+    for (size_t i = 0; i < results.size(); ++i) {
+      const Picked &r = results[i];
+      for (Block *b : node->blocks())
+        b->registerOutput(r.padded);
+      if (r.count)
+        rc.setBounded(node->output(i), r.padded, r.count, r.isIndex, r.is1D);
+      else
+        rc.replaceStatic(node->output(i), r.padded);
+    }
+    ctx.rewrote(node, kRule);
+    changed = true;
+    return true;
+  }
+
   /// One branch's side of a bounded result of an `if`.
   struct BranchRows {
     Value *padded, *count;
@@ -352,7 +466,9 @@ private:
   void joinBranches(Node *node) {
     if (!writable(node))
       return;
-    for (size_t i = 0; i < node->outputs().size(); ++i) {
+    // The results it had: those added here are padded rows and counts.
+    const size_t results = node->outputs().size();
+    for (size_t i = 0; i < results; ++i) {
       Block *then = node->blocks()[0], *otherwise = node->blocks()[1];
       Value *a = then->outputs()[i], *b = otherwise->outputs()[i];
       if (!rc.bounded(a) && !rc.bounded(b))
@@ -568,57 +684,6 @@ private:
   }
 };
 
-/// Whether \p node is in \p dead or in a block of a node that is.
-bool isDead(const Node *node, const std::unordered_set<const Node *> &dead) {
-  for (; node; node = node->owningBlock()->owningNode())
-    if (dead.count(node))
-      return true;
-  return false;
-}
-
-/// The sync points of \p analysis on live nodes (not in \p dead).
-size_t liveSyncPoints(const AnalysisResult &analysis,
-                      const std::unordered_set<const Node *> &dead) {
-  size_t n = 0;
-  for (size_t i = 0; i < analysis.findings.size(); ++i)
-    n += analysis.findings[i].role == Role::Root &&
-         !isDead(analysis.findingNodes[i], dead);
-  return n;
-}
-
-/// What the syncs a rewrite introduced are, most frequent first: "uses
-/// with no bounded form materialize: 'torchvision::nms' 4, returned 2, ...".
-std::string materializationSummary(const AnalysisResult &analysis,
-                                   const PassContext &ctx,
-                                   const std::unordered_set<const Node *> &dead) {
-  std::map<std::string, size_t> count;
-  for (size_t i = 0; i < analysis.findings.size(); ++i) {
-    const Node *node = analysis.findingNodes[i];
-    if (analysis.findings[i].role != Role::Root || ctx.isTracked(node) ||
-        isDead(node, dead))
-      continue;
-    std::string why = ctx.reasonForNewNode(node);
-    size_t quote = why.find('\'');
-    size_t end = quote == std::string::npos ? quote : why.find('\'', quote + 1);
-    if (end != std::string::npos)
-      ++count[why.substr(quote, end - quote + 1)];
-    else if (why.find("returned") != std::string::npos)
-      ++count["returned"];
-    else if (!why.empty())
-      ++count["leaving a loop or an if"];
-  }
-  std::vector<std::pair<std::string, size_t>> sorted(count.begin(), count.end());
-  std::stable_sort(sorted.begin(), sorted.end(),
-                   [](const auto &a, const auto &b) { return a.second > b.second; });
-  std::string text = "uses with no bounded form materialize";
-  for (size_t k = 0; k < sorted.size() && k < 5; ++k)
-    text += (k ? ", " : ": ") + sorted[k].first + " " +
-            std::to_string(sorted[k].second);
-  if (sorted.size() > 5)
-    text += ", ...";
-  return text;
-}
-
 } // namespace
 } // namespace bound
 
@@ -646,32 +711,6 @@ bool boundKeyNames(const std::string &key, const Value *v) {
 
 namespace {
 
-/// The root findings of \p analysis grouped by the dynamic island of the
-/// graph's partition they are in, islands in program order.
-std::vector<std::vector<Node *>> rootsByIsland(Graph &graph,
-                                               const AnalysisResult &analysis) {
-  PartitionResult partition = partitionGraph(graph, analysis);
-  std::map<size_t, std::vector<Node *>> bySegment;
-  for (size_t i = 0; i < analysis.findings.size(); ++i) {
-    if (analysis.findings[i].role != Role::Root)
-      continue;
-    Node *node = const_cast<Node *>(analysis.findingNodes[i]);
-    std::optional<size_t> seg =
-        partition.segmentOf.find(topLevel(node, graph.block()));
-    bySegment[seg.value_or(SIZE_MAX)].push_back(node);
-  }
-  std::vector<std::vector<Node *>> islands;
-  for (auto &[segment, nodes] : bySegment)
-    islands.push_back(std::move(nodes));
-  return islands;
-}
-
-void declineAll(PassContext &ctx, const std::vector<Node *> &roots,
-                const std::string &why) {
-  for (const Node *node : roots)
-    ctx.declined(node, bound::kRule, why);
-}
-
 /// Each island's trial analyses and checkpoints the whole graph: islands
 /// times nodes above this and the graph is decided as a whole (one trial),
 /// not island by island. Torchvision's detectors (5k nodes, up to 40
@@ -695,7 +734,8 @@ bool boundShapes(std::shared_ptr<Graph> &graph, PassContext &ctx) {
   // with no bounded form leaves the others free. Past kIslandTrialNodes
   // the graph is one trial, as a whole (each costs an analysis).
   RewriteCost current = rewriteCost(analysis);
-  std::vector<std::vector<Node *>> islands = rootsByIsland(*graph, analysis);
+  std::vector<std::vector<Node *>> islands =
+      bound::rootsByIsland(*graph, analysis);
   if (islands.size() * analysis.numNodes > kIslandTrialNodes) {
     std::vector<Node *> all;
     for (const auto &island : islands)
@@ -729,19 +769,27 @@ bool boundShapes(std::shared_ptr<Graph> &graph, PassContext &ctx) {
     // policy refused them all, without: a guard's fallback may move where a
     // later trial stops (Faster R-CNN's RPN).
     bool boundGuards = true;
-    // Padded returned dicts, unless a trial's walk vetoed them.
+    // Padded returned dicts, and both branches of ifs on counts, unless a
+    // trial's walk vetoed them.
     bool paddedDicts = true;
+    bool bothBranches = true;
+    std::pair<Node *, std::string> vetoedIf; // the if that refused both
     for (size_t attempt = 0;; ++attempt) {
       size_t midSyncPoints = 0;
       driver.emplace(*graph, ctx, ctx.facts.analysis(graph),
                      ctx.facts.aliases(graph), filter, cutoff, boundGuards,
-                     paddedDicts);
-      if (!driver->run(midSyncPoints)) {
-        bool again = driver->vetoedPaddedDicts() && paddedDicts;
+                     paddedDicts, bothBranches, vetoedIf);
+      bool ran = driver->run(midSyncPoints);
+      if (!ran) {
+        bool withoutBoth = driver->vetoedBothBranches() && bothBranches;
+        if (withoutBoth)
+          vetoedIf = driver->whyNotBoth();
+        bool again =
+            withoutBoth || (driver->vetoedPaddedDicts() && paddedDicts);
         restore(); // what the rules recorded while declining goes too
         if (!again)
           break;
-        paddedDicts = false;
+        (withoutBoth ? bothBranches : paddedDicts) = false;
         attempt = size_t(-1);
         cutoff = nullptr;
         continue;
@@ -785,7 +833,7 @@ bool boundShapes(std::shared_ptr<Graph> &graph, PassContext &ctx) {
     }
     if (!accepted) {
       if (!why.empty())
-        declineAll(ctx, islands[k], why);
+        bound::declineAll(ctx, islands[k], why);
       continue;
     }
     // The roots past the cutoff are an island of their own, tried next on

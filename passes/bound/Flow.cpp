@@ -294,10 +294,6 @@ Node *guardIfByBound(Node *ifNode, RuleContext &rc) {
   return guard;
 }
 
-namespace {
-
-/// Whether \p v is made with no rows: `torch.empty((0,), ...)`,
-/// `x.new_zeros((0, 4))`... (a factory whose size list starts with 0).
 bool madeWithNoRows(const Value *v) {
   const Node *node = v->node();
   const OpInfo *op = opInfo(node);
@@ -310,6 +306,8 @@ bool madeWithNoRows(const Value *v) {
          std::all_of(sizes->begin(), sizes->end(),
                      [](int64_t d) { return d >= 0; });
 }
+
+namespace {
 
 /// Whether \p block only makes tensors of no rows (and the constants,
 /// size lists and devices they take): it has no effect, raises nothing

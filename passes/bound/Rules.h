@@ -156,6 +156,10 @@ public:
   /// (--padded-outputs; ContainerRules.cpp). The driver's trials run
   /// without where a write the rules could not follow vetoed them.
   bool paddedDicts = true;
+  /// Whether an if on a lifted bool whose branches have bounded results may
+  /// run both branches (Driver::selectBothBranches). The driver's trials
+  /// run without where the hoisted code turned out unsafe.
+  bool bothBranches = true;
 
   //===--- Representations ------------------------------------------------===//
 
@@ -174,6 +178,10 @@ public:
     return r && r->kind == Rep::Kind::Lifted ? r : nullptr;
   }
   void setRep(torch::jit::Value *v, Rep r);
+  /// What the rules know of \p from (a value in a representation, a
+  /// count) now holds of \p to: \p from's uses moved to \p to
+  /// (nestAfterGuards).
+  void rename(torch::jit::Value *from, torch::jit::Value *to);
   /// \p v becomes bounded: \p padded rows, \p count of them valid.
   Rep &setBounded(torch::jit::Value *v, torch::jit::Value *padded,
                   torch::jit::Value *count, bool isIndex, bool is1D = false);
@@ -351,6 +359,71 @@ matchEmptyEarlyReturn(torch::jit::Node *ifNode, RuleContext &rc);
 /// is 0: no read. Whether it applied.
 bool selectEmptyBranch(torch::jit::Node *ifNode, const EmptyEarlyReturn &match,
                        RuleContext &rc);
+/// Whether \p v is made with no rows, of sizes the host knows are valid:
+/// `torch.empty((0,), ...)`, `x.new_zeros((0, 4))`... (a factory whose size
+/// list is constant, starts with 0 and has no negative size): it raises
+/// nothing.
+bool madeWithNoRows(const torch::jit::Value *v);
+
+//===--- Both branches (BothBranches.cpp) ---------------------------------===//
+
+/// Why the branches of \p ifNode, an if on a lifted bool whose results
+/// are tensors, cannot both run before the rules see them: effects,
+/// raises, loops or writes outside a guard's fallback, a result written in
+/// place. Empty where they can be tried.
+std::string whyNotBothBranches(const torch::jit::Node *ifNode,
+                               RuleContext &rc);
+/// After the driver visited the hoisted branches, [\p from, \p end): why
+/// the code as the rules left it may not run whichever way the if goes.
+/// An original node (one of \p originals) that is still used must not
+/// raise on values nor read a represented value (it would be materialized
+/// there); no node may have an effect or read the device; a guard's
+/// fallback is not looked at (nestAfterGuards replaces it), but a guard
+/// inside another if is refused. Empty where it may.
+std::string whyNotSafeUnconditionally(
+    torch::jit::Node *from, torch::jit::Node *end,
+    const std::unordered_set<const torch::jit::Node *> &originals,
+    RuleContext &rc);
+/// Moves what follows the first guard (guardAttr()) in [\p from, \p end)
+/// into its fast block, then the same in that block, and so on: \p guards
+/// gets them, outermost first. Their results' uses move with them (and what
+/// \p rc knows of them, RuleContext::rename), and \p renamed maps each old
+/// result to the value its fast block made (for the branches' results,
+/// read after). The old results stay, unused. The caller gives each guard
+/// the branches' selected results as new results and, as its fallback, the
+/// original if.
+void nestAfterGuards(torch::jit::Node *from, torch::jit::Node *end,
+                     std::vector<torch::jit::Node *> &guards,
+                     std::unordered_map<torch::jit::Value *, torch::jit::Value *>
+                         &renamed,
+                     RuleContext &rc);
+
+/// A branch result the device picked: padded rows and their count, or
+/// (count null) a static tensor.
+struct Picked {
+  torch::jit::Value *padded, *count;
+  bool isIndex, is1D;
+};
+/// Whether pick() can pick between branch results \p a and \p b: each
+/// bounded or static, of one rank where both ranks are known, and both
+/// bounded where one is not (rows the rules made on both sides: where()
+/// then picks under a guard on equal shapes, which a static tensor of
+/// another rank would fail, reading the test every time).
+bool canPick(torch::jit::Value *a, torch::jit::Value *b, RuleContext &rc);
+/// The device's pick between \p a and \p b by the lifted test \p c
+/// (canPick): static tensors as if-convert picks them; bounded rows (or a
+/// static tensor's, all valid) padded to as many rows, with the count
+/// picked alike.
+Picked pick(torch::jit::Value *c, torch::jit::Value *a, torch::jit::Value *b,
+            const torch::jit::Node *anchor, RuleContext &rc);
+/// Each of \p guards (nestAfterGuards's, outermost first) returns
+/// \p results from its fast block and, from its fallback, the results of a
+/// copy of \p original (the if \p ifNode was, with all rows valid);
+/// \p results become the outermost guard's.
+void returnPicks(const std::vector<torch::jit::Node *> &guards,
+                 torch::jit::Node *original, std::vector<Picked> &results,
+                 const torch::jit::Node *ifNode, RuleContext &rc);
+
 /// Why \p user reads \p v where it is, when \p user sits in a cold branch
 /// that \p v is defined outside: one that only raises, or a guard's
 /// fallback. nullptr where it does not.

@@ -3,13 +3,13 @@ batched_nms: RetinaNet's postprocess keeps the boxes above a score
 threshold and calls `batched_nms` on them, whose strategy is
 `if boxes.numel() > 4000` (20,000 on CUDA) and whose coordinate trick
 starts with `if boxes.numel() == 0: return empty`. The boxes are bounded
-(at most the rows the threshold saw): bound decides the first test by that
-bound where it can (a guard on a host value; its fallback reads the count)
-and runs the trick on padded rows with its count set to 0 where there are
-no boxes. Through the real binary with the runtime's NMS kernel: outputs
-equal the original's for selections of nothing, everything and some, below
-the bound (the guard holds on the CPU: top 200 boxes, 800 coordinates)
-and above it (top 2,000: the fallback)."""
+(at most the rows the threshold saw): bound runs both strategies on the
+padded rows and the device picks one by the count (no read of the test:
+passes/bound/BothBranches.cpp), and runs the trick with its count set to
+0 where there are no boxes. Through the real binary with the runtime's NMS
+kernel: outputs equal the original's for selections of nothing, everything
+and some, with a bound below the strategy's threshold (top 200 boxes, 800
+coordinates) and above it (top 2,000)."""
 import pytest
 import torch
 import torchvision
@@ -57,16 +57,15 @@ def staticified(staticify, save, tmp_path, torchvision_library, request):
     return report, torch.jit.load(str(path)), torch.jit.load(str(out))
 
 
-def test_the_strategy_test_is_a_guard_on_the_bound(staticified):
+def test_the_strategy_test_runs_on_the_device(staticified):
     report, _, _ = staticified
     roots = [f for f in report["methods"][0]["findings"] if f["role"] == "root"]
-    guards = [f for f in roots if f["op"] == "prim::If" and f["action"] == "introduced"]
-    assert len(guards) == 1, guards
-    assert "decided by the bound" in guards[0]["reason"]
-    # No read of the condition of the early return for no boxes.
+    # Neither the strategy's test nor the early return's is read on the host:
+    # no guard on the bound is left, nor a read of a condition.
+    assert not [f for f in roots if f["op"] == "prim::If" and f["action"] != "rewritten"]
     assert not any(f["op"] == "aten::Bool" for f in roots if f["action"] != "rewritten")
     before, after = sync_points(report)
-    assert after < before, (before, after)
+    assert after == 1 < before, (before, after)  # the returned detections
 
 
 def test_equals_the_original_below_and_above_the_bound(staticified):

@@ -382,3 +382,57 @@ def test_batched_nms_per_class_loop_equals_the_original(staticify, save, tmp_pat
             cases.append(boxes.size(0))
     assert max(cases) > 1000 and min(cases) == 0
     assert exact > len(cases) // 2  # ties in a minority of cases only
+
+
+class SelectedBatchedNms(torch.nn.Module):
+    """batched_nms on the boxes a score threshold selected, as RetinaNet's
+    and FCOS's postprocess call it: which strategy runs (the per-class loop
+    above 1,000 boxes on the CPU, the coordinate trick below) depends on how
+    many boxes the threshold kept, a count only the device knows."""
+
+    def forward(self, boxes, scores, idxs, t: float):
+        keep = torch.where(scores > 0.25)[0]
+        b, s, i = boxes[keep], scores[keep], idxs[keep]
+        kept = torchvision.ops.batched_nms(b, s, i, t)
+        return b[kept], s[kept], i[kept]
+
+
+def test_batched_nms_strategy_of_selected_boxes_runs_on_the_device(
+        staticify, save, tmp_path, torchvision_library, ops):
+    """The real binary with --runtime-ops: both strategies run on the padded
+    rows and the count picks one (passes/bound/BothBranches.cpp), so with
+    --padded-outputs nothing is read on the host; cut, the one read left is
+    where the detections are returned. Each output equals the original's on
+    40 random cases (sizes 0 to 3,000, so both strategies are taken), but
+    for the order among equal scores (same_up_to_tie_order)."""
+    gen = torch.Generator().manual_seed(5)
+    original = torch.jit.script(SelectedBatchedNms())
+    path = save(original, "selected.pt")
+    runs = {}
+    for padded in (False, True):
+        out = tmp_path / f"selected-{padded}.pt"
+        flags = ["--runtime-ops"] + (["--padded-outputs"] if padded else [])
+        report = staticify.report(path, "-o", out, "--load-library",
+                                  torchvision_library, *flags)
+        before, after = sync_points(report)
+        assert after == (0 if padded else 1) < before, (padded, before, after)
+        runs[padded] = torch.jit.load(str(out))
+    strategies = set()
+    for case in range(40):
+        n = [0, 1, 5, 300, 900, 1700, 3000][case % 7]
+        boxes, scores, idxs, t = random_case(gen, n)
+        if case % 3 == 0:  # no box above the threshold
+            scores = scores.clamp(max=0.2)
+        want = original(boxes, scores, idxs, t)
+        strategies.add(int((scores > 0.25).sum()) * 4 > 4000)
+        for padded, static in runs.items():
+            got = static(boxes, scores, idxs, t)
+            if padded:
+                got = tuple(rows[:int(count)] for rows, count in got)
+            # The kept rows' scores in order; rows of one score as a set.
+            assert torch.equal(got[1], want[1]), (case, n, padded)
+            for score in want[1].unique():
+                pick = lambda d: sorted(map(tuple, torch.cat(  # noqa: E731
+                    [d[0], d[2][:, None].to(d[0])], 1)[d[1] == score].tolist()))
+                assert pick(got) == pick(want), (case, n, padded)
+    assert strategies == {False, True}  # both strategies were taken

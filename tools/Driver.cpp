@@ -91,10 +91,13 @@ options:
                         on CPU. The output then needs libstaticify_runtime.so:
                         torch.ops.load_library(PATH) before torch.jit.load
   --runtime-ops         where a rewrite has a kernel in the runtime library
-                        (padded NMS: staticify::nms_padded, CPU and CUDA, no
-                        host read), emit it instead of its TorchScript form;
-                        on by default with --cuda-graphs. The output then
-                        needs libstaticify_runtime.so, as with --cuda-graphs
+                        (padded NMS: staticify::nms_padded, and batched_nms's
+                        per-class loop: staticify::nms_kept_mask; CPU and
+                        CUDA, no host read), emit it instead of its
+                        TorchScript form (the per-class loop has none: it is
+                        kept without); on by default with --cuda-graphs. The
+                        output then needs libstaticify_runtime.so, as with
+                        --cuda-graphs
   --runtime PATH        the runtime library for --cuda-graphs, --runtime-ops
                         and --lower (default:
                         ../lib/libstaticify_runtime.so next to this program)

@@ -66,13 +66,6 @@ std::string whyNotHoistable(const Block *block) {
   return "";
 }
 
-/// A host read of a tensor's value (`int(t)`, `t.item()`...).
-bool readsTensor(const Node *node) {
-  return opRole(node) == OpRole::SyncRead &&
-         std::any_of(node->inputs().begin(), node->inputs().end(),
-                     [](const Value *in) { return isTensor(in); });
-}
-
 bool anyUsed(const Node *node) {
   return std::any_of(node->outputs().begin(), node->outputs().end(),
                      [](const Value *v) { return v->hasUses(); });
@@ -81,8 +74,6 @@ bool anyUsed(const Node *node) {
 } // namespace
 
 std::string whyNotBothBranches(const Node *ifNode, RuleContext &rc) {
-  if (ifNode->hasAttribute(guardAttr()) || ifNode->outputs().empty())
-    return "-"; // not an if with results to select
   for (size_t i = 0; i < ifNode->outputs().size(); ++i) {
     const Value *out = ifNode->output(i);
     if (!isTensor(out))

@@ -350,14 +350,13 @@ private:
     Rep *cond = rc.lifted(node->input(0));
     if (!rc.bothBranches || !cond ||
         cond->value->type()->kind() != c10::TypeKind::TensorType ||
+        node->hasAttribute(guardAttr()) || node->outputs().empty() ||
         matchEmptyEarlyReturn(node, rc)) // selectEmptyBranch's, cheaper
       return false;
     std::string why = whyNotBothBranches(node, rc);
     if (!why.empty()) {
-      if (why != "-") {
-        bothWhy = {node, "both branches cannot run: " + why};
-        ctx.declined(node, kRule, bothWhy.second);
-      }
+      bothWhy = {node, "both branches cannot run: " + why};
+      ctx.declined(node, kRule, bothWhy.second);
       return false;
     }
     std::unordered_set<const Node *> originals;

@@ -294,6 +294,12 @@ Node *guardIfByBound(Node *ifNode, RuleContext &rc) {
   return guard;
 }
 
+bool readsTensor(const Node *node) {
+  return opRole(node) == OpRole::SyncRead &&
+         std::any_of(node->inputs().begin(), node->inputs().end(),
+                     [](const Value *in) { return isTensor(in); });
+}
+
 bool madeWithNoRows(const Value *v) {
   const Node *node = v->node();
   const OpInfo *op = opInfo(node);
@@ -322,13 +328,6 @@ bool onlyMakesNoRows(torch::jit::Block *block) {
       return false;
   }
   return true;
-}
-
-/// A host read of a tensor's value (`int(t)`, `t.item()`...).
-bool readsTensor(const Node *node) {
-  return opRole(node) == OpRole::SyncRead &&
-         std::any_of(node->inputs().begin(), node->inputs().end(),
-                     [](const Value *in) { return isTensor(in); });
 }
 
 /// Whether the nodes of \p block, as the rules left it, compute the same

@@ -359,6 +359,9 @@ matchEmptyEarlyReturn(torch::jit::Node *ifNode, RuleContext &rc);
 /// is 0: no read. Whether it applied.
 bool selectEmptyBranch(torch::jit::Node *ifNode, const EmptyEarlyReturn &match,
                        RuleContext &rc);
+/// A host read of a tensor's value (`int(t)`, `t.item()`...).
+bool readsTensor(const torch::jit::Node *node);
+
 /// Whether \p v is made with no rows, of sizes the host knows are valid:
 /// `torch.empty((0,), ...)`, `x.new_zeros((0, 4))`... (a factory whose size
 /// list is constant, starts with 0 and has no negative size): it raises
@@ -367,8 +370,8 @@ bool madeWithNoRows(const torch::jit::Value *v);
 
 //===--- Both branches (BothBranches.cpp) ---------------------------------===//
 
-/// Why the branches of \p ifNode, an if on a lifted bool whose results
-/// are tensors, cannot both run before the rules see them: effects,
+/// Why the branches of \p ifNode, an if on a lifted bool with results
+/// (not a guard), whose results must be tensors, cannot both run before the rules see them: effects,
 /// raises, loops or writes outside a guard's fallback, a result written in
 /// place. Empty where they can be tried.
 std::string whyNotBothBranches(const torch::jit::Node *ifNode,

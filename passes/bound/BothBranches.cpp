@@ -6,7 +6,7 @@
 // Where both branches, on padded rows, compute without effects and raise
 // nothing, both run and the device picks each result: where(c, a, b) of
 // padded rows made as many, and where(c, count_a, count_b). This file has
-// what the driver (Driver.cpp, selectBothBranches) needs around the walk of
+// what the driver (DriverIfs.cpp, selectBothBranches) needs around the walk of
 // the hoisted branches: which ifs may be tried, whether the hoisted code is
 // safe to run unconditionally, and the nesting of the guards in it.
 //

@@ -1,0 +1,186 @@
+//===- PassContext.cpp - What passes share: cached facts, aliases, report -===//
+//
+// The fact cache (one analysis and one alias view per graph state), the
+// alias queries the rules ask, and what a pass tells the report (rewrote,
+// declined, and why).
+//
+//===----------------------------------------------------------------------===//
+
+#include "passes/PassContext.h"
+
+#include "passes/GraphUtils.h"
+
+#include <torch/csrc/jit/runtime/operator.h>
+
+#include <memory>
+#include <string>
+
+namespace staticify {
+
+using torch::jit::Graph;
+using torch::jit::Node;
+using torch::jit::Value;
+
+void FactCache::check(const Graph *graph) {
+  if (graph != graph_) {
+    invalidate();
+    graph_ = graph;
+  }
+}
+
+const AnalysisResult &FactCache::analysis(const std::shared_ptr<Graph> &graph) {
+  return *sharedAnalysis(graph);
+}
+
+std::shared_ptr<const AnalysisResult>
+FactCache::sharedAnalysis(const std::shared_ptr<Graph> &graph, Detail detail) {
+  check(graph.get());
+  if (!analysis_) {
+    analysis_ =
+        std::make_shared<const AnalysisResult>(analyzeGraph(*graph, detail));
+  } else if (detail == Detail::Report && analysis_->detail != Detail::Report) {
+    // The same facts, with what a report shows of each finding: filled in
+    // place when nothing else holds them, on a copy otherwise.
+    std::shared_ptr<AnalysisResult> raised =
+        analysis_.use_count() == 1
+            ? std::const_pointer_cast<AnalysisResult>(analysis_)
+            : std::make_shared<AnalysisResult>(*analysis_);
+    addReportDetail(*raised);
+    analysis_ = std::move(raised);
+  }
+  return analysis_;
+}
+
+static bool anyWriterIn(const torch::jit::Block *block) {
+  for (const Node *node : block->nodes()) {
+    if (Aliases::mayWrite(node))
+      return true;
+    for (const torch::jit::Block *b : node->blocks())
+      if (anyWriterIn(b))
+        return true;
+  }
+  return false;
+}
+
+static bool writes(const c10::AliasInfo &alias) {
+  if (alias.isWrite())
+    return true;
+  for (const c10::AliasInfo &inner : alias.containedTypes())
+    if (writes(inner))
+      return true;
+  return false;
+}
+
+bool Aliases::mayWrite(const Node *node) {
+  if (const c10::FunctionSchema *schema = node->maybeSchema()) {
+    if (node->getOperator().aliasAnalysisKind() ==
+        c10::AliasAnalysisKind::CONSERVATIVE)
+      return true; // modelled as writing to every input
+    for (const c10::Argument &arg : schema->arguments())
+      if (arg.alias_info() && writes(*arg.alias_info()))
+        return true;
+    return false;
+  }
+  // Nodes without a schema: the structural ones libtorch models as creating
+  // or forwarding values; anything else (prim::SetAttr, calls, Python ops,
+  // fork) may write.
+  switch (node->kind()) {
+  case c10::prim::Constant:
+  case c10::prim::ListConstruct:
+  case c10::prim::ListUnpack:
+  case c10::prim::TupleConstruct:
+  case c10::prim::TupleUnpack:
+  case c10::prim::TupleIndex:
+  case c10::prim::DictConstruct:
+  case c10::prim::GetAttr:
+  case c10::prim::Uninitialized:
+  case c10::prim::RaiseException:
+  case c10::prim::unchecked_cast:
+  case c10::prim::If: // its blocks' nodes are asked one by one
+  case c10::prim::Loop:
+  case c10::prim::Return:
+  case c10::prim::Param:
+    return false;
+  default:
+    return true;
+  }
+}
+
+Aliases::Aliases(std::shared_ptr<Graph> graph, const std::vector<Node *> *nodes)
+    : graph(std::move(graph)),
+      anyWriter(nodes ? std::any_of(nodes->begin(), nodes->end(), mayWrite)
+                      : anyWriterIn(this->graph->block())) {
+  if (anyWriter) // built now, on the graph as it is before any rewrite
+    db();
+}
+
+const torch::jit::AliasDb &Aliases::db() const {
+  if (!db_)
+    db_ = std::make_unique<torch::jit::AliasDb>(graph);
+  return *db_;
+}
+
+const Aliases &FactCache::aliases(const std::shared_ptr<Graph> &graph) {
+  check(graph.get());
+  if (!aliases_)
+    aliases_ = std::make_unique<Aliases>(graph, analysis_ ? &analysis_->nodes
+                                                          : nullptr);
+  return *aliases_;
+}
+
+void FactCache::invalidate() {
+  analysis_.reset();
+  aliases_.reset();
+  graph_ = nullptr;
+}
+
+void PassContext::remapNodes(
+    const std::unordered_map<const Node *, Node *> &map) {
+  auto remap = [&](auto &table) {
+    std::remove_reference_t<decltype(table)> out;
+    for (auto &[node, value] : table) {
+      auto it = map.find(node);
+      if (it != map.end())
+        out.emplace(it->second, std::move(value));
+    }
+    table = std::move(out);
+  };
+  remap(findingOf);
+  remap(newNodeReasons);
+  facts.invalidate();
+}
+
+void PassContext::track(const AnalysisResult &analysis) {
+  findingOf.clear();
+  for (size_t i = 0; i < analysis.findingNodes.size(); ++i)
+    findingOf.emplace(analysis.findingNodes[i], analysis.findings[i].id);
+}
+
+void PassContext::rewrote(const Node *node, std::string_view rule) {
+  newNodeReasons.erase(node); // the address may be reused by a new node
+  auto it = findingOf.find(node);
+  if (it == findingOf.end())
+    return;
+  rewrittenBy.emplace(it->second, std::string(rule));
+  declinedBecause.erase(it->second);
+  findingOf.erase(it);
+}
+
+void PassContext::declined(const Node *node, std::string_view rule,
+                           std::string_view reason) {
+  std::string why = std::string(rule) + ": " + std::string(reason);
+  auto it = findingOf.find(node);
+  if (it == findingOf.end()) {
+    newNodeReasons[node] = std::move(why);
+    return;
+  }
+  if (!rewrittenBy.count(it->second))
+    declinedBecause[it->second] = std::move(why);
+}
+
+std::string PassContext::reasonForNewNode(const Node *node) const {
+  auto it = newNodeReasons.find(node);
+  return it == newNodeReasons.end() ? "" : it->second;
+}
+
+} // namespace staticify

@@ -2,6 +2,8 @@
 
 #include "passes/GraphCheckpoint.h"
 
+#include <algorithm>
+
 #include <stdexcept>
 
 namespace staticify {
@@ -95,18 +97,27 @@ void GraphCheckpoint::restore() {
         pending.push_back(b);
     }
   }
-  // Blocks are visited in any order, but a value made since is used only
-  // in its own block or blocks nested in it, by nodes made since (step 1):
-  // destroying the users of each block's new values before the values is
-  // enough, and within a block, program order is definition order.
-  for (auto it = made.rbegin(); it != made.rend(); ++it) {
-    Node *node = *it;
-    for (Value *out : node->outputs())
-      if (out->hasUses())
-        throw std::logic_error(
-            "GraphCheckpoint: a value made since is used by a node that "
-            "was there");
-    node->destroy();
+  // Users before their producers: in reverse program order within a block,
+  // and a block's new values are used in it or in blocks nested in it, which
+  // come later. A node moved back into a block (step 2) can put a use of a
+  // value before it in this order, so what still has uses waits for another
+  // pass; a pass that destroys nothing means a node that was there uses one.
+  while (!made.empty()) {
+    std::vector<Node *> waiting;
+    for (auto it = made.rbegin(); it != made.rend(); ++it) {
+      Node *node = *it;
+      bool used = std::any_of(node->outputs().begin(), node->outputs().end(),
+                              [](const Value *out) { return out->hasUses(); });
+      if (used)
+        waiting.push_back(node);
+      else
+        node->destroy();
+    }
+    if (waiting.size() == made.size())
+      throw std::logic_error(
+          "GraphCheckpoint: a value made since is used by a node that "
+          "was there");
+    made.assign(waiting.rbegin(), waiting.rend());
   }
   // 4. Results gained since: their users were made since (gone) or had
   //    their inputs put back (step 1).

@@ -23,6 +23,7 @@
 #include <torch/csrc/jit/passes/lower_tuples.h>
 
 #include <algorithm>
+#include <fstream>
 #include <chrono>
 #include <cstdio>
 #include <stdexcept>
@@ -591,7 +592,7 @@ void verifyAfter(const PassInfo &pass, Graph &graph, bool changed,
   try {
     graph.lint();
   } catch (const std::exception &e) {
-    std::string what = e.what();
+    std::string what = e.what(); if (getenv("DBG_VERIFY")) { std::ofstream("/tmp/badgraph.txt") << graph.toString(); }
     throw std::runtime_error("after pass '" + pass.name +
                              "': the graph fails lint: " +
                              what.substr(0, what.find('\n')));

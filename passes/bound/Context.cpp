@@ -70,7 +70,7 @@ void RuleContext::rename(Value *from, Value *to) {
   };
   for (auto &[v, r] : reps) {
     for (Value **field : {&r.value, &r.count, &r.bound, &r.whereCond,
-                          &r.drawOf, &r.drawTop})
+                          &r.drawOf, &r.drawTop, &r.indexesBelow})
       swap(*field);
     swap(r.range.hi);
   }
@@ -97,6 +97,12 @@ void RuleContext::rename(Value *from, Value *to) {
   appendedCatCounts = std::move(cats);
   for (auto &[list, count] : whereCounts)
     swap(count);
+  for (auto &[key, count] : itemCounts)
+    swap(count);
+  for (auto &[counts, known] : listCounts)
+    for (const Value *&count : known.key)
+      if (count == from)
+        count = to;
 }
 
 Rep &RuleContext::setBounded(Value *v, Value *padded, Value *count,

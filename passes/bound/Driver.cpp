@@ -44,7 +44,9 @@ std::vector<BoundRule> &ruleTable() {
     // Op-specific rules are asked before trait rules (Driver::candidates);
     // within each, in this order.
     std::vector<BoundRule> r;
+    addListRules(r); // before any rule that could take a list for a tensor
     addScalarRules(r);
+    addShapeRules(r);
     addRowRules(r);
     addRandomRules(r);
     addIndexRules(r);
@@ -106,6 +108,8 @@ bool Driver::holdsCutoff(const Node *node) const {
 }
 
 void Driver::visit(Node *node) {
+  if (rc.absorbed.count(node))
+    return; // rewritten already, by a rule for a node before it
   if (cutoff && !node->isBefore(cutoff)) {
     // An if or loop that holds the cutoff: what runs before it inside.
     if (holdsCutoff(node))
@@ -131,6 +135,12 @@ void Driver::visit(Node *node) {
       return;
     }
   }
+  // A loop a rule rewrites whole (a sum of a bounded list's sizes).
+  if (node->kind() == c10::prim::Loop && dispatchLoop(node)) {
+    changed = true;
+    rc.absorb(node);
+    return;
+  }
   // A guard's fallback (guardAttr()) runs only where the host facts it
   // checks fail: it keeps the original computation, and what it uses
   // from outside is read inside it (coldPath).
@@ -146,20 +156,13 @@ void Driver::visit(Node *node) {
   }
   if (!node->blocks().empty())
     return; // loops and ifs consume lifted values as host values
-  // A list of tensors (cat's, index's) counts by its elements, and one
-  // built by appends by what was appended.
+  // A list of tensors (cat's, index's) counts by its elements.
   auto hasRep = [&](Value *v) {
     if (rc.rep(v))
       return true;
     Node *list = v->node();
     if (list->kind() != c10::prim::ListConstruct)
       return false;
-    if (list->inputs().empty())
-      return std::any_of(
-          v->uses().begin(), v->uses().end(), [&](const torch::jit::Use &u) {
-            return u.user->kind() == c10::aten::append && u.offset == 0 &&
-                   rc.rep(u.user->input(1)) != nullptr;
-          });
     return std::any_of(list->inputs().begin(), list->inputs().end(),
                        [&](Value *e) { return rc.rep(e) != nullptr; });
   };
@@ -192,6 +195,27 @@ const std::vector<const BoundRule *> &Driver::candidates(BoundRule::On on,
           it->second.push_back(&rule);
   }
   return it->second;
+}
+
+bool Driver::dispatchLoop(Node *node) {
+  for (const BoundRule &rule : boundRules()) {
+    if (rule.on != BoundRule::On::Use ||
+        std::find(rule.ops.begin(), rule.ops.end(), c10::prim::Loop) ==
+            rule.ops.end())
+      continue;
+    torch::jit::WithInsertPoint at(node);
+    InsertedBefore inserted(node);
+    RuleResult result = rule.fn(node, rc);
+    if (result.kind == RuleResult::Kind::Applied)
+      return true;
+    inserted.rollback();
+    if (result.kind == RuleResult::Kind::Declined) {
+      if (!result.why.empty())
+        ctx.declined(node, kRule, result.why);
+      return false;
+    }
+  }
+  return false;
 }
 
 bool Driver::dispatch(Node *node, BoundRule::On on) {
@@ -231,6 +255,23 @@ std::string Driver::reasonFor(const Node *user) {
          "' has no bounded form";
 }
 
+bool Driver::noteUse(const Node *user) {
+  if (isOutputPosition(user))
+    return false;
+  // Where a second trial may stop: before the ifs around the use (a read in
+  // one branch is paid for the other's too when the values stop before the
+  // if), else at the use; a return node has no place of its own.
+  const Node *place = user->kind() == c10::prim::Return
+                          ? user->owningBlock()->owningNode()
+                          : user;
+  while (place && place->owningBlock()->owningNode() &&
+         place->owningBlock()->owningNode()->kind() == c10::prim::If)
+    place = place->owningBlock()->owningNode();
+  if (place && (!firstMid || place->isBefore(firstMid)))
+    firstMid = place;
+  return true;
+}
+
 Value *Driver::materialize(Value *v, const Rep &r, const Node *user) {
   if (auto it = materialized.find(v); it != materialized.end())
     return it->second;
@@ -245,21 +286,11 @@ Value *Driver::materialize(Value *v, const Rep &r, const Node *user) {
     at = n->node()->next();
   torch::jit::WithInsertPoint guard(at);
   const Node *anchor = user->sourceRange().source() ? user : located(def);
-  bool mid = !isOutputPosition(user);
-  // Where a second trial may stop: before the ifs around the use (a
-  // read in one branch is paid for the other's too when the values stop
-  // before the if), else at the use; a return node has no place of its
-  // own.
-  const Node *place = user->kind() == c10::prim::Return
-                          ? user->owningBlock()->owningNode()
-                          : user;
-  while (place && place->owningBlock()->owningNode() &&
-         place->owningBlock()->owningNode()->kind() == c10::prim::If)
-    place = place->owningBlock()->owningNode();
-  if (mid && place && (!firstMid || place->isBefore(firstMid)))
-    firstMid = place;
-  if (r.kind == Rep::Kind::Bounded && (!n || !n->node()->isBefore(at)))
-    n = nullptr; // not read yet at this point
+  bool mid = noteUse(user);
+  if (r.kind == Rep::Kind::Bounded &&
+      (!n || !n->node()->isBefore(at) ||
+       !encloses(n->node()->owningBlock(), at)))
+    n = nullptr; // not read yet at this point (or in a block \p at is not in)
   Value *out = emitMaterialized(v, r, anchor, reasonFor(user), n, mid);
   materialized[v] = out;
   return out;
@@ -340,6 +371,37 @@ bool Driver::returnPadded(const Rep &r, const torch::jit::Use &use) {
   return true;
 }
 
+Value *Driver::materializeList(const Rep &r, Node *user) {
+  torch::jit::WithInsertPoint at(user);
+  bool mid = noteUse(user);
+  std::string why = reasonFor(user);
+  Value *n = emit(graph, "aten::len", {r.value}, user);
+  bool sizes = r.kind == Rep::Kind::SizeList;
+  Value *out = graph
+                   .insertNode(graph.createList(
+                       sizes ? c10::TypePtr(c10::IntType::get())
+                             : c10::TypePtr(c10::TensorType::get()),
+                       {}))
+                   ->output();
+  Node *loop = graph.insertNode(
+      graph.create(c10::prim::Loop, {n, graph.insertConstant(true)}, 0));
+  Block *body = loop->addBlock();
+  Value *i = body->addInput()->setType(c10::IntType::get());
+  torch::jit::WithInsertPoint in(body);
+  Value *padded = emit(graph, "aten::__getitem__", {r.value, i}, user);
+  Value *count = emit(graph, "aten::__getitem__", {r.count, i}, user);
+  Value *rows = emit(graph, "aten::Int", {count}, user);
+  ctx.declined(rows->node(), kRule, why);
+  if (mid)
+    midReads.insert(rows->node());
+  Value *cut = sizes ? rows
+                    : emit(graph, "aten::slice",
+                           {padded, 0, rc.constant(0), rows, 1}, user);
+  emit(graph, "aten::append", {out, cut}, user);
+  body->registerOutput(graph.insertConstant(true));
+  return out;
+}
+
 void Driver::materializeRest() {
   for (Value *v : rc.repOrder) {
     const Rep r = rc.reps.at(v);
@@ -349,6 +411,11 @@ void Driver::materializeRest() {
     for (const torch::jit::Use &use : uses) {
       if (rc.absorbed.count(use.user) || returnPadded(r, use))
         continue;
+      if (r.kind == Rep::Kind::BoundedList || r.kind == Rep::Kind::SizeList) {
+        if (rc.listUsers.at(v).count(use.user)) // not the rewrite's own
+          use.user->replaceInput(use.offset, materializeList(r, use.user));
+        continue;
+      }
       const char *cold = coldPath(use.user, v);
       use.user->replaceInput(use.offset,
                              cold ? materializeOnColdPath(v, r, use.user, cold)
@@ -356,6 +423,7 @@ void Driver::materializeRest() {
     }
   }
 }
+
 } // namespace bound
 
 bool boundKeyNames(const std::string &key, const Value *v) {
@@ -434,71 +502,92 @@ bool boundShapes(std::shared_ptr<Graph> &graph, PassContext &ctx) {
     std::optional<DeadNodes> dead;
     RewriteCost after;
     std::string why; // the first trial's reason, when the policy refused it
-    bool accepted = false;
-    // The trials with guards on bounds (guardIfByBound), then, where the
-    // policy refused them all, without: a guard's fallback may move where a
-    // later trial stops (Faster R-CNN's RPN).
-    bool boundGuards = true;
-    // Padded returned dicts, and both branches of ifs on counts, unless a
-    // trial's walk vetoed them.
-    bool paddedDicts = true;
-    bool bothBranches = true;
-    std::pair<Node *, std::string> vetoedIf; // the if that refused both
-    for (size_t attempt = 0;; ++attempt) {
-      size_t midSyncPoints = 0;
-      driver.emplace(*graph, ctx, ctx.facts.analysis(graph),
-                     ctx.facts.aliases(graph), filter, cutoff, boundGuards,
-                     paddedDicts, bothBranches, vetoedIf);
-      bool ran = driver->run(midSyncPoints);
-      if (!ran) {
-        bool withoutBoth = driver->vetoedBothBranches() && bothBranches;
-        if (withoutBoth)
-          vetoedIf = driver->whyNotBoth();
-        bool again =
-            withoutBoth || (driver->vetoedPaddedDicts() && paddedDicts);
-        restore(); // what the rules recorded while declining goes too
-        if (!again)
-          break;
-        (withoutBoth ? bothBranches : paddedDicts) = false;
-        attempt = size_t(-1);
-        cutoff = nullptr;
-        continue;
+    // The trials of this island, kept where the policy allows one (the
+    // graph is then rewritten): whether one was.
+    auto trials = [&](bool indexedLists) {
+      cutoff = nullptr;
+      // The trials with guards on bounds (guardIfByBound), then, where the
+      // policy refused them all, without: a guard's fallback may move where
+      // a later trial stops (Faster R-CNN's RPN).
+      bool boundGuards = true;
+      // Padded returned dicts, and both branches of ifs on counts, unless a
+      // trial's walk vetoed them.
+      bool paddedDicts = true;
+      bool bothBranches = true;
+      std::pair<Node *, std::string> vetoedIf; // the if that refused both
+      for (size_t attempt = 0;; ++attempt) {
+        size_t midSyncPoints = 0;
+        driver.emplace(*graph, ctx, ctx.facts.analysis(graph),
+                       ctx.facts.aliases(graph), filter, cutoff, boundGuards,
+                       paddedDicts, bothBranches, indexedLists, vetoedIf);
+        bool ran = driver->run(midSyncPoints);
+        if (!ran) {
+          bool withoutBoth = driver->vetoedBothBranches() && bothBranches;
+          if (withoutBoth)
+            vetoedIf = driver->whyNotBoth();
+          bool again =
+              withoutBoth || (driver->vetoedPaddedDicts() && paddedDicts);
+          restore(); // what the rules recorded while declining goes too
+          if (!again)
+            return false;
+          (withoutBoth ? bothBranches : paddedDicts) = false;
+          attempt = size_t(-1);
+          cutoff = nullptr;
+          continue;
+        }
+        // The cost of the graph as it will be once dead code is erased: what
+        // the rewrite replaced is still there, dead, until it is kept.
+        ctx.facts.invalidate();
+        const AnalysisResult &trial = ctx.facts.analysis(graph);
+        dead = findDeadNodes(*graph, driver->replacedWriters());
+        after = {bound::liveSyncPoints(trial, dead->all), midSyncPoints};
+        if (rewriteAllowed(current, after))
+          return true;
+        if (why.empty())
+          why = "bounded, the graph would reach the host at " +
+                std::to_string(after.syncPoints) + " points instead of " +
+                std::to_string(current.syncPoints) +
+                (after.syncPoints == current.syncPoints
+                     ? ", " + std::to_string(after.midSyncPoints) +
+                           " of them mid-computation"
+                     : "") +
+                " (" + bound::materializationSummary(trial, ctx, dead->all) + ")";
+        const Node *next = driver->firstMidUse();
+        restore();
+        bool exhausted = attempt + 1 >= kCutoffTrials || !next ||
+                         !bound::inGraph(*graph, next);
+        if (!exhausted && next->kind() == c10::prim::If)
+          next = bound::conditionStart(next); // on the graph as it was
+        exhausted |= cutoff && !next->isBefore(cutoff);
+        if (exhausted) {
+          if (!boundGuards)
+            return false;
+          boundGuards = false; // again, from the whole
+          attempt = size_t(-1);
+          cutoff = nullptr;
+          continue;
+        }
+        cutoff = next;
       }
-      // The cost of the graph as it will be once dead code is erased: what
-      // the rewrite replaced is still there, dead, until it is kept.
-      ctx.facts.invalidate();
-      const AnalysisResult &trial = ctx.facts.analysis(graph);
-      dead = findDeadNodes(*graph, driver->replacedWriters());
-      after = {bound::liveSyncPoints(trial, dead->all), midSyncPoints};
-      if (rewriteAllowed(current, after)) {
-        accepted = true;
-        break;
-      }
-      if (why.empty())
-        why = "bounded, the graph would reach the host at " +
-              std::to_string(after.syncPoints) + " points instead of " +
-              std::to_string(current.syncPoints) +
-              (after.syncPoints == current.syncPoints
-                   ? ", " + std::to_string(after.midSyncPoints) +
-                         " of them mid-computation"
-                   : "") +
-              " (" + bound::materializationSummary(trial, ctx, dead->all) + ")";
-      const Node *next = driver->firstMidUse();
+    };
+    // Lists kept padded and read by index (per-image proposals) stay
+    // padded only as far as rules follow them; where the trial still reads
+    // mid-way, cutting the lists where they are filled may cost fewer reads
+    // (one per list): that is tried too, and the cheaper kept (the padded
+    // one on a tie).
+    bool accepted = trials(true);
+    if (accepted && driver->madeIndexedLists() && after.midSyncPoints > 0) {
+      RewriteCost withLists = after;
       restore();
-      bool exhausted = attempt + 1 >= kCutoffTrials || !next ||
-                       !bound::inGraph(*graph, next);
-      if (!exhausted && next->kind() == c10::prim::If)
-        next = bound::conditionStart(next); // on the graph as it was
-      exhausted |= cutoff && !next->isBefore(cutoff);
-      if (exhausted) {
-        if (!boundGuards)
-          break;
-        boundGuards = false; // again, from the whole
-        attempt = size_t(-1);
-        cutoff = nullptr;
-        continue;
+      bool cut = trials(false);
+      bool better = cut && (after.syncPoints < withLists.syncPoints ||
+                            (after.syncPoints == withLists.syncPoints &&
+                             after.midSyncPoints < withLists.midSyncPoints));
+      if (!better) {
+        if (cut)
+          restore();
+        accepted = trials(true);
       }
-      cutoff = next;
     }
     if (!accepted) {
       if (!why.empty())

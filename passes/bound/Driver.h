@@ -42,12 +42,15 @@ public:
          const std::unordered_set<const Node *> *roots = nullptr,
          const Node *cutoff = nullptr, bool boundGuards = true,
          bool paddedDicts = true, bool bothBranches = true,
+         bool indexedLists = true,
          std::pair<Node *, std::string> notBoth = {})
       : graph(graph), ctx(ctx), rc(graph, ctx, analysis, aliases), roots(roots),
         cutoff(cutoff), bothWhy(std::move(notBoth)) {
     rc.boundGuards = boundGuards;
     rc.paddedDicts = paddedDicts;
     rc.bothBranches = bothBranches;
+    rc.indexedLists = indexedLists;
+    rc.cutoff = cutoff;
   }
 
   /// Whether the run was refused for a padded dict whose later writes the
@@ -60,6 +63,10 @@ public:
   /// The if that vetoed the run (vetoedBothBranches) and why: a node of the
   /// graph as it was, which the restore keeps.
   const std::pair<Node *, std::string> &whyNotBoth() const { return bothWhy; }
+
+  /// Whether the walk kept a list padded that is read by index or split
+  /// (ListRules.cpp).
+  bool madeIndexedLists() const { return rc.madeIndexedLists; }
 
   /// The first node, in program order, whose use of a rewritten value
   /// materialized mid-computation: where a second trial may stop.
@@ -118,6 +125,9 @@ private:
   /// Asks the rules about \p node until one answers; whether one applied.
   /// What a rule that does not apply inserted before the node is removed.
   bool dispatch(Node *node, BoundRule::On on);
+  /// Asks the rules registered for prim::Loop about loop \p node, before
+  /// its body is walked; whether one applied (the body is then not walked).
+  bool dispatchLoop(Node *node);
 
   /// `prim::If` on a lifted bool with pure branches: both branches run,
   /// their results are selected by where().
@@ -166,6 +176,9 @@ private:
 
   static std::string reasonFor(const Node *user);
 
+  /// Whether a host read for \p user is mid-computation (not at an output
+  /// position); if so, notes where a second trial may stop for it.
+  bool noteUse(const Node *user);
   Value *materialize(Value *v, const Rep &r, const Node *user);
 
   /// \p v's original value for \p user, a node on a cold path (an error
@@ -189,6 +202,10 @@ private:
   bool returnPadded(const Rep &r, const torch::jit::Use &use);
 
   void materializeRest();
+  /// A copy of bounded list \p r, each element cut to its count (of a size
+  /// list: the counts), made right before \p user: one host read per
+  /// element, in a loop.
+  Value *materializeList(const Rep &r, Node *user);
 };
 
 } // namespace staticify::bound

@@ -93,6 +93,10 @@ bool Driver::selectBothBranches(Node *node) {
   // walk, inserted once a guard takes it.
   Node *original = graph.createClone(node, [](Value *v) { return v; });
   Node *start = node->prev();
+  if (Node *test = node->input(0)->node();
+      is(test, "aten::gt") && constantInt(test->input(1)) == 0)
+    for (Node *n : collectNodes(node->blocks()[0]))
+      rc.hoistedWherePositive[n] = test->input(0);
   hoistBranches(node);
   for (Node *n : hoisted)
     visit(n);

@@ -38,7 +38,7 @@ namespace {
 RuleResult whereElement(Node *node, RuleContext &rc) {
   Rep *list = rc.rep(node->input(0));
   if (!list || list->kind != Rep::Kind::WhereList)
-    return RuleResult::declined();
+    return RuleResult::notApplicable();
   std::vector<std::pair<Value *, int64_t>> elements;
   if (is(node, "prim::ListUnpack")) {
     for (size_t i = 0; i < node->outputs().size(); ++i)
@@ -62,6 +62,8 @@ RuleResult whereElement(Node *node, RuleContext &rc) {
     r.bound = bound;
     r.whereCond = list->value;
     r.whereDim = k;
+    if (k == 0) // rows of c: the padding is false
+      r.indexesBelow = list->indexesBelow;
   }
   return RuleResult::applied();
 }
@@ -194,77 +196,9 @@ RuleResult gather(Node *node, RuleContext &rc) {
   return RuleResult::applied();
 }
 
-/// cat(parts, 0) of a list built by appends (an empty list, then
-/// `parts.append(p)` in loops or straight-line code, as torchvision's
-/// RetinaNet, FCOS and SSD collect per-level or per-class detections) that
-/// nothing else reads: each append puts the part's padded rows in the list
-/// and its count in a list of counts beside it, and the cat takes the live
-/// rows of each, in order (cat_rows). Every check comes before the first
-/// change: the appends are not before the cat, so the driver's rollback
-/// would not reach them.
-RuleResult catOfAppends(Node *node, RuleContext &rc) {
-  Value *list = node->input(0);
-  Node *def = list->node();
-  if (def->kind() != c10::prim::ListConstruct || !def->inputs().empty() ||
-      constantInt(node->input(1)) != 0)
-    return RuleResult::declined();
-  std::vector<Node *> appends;
-  for (const torch::jit::Use &use : list->uses()) {
-    if (use.user == node)
-      continue;
-    if (use.user->kind() != c10::aten::append || use.offset != 0 ||
-        use.user->output()->hasUses())
-      return RuleResult::declined(); // read or aliased elsewhere
-    appends.push_back(use.user);
-  }
-  if (list->uses().size() != appends.size() + 1)
-    return RuleResult::declined();
-  std::sort(appends.begin(), appends.end(),
-            [](const Node *a, const Node *b) { return a->isBefore(b); });
-  bool allIndex = true, all1D = true, anyBounded = false;
-  for (Node *append : appends) {
-    Value *part = append->input(1);
-    Rep *r = rc.rep(part);
-    if (r && r->kind != Rep::Kind::Bounded)
-      return RuleResult::declined();
-    if (!r && rc.analysis.info(part).shape != ShapeDep::Static)
-      return RuleResult::declined(); // data-dependent rows without a form
-    anyBounded |= r != nullptr;
-    allIndex &= rc.isIndex(part);
-    all1D &= r && r->is1D;
-  }
-  if (!anyBounded)
-    return RuleResult::declined();
-  torch::jit::Graph &graph = rc.graph;
-  Node *counts = graph.createList(c10::TensorType::get(), {});
-  counts->insertAfter(def);
-  std::vector<const Value *> key;
-  for (Node *append : appends) {
-    torch::jit::WithInsertPoint at(append);
-    Value *part = append->input(1);
-    Rep *r = rc.rep(part);
-    Value *count = r ? r->count : rc.rowsOf(part, append);
-    if (r)
-      append->replaceInput(1, r->value);
-    emit(graph, "aten::append", {counts->output(), count}, append);
-    key.push_back(r ? count : nullptr);
-  }
-  auto outs = insertForm(graph, "cat_rows", {list, counts->output()}, node);
-  Value *count = outs[1];
-  bool keyed = std::find(key.begin(), key.end(), nullptr) == key.end();
-  if (keyed) {
-    auto [it, fresh] = rc.appendedCatCounts.emplace(key, count);
-    count = it->second;
-  }
-  rc.setBounded(node->output(), outs[0], count, allIndex, all1D);
-  return RuleResult::applied();
-}
-
 /// cat along dim 0 of bounded and static parts: their live rows, in order.
 RuleResult cat(Node *node, RuleContext &rc) {
   Node *list = node->input(0)->node();
-  if (list->kind() == c10::prim::ListConstruct && list->inputs().empty())
-    return catOfAppends(node, rc);
   if (list->kind() != c10::prim::ListConstruct ||
       node->input(0)->uses().size() != 1 || constantInt(node->input(1)) != 0)
     return RuleResult::declined();
@@ -303,7 +237,8 @@ RuleResult cat(Node *node, RuleContext &rc) {
 RuleResult writeRows(Node *node, RuleContext &rc, const Rep &i,
                      Value *indexUse, Value *v, const Rep *rows,
                      const char *form) {
-  Value *x = node->input(0);
+  Rep *bx = rc.bounded(node->input(0));
+  Value *x = bx ? bx->value : node->input(0);
   torch::jit::Graph &graph = rc.graph;
   auto emitForm = [&] {
     return insertForm(graph, form,
@@ -354,7 +289,10 @@ RuleResult writeRows(Node *node, RuleContext &rc, const Rep &i,
     });
     out->node()->i_(guardAttr(), 1);
   }
-  rc.replaceStatic(node->output(), out);
+  if (bx) // written in place: the padded rows, as many valid
+    rc.setBounded(node->output(), out, bx->count, bx->isIndex, bx->is1D);
+  else
+    rc.replaceStatic(node->output(), out);
   if (mutatesFirstInput(node))
     rc.replaceWriter(node); // it writes: never erased as dead
   return RuleResult::applied();
@@ -367,14 +305,24 @@ RuleResult writeRows(Node *node, RuleContext &rc, const Rep &i,
 RuleResult put(Node *node, RuleContext &rc) {
   Node *list = node->input(1)->node();
   Value *x = node->input(0), *v = node->input(2);
+  Rep *bx = rc.rep(x);
   if (list->kind() != c10::prim::ListConstruct ||
-      list->inputs().size() != 1 || rc.rep(x))
+      list->inputs().size() != 1 ||
+      (bx && (bx->kind != Rep::Kind::Bounded || !is(node, "aten::index_put_"))))
     return RuleResult::declined();
   if (constantBool(node->input(3)) != false) // accumulate
     return RuleResult::declined();
   Rep *i = rc.bounded(list->input(0));
   if (!i || !i->isIndex)
     return RuleResult::declined();
+  // Into bounded rows, in place (torchvision's MultiScaleRoIAlign:
+  // `result[idx_in_level] = roi_align(...)` of `result = zeros(num_rois,
+  // ...)`): the padded rows are written, where every index is provably one
+  // of x's valid rows (where(c)[0] of a c with x's count); a negative or
+  // out-of-range index would count from, or raise past, x's valid rows.
+  if (bx && !(i->indexesBelow && rc.sameCount(i->indexesBelow, bx->count)))
+    return RuleResult::declined(
+        "the rows written are not provably among the valid rows");
   Rep *rows = rc.rep(v);
   if (rows && (rows->kind != Rep::Kind::Bounded ||
                !rc.sameCount(rows->count, i->count)))

@@ -87,6 +87,8 @@ RuleResult whereList(Node *node, RuleContext &rc) {
     return RuleResult::declined();
   Rep r(Rep::Kind::WhereList);
   r.value = c;
+  if (Rep *bounded = rc.bounded(node->input(0)))
+    r.indexesBelow = bounded->count;
   rc.setRep(node->output(), r);
   return RuleResult::applied();
 }

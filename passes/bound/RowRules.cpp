@@ -432,26 +432,34 @@ RuleResult linearRows(Node *node, RuleContext &rc) {
   if (!x || rc.rep(node->input(1)) || rc.rep(bias) ||
       !isTensor(node->input(1)))
     return RuleResult::declined();
+  // Of a vector, linear contracts the rows: where the program does not fix
+  // the rank at 2 or more (the box head's second layer, on the first's
+  // result), the host checks it behind the guard.
   std::optional<int64_t> rank = knownRank(node->input(0), &rc.analysis);
-  if (!rank || *rank < 2)
-    return RuleResult::declined(
-        "linear of rows whose rank the program does not fix at 2 or more "
-        "(of a vector, linear contracts the rows)");
+  if (rank && *rank < 2)
+    return RuleResult::declined("linear of a vector of rows contracts them");
+  if (!bias->mustBeNone() && !isTensor(bias))
+    return RuleResult::declined(); // an Optional the run time resolves
   std::unordered_map<Value *, Value *> replaced = {
       {node->input(0), x->value}};
   std::vector<Value *> out;
-  if (bias->mustBeNone()) {
-    out = cloneOnRows(rc.graph, node, replaced, nullptr, {});
-  } else {
-    if (!isTensor(bias))
-      return RuleResult::declined(); // an Optional the run time resolves
-    Value *cond = emit(rc.graph, "aten::le",
-                       {emit(rc.graph, "aten::dim", {bias}, node),
-                        rc.constant(1)},
+  Value *cond = nullptr;
+  if (!bias->mustBeNone())
+    cond = emit(rc.graph, "aten::le",
+                {emit(rc.graph, "aten::dim", {bias}, node), rc.constant(1)},
+                node);
+  if (!rank) {
+    Value *rows = emit(rc.graph, "aten::ge",
+                       {emit(rc.graph, "aten::dim", {x->value}, node),
+                        rc.constant(2)},
                        node);
+    cond = cond ? emit(rc.graph, "aten::__and__", {cond, rows}, node) : rows;
+  }
+  if (cond)
     out = emitRankGuarded(rc, node, replaced, nullptr, {}, x->value, cond,
                           x->count);
-  }
+  else
+    out = cloneOnRows(rc.graph, node, replaced, nullptr, {});
   rc.setBounded(node->output(), out[0], x->count, /*isIndex=*/false);
   return RuleResult::applied();
 }

@@ -63,19 +63,31 @@ struct Rep {
     Bounded,   // a tensor with a data-dependent leading dimension
     WhereList, // where(c) / nonzero_numpy(c): its elements are bounded
     RandPerm,  // randperm(n) whose one use is [:k], made a top-k there
+    BoundedList, // a list of tensors built by appends (ListRules.cpp): its
+                 // elements padded rows, their counts a list beside it
+    SizeList,    // [x.size(0) for x in L] of a bounded list L: the list
+                 // holds the padded sizes, `count` L's counts
   } kind;
   explicit Rep(Kind kind) : kind(kind) {}
   torch::jit::Value *value = nullptr; // Lifted: the tensor; Bounded: padded
-                                      // rows; WhereList: c; RandPerm: n
-  torch::jit::Value *count = nullptr; // Bounded: valid rows, 0-d int64
+                                      // rows; WhereList: c; RandPerm: n;
+                                      // BoundedList, SizeList: the list
+  torch::jit::Value *count = nullptr; // Bounded: valid rows, 0-d int64;
+                                      // BoundedList, SizeList: the counts,
+                                      // a Tensor[]
   torch::jit::Value *bound = nullptr; // Bounded: a host int for its rows,
                                       // when cheaper than the padded size
   Range range;          // Lifted ints; RandPerm: n's range
-  bool isIndex = false; // Bounded: holds int64 indices
-  bool is1D = false;    // Bounded: a vector (numel is its count)
+  bool isIndex = false; // Bounded (BoundedList: each element): holds int64
+                        // indices
+  bool is1D = false;    // Bounded (BoundedList: each element): a vector
+                        // (numel is its count)
   // Bounded, where(c)[k]: c and k. Bounded, randperm(n)[:top]: n and top.
   torch::jit::Value *whereCond = nullptr;
   int64_t whereDim = 0;
+  /// Bounded index: every valid index is in [0, this count) (where(c)[0]
+  /// of a bounded c: c's count). WhereList: c's count, where c is bounded.
+  torch::jit::Value *indexesBelow = nullptr;
   torch::jit::Value *drawOf = nullptr;
   torch::jit::Value *drawTop = nullptr;
   torch::jit::Node *origin = nullptr; // RandPerm: the randperm node
@@ -136,6 +148,8 @@ void addRowRules(std::vector<BoundRule> &rules);
 void addRandomRules(std::vector<BoundRule> &rules);
 void addDetectionRules(std::vector<BoundRule> &rules);
 void addContainerRules(std::vector<BoundRule> &rules);
+void addListRules(std::vector<BoundRule> &rules);
+void addShapeRules(std::vector<BoundRule> &rules);
 
 /// The state of one run of the driver, and what rules may do with it.
 class RuleContext {
@@ -160,6 +174,16 @@ public:
   /// run both branches (Driver::selectBothBranches). The driver's trials
   /// run without where the hoisted code turned out unsafe.
   bool bothBranches = true;
+  /// Whether a list kept padded may be read by index and its sizes split
+  /// by (ListRules.cpp); without, only lists that cat reads are. The
+  /// driver's trials compare both where lists read by index still leave
+  /// reads mid-way.
+  bool indexedLists = true;
+  /// Set when the walk kept such a list padded.
+  bool madeIndexedLists = false;
+  /// The driver's cutoff, when it has one: it and the nodes after it are
+  /// not walked.
+  const torch::jit::Node *cutoff = nullptr;
 
   //===--- Representations ------------------------------------------------===//
 
@@ -211,6 +235,28 @@ public:
   /// labels) have their valid rows at the same places, so they share it.
   std::map<std::vector<const torch::jit::Value *>, torch::jit::Value *>
       appendedCatCounts;
+  /// A bounded list's counts (its Rep's count, a Tensor[]): the count each
+  /// append adds, in program order, and the appends (ListRules.cpp).
+  struct ListCounts {
+    std::vector<const torch::jit::Value *> key;
+    std::vector<torch::jit::Node *> appends;
+  };
+  std::unordered_map<const torch::jit::Value *, ListCounts> listCounts;
+  /// A bounded list's users when it became one: the rewrite's own nodes
+  /// use it too, as padded rows, and are not materialized for.
+  std::unordered_map<const torch::jit::Value *,
+                     std::unordered_set<const torch::jit::Node *>>
+      listUsers;
+  /// Nodes selectBothBranches hoisted out of the then branch of `if n > 0`,
+  /// with n: there n was positive wherever the original ran them.
+  std::unordered_map<const torch::jit::Node *, const torch::jit::Value *>
+      hoistedWherePositive;
+  /// An element's count read from a bounded list's counts, by the counts
+  /// and the index (a loop's or a non-negative constant): reads of one
+  /// element share it.
+  std::map<std::pair<const torch::jit::Value *, const torch::jit::Value *>,
+           torch::jit::Value *>
+      itemCounts;
   /// Whether counts \p a and \p b are provably equal.
   bool sameCount(const torch::jit::Value *a, const torch::jit::Value *b) const {
     auto canonical = [&](const torch::jit::Value *c) {

@@ -166,6 +166,21 @@ std::optional<RowSizes> rowSizes(Value *list, RuleContext &rc) {
 /// it (reshapeLike); one whose result is already replaced (its partner's
 /// list came first) is left to be erased.
 RuleResult sizeListCompared(Node *node, const Rep &r, RuleContext &rc) {
+  // Only its trailing sizes read (`x.shape[2:]`, a slice from a constant
+  // start >= 1): the padded rows have the same.
+  if (node->output()->hasUses() &&
+      std::all_of(node->output()->uses().begin(), node->output()->uses().end(),
+                  [](const torch::jit::Use &use) {
+                    const Node *user = use.user;
+                    return is(user, "aten::slice") && use.offset == 0 &&
+                           user->inputs().size() == 4 &&
+                           constantInt(user->input(1)).value_or(0) >= 1 &&
+                           constantInt(user->input(3)) == 1;
+                  })) {
+    rc.replaceStatic(node->output(),
+                     emit(rc.graph, "aten::size", {r.value}, node));
+    return RuleResult::applied();
+  }
   struct Compare {
     Node *cmp;
     RowSizes mine, theirs;
@@ -224,9 +239,31 @@ RuleResult sizeOf(Node *node, RuleContext &rc) {
   if (is(node, "aten::size")) {
     if (node->inputs().size() != 2) // the whole size list
       return sizeListCompared(node, *r, rc);
-    auto d = constantInt(node->input(1));
+    std::optional<int64_t> given = constantInt(node->input(1)), d = given;
     if (d) // size(-1) of a value whose rank the program fixes
       d = resolveDim(*d, node->input(0), 0, &rc.analysis);
+    if (!d && given && *given < 0) {
+      // Of a rank only the run time knows (`class_logits.shape[-1]` of a
+      // linear's result): a trailing size where the rank says so, a host
+      // fact; the fallback reads the original (counted apart).
+      torch::jit::Graph &graph = rc.graph;
+      Value *trailing = emit(graph, "aten::ge",
+                             {emit(graph, "aten::dim", {r->value}, node),
+                              rc.constant(1 - *given)},
+                             node);
+      Value *out = emitIf(
+          graph, trailing, node,
+          [&] { return emit(graph, "aten::size", {r->value, *given}, node); },
+          [&] {
+            return graph.insertNode(graph.createClone(node, [](Value *v) {
+                          return v;
+                        }))->output();
+          });
+      out->setType(node->output()->type()); // an int, not emitIf's tensor
+      out->node()->i_(guardAttr(), 1);
+      rc.replaceStatic(node->output(), out);
+      return RuleResult::applied();
+    }
     if (!d)
       return RuleResult::declined();
     if (*d > 0) { // trailing sizes are the padded tensor's
@@ -266,6 +303,54 @@ RuleResult arange(Node *node, RuleContext &rc) {
                       {NamedValue("min", rc.constant(0))});
   rc.setBounded(node->output(), copy->output(), count,
                 rc.analysis.info(node->output()).dtype == DTypeKind::Long);
+  return RuleResult::applied();
+}
+
+/// The size list of factories (`torch.zeros((num_rois, C, H, W))` with
+/// num_rois = len(rois) of bounded rois, as torchvision's
+/// MultiScaleRoIAlign makes its result) whose first size is a lifted length
+/// with an upper bound: each factory makes the bound's rows, as many valid
+/// as the length. Every use of the list must be such a factory's size, with
+/// no other represented input; random factories are not (more rows draw
+/// more numbers).
+RuleResult rowsOfLiftedSize(Node *node, RuleContext &rc) {
+  if (node->inputs().empty() ||
+      node->output()->type()->kind() != c10::TypeKind::ListType)
+    return RuleResult::notApplicable();
+  Rep *n = rc.lifted(node->input(0));
+  if (!n || n->range.lo.value_or(-1) < 0 || !rc.upper(n->range))
+    return RuleResult::notApplicable();
+  for (size_t i = 1; i < node->inputs().size(); ++i)
+    if (rc.rep(node->input(i)))
+      return RuleResult::notApplicable();
+  static const std::vector<c10::Symbol> factories =
+      ops({"aten::zeros", "aten::ones", "aten::empty", "aten::full",
+           "aten::new_zeros", "aten::new_ones", "aten::new_empty",
+           "aten::new_full"});
+  std::vector<Node *> users;
+  for (const torch::jit::Use &use : node->output()->uses()) {
+    Node *user = use.user;
+    if (std::find(factories.begin(), factories.end(), user->kind()) ==
+            factories.end() ||
+        namedInput(user, "size") != node->output())
+      return RuleResult::notApplicable();
+    for (Value *in : user->inputs())
+      if (in != node->output() && rc.rep(in))
+        return RuleResult::notApplicable();
+    users.push_back(user);
+  }
+  Value *hi = rc.upper(n->range);
+  Node *sizes = rc.graph.insertNode(rc.graph.createClone(
+      node, [&](Value *v) { return v == node->input(0) ? hi : v; }));
+  for (Node *user : users) {
+    torch::jit::WithInsertPoint at(user);
+    Node *made = rc.graph.insertNode(rc.graph.createClone(
+        user, [&](Value *v) { return v == node->output() ? sizes->output() : v; }));
+    rc.setBounded(user->output(), made->output(), n->value,
+                  rc.analysis.info(user->output()).dtype == DTypeKind::Long,
+                  node->inputs().size() == 1);
+    rc.absorb(user);
+  }
   return RuleResult::applied();
 }
 
@@ -312,6 +397,8 @@ void addScalarRules(std::vector<BoundRule> &rules) {
   rules.push_back({"reshape-like", On::Use,
                    ops({"aten::reshape", "aten::view"}), reshapeLike});
   rules.push_back({"arange", On::Use, ops({"aten::arange"}), arange});
+  rules.push_back({"rows-of-lifted-size", On::Use, ops({"prim::ListConstruct"}),
+                   rowsOfLiftedSize});
   rules.push_back({"fill", On::Use,
                    ops({"aten::full", "aten::new_full", "aten::full_like"}),
                    fillWithLifted});

@@ -490,3 +490,34 @@ def bools_on(values: List[bool], device: Device) -> Tensor:
     for i in range(len(values)):
         out.select(0, i).fill_(int(values[i]))  # a Scalar takes numbers
     return out
+
+
+def split_rows(x: Tensor, counts: List[Tensor], sizes: List[int]) -> List[Tensor]:
+    """x.split([int(c) for c in counts]) of x's live rows, the cat of parts
+    with these counts (cat_rows): part i has its live rows first, padded to
+    sizes[i] rows."""
+    parts: List[Tensor] = []
+    start = torch.zeros([], dtype=4, device=x.device)  # int64
+    last = max(x.size(0) - 1, 0)
+    for i in range(len(sizes)):
+        if x.size(0) == 0:
+            parts.append(x.new_zeros([sizes[i]] + x.size()[1:]))
+        else:
+            rows = torch.arange(sizes[i], device=x.device) + start
+            parts.append(x.index_select(0, rows.clamp(max=last)))
+        start = start + counts[i].to(x.device)
+    return parts
+
+
+def row_size(x: Tensor) -> int:
+    """The elements of one row of x: the product of its trailing sizes."""
+    n = 1
+    for s in x.size()[1:]:
+        n *= s
+    return n
+
+
+def broadcasts_rows(x: Tensor, y: Tensor) -> bool:
+    """Whether x's rows broadcast along y's (x.expand_as(y) takes y's rows):
+    x of a lower rank, or of one row."""
+    return x.dim() < y.dim() or (x.dim() > 0 and x.size(0) == 1)

@@ -1,0 +1,174 @@
+//===- ShapeRules.cpp - Bounded rows reshaped and expanded -----------------===//
+//
+// Reshapes that keep the valid rows a prefix of the padded ones, as
+// torchvision's BoxCoder.decode and RoIHeads.postprocess_detections do to
+// per-image detections:
+//
+//   y.reshape(n, s...)    n y's count: the padded rows, as many of them,
+//                         each shaped as the original shapes it
+//   y.reshape(-1, s...)   each row becomes r = row size / prod(s) rows: the
+//                         padded rows' r times as many, count * r valid
+//   x.expand_as(y)        of bounded y, where x's rows broadcast: y's
+//                         padded shape, y's count
+//
+//===----------------------------------------------------------------------===//
+
+#include "passes/bound/Rules.h"
+
+#include "passes/BoundedForms.h"
+#include "passes/GraphUtils.h"
+#include "passes/Selection.h"
+
+namespace staticify::bound {
+
+using torch::jit::Node;
+using torch::jit::Value;
+
+namespace {
+
+/// The product of \p sizes' constants, none of which may be negative but
+/// one -1 (whose place \p free gets); nullopt where they are not so.
+std::optional<int64_t> knownProduct(const std::vector<Value *> &sizes,
+                                    std::optional<size_t> &free) {
+  int64_t product = 1;
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    std::optional<int64_t> s = constantInt(sizes[i]);
+    if (!s || *s < -1 || (*s == -1 && free))
+      return std::nullopt;
+    if (*s == -1)
+      free = i;
+    else
+      product *= *s;
+  }
+  return product;
+}
+
+/// reshape/view(y, [n, s...]) of bounded y, n its count, lifted
+/// (`rel_codes.reshape(box_sum, -1)`): the padded rows reshaped to as many
+/// rows. A -1 takes the padded row's size over the other sizes, a host
+/// number, so that no padded size makes it ambiguous; the original raises
+/// for a -1 where n is 0, so a -1 is taken only where n was positive
+/// wherever the original ran (hoisted out of `if n > 0`).
+RuleResult reshapeByCount(Node *node, RuleContext &rc) {
+  Rep *y = rc.bounded(node->input(0));
+  Node *list = node->input(1)->node();
+  if (!y || list->kind() != c10::prim::ListConstruct ||
+      list->inputs().size() < 2)
+    return RuleResult::notApplicable();
+  Rep *n = rc.lifted(list->input(0));
+  if (!n || !rc.sameCount(n->value, y->count))
+    return RuleResult::notApplicable();
+  std::vector<Value *> rest(list->inputs().begin() + 1, list->inputs().end());
+  std::optional<size_t> free;
+  std::optional<int64_t> known = knownProduct(rest, free);
+  if (!known || *known == 0)
+    return RuleResult::declined();
+  if (free) {
+    auto it = rc.hoistedWherePositive.find(node);
+    if (it == rc.hoistedWherePositive.end() || it->second != list->input(0))
+      return RuleResult::declined(
+          "reshape to a count of rows and a -1, which raises where the count "
+          "is 0");
+  }
+  torch::jit::Graph &graph = rc.graph;
+  std::vector<Value *> sizes = {
+      emit(graph, "aten::size", {y->value, 0}, node)};
+  for (size_t i = 0; i < rest.size(); ++i) {
+    if (free != i) {
+      sizes.push_back(rest[i]);
+      continue;
+    }
+    Value *rowSize = insertForm(graph, "row_size", {y->value}, node)[0];
+    sizes.push_back(rc.hostOp("aten::floordiv", rowSize,
+                              rc.constant(*known), node));
+  }
+  Value *shape =
+      graph.insertNode(graph.createList(c10::IntType::get(), sizes))->output();
+  Value *out =
+      emit(graph, node->kind().toQualString(), {y->value, shape}, node);
+  rc.setBounded(node->output(), out, y->count, y->isIndex, false);
+  rc.absorb(list);
+  return RuleResult::applied();
+}
+
+/// reshape/view(y, [-1, s...]) of bounded y with constant sizes s
+/// (`boxes.reshape(-1, 4)` of [n, classes, 4] boxes): each row becomes
+/// r = row size / prod(s) rows, the valid ones first. Where the row size is
+/// not a multiple of prod(s) (a host fact) the fallback runs the original
+/// on the valid rows (a host read, counted apart).
+RuleResult reshapeMergingRows(Node *node, RuleContext &rc) {
+  Rep *y = rc.bounded(node->input(0));
+  std::optional<std::vector<int64_t>> target = constantIntList(node->input(1));
+  if (!y || !target || target->empty() || (*target)[0] != -1)
+    return RuleResult::notApplicable();
+  int64_t known = 1;
+  for (size_t i = 1; i < target->size(); ++i) {
+    if ((*target)[i] < 1)
+      return RuleResult::notApplicable();
+    known *= (*target)[i];
+  }
+  torch::jit::Graph &graph = rc.graph;
+  Value *rowSize = insertForm(graph, "row_size", {y->value}, node)[0];
+  Value *whole = emit(graph, "aten::eq",
+                      {emit(graph, "aten::remainder",
+                            {rowSize, rc.constant(known)}, node),
+                       rc.constant(0)},
+                      node);
+  Value *out = emitIf(
+      graph, whole, node,
+      [&] {
+        return emit(graph, node->kind().toQualString(),
+                    {y->value, node->input(1)}, node);
+      },
+      [&] {
+        return graph.insertNode(graph.createClone(node, [](Value *v) {
+                      return v;
+                    }))->output();
+      });
+  out->node()->i_(guardAttr(), 1);
+  Value *perRow = rc.hostOp("aten::floordiv", rowSize, rc.constant(known), node);
+  Value *count = emit(graph, "aten::mul", {y->count, perRow}, node);
+  rc.setBounded(node->output(), out, count, y->isIndex, target->size() == 1);
+  return RuleResult::applied();
+}
+
+/// x.expand_as(y) of bounded y and static x (torchvision's
+/// `labels.view(1, -1).expand_as(scores)`): y's padded shape, y's count,
+/// where x's rows broadcast (a lower rank, or one row), a host fact; the
+/// fallback expands to the valid rows (a host read, counted apart).
+RuleResult expandAsRows(Node *node, RuleContext &rc) {
+  Rep *y = rc.bounded(node->input(1));
+  Value *x = node->input(0);
+  if (!y || rc.rep(x))
+    return RuleResult::notApplicable();
+  torch::jit::Graph &graph = rc.graph;
+  Value *broadcasts =
+      insertForm(graph, "broadcasts_rows", {x, y->value}, node)[0];
+  Value *out = emitIf(
+      graph, broadcasts, node,
+      [&] { return emit(graph, "aten::expand_as", {x, y->value}, node); },
+      [&] {
+        return graph.insertNode(graph.createClone(node, [](Value *v) {
+                      return v;
+                    }))->output();
+      });
+  out->node()->i_(guardAttr(), 1);
+  rc.setBounded(node->output(), out, y->count,
+                rc.analysis.info(node->output()).dtype == DTypeKind::Long,
+                y->is1D);
+  return RuleResult::applied();
+}
+
+} // namespace
+
+void addShapeRules(std::vector<BoundRule> &rules) {
+  using On = BoundRule::On;
+  rules.push_back({"reshape-by-count", On::Use,
+                   ops({"aten::reshape", "aten::view"}), reshapeByCount});
+  rules.push_back({"reshape-merging-rows", On::Use,
+                   ops({"aten::reshape", "aten::view"}), reshapeMergingRows});
+  rules.push_back(
+      {"expand-as-rows", On::Use, ops({"aten::expand_as"}), expandAsRows});
+}
+
+} // namespace staticify::bound

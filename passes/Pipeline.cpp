@@ -23,7 +23,6 @@
 #include <torch/csrc/jit/passes/lower_tuples.h>
 
 #include <algorithm>
-#include <fstream>
 #include <chrono>
 #include <cstdio>
 #include <stdexcept>
@@ -592,7 +591,7 @@ void verifyAfter(const PassInfo &pass, Graph &graph, bool changed,
   try {
     graph.lint();
   } catch (const std::exception &e) {
-    std::string what = e.what(); if (getenv("DBG_VERIFY")) { std::ofstream("/tmp/badgraph.txt") << graph.toString(); }
+    std::string what = e.what();
     throw std::runtime_error("after pass '" + pass.name +
                              "': the graph fails lint: " +
                              what.substr(0, what.find('\n')));

@@ -359,7 +359,6 @@ int run(const Options &opts, std::ostream &out, std::ostream &err) {
   }
   PassOptions passOptions = opts.passOptions;
   passOptions.renderDot = !opts.dot.empty();
-  if (getenv("DBG_VERIFY")) passOptions.verifyEach = true;
   std::string dot;
   for (const std::string &lib : opts.libraries)
     loadLibrary(lib);

@@ -51,15 +51,18 @@ bool isBoundedList(RuleContext &rc, Value *v) {
   return r && r->kind == Rep::Kind::BoundedList;
 }
 
-/// Whether every node of \p appends has run, each time it runs, before
-/// \p at: before it, in no loop that also holds \p at.
-bool allDoneBefore(const std::vector<Node *> &appends, const Node *at) {
-  for (const Node *a : appends) {
+/// Whether every append of \p known to its list has run, each time, before
+/// \p at reads the list: each is before it, and a loop around both also
+/// holds the list's definition (a list made anew each iteration: RetinaNet's
+/// per-level lists in its loop over images).
+bool allDoneBefore(const RuleContext::ListCounts &known, const Node *at) {
+  for (const Node *a : known.appends) {
     if (!a->isBefore(at))
       return false;
     for (const Node *n = a->owningBlock()->owningNode(); n;
          n = n->owningBlock()->owningNode())
-      if (n->kind() == c10::prim::Loop && encloses(n->blocks()[0], at))
+      if (n->kind() == c10::prim::Loop && encloses(n->blocks()[0], at) &&
+          !encloses(n->blocks()[0], known.list))
         return false;
   }
   return true;
@@ -104,8 +107,7 @@ Value *mirroredCounts(Value *list, Node *append, Value *elementCount,
     return nullptr;
   Value *counts = item->input(0);
   auto known = rc.listCounts.find(counts);
-  if (known == rc.listCounts.end() ||
-      !allDoneBefore(known->second.appends, loop))
+  if (known == rc.listCounts.end() || !allDoneBefore(known->second, loop))
     return nullptr;
   auto lengthOfOther = [&](Value *n) {
     Node *len = n->node();
@@ -149,6 +151,7 @@ void appendInStep(Node *a, const Rep &l, RuleContext &rc) {
     a->replaceInput(1, r->value);
   emit(rc.graph, "aten::append", {l.count, count}, a);
   RuleContext::ListCounts &known = rc.listCounts[l.count];
+  known.list = l.value->node();
   known.key.push_back(count);
   known.appends.push_back(a);
   rc.absorb(a);
@@ -278,11 +281,18 @@ RuleResult item(Node *node, RuleContext &rc) {
   return RuleResult::applied();
 }
 
-/// `len(L)`: as many elements as before.
+/// `len(L)`: as many elements as the list that stands for it (a split's
+/// parts are split_rows's, and the original split must not run on padded
+/// rows).
 RuleResult length(Node *node, RuleContext &rc) {
   Rep *l = rc.rep(node->input(0));
-  return RuleResult::appliedIf(l && (l->kind == Rep::Kind::BoundedList ||
-                                     l->kind == Rep::Kind::SizeList));
+  if (!l || (l->kind != Rep::Kind::BoundedList &&
+             l->kind != Rep::Kind::SizeList))
+    return RuleResult::notApplicable();
+  if (l->value != node->input(0))
+    rc.replaceStatic(node->output(),
+                     emit(rc.graph, "aten::len", {l->value}, node));
+  return RuleResult::applied();
 }
 
 /// `torch.cat(L)` of a bounded list: the live rows of each element, in
@@ -298,7 +308,7 @@ RuleResult cat(Node *node, RuleContext &rc) {
   auto outs = insertForm(rc.graph, "cat_rows", {l->value, l->count}, node);
   Value *count = outs[1];
   const RuleContext::ListCounts &known = rc.listCounts.at(l->count);
-  if (allDoneBefore(known.appends, node)) {
+  if (allDoneBefore(known, node)) {
     auto [it, fresh] = rc.appendedCatCounts.emplace(known.key, count);
     if (!fresh && definedBefore(it->second, node) &&
         encloses(it->second->node()->owningBlock(), node))

@@ -240,6 +240,7 @@ public:
   struct ListCounts {
     std::vector<const torch::jit::Value *> key;
     std::vector<torch::jit::Node *> appends;
+    const torch::jit::Node *list = nullptr; // the list's definition
   };
   std::unordered_map<const torch::jit::Value *, ListCounts> listCounts;
   /// A bounded list's users when it became one: the rewrite's own nodes

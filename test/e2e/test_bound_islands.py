@@ -4,11 +4,12 @@ no longer keeps the rest of it dynamic, and no island is kept with more syncs.
 The model joins two independent computations, as a detector's forward joins
 its proposal sampler and its post-processing: seed 000's balanced sampler
 (bounded, it needs no sync) and corpus.ChainedWhereMasks (bounded, its 2 syncs
-would become 3: 4 before bound decided a size test by its bound, and still
-more than 2). Taken as one graph, the old whole-graph decision bounded both,
-the chained island's extra syncs included; island by island, the sampler is
+would become more). Taken as one graph, the old whole-graph decision bounded
+both, the chained island's extra syncs included; island by island, the sampler is
 bounded and the other left as the earlier passes made it: 4 syncs become
 2."""
+import re
+
 import torch
 
 from conftest import findings, sync_points
@@ -40,7 +41,10 @@ def test_each_island_is_decided_on_its_own(staticify, save, tmp_path):
             if f["role"] == "root" and f["action"] in ("kept", "introduced")]
     assert len(left) == 2, left
     assert all("corpus.py" in f["location"]["file"] for f in left), left
-    assert all("3 points instead of 2" in f["reason"] for f in left), left
+    # Refused for costing more reads than the 2 it had (how many more
+    # depends on how far the rules carry the bounded rows before they stop).
+    more = [re.search(r"at (\d+) points instead of 2", f["reason"]) for f in left]
+    assert all(m and int(m.group(1)) > 2 for m in more), left
 
     out = tmp_path / "out.pt"
     staticify(path, "-o", out)

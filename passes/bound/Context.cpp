@@ -172,6 +172,17 @@ Value *RuleContext::rowsOf(Value *x, const Node *anchor) {
                NamedValue("device", deviceOf(x, anchor))});
 }
 
+Value *RuleContext::guardOriginal(Value *cond, Node *node,
+                                  const std::function<Value *()> &fast) {
+  Value *out = emitIf(graph, cond, node, fast, [&] {
+    return graph.insertNode(graph.createClone(node, [](Value *v) { return v; }))
+        ->output();
+  });
+  out->setType(node->output()->type());
+  out->node()->i_(guardAttr(), 1);
+  return out;
+}
+
 Value *RuleContext::boundOf(const Rep &r, const Node *anchor) {
   return r.bound ? r.bound : emit(graph, "aten::size", {r.value, 0}, anchor);
 }

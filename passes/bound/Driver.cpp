@@ -198,28 +198,23 @@ const std::vector<const BoundRule *> &Driver::candidates(BoundRule::On on,
 }
 
 bool Driver::dispatchLoop(Node *node) {
-  for (const BoundRule &rule : boundRules()) {
-    if (rule.on != BoundRule::On::Use ||
-        std::find(rule.ops.begin(), rule.ops.end(), c10::prim::Loop) ==
-            rule.ops.end())
-      continue;
-    torch::jit::WithInsertPoint at(node);
-    InsertedBefore inserted(node);
-    RuleResult result = rule.fn(node, rc);
-    if (result.kind == RuleResult::Kind::Applied)
-      return true;
-    inserted.rollback();
-    if (result.kind == RuleResult::Kind::Declined) {
-      if (!result.why.empty())
-        ctx.declined(node, kRule, result.why);
-      return false;
-    }
+  if (!loopRules) {
+    loopRules.emplace();
+    for (const BoundRule &rule : boundRules())
+      if (rule.on == BoundRule::On::Use &&
+          std::count(rule.ops.begin(), rule.ops.end(), c10::prim::Loop))
+        loopRules->push_back(&rule);
   }
-  return false;
+  torch::jit::WithInsertPoint at(node);
+  return ask(node, *loopRules);
 }
 
 bool Driver::dispatch(Node *node, BoundRule::On on) {
-  for (const BoundRule *rule : candidates(on, node->kind())) {
+  return ask(node, candidates(on, node->kind()));
+}
+
+bool Driver::ask(Node *node, const std::vector<const BoundRule *> &rules) {
+  for (const BoundRule *rule : rules) {
     InsertedBefore inserted(node);
     RuleResult result = rule->fn(node, rc);
     if (result.kind == RuleResult::Kind::Applied)

@@ -128,6 +128,12 @@ private:
   /// Asks the rules registered for prim::Loop about loop \p node, before
   /// its body is walked; whether one applied (the body is then not walked).
   bool dispatchLoop(Node *node);
+  /// Asks \p rules about \p node in order until one answers; whether one
+  /// applied. What a rule that does not apply inserted before the node is
+  /// removed.
+  bool ask(Node *node, const std::vector<const BoundRule *> &rules);
+  /// The rules registered for prim::Loop, found when a loop first asks.
+  std::optional<std::vector<const BoundRule *>> loopRules;
 
   /// `prim::If` on a lifted bool with pure branches: both branches run,
   /// their results are selected by where().

@@ -282,6 +282,12 @@ public:
                             const torch::jit::Node *anchor);
   /// A host int for the rows of bounded \p r.
   torch::jit::Value *boundOf(const Rep &r, const torch::jit::Node *anchor);
+  /// A guard (guardAttr()) on host fact \p cond: \p fast where it holds,
+  /// else a copy of \p node, the original, whose uses of represented values
+  /// read them on the host (counted apart). Its result has \p node's type.
+  torch::jit::Value *guardOriginal(torch::jit::Value *cond,
+                                   torch::jit::Node *node,
+                                   const std::function<torch::jit::Value *()> &fast);
   /// min(count, k) for a 0-d count and a host or lifted k.
   torch::jit::Value *minCount(torch::jit::Value *count, torch::jit::Value *k,
                               const torch::jit::Node *anchor);

@@ -251,16 +251,9 @@ RuleResult sizeOf(Node *node, RuleContext &rc) {
                              {emit(graph, "aten::dim", {r->value}, node),
                               rc.constant(1 - *given)},
                              node);
-      Value *out = emitIf(
-          graph, trailing, node,
-          [&] { return emit(graph, "aten::size", {r->value, *given}, node); },
-          [&] {
-            return graph.insertNode(graph.createClone(node, [](Value *v) {
-                          return v;
-                        }))->output();
-          });
-      out->setType(node->output()->type()); // an int, not emitIf's tensor
-      out->node()->i_(guardAttr(), 1);
+      Value *out = rc.guardOriginal(trailing, node, [&] {
+        return emit(graph, "aten::size", {r->value, *given}, node);
+      });
       rc.replaceStatic(node->output(), out);
       return RuleResult::applied();
     }

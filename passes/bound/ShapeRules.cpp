@@ -114,18 +114,10 @@ RuleResult reshapeMergingRows(Node *node, RuleContext &rc) {
                             {rowSize, rc.constant(known)}, node),
                        rc.constant(0)},
                       node);
-  Value *out = emitIf(
-      graph, whole, node,
-      [&] {
-        return emit(graph, node->kind().toQualString(),
-                    {y->value, node->input(1)}, node);
-      },
-      [&] {
-        return graph.insertNode(graph.createClone(node, [](Value *v) {
-                      return v;
-                    }))->output();
-      });
-  out->node()->i_(guardAttr(), 1);
+  Value *out = rc.guardOriginal(whole, node, [&] {
+    return emit(graph, node->kind().toQualString(), {y->value, node->input(1)},
+                node);
+  });
   Value *perRow = rc.hostOp("aten::floordiv", rowSize, rc.constant(known), node);
   Value *count = emit(graph, "aten::mul", {y->count, perRow}, node);
   rc.setBounded(node->output(), out, count, y->isIndex, target->size() == 1);
@@ -144,15 +136,9 @@ RuleResult expandAsRows(Node *node, RuleContext &rc) {
   torch::jit::Graph &graph = rc.graph;
   Value *broadcasts =
       insertForm(graph, "broadcasts_rows", {x, y->value}, node)[0];
-  Value *out = emitIf(
-      graph, broadcasts, node,
-      [&] { return emit(graph, "aten::expand_as", {x, y->value}, node); },
-      [&] {
-        return graph.insertNode(graph.createClone(node, [](Value *v) {
-                      return v;
-                    }))->output();
-      });
-  out->node()->i_(guardAttr(), 1);
+  Value *out = rc.guardOriginal(broadcasts, node, [&] {
+    return emit(graph, "aten::expand_as", {x, y->value}, node);
+  });
   rc.setBounded(node->output(), out, y->count,
                 rc.analysis.info(node->output()).dtype == DTypeKind::Long,
                 y->is1D);

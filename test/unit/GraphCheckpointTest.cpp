@@ -111,3 +111,48 @@ TEST(GraphCheckpoint, RestoreErasesResultsANodeGained) {
   EXPECT_EQ(branch->outputs().size(), 1u);
   EXPECT_EQ(text(*graph), before);
 }
+
+TEST(GraphCheckpoint, RestoreDestroysNewNodesWhateverOrderTheBlocksComeIn) {
+  // What bound's guards do (nestAfterGuards): a node that was there moves
+  // into a block, where a new node inside it uses a value made in that
+  // block. Moved back, the node's block comes before the value's in a walk
+  // of the graph: the new user must still go first.
+  auto graph = parseIRWithLocations(R"IR(graph(%x : Tensor, %n : int, %c : bool):
+  %true : bool = prim::Constant[value=1]()
+  prim::Loop(%n, %true)
+    block0(%i : int):
+      %r : Tensor = aten::relu(%x)
+      -> (%true)
+  %y : Tensor = prim::If(%c)
+    block0():
+      %a : Tensor = aten::neg(%x)
+      -> (%a)
+    block1():
+      -> (%x)
+  return (%y)
+)IR",
+                                    "order.ir");
+  const std::string before = text(*graph);
+  GraphCheckpoint checkpoint(*graph);
+  Node *loop = find(*graph, "prim::Loop");
+  Node *branch = find(*graph, "prim::If");
+  ASSERT_TRUE(loop && branch);
+  torch::jit::Block *body = loop->blocks()[0];
+  Value *made;
+  {
+    torch::jit::WithInsertPoint at(body->return_node());
+    made = graph->insert(c10::aten::sigmoid, {graph->inputs()[0]});
+  }
+  branch->moveBefore(body->return_node());
+  {
+    torch::jit::WithInsertPoint at(branch->blocks()[0]->return_node());
+    Value *user = graph->insert(c10::aten::mul, {made, made});
+    branch->blocks()[0]->return_node()->replaceInput(0, user);
+  }
+  graph->return_node()->replaceInput(0, graph->inputs()[0]);
+  graph->lint();
+  EXPECT_NE(text(*graph), before);
+
+  EXPECT_NO_THROW(checkpoint.restore());
+  EXPECT_EQ(text(*graph), before);
+}

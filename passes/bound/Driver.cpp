@@ -282,9 +282,7 @@ Value *Driver::materialize(Value *v, const Rep &r, const Node *user) {
   torch::jit::WithInsertPoint guard(at);
   const Node *anchor = user->sourceRange().source() ? user : located(def);
   bool mid = noteUse(user);
-  if (r.kind == Rep::Kind::Bounded &&
-      (!n || !n->node()->isBefore(at) ||
-       !encloses(n->node()->owningBlock(), at)))
+  if (r.kind == Rep::Kind::Bounded && (!n || !visibleAt(n, at)))
     n = nullptr; // not read yet at this point (or in a block \p at is not in)
   Value *out = emitMaterialized(v, r, anchor, reasonFor(user), n, mid);
   materialized[v] = out;

@@ -493,6 +493,10 @@ bool definedBefore(const Value *v, const Node *at) {
   return v->node()->kind() == c10::prim::Param || v->node()->isBefore(at);
 }
 
+bool visibleAt(const Value *v, const Node *at) {
+  return definedBefore(v, at) && encloses(v->node()->owningBlock(), at);
+}
+
 /// Whether \p def is in \p b or a block nested in it.
 bool encloses(const torch::jit::Block *b, const Node *def) {
   for (const torch::jit::Block *d = def->owningBlock(); d;

@@ -46,9 +46,12 @@ using torch::jit::Value;
 
 namespace {
 
-bool isBoundedList(RuleContext &rc, Value *v) {
-  Rep *r = rc.rep(v);
-  return r && r->kind == Rep::Kind::BoundedList;
+/// \p list's users now, when it gets its representation: the uses that
+/// materialize it if no rule takes them (the rewrite's own use it padded).
+void recordUsers(Value *list, RuleContext &rc) {
+  std::unordered_set<const Node *> &users = rc.listUsers[list];
+  for (const torch::jit::Use &use : list->uses())
+    users.insert(use.user);
 }
 
 /// Whether every append of \p known to its list has run, each time, before
@@ -151,7 +154,6 @@ void appendInStep(Node *a, const Rep &l, RuleContext &rc) {
     a->replaceInput(1, r->value);
   emit(rc.graph, "aten::append", {l.count, count}, a);
   RuleContext::ListCounts &known = rc.listCounts[l.count];
-  known.list = l.value->node();
   known.key.push_back(count);
   known.appends.push_back(a);
   rc.absorb(a);
@@ -225,15 +227,14 @@ RuleResult append(Node *node, RuleContext &rc) {
     Node *counts = rc.graph.createList(c10::TensorType::get(), {});
     counts->insertAfter(def);
     l.count = counts->output();
+    rc.listCounts[l.count].list = def;
     for (Node *a : appends)
       if (!node->isBefore(a))
         appendInStep(a, l, rc);
   }
   rc.setRep(list, l);
   rc.madeIndexedLists |= readByIndex;
-  std::unordered_set<const Node *> &users = rc.listUsers[list];
-  for (const torch::jit::Use &use : list->uses())
-    users.insert(use.user);
+  recordUsers(list, rc);
   return RuleResult::applied();
 }
 
@@ -249,8 +250,7 @@ Value *countAt(Value *counts, Value *i, Node *node, RuleContext &rc) {
                  i->offset() == 0);
   if (stable) {
     auto it = rc.itemCounts.find({counts, i});
-    if (it != rc.itemCounts.end() && definedBefore(it->second, node) &&
-        encloses(it->second->node()->owningBlock(), node))
+    if (it != rc.itemCounts.end() && visibleAt(it->second, node))
       return it->second;
   }
   Value *count = emit(rc.graph, "aten::__getitem__", {counts, i}, node);
@@ -300,7 +300,6 @@ RuleResult length(Node *node, RuleContext &rc) {
 /// done, share the first one's count.
 RuleResult cat(Node *node, RuleContext &rc) {
   Rep *l = rc.rep(node->input(0));
-
   if (!l || l->kind != Rep::Kind::BoundedList)
     return RuleResult::notApplicable();
   if (constantInt(node->input(1)) != 0)
@@ -310,23 +309,22 @@ RuleResult cat(Node *node, RuleContext &rc) {
   const RuleContext::ListCounts &known = rc.listCounts.at(l->count);
   if (allDoneBefore(known, node)) {
     auto [it, fresh] = rc.appendedCatCounts.emplace(known.key, count);
-    if (!fresh && definedBefore(it->second, node) &&
-        encloses(it->second->node()->owningBlock(), node))
+    if (!fresh && visibleAt(it->second, node))
       count = it->second;
   }
   rc.setBounded(node->output(), outs[0], count, l->isIndex, l->is1D);
   return RuleResult::applied();
 }
 
-/// Whether \p a is the sum of \p counts' elements, the count a cat of a
-/// list with these counts has (appendedCatCounts), visible at \p at.
+/// The sum of \p counts' elements where a cat of a list with these counts
+/// made it already (appendedCatCounts) and it is visible at \p at; nullptr
+/// otherwise.
 Value *sumOfCounts(Value *counts, const Node *at, RuleContext &rc) {
   auto known = rc.listCounts.find(counts);
   if (known == rc.listCounts.end())
     return nullptr;
   auto sum = rc.appendedCatCounts.find(known->second.key);
-  if (sum == rc.appendedCatCounts.end() || !definedBefore(sum->second, at) ||
-      !encloses(sum->second->node()->owningBlock(), at))
+  if (sum == rc.appendedCatCounts.end() || !visibleAt(sum->second, at))
     return nullptr;
   return sum->second;
 }
@@ -367,9 +365,7 @@ RuleResult sizeAppend(Node *node, RuleContext &rc) {
   sizes.count = counts;
   rc.setRep(list, sizes);
   rc.madeIndexedLists = true;
-  std::unordered_set<const Node *> &users = rc.listUsers[list];
-  for (const torch::jit::Use &use : list->uses())
-    users.insert(use.user);
+  recordUsers(list, rc);
   return RuleResult::applied();
 }
 
@@ -394,9 +390,7 @@ RuleResult split(Node *node, RuleContext &rc) {
   l.isIndex = x->isIndex;
   l.is1D = x->is1D;
   rc.setRep(node->output(), l);
-  std::unordered_set<const Node *> &users = rc.listUsers[node->output()];
-  for (const torch::jit::Use &use : node->output()->uses())
-    users.insert(use.user);
+  recordUsers(node->output(), rc);
   return RuleResult::applied();
 }
 

@@ -492,6 +492,9 @@ torch::jit::Block *guardFallbackAround(torch::jit::Node *user,
 bool definedBefore(const torch::jit::Value *v, const torch::jit::Node *at);
 /// Whether \p def is in \p b or a block nested in it.
 bool encloses(const torch::jit::Block *b, const torch::jit::Node *def);
+/// Whether \p v may be used at \p at: defined before it, in its block or
+/// one around it (a value made earlier inside a branch or loop body may not).
+bool visibleAt(const torch::jit::Value *v, const torch::jit::Node *at);
 /// Whether \p node is one of \p graph's.
 bool inGraph(torch::jit::Graph &graph, const torch::jit::Node *node);
 

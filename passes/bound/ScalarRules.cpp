@@ -311,7 +311,7 @@ RuleResult rowsOfLiftedSize(Node *node, RuleContext &rc) {
       node->output()->type()->kind() != c10::TypeKind::ListType)
     return RuleResult::notApplicable();
   Rep *n = rc.lifted(node->input(0));
-  if (!n || n->range.lo.value_or(-1) < 0 || !rc.upper(n->range))
+  if (!n || n->range.lo.value_or(-1) < 0)
     return RuleResult::notApplicable();
   for (size_t i = 1; i < node->inputs().size(); ++i)
     if (rc.rep(node->input(i)))
@@ -333,6 +333,8 @@ RuleResult rowsOfLiftedSize(Node *node, RuleContext &rc) {
     users.push_back(user);
   }
   Value *hi = rc.upper(n->range);
+  if (!hi)
+    return RuleResult::notApplicable();
   Node *sizes = rc.graph.insertNode(rc.graph.createClone(
       node, [&](Value *v) { return v == node->input(0) ? hi : v; }));
   for (Node *user : users) {

@@ -316,23 +316,44 @@ static std::optional<int64_t> rankStep(const Node *node) {
 
 namespace {
 /// The snapshot knownRank() answers from, while one is alive.
-thread_local const std::unordered_map<const Value *, std::optional<int64_t>>
-    *snapshotRanks = nullptr;
+thread_local RankSnapshot *liveSnapshot = nullptr;
 } // namespace
 
 RankSnapshot::RankSnapshot(torch::jit::Graph &graph,
                            const AnalysisResult *analysis)
-    : previous(snapshotRanks) {
+    : graph(graph), analysis(analysis), previous(liveSnapshot) {
   // In program order, each answer in the map before its uses ask: the
   // recursion stops at what is answered already.
-  snapshotRanks = &ranks;
+  liveSnapshot = this;
   for (const Node *node : collectNodes(graph.block()))
     for (const Value *out : node->outputs())
       if (out->type()->kind() == c10::TypeKind::TensorType)
         ranks.emplace(out, knownRank(out, analysis));
 }
 
-RankSnapshot::~RankSnapshot() { snapshotRanks = previous; }
+RankSnapshot::~RankSnapshot() { liveSnapshot = previous; }
+
+const std::unordered_map<const Value *, std::optional<int64_t>> *
+RankSnapshot::live() {
+  return liveSnapshot ? &liveSnapshot->ranks : nullptr;
+}
+
+void RankSnapshot::assume(const Value *v, int64_t rank) {
+  RankSnapshot *s = liveSnapshot;
+  if (!s)
+    return;
+  s->ranks[v] = rank;
+  // What follows, in program order, asked about v: answered again.
+  for (const Node *node : collectNodes(s->graph.block())) {
+    if (!node->isAfter(v->node()))
+      continue;
+    for (const Value *out : node->outputs())
+      if (s->ranks.count(out)) {
+        s->ranks.erase(out);
+        s->ranks.emplace(out, knownRank(out, s->analysis));
+      }
+  }
+}
 
 /// The rank of \p v when op semantics fix it: `where(m)[i]` and `arange` are
 /// 1-D, `gather` has its index's rank, rank-preserving ops (slice included)
@@ -344,8 +365,8 @@ RankSnapshot::~RankSnapshot() { snapshotRanks = previous; }
 /// holds (innerRank).
 std::optional<int64_t> knownRank(const Value *v, const AnalysisResult *analysis,
                                  int depth) {
-  if (snapshotRanks)
-    if (auto it = snapshotRanks->find(v); it != snapshotRanks->end())
+  if (const auto *ranks = RankSnapshot::live())
+    if (auto it = ranks->find(v); it != ranks->end())
       return it->second;
   if (depth > 32)
     return std::nullopt;

@@ -93,11 +93,21 @@ public:
   ~RankSnapshot();
   RankSnapshot(const RankSnapshot &) = delete;
   RankSnapshot &operator=(const RankSnapshot &) = delete;
+  /// The live snapshot answers \p rank for \p v from now on, and answers
+  /// again for what comes after \p v's definition (not rewritten yet, in a
+  /// forward walk): a rewrite decided between two ranks \p v could have
+  /// (bound's if whose then branch's rows stand for the else's,
+  /// EmptyShapes.cpp).
+  static void assume(const torch::jit::Value *v, int64_t rank);
+  /// The ranks it answers: knownRank() asks.
+  static const std::unordered_map<const torch::jit::Value *,
+                                  std::optional<int64_t>> *live();
 
 private:
+  torch::jit::Graph &graph;
+  const AnalysisResult *analysis;
   std::unordered_map<const torch::jit::Value *, std::optional<int64_t>> ranks;
-  const std::unordered_map<const torch::jit::Value *, std::optional<int64_t>>
-      *previous;
+  RankSnapshot *previous;
 };
 
 /// A dimension argument \p dim of an op on \p of, made non-negative: a

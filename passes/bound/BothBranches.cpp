@@ -73,7 +73,7 @@ bool anyUsed(const Node *node) {
 
 } // namespace
 
-std::string whyNotBothBranches(const Node *ifNode, RuleContext &rc) {
+std::string whyNotBothBranches(Node *ifNode, RuleContext &rc) {
   for (size_t i = 0; i < ifNode->outputs().size(); ++i) {
     const Value *out = ifNode->output(i);
     if (!isTensor(out))
@@ -89,8 +89,12 @@ std::string whyNotBothBranches(const Node *ifNode, RuleContext &rc) {
         knownRank(ifNode->blocks()[0]->outputs()[i], &rc.analysis);
     std::optional<int64_t> b =
         knownRank(ifNode->blocks()[1]->outputs()[i], &rc.analysis);
-    if (a && b && *a != *b)
-      return "its branches' results have different ranks";
+    if (a && b && *a != *b) {
+      std::string why = whyEmptyShapesDiffer(ifNode, i, rc);
+      if (!why.empty())
+        return "its branches' results have different ranks, and " + why;
+      rc.thenStandsForBoth[out] = *a;
+    }
   }
   for (const Block *b : ifNode->blocks()) {
     std::string why = whyNotHoistable(b);

@@ -101,11 +101,20 @@ bool Driver::selectBothBranches(Node *node) {
   for (Node *n : hoisted)
     visit(n);
   why = whyNotSafeUnconditionally(start->next(), node, originals, rc);
-  for (size_t i = 0; why.empty() && i < node->outputs().size(); ++i)
-    if (!canPick(node->blocks()[0]->outputs()[i],
-                 node->blocks()[1]->outputs()[i], rc))
+  for (size_t i = 0; why.empty() && i < node->outputs().size(); ++i) {
+    Value *a = node->blocks()[0]->outputs()[i];
+    if (rc.thenStandsForBoth.count(node->output(i))) {
+      // Its rows stand for the else branch's, which are as many: none.
+      Rep *rows = rc.bounded(a);
+      Rep *n = rc.lifted(node->input(0)->node()->input(0));
+      if (!rows || !n || !rc.sameCount(rows->count, n->value))
+        why = "the then branch's result is not rows the test counts";
+      continue;
+    }
+    if (!canPick(a, node->blocks()[1]->outputs()[i], rc))
       why = "a result is not, in both, bounded rows or a static tensor of "
             "one known rank";
+  }
   if (!why.empty()) {
     // The trial is run again without; the reason outlives it.
     bothWhy = {node, "both branches cannot run: " + why};
@@ -133,8 +142,15 @@ bool Driver::selectBothBranches(Node *node) {
   {
     torch::jit::WithInsertPoint at(
         guards.empty() ? node : guards.back()->blocks()[0]->return_node());
-    for (auto [a, b] : outs)
+    for (size_t i = 0; i < outs.size(); ++i) {
+      auto [a, b] = outs[i];
+      if (rc.thenStandsForBoth.count(node->output(i))) {
+        const Rep &rows = *rc.bounded(a);
+        results.push_back({rows.value, rows.count, rows.isIndex, rows.is1D});
+        continue;
+      }
       results.push_back(pick(cond->value, a, b, node, rc));
+    }
   }
   returnPicks(guards, original, results, node, rc);
   if (guards.empty())
@@ -150,6 +166,9 @@ bool Driver::selectBothBranches(Node *node) {
     const Picked &r = results[i];
     for (Block *b : node->blocks())
       b->registerOutput(r.padded);
+    if (auto it = rc.thenStandsForBoth.find(node->output(i));
+        it != rc.thenStandsForBoth.end())
+      RankSnapshot::assume(node->output(i), it->second);
     if (r.count)
       rc.setBounded(node->output(i), r.padded, r.count, r.isIndex, r.is1D);
     else

@@ -252,6 +252,10 @@ public:
   /// with n: there n was positive wherever the original ran them.
   std::unordered_map<const torch::jit::Node *, const torch::jit::Value *>
       hoistedWherePositive;
+  /// Results of `if n > 0` whose branches differ in rank where the program
+  /// after cannot tell their empty shapes apart (EmptyShapes.cpp): the
+  /// then branch's rows stand for both. Result -> the then branch's rank.
+  std::unordered_map<const torch::jit::Value *, int64_t> thenStandsForBoth;
   /// An element's count read from a bounded list's counts, by the counts
   /// and the index (a loop's or a non-negative constant): reads of one
   /// element share it.
@@ -427,8 +431,7 @@ bool madeWithNoRows(const torch::jit::Value *v);
 /// (not a guard), whose results must be tensors, cannot both run before the rules see them: effects,
 /// raises, loops or writes outside a guard's fallback, a result written in
 /// place. Empty where they can be tried.
-std::string whyNotBothBranches(const torch::jit::Node *ifNode,
-                               RuleContext &rc);
+std::string whyNotBothBranches(torch::jit::Node *ifNode, RuleContext &rc);
 /// After the driver visited the hoisted branches, [\p from, \p end): why
 /// the code as the rules left it may not run whichever way the if goes.
 /// An original node (one of \p originals) that is still used must not
@@ -453,6 +456,26 @@ void nestAfterGuards(torch::jit::Node *from, torch::jit::Node *end,
                      std::unordered_map<torch::jit::Value *, torch::jit::Value *>
                          &renamed,
                      RuleContext &rc);
+
+/// A constant that provably divides the product of \p v's sizes past the
+/// first (its row size), as the ops that made it show: L tensors stacked
+/// along a dimension past the rows, flattened back (BoxCoder's
+/// `stack((x1, y1, x2, y2), dim=2).flatten(1)`: 4), a reshape to constant
+/// sizes. 1 where they show nothing (ShapeRules.cpp).
+int64_t rowSizeFactor(const torch::jit::Value *v, int depth = 0);
+
+//===--- Empty results of either shape (EmptyShapes.cpp) ------------------===//
+
+/// Result \p i of \p ifNode, `if n > 0` on a lifted count n >= 0, has
+/// branches of different ranks (BoxCoder.decode's `if box_sum > 0:
+/// pred_boxes = pred_boxes.reshape(box_sum, -1, 4)`), which differ only
+/// where n is 0, in the shape of a tensor with no rows. Why the program
+/// after the if might tell the two empty tensors apart (read a size or a
+/// rank that differs, raise for one shape and not the other, return one),
+/// as shape arithmetic over one unknown row size shows; empty where it
+/// cannot, and the then branch's rows may stand for both.
+std::string whyEmptyShapesDiffer(torch::jit::Node *ifNode, size_t i,
+                                 RuleContext &rc);
 
 /// A branch result the device picked: padded rows and their count, or
 /// (count null) a static tensor.

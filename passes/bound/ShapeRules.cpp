@@ -17,6 +17,7 @@
 
 #include "passes/BoundedForms.h"
 #include "passes/GraphUtils.h"
+#include "passes/OpInfo.h"
 #include "passes/Selection.h"
 
 namespace staticify::bound {
@@ -42,6 +43,67 @@ std::optional<int64_t> knownProduct(const std::vector<Value *> &sizes,
   }
   return product;
 }
+
+} // namespace
+
+int64_t rowSizeFactor(const Value *v, int depth) {
+  const Node *node = v->node();
+  if (depth > 16 || !isTensor(v))
+    return 1;
+  auto rankOf = [](const Value *t) { return knownRank(t); };
+  if (is(node, "aten::flatten")) {
+    // Dims [start, last] merged, start >= 1: the row size is kept (a
+    // start past the last dimension raises).
+    std::optional<int64_t> start = constantInt(node->input(1));
+    std::optional<int64_t> rank = rankOf(node->input(0));
+    std::optional<int64_t> end = constantInt(node->input(2));
+    if (start && *start >= 1 && end &&
+        (*end == -1 || (rank && *end == *rank - 1)))
+      return rowSizeFactor(node->input(0), depth + 1);
+    return 1;
+  }
+  if (is(node, "aten::stack")) {
+    // L tensors of one shape stacked along a dimension past the rows.
+    const Node *list = node->input(0)->node();
+    std::optional<int64_t> dim = constantInt(node->input(1));
+    if (list->kind() != c10::prim::ListConstruct || list->inputs().empty() ||
+        !dim)
+      return 1;
+    std::optional<int64_t> rank = rankOf(list->input(0));
+    if (*dim >= 0 ? *dim == 0 : (!rank || *dim + *rank + 1 <= 0))
+      return 1;
+    return static_cast<int64_t>(list->inputs().size()) *
+           rowSizeFactor(list->input(0), depth + 1);
+  }
+  if (is(node, "aten::reshape") || is(node, "aten::view")) {
+    std::optional<std::vector<int64_t>> sizes = constantIntList(node->input(1));
+    int64_t factor = 1;
+    const Node *list = node->input(1)->node();
+    if (!sizes && list->kind() == c10::prim::ListConstruct) {
+      // [n, s...]: the sizes after the first that are constants.
+      for (size_t i = 1; i < list->inputs().size(); ++i)
+        if (std::optional<int64_t> c = constantInt(list->input(i)); c && *c > 0)
+          factor *= *c;
+      return factor;
+    }
+    for (size_t i = 1; sizes && i < sizes->size(); ++i)
+      if ((*sizes)[i] > 0)
+        factor *= (*sizes)[i];
+    return factor;
+  }
+  // An elementwise op of it and numbers or 0-d tensors has its shape.
+  const OpInfo *info = opInfo(node);
+  if (info && info->has(kElementwise) && !node->inputs().empty() &&
+      isTensor(node->input(0))) {
+    for (size_t i = 1; i < node->inputs().size(); ++i)
+      if (isTensor(node->input(i)) && !provablyZeroDim(node->input(i)))
+        return 1;
+    return rowSizeFactor(node->input(0), depth + 1);
+  }
+  return 1;
+}
+
+namespace {
 
 /// reshape/view(y, [n, s...]) of bounded y, n its count, lifted
 /// (`rel_codes.reshape(box_sum, -1)`): the padded rows reshaped to as many
@@ -69,6 +131,12 @@ RuleResult reshapeByCount(Node *node, RuleContext &rc) {
       return RuleResult::declined(
           "reshape to a count of rows and a -1, which raises where the count "
           "is 0");
+    // Hoisted, it runs where the count is 0 too, where the original did
+    // not: a row size no multiple of the other sizes would raise there.
+    if (rowSizeFactor(node->input(0)) % *known != 0)
+      return RuleResult::declined(
+          "reshape to a count of rows and a -1 over a row size not provably "
+          "a multiple of the other sizes");
   }
   torch::jit::Graph &graph = rc.graph;
   std::vector<Value *> sizes = {

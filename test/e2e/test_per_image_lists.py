@@ -5,12 +5,15 @@ MultiScaleRoIAlign pools (`_convert_to_roi_format`: a cat of the list and
 a cat of per-image ids built by a loop over it, joined along dim 1), a
 linear head reads, and torchvision's own BoxCoder.decode turns into boxes
 (`[b.size(0) for b in boxes]`, their sum by a loop, `reshape(box_sum, -1)`
-behind `if box_sum > 0`), which are split back per image by those sizes
-(RoIHeads.postprocess_detections) and reshaped to one box per row. bound
-keeps the lists padded with a list of counts beside each
-(passes/bound/ListRules.cpp): no host read in the whole chain. Through the
-real binary: outputs equal the original's for images with no box, some and
-all, one image and several."""
+and `reshape(box_sum, -1, 4)` behind `if box_sum > 0`: [0, 4 * classes]
+where there is no box at all), which are split back per image by those
+sizes, clipped, cut of their background class and reshaped to one box per
+row (RoIHeads.postprocess_detections). bound keeps the lists padded with a
+list of counts beside each (passes/bound/ListRules.cpp), and lets the then
+branch's rows stand for the else's where the postprocess cannot tell their
+empty shapes apart (EmptyShapes.cpp): no host read in the whole chain.
+Through the real binary: outputs equal the original's for images with no
+box, some and all, none in any image, one image and several."""
 from typing import Dict, List, Tuple
 
 import pytest
@@ -41,21 +44,18 @@ class PerImageHeads(torch.nn.Module):
             proposals.append(b[keep])
         x = self.pool(features, proposals, image_shapes)
         deltas = self.head(x.flatten(1))
-        # BoxCoder.decode up to its second `if box_sum > 0` (a reshape to
-        # rank 3 that the else branch does not make: bound cannot pick
-        # between ranks, and reads the test there; Faster R-CNN's remaining
-        # sync point).
-        boxes_per_image = [b.size(0) for b in proposals]
-        concat_boxes = torch.cat(proposals, dim=0)
-        box_sum = 0
-        for val in boxes_per_image:
-            box_sum += val
-        if box_sum > 0:
-            deltas = deltas.reshape(box_sum, -1)
-        pred = self.box_coder.decode_single(deltas, concat_boxes)
+        # BoxCoder.decode, whole: its second `if box_sum > 0` reshapes to
+        # [n, classes, 4], where the else branch keeps [0, 4 * classes]; the
+        # postprocess below cannot tell those empty tensors apart
+        # (passes/bound/EmptyShapes.cpp).
+        pred = self.box_coder.decode(deltas, proposals)
         boxes_per_image = [p.shape[0] for p in proposals]
         out: List[Tensor] = []
-        for part in pred.split(boxes_per_image, 0):
+        for part, shape in zip(pred.split(boxes_per_image, 0), image_shapes):
+            # RoIHeads.postprocess_detections: clipped, the background
+            # class dropped, one box per row.
+            part = torchvision.ops.boxes.clip_boxes_to_image(part, shape)
+            part = part[:, 1:]
             out.append(part.reshape(-1, 4).sum(0))
         return torch.stack(out)
 

@@ -535,11 +535,24 @@ std::optional<std::vector<Abs>> EmptyShapes::transfer(Node *node, int w,
 }
 
 bool EmptyShapes::evalBranch(Block *block, int w, bool hoisted) {
+  // Views and reshapes of the one tensor both start from: the results have
+  // its dtype and device, so that equal shapes later are equal values.
+  static const std::unordered_set<std::string> shapeOnly = {
+      "aten::reshape", "aten::view",   "aten::flatten", "aten::unsqueeze",
+      "aten::slice",   "aten::select", "aten::contiguous", "aten::clone",
+      "aten::detach",  "aten::size",   "aten::dim",     "aten::numel",
+      "aten::len",     "prim::ListConstruct"};
   for (Node *node : block->nodes()) {
     if (!touches(node))
       continue;
-    if (!node->blocks().empty()) {
-      fail(node, "in a branch takes them");
+    if (!node->blocks().empty() ||
+        !shapeOnly.count(node->kind().toQualString())) {
+      fail(node, "in a branch computes more than a view of the rows");
+      return false;
+    }
+    if (node->kind() == c10::prim::ListConstruct &&
+        !node->output()->type()->isSubtypeOf(*c10::ListType::ofInts())) {
+      fail(node, "in a branch lists the rows");
       return false;
     }
     std::optional<std::vector<Abs>> out = transfer(node, w, hoisted);
@@ -606,6 +619,8 @@ std::string EmptyShapes::why(Node *ifNode, size_t i) {
         seeds.emplace(in, Abs::tensor(dims));
     }
   }
+  if (seeds.size() != 1)
+    return "the branches do not start from one tensor of rows the test counts";
   if (!evalBranch(ifNode->blocks()[0], 0, true) ||
       !evalBranch(ifNode->blocks()[1], 1, false))
     return failure;

@@ -18,7 +18,11 @@
 // element of another, with one unconditional append per element of rows
 // counted by that element's count (`for i, b in enumerate(boxes):
 // temp.append(full_like(b[:, :1], i))`, as `_convert_to_roi_format` does),
-// shares the other's counts; two cats of lists with the same counts in the
+// shares the other's counts, and so does a sibling filled in step with one
+// (its one append right after the other's one, in the same block, of rows
+// of the same count: RoIHeads' all_boxes, all_scores and all_labels), so
+// that reads of both at one index read one count; two cats of lists with
+// the same counts in the
 // same order, made once every append is done, share their count (RetinaNet's
 // per-level boxes, scores and labels; `cat([ids, concat_boxes], dim=1)`), so
 // their rows line up.
@@ -142,6 +146,50 @@ Value *mirroredCounts(Value *list, Node *append, Value *elementCount,
   return counts;
 }
 
+/// The count list of a sibling of \p list that \p append, its one append,
+/// keeps in step with: a bounded list made in the same block, whose one
+/// append comes earlier in the same block with rows of the same count, and
+/// no use of \p list in between (RoIHeads.postprocess_detections'
+/// `all_boxes.append(boxes); all_scores.append(scores); ...`, each image's
+/// rows gathered by one `keep`). Reads of the siblings at one index then
+/// share one count. nullptr where there is none.
+Value *siblingCounts(Value *list, Node *append, Value *elementCount,
+                     RuleContext &rc) {
+  Node *def = list->node();
+  Value *found = nullptr;
+  const Node *foundAppend = nullptr;
+  for (auto &[counts, known] : rc.listCounts) {
+    if (known.appends.size() != 1 || known.key.size() != 1 || !known.list)
+      continue;
+    Node *first = known.appends[0];
+    Value *sibling = first->input(0);
+    Rep *r = rc.rep(sibling);
+    if (!r || r->kind != Rep::Kind::BoundedList || r->count != counts ||
+        sibling->uses().size() == 0 ||
+        known.list->owningBlock() != def->owningBlock() ||
+        first->owningBlock() != append->owningBlock() ||
+        !first->isBefore(append) ||
+        !rc.sameCount(known.key[0], elementCount))
+      continue;
+    size_t siblingAppends = 0;
+    for (const torch::jit::Use &u : sibling->uses())
+      siblingAppends += is(u.user, "aten::append");
+    bool between = std::any_of(
+        list->uses().begin(), list->uses().end(), [&](const torch::jit::Use &u) {
+          return u.user != append && first->isBefore(u.user) &&
+                 u.user->isBefore(append);
+        });
+    // The nearest such sibling, so that the choice is the program's, not
+    // the map's order.
+    if (siblingAppends == 1 && !between &&
+        (!foundAppend || foundAppend->isBefore(first))) {
+      found = const_cast<Value *>(counts);
+      foundAppend = first;
+    }
+  }
+  return found;
+}
+
 /// One append to bounded list \p l: its element's padded rows go in the
 /// list and its count (all its rows, for a tensor no rule bounds) in the
 /// counts, in step.
@@ -218,8 +266,11 @@ RuleResult append(Node *node, RuleContext &rc) {
   l.value = list;
   l.isIndex = allIndex;
   l.is1D = all1D;
-  l.count = appends.size() == 1 ? mirroredCounts(list, node, x->count, rc)
-                                 : nullptr;
+  if (appends.size() == 1) {
+    l.count = mirroredCounts(list, node, x->count, rc);
+    if (!l.count)
+      l.count = siblingCounts(list, node, x->count, rc);
+  }
   if (l.count) {
     node->replaceInput(1, x->value);
     rc.absorb(node);

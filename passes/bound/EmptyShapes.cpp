@@ -71,6 +71,12 @@ bool equal(const Dims &x, const Dims &y) {
   return x.size() == y.size() && std::equal(x.begin(), x.end(), y.begin());
 }
 
+/// Whether a size is 0 whatever T is: the tensor has no elements.
+bool empty(const Dims &dims) {
+  return std::any_of(dims.begin(), dims.end(),
+                     [](const Dim &d) { return d.isZero(); });
+}
+
 int64_t floorDiv(int64_t x, int64_t k) {
   return x / k - ((x % k != 0) && ((x < 0) != (k < 0)));
 }
@@ -273,8 +279,7 @@ std::optional<std::vector<Abs>> EmptyShapes::slice(Node *node, const Dims &t,
     }
   }
   out[*dim] = length;
-  if (!std::any_of(out.begin(), out.end(),
-                   [](const Dim &d) { return d.isZero(); }))
+  if (!empty(out))
     return fail(node, "may make a tensor that is not empty");
   return std::vector<Abs>{Abs::tensor(out)};
 }
@@ -291,7 +296,7 @@ std::optional<std::vector<Abs>> EmptyShapes::reshape(Node *node, const Dims &t,
       free = i;
       continue;
     }
-    if (!s.known || s.a < 0 || (s.a == 0 && s.b < 0))
+    if (!s.known || s.a < 0 || s.b < 0)
       return fail(node, "takes a size not known to be valid");
   }
   Dims out = *sizes;
@@ -323,8 +328,7 @@ std::optional<std::vector<Abs>> EmptyShapes::reshape(Node *node, const Dims &t,
       if (!d.nonZero())
         return fail(node, "has a -1 that may be ambiguous");
     out[*free] = Dim::of(0);
-  } else if (!std::any_of(out.begin(), out.end(),
-                          [](const Dim &d) { return d.isZero(); })) {
+  } else if (!empty(out)) {
     return fail(node, "may ask an empty tensor for elements");
   }
   return std::vector<Abs>{Abs::tensor(out)};
@@ -371,6 +375,8 @@ std::optional<std::vector<Abs>> EmptyShapes::combine(Node *node, int w) {
   if (stacks)
     out.insert(out.begin() + *dim,
                Dim::of(static_cast<int64_t>(list->elements.size())));
+  if (!empty(out))
+    return fail(node, "may make a tensor that is not empty");
   return std::vector<Abs>{Abs::tensor(out)};
 }
 
@@ -498,8 +504,7 @@ std::optional<std::vector<Abs>> EmptyShapes::transfer(Node *node, int w,
       return fail(node, "selects where one of the shapes may not have it");
     Dims out = *t;
     out.erase(out.begin() + *d);
-    if (!std::any_of(out.begin(), out.end(),
-                     [](const Dim &x) { return x.isZero(); }))
+    if (!empty(out))
       return fail(node, "may make a tensor that is not empty");
     return std::vector<Abs>{Abs::tensor(out)};
   }
@@ -518,11 +523,7 @@ std::optional<std::vector<Abs>> EmptyShapes::transfer(Node *node, int w,
       return fail(node, "is on dimensions one of the shapes lacks");
     Dims out(t->begin(), t->begin() + *s);
     Dims merged(t->begin() + *s, t->begin() + *e + 1);
-    Dim p = product(merged);
-    if (std::any_of(merged.begin(), merged.end(),
-                    [](const Dim &x) { return x.isZero(); }))
-      p = Dim::of(0);
-    out.push_back(p);
+    out.push_back(empty(merged) ? Dim::of(0) : product(merged));
     out.insert(out.end(), t->begin() + *e + 1, t->end());
     return std::vector<Abs>{Abs::tensor(out)};
   }

@@ -13,7 +13,9 @@ classes, RetinaNet's kept anchors of five levels), the one-stage detectors'
 per-level (SSD: per-class) chains up to batched_nms and the NMS per image
 after it. The detectors run at 320 pixels (SSD at its 300) to keep the CI
 subset short: 3 images per model, 4 models; STATICIFY_DETECTOR_IMAGES=20
-runs the acceptance's 20. Each model runs twice: as it is, and with
+runs the acceptance's 20, and STATICIFY_DETECTOR_MODELS=all adds Faster
+R-CNN ResNet-50, Mask R-CNN and Keypoint R-CNN (masks and keypoints
+compared too). Each model runs twice: as it is, and with
 --padded-outputs and --assume-none targets (the inference export), whose
 detection dicts keep their entries padded with a count beside each
 ("boxes_count"...), compared once cut to those counts; passed targets, that
@@ -43,11 +45,20 @@ MODELS = {
     "ssd300_vgg16": dict(score_thresh=0.0, num_classes=91),
 }
 
+# The other two-stage detectors, slower (a ResNet-50 backbone; masks pasted
+# per box, keypoints decoded per box): STATICIFY_DETECTOR_MODELS=all runs
+# them too, with their masks and keypoints compared like the boxes.
+if os.environ.get("STATICIFY_DETECTOR_MODELS") == "all":
+    MODELS.update({
+        name: dict(box_score_thresh=0.0, min_size=320, max_size=320)
+        for name in ["fasterrcnn_resnet50_fpn", "maskrcnn_resnet50_fpn",
+                     "keypointrcnn_resnet50_fpn"]})
+
 
 # The models whose detections --padded-outputs returns padded (the others
 # are cut where their dicts are built: docs/coverage.md says why).
-PADDED_DICTS = {"fasterrcnn_mobilenet_v3_large_320_fpn", "retinanet_resnet50_fpn",
-                "fcos_resnet50_fpn", "ssd300_vgg16"}
+PADDED_DICTS = {"fasterrcnn_mobilenet_v3_large_320_fpn", "fasterrcnn_resnet50_fpn",
+                "retinanet_resnet50_fpn", "fcos_resnet50_fpn", "ssd300_vgg16"}
 
 
 def same_up_to_tie_order(got, want, uncut=None):

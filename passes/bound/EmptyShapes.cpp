@@ -300,14 +300,23 @@ std::optional<std::vector<Abs>> EmptyShapes::reshape(Node *node, const Dims &t,
       return fail(node, "takes a size not known to be valid");
   }
   Dims out = *sizes;
+  const Node *list = node->input(1)->node();
+  const bool byCount = hoisted && list->kind() == c10::prim::ListConstruct &&
+                       list->input(0) == n;
+  if (byCount && !free) {
+    // reshapeByCount reshapes the padded rows to [rows, s...], which
+    // raises where a row's size is not prod(s), with no rows valid too.
+    Dim row = product(Dims(t.begin() + 1, t.end()));
+    Dim known = product(Dims(out.begin() + 1, out.end()));
+    if (!(row == known))
+      return fail(node, "reshapes rows of a size not provably the one asked");
+  }
   if (free) {
     Dims others;
     for (size_t i = 0; i < out.size(); ++i)
       if (i != *free)
         others.push_back(out[i]);
-    const Node *list = node->input(1)->node();
-    if (hoisted && list->kind() == c10::prim::ListConstruct &&
-        list->input(0) == n && *free != 0) {
+    if (byCount && *free != 0) {
       // reshapeByCount, hoisted: -1 is the row size over the other
       // sizes but n, where its guard finds it a multiple.
       Dims rest(others.begin() + 1, others.end());
@@ -395,9 +404,21 @@ std::optional<std::vector<Abs>> EmptyShapes::sameShape(Node *node,
       return fail(node, "broadcasts against a tensor of unknown shape");
     }
   }
+  const int64_t rank = static_cast<int64_t>(t.size());
   if (Value *dim = namedInput(node, "dim"))
-    if (!isNone(dim) && !normDim(intArg(dim, w), static_cast<int64_t>(t.size())))
+    if (!isNone(dim) && !normDim(intArg(dim, w), rank))
       return fail(node, "is along a dimension one of the shapes lacks");
+  if (Value *dims = namedInput(node, "dims")) {
+    std::optional<Dims> each = intsArg(dims, w);
+    if (!each || std::any_of(each->begin(), each->end(), [&](const Dim &d) {
+          return !normDim(d, rank);
+        }))
+      return fail(node, "is along a dimension one of the shapes lacks");
+  }
+  // A memory format other than contiguous or preserve asks for a rank.
+  if (Value *format = namedInput(node, "memory_format"))
+    if (!isNone(format) && constantInt(format) != 0 && constantInt(format) != 1)
+      return fail(node, "asks for a memory format of some rank");
   std::vector<Abs> out;
   for (const Value *o : node->outputs()) {
     if (!isTensor(o))
@@ -434,8 +455,11 @@ std::optional<std::vector<Abs>> EmptyShapes::transfer(Node *node, int w,
   }
   if (op == "aten::__getitem__" && first) {
     if (first->kind == Abs::Kind::Tensors) {
-      if (first->uniform)
+      if (first->uniform) {
+        if (tracked(node->input(1), w))
+          return fail(node, "reads an element the shapes cannot name");
         return std::vector<Abs>{Abs::tensor(first->elements[0])};
+      }
       std::optional<int64_t> k = normDim(
           intArg(node->input(1), w), static_cast<int64_t>(first->elements.size()));
       if (!k)
@@ -469,8 +493,11 @@ std::optional<std::vector<Abs>> EmptyShapes::transfer(Node *node, int w,
   if (!t)
     return fail(node, "reads them in a way the shapes do not follow");
   if (op == "aten::split" || op == "aten::split_with_sizes") {
-    if (normDim(intArg(node->input(2), w), rank) != 0)
-      return fail(node, "splits along a dimension other than the rows");
+    // Of no rows, by sizes both worlds share: as many pieces in both (one
+    // piece per size, or one), each of no rows.
+    if (normDim(intArg(node->input(2), w), rank) != 0 || !(*t)[0].isZero() ||
+        tracked(node->input(1), w))
+      return fail(node, "splits other than empty rows by sizes both share");
     return std::vector<Abs>{Abs::tensors({*t}, true)};
   }
   if (op == "aten::dim")
@@ -622,6 +649,11 @@ std::string EmptyShapes::why(Node *ifNode, size_t i) {
   }
   if (seeds.size() != 1)
     return "the branches do not start from one tensor of rows the test counts";
+  // The else branch's result is the rows or a view of them: a write to
+  // them later (`x.unsqueeze_(0)`) would change it, which no shape here
+  // follows.
+  if (rc.aliases.hasWriters(seeds.begin()->first))
+    return "the rows both branches start from are written in place";
   if (!evalBranch(ifNode->blocks()[0], 0, true) ||
       !evalBranch(ifNode->blocks()[1], 1, false))
     return failure;

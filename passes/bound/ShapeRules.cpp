@@ -110,7 +110,13 @@ namespace {
 /// rows. A -1 takes the padded row's size over the other sizes, a host
 /// number, so that no padded size makes it ambiguous; the original raises
 /// for a -1 where n is 0, so a -1 is taken only where n was positive
-/// wherever the original ran (hoisted out of `if n > 0`).
+/// wherever the original ran (hoisted out of `if n > 0`), and only where
+/// the ops that made y show its row size a multiple of the other sizes
+/// (rowSizeFactor): hoisted, it runs where n is 0 too. Without a -1, the
+/// padded rows fit [rows, s...] only where the row size is prod(s), which
+/// the original asks only where it has rows: a host guard, whose fallback
+/// reads n (the original on the valid rows where there are some, which
+/// raises; rows of no count otherwise).
 RuleResult reshapeByCount(Node *node, RuleContext &rc) {
   Rep *y = rc.bounded(node->input(0));
   Node *list = node->input(1)->node();
@@ -150,10 +156,49 @@ RuleResult reshapeByCount(Node *node, RuleContext &rc) {
     sizes.push_back(rc.hostOp("aten::floordiv", rowSize,
                               rc.constant(*known), node));
   }
-  Value *shape =
-      graph.insertNode(graph.createList(c10::IntType::get(), sizes))->output();
-  Value *out =
-      emit(graph, node->kind().toQualString(), {y->value, shape}, node);
+  auto reshapeTo = [&](Value *rows, std::vector<Value *> to) {
+    Value *shape =
+        graph.insertNode(graph.createList(c10::IntType::get(), to))->output();
+    return emit(graph, node->kind().toQualString(), {rows, shape}, node);
+  };
+  Value *out;
+  if (free) {
+    out = reshapeTo(y->value, sizes);
+  } else {
+    // [rows, s...] of the padded rows raises where a row's size is not
+    // prod(s), which the original does only where it has rows. Behind a
+    // host guard that it is; the fallback reads the count: with rows, the
+    // original on them raises as it did; with none, rows of the shape asked
+    // stand for them, none valid.
+    Value *rowSize = insertForm(graph, "row_size", {y->value}, node)[0];
+    Value *fits =
+        emit(graph, "aten::eq", {rowSize, rc.constant(*known)}, node);
+    out = emitIf(graph, fits, node, [&] { return reshapeTo(y->value, sizes); },
+                 [&] {
+                   Value *n = emit(graph, "aten::Int", {y->count}, node);
+                   Value *some = emit(graph, "aten::gt", {n, rc.constant(0)}, node);
+                   return emitIf(
+                       graph, some, node,
+                       [&] {
+                         std::vector<Value *> asked = sizes;
+                         asked[0] = n;
+                         Value *valid = emit(graph, "aten::slice",
+                                             {y->value, rc.constant(0), rc.constant(0),
+                                              n, rc.constant(1)},
+                                             node);
+                         return reshapeTo(valid, asked);
+                       },
+                       [&] {
+                         Value *shape = graph.insertNode(graph.createList(
+                                                             c10::IntType::get(), sizes))
+                                            ->output();
+                         return emit(graph, "aten::new_zeros", {y->value, shape},
+                                     node);
+                       });
+                 });
+    out->setType(node->output()->type());
+    out->node()->i_(guardAttr(), 1);
+  }
   rc.setBounded(node->output(), out, y->count, y->isIndex, false);
   rc.absorb(list);
   return RuleResult::applied();

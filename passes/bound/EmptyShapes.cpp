@@ -649,11 +649,18 @@ std::string EmptyShapes::why(Node *ifNode, size_t i) {
   }
   if (seeds.size() != 1)
     return "the branches do not start from one tensor of rows the test counts";
-  // The else branch's result is the rows or a view of them: a write to
-  // them later (`x.unsqueeze_(0)`) would change it, which no shape here
-  // follows.
-  if (rc.aliases.hasWriters(seeds.begin()->first))
-    return "the rows both branches start from are written in place";
+  // The else branch's result is the rows or a view of them: writing their
+  // contents changes nothing (there are none), but an op that reshapes them
+  // in place (`x.unsqueeze_(0)`) would change it, which no shape here
+  // follows. (The alias database's writers are too many to ask: a list
+  // holding the rows may be written by any op that takes one.)
+  const Value *rows = seeds.begin()->first;
+  for (Node *node : collectNodes(rc.graph.block())) {
+    const OpInfo *info = opInfo(node);
+    if (info && info->has(kReshapesInPlace) && !node->inputs().empty() &&
+        rc.aliases.mayAlias(node->input(0), rows))
+      return "the rows both branches start from are reshaped in place";
+  }
   if (!evalBranch(ifNode->blocks()[0], 0, true) ||
       !evalBranch(ifNode->blocks()[1], 1, false))
     return failure;

@@ -42,7 +42,6 @@
 #include "passes/Selection.h"
 
 #include <array>
-#include <numeric>
 
 namespace staticify::bound {
 
@@ -303,10 +302,10 @@ std::optional<std::vector<Abs>> EmptyShapes::reshape(Node *node, const Dims &t,
   const Node *list = node->input(1)->node();
   const bool byCount = hoisted && list->kind() == c10::prim::ListConstruct &&
                        list->input(0) == n;
+  const Dim row = product(Dims(t.begin() + 1, t.end()));
   if (byCount && !free) {
     // reshapeByCount reshapes the padded rows to [rows, s...], which
     // raises where a row's size is not prod(s), with no rows valid too.
-    Dim row = product(Dims(t.begin() + 1, t.end()));
     Dim known = product(Dims(out.begin() + 1, out.end()));
     if (!(row == known))
       return fail(node, "reshapes rows of a size not provably the one asked");
@@ -320,7 +319,7 @@ std::optional<std::vector<Abs>> EmptyShapes::reshape(Node *node, const Dims &t,
       // reshapeByCount, hoisted: -1 is the row size over the other
       // sizes but n, where its guard finds it a multiple.
       Dims rest(others.begin() + 1, others.end());
-      Dim known = product(rest), row = product(Dims(t.begin() + 1, t.end()));
+      Dim known = product(rest);
       if (!known.known || known.a != 0 || known.b <= 0 || !row.known)
         return fail(node, "has a -1 the shapes cannot resolve");
       int64_t k = known.b;
@@ -625,28 +624,26 @@ std::string EmptyShapes::why(Node *ifNode, size_t i) {
   // The rows both branches start from: bounded, counted by n (0 where the
   // else branch runs). One row size is the unknown T.
   Rep *count = rc.lifted(n);
-  bool haveT = false;
   for (Block *b : ifNode->blocks()) {
     std::vector<Value *> used(b->outputs().begin(), b->outputs().end());
     for (Node *node : collectNodes(b))
       used.insert(used.end(), node->inputs().begin(), node->inputs().end());
     for (Value *in : used) {
-        Rep *r = rc.bounded(in);
-        if (!r || seeds.count(in) || encloses(b, in->node()) ||
-            !rc.sameCount(r->count, count->value))
-          continue;
-        std::optional<int64_t> rank = knownRank(in, &rc.analysis);
-        if (!rank || *rank < 1)
-          continue;
-        Dims dims(static_cast<size_t>(*rank));
-        dims[0] = Dim::of(0);
-        if (*rank == 2 && !haveT) {
-          dims[1] = {true, rowSizeFactor(in), 0};
-          haveT = true;
-        }
-        seeds.emplace(in, Abs::tensor(dims));
+      Rep *r = rc.bounded(in);
+      if (!r || seeds.count(in) || encloses(b, in->node()) ||
+          !rc.sameCount(r->count, count->value))
+        continue;
+      std::optional<int64_t> rank = knownRank(in, &rc.analysis);
+      if (!rank || *rank < 1)
+        continue;
+      Dims dims(static_cast<size_t>(*rank));
+      dims[0] = Dim::of(0);
+      if (*rank == 2)
+        dims[1] = {true, rowSizeFactor(in), 0};
+      seeds.emplace(in, Abs::tensor(dims));
     }
   }
+  // One such tensor (its row size, where its rank is 2, is T).
   if (seeds.size() != 1)
     return "the branches do not start from one tensor of rows the test counts";
   // The else branch's result is the rows or a view of them: writing their

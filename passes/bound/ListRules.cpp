@@ -165,7 +165,6 @@ Value *siblingCounts(Value *list, Node *append, Value *elementCount,
     Value *sibling = first->input(0);
     Rep *r = rc.rep(sibling);
     if (!r || r->kind != Rep::Kind::BoundedList || r->count != counts ||
-        sibling->uses().size() == 0 ||
         known.list->owningBlock() != def->owningBlock() ||
         first->owningBlock() != append->owningBlock() ||
         !first->isBefore(append) ||

@@ -50,12 +50,11 @@ int64_t rowSizeFactor(const Value *v, int depth) {
   const Node *node = v->node();
   if (depth > 16 || !isTensor(v))
     return 1;
-  auto rankOf = [](const Value *t) { return knownRank(t); };
   if (is(node, "aten::flatten")) {
     // Dims [start, last] merged, start >= 1: the row size is kept (a
     // start past the last dimension raises).
     std::optional<int64_t> start = constantInt(node->input(1));
-    std::optional<int64_t> rank = rankOf(node->input(0));
+    std::optional<int64_t> rank = knownRank(node->input(0));
     std::optional<int64_t> end = constantInt(node->input(2));
     if (start && *start >= 1 && end &&
         (*end == -1 || (rank && *end == *rank - 1)))
@@ -69,23 +68,23 @@ int64_t rowSizeFactor(const Value *v, int depth) {
     if (list->kind() != c10::prim::ListConstruct || list->inputs().empty() ||
         !dim)
       return 1;
-    std::optional<int64_t> rank = rankOf(list->input(0));
+    std::optional<int64_t> rank = knownRank(list->input(0));
     if (*dim >= 0 ? *dim == 0 : (!rank || *dim + *rank + 1 <= 0))
       return 1;
     return static_cast<int64_t>(list->inputs().size()) *
            rowSizeFactor(list->input(0), depth + 1);
   }
   if (is(node, "aten::reshape") || is(node, "aten::view")) {
-    std::optional<std::vector<int64_t>> sizes = constantIntList(node->input(1));
-    int64_t factor = 1;
+    // [n, s...]: the product of the sizes after the first that are
+    // positive constants (a -1 stands for the rest of the row).
     const Node *list = node->input(1)->node();
+    std::optional<std::vector<int64_t>> sizes = constantIntList(node->input(1));
     if (!sizes && list->kind() == c10::prim::ListConstruct) {
-      // [n, s...]: the sizes after the first that are constants.
-      for (size_t i = 1; i < list->inputs().size(); ++i)
-        if (std::optional<int64_t> c = constantInt(list->input(i)); c && *c > 0)
-          factor *= *c;
-      return factor;
+      sizes.emplace();
+      for (const Value *size : list->inputs())
+        sizes->push_back(constantInt(size).value_or(-1));
     }
+    int64_t factor = 1;
     for (size_t i = 1; sizes && i < sizes->size(); ++i)
       if ((*sizes)[i] > 0)
         factor *= (*sizes)[i];
@@ -156,10 +155,12 @@ RuleResult reshapeByCount(Node *node, RuleContext &rc) {
     sizes.push_back(rc.hostOp("aten::floordiv", rowSize,
                               rc.constant(*known), node));
   }
-  auto reshapeTo = [&](Value *rows, std::vector<Value *> to) {
-    Value *shape =
-        graph.insertNode(graph.createList(c10::IntType::get(), to))->output();
-    return emit(graph, node->kind().toQualString(), {rows, shape}, node);
+  auto intList = [&](const std::vector<Value *> &values) {
+    return graph.insertNode(graph.createList(c10::IntType::get(), values))
+        ->output();
+  };
+  auto reshapeTo = [&](Value *rows, const std::vector<Value *> &to) {
+    return emit(graph, node->kind().toQualString(), {rows, intList(to)}, node);
   };
   Value *out;
   if (free) {
@@ -171,31 +172,26 @@ RuleResult reshapeByCount(Node *node, RuleContext &rc) {
     // original on them raises as it did; with none, rows of the shape asked
     // stand for them, none valid.
     Value *rowSize = insertForm(graph, "row_size", {y->value}, node)[0];
-    Value *fits =
-        emit(graph, "aten::eq", {rowSize, rc.constant(*known)}, node);
+    Value *fits = emit(graph, "aten::eq", {rowSize, rc.constant(*known)}, node);
+    auto fallback = [&] {
+      Value *n = emit(graph, "aten::Int", {y->count}, node);
+      Value *some = emit(graph, "aten::gt", {n, rc.constant(0)}, node);
+      auto original = [&] {
+        std::vector<Value *> asked = sizes;
+        asked[0] = n;
+        Value *valid = emit(graph, "aten::slice",
+                            {y->value, rc.constant(0), rc.constant(0), n,
+                             rc.constant(1)},
+                            node);
+        return reshapeTo(valid, asked);
+      };
+      auto noRows = [&] {
+        return emit(graph, "aten::new_zeros", {y->value, intList(sizes)}, node);
+      };
+      return emitIf(graph, some, node, original, noRows);
+    };
     out = emitIf(graph, fits, node, [&] { return reshapeTo(y->value, sizes); },
-                 [&] {
-                   Value *n = emit(graph, "aten::Int", {y->count}, node);
-                   Value *some = emit(graph, "aten::gt", {n, rc.constant(0)}, node);
-                   return emitIf(
-                       graph, some, node,
-                       [&] {
-                         std::vector<Value *> asked = sizes;
-                         asked[0] = n;
-                         Value *valid = emit(graph, "aten::slice",
-                                             {y->value, rc.constant(0), rc.constant(0),
-                                              n, rc.constant(1)},
-                                             node);
-                         return reshapeTo(valid, asked);
-                       },
-                       [&] {
-                         Value *shape = graph.insertNode(graph.createList(
-                                                             c10::IntType::get(), sizes))
-                                            ->output();
-                         return emit(graph, "aten::new_zeros", {y->value, shape},
-                                     node);
-                       });
-                 });
+                 fallback);
     out->setType(node->output()->type());
     out->node()->i_(guardAttr(), 1);
   }

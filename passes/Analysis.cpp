@@ -377,6 +377,8 @@ private:
         node->input(0)->type()->kind() == c10::TypeKind::ListType &&
         opInfo(node) && opInfo(node)->role == OpRole::ShapeRead)
       return analyzeListLength(node);
+    if (const OpInfo *op = opInfo(node); op && op->has(kCopiesToHost))
+      return analyzeHostCopy(node);
     switch (opRole(node)) {
     case OpRole::DynamicShapeRoot:
       if (analyzeDynamicShapeRoot(node))
@@ -581,6 +583,23 @@ private:
     out.cls = ValueClass::DataDependent;
     if (id)
       out.addRoot(*id);
+    setOutputs(node, out);
+  }
+
+  /// `t.cpu()`: a sync point unless t is on the host already. The copy
+  /// lives on the host, so reading it is none: its class and shape are
+  /// t's, its roots t's and its own.
+  void analyzeHostCopy(const Node *node) {
+    ValueInfo out = info(node->input(0));
+    if (!out.onHost) {
+      auto id = record(node, Category::HostSync, Role::Root,
+                       "'aten::cpu' copies a tensor to the host: a "
+                       "host-device sync",
+                       out);
+      if (id)
+        out.addRoot(*id);
+      out.onHost = true;
+    }
     setOutputs(node, out);
   }
 

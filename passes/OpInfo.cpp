@@ -64,6 +64,8 @@ const std::vector<OpInfo> kTable = {
     {"aten::ScalarImplicit", nullptr, R::SyncRead},
     {"aten::ComplexImplicit", nullptr, R::SyncRead},
     {"prim::tolist", nullptr, R::SyncRead},
+    // A copy to the host: a sync, after which reads of the copy are none.
+    {"aten::cpu", nullptr, R::Other, kCopiesToHost | kNeverRaises},
     {"aten::is_nonzero", nullptr, R::SyncRead},
     {"aten::equal", nullptr, R::SyncRead},
     {"aten::allclose", nullptr, R::SyncRead},

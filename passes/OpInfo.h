@@ -132,6 +132,9 @@ enum Trait : uint32_t {
   /// Makes a new tensor of its `size` argument's shape (empty, zeros, ones,
   /// full and their new_ forms).
   kMakesSized = 1u << 29,
+  /// Copies its tensor to the host (`t.cpu()`): a sync point unless it is
+  /// there already; reading the copy is none (passes/HoistReads.h).
+  kCopiesToHost = 1u << 30,
 };
 using Traits = uint32_t;
 

@@ -178,6 +178,12 @@ void PassContext::declined(const Node *node, std::string_view rule,
     declinedBecause[it->second] = std::move(why);
 }
 
+bool PassContext::explained(const Node *node) const {
+  auto it = findingOf.find(node);
+  return it == findingOf.end() ? newNodeReasons.count(node) != 0
+                               : declinedBecause.count(it->second) != 0;
+}
+
 std::string PassContext::reasonForNewNode(const Node *node) const {
   auto it = newNodeReasons.find(node);
   return it == newNodeReasons.end() ? "" : it->second;

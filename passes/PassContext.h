@@ -153,6 +153,8 @@ public:
   bool isTracked(const torch::jit::Node *node) const {
     return findingOf.count(node) != 0;
   }
+  /// Whether a rule said why it left \p node alone.
+  bool explained(const torch::jit::Node *node) const;
   /// Why a rule left \p node (a node a rewrite created) alone, or "".
   std::string reasonForNewNode(const torch::jit::Node *node) const;
 

@@ -7,6 +7,7 @@
 #include "passes/BatchedNms.h"
 #include "passes/Bounded.h"
 #include "passes/DictKeys.h"
+#include "passes/HoistReads.h"
 #include "passes/GraphUtils.h"
 #include "passes/IfConvert.h"
 #include "passes/IndexToMask.h"
@@ -422,6 +423,13 @@ const std::vector<PassInfo> &registeredPasses() {
        "slices, gathers, cat; host ints from counts are lifted with integer "
        "ranges; uses with no bounded form materialize (reported)",
        true, boundShapes},
+      {"hoist-reads",
+       "host reads a for-loop makes every iteration (int(box[2] - box[0]), "
+       "t[i].item()) of tensors made before it -> one copy to the host "
+       "before the loop (t.cpu(), when it runs), read there; what the loop "
+       "computes between tensor and read is replayed on the host only "
+       "where its ops give the device's numbers exactly",
+       true, hoistReads},
       // Last: the rewrites before it match torch.tensor(v, device=...) as
       // the value a store writes (mask-store, batched-nms).
       {"uploads",

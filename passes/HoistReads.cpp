@@ -1,0 +1,373 @@
+//===- HoistReads.cpp - a loop's host reads as one copy made before it ----===//
+
+#include "passes/HoistReads.h"
+
+#include "passes/GraphUtils.h"
+#include "passes/OpCatalogue.h"
+#include "passes/OpInfo.h"
+
+#include <algorithm>
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+namespace staticify {
+
+using torch::jit::Block;
+using torch::jit::Graph;
+using torch::jit::Node;
+using torch::jit::Value;
+
+namespace {
+
+constexpr const char *kRule = "hoist-reads";
+
+using Values = std::vector<Value *>;
+using Nodes = std::vector<Node *>;
+
+template <typename T> void addOnce(std::vector<T> &list, T item) {
+  if (std::find(list.begin(), list.end(), item) == list.end())
+    list.push_back(item);
+}
+
+/// A host read of one device tensor's values: `int(t)`, `t.item()`,
+/// `t.cpu()` (a formatting read reads every argument: not one).
+bool readsOneTensor(const Node *node) {
+  const OpInfo *op = opInfo(node);
+  if (!op || node->inputs().empty() || !isTensor(node->input(0)))
+    return false;
+  bool read = op->has(kCopiesToHost) ||
+              (opRole(node) == OpRole::SyncRead && !op->has(kFormats));
+  return read && std::none_of(node->inputs().begin() + 1, node->inputs().end(),
+                              [](const Value *in) {
+                                return carriesTensor(in->type());
+                              });
+}
+
+/// Every value \p loop makes: its blocks' parameters and its nodes' results,
+/// at any depth.
+std::unordered_set<const Value *> madeIn(Node *loop) {
+  std::unordered_set<const Value *> made;
+  for (Block *block : loop->blocks())
+    for (const Value *param : block->inputs())
+      made.insert(param);
+  for (Node *node : collectNodes(loop->blocks()[0]))
+    for (const Value *out : node->outputs())
+      made.insert(out);
+  return made;
+}
+
+/// Where a read's tensor comes from: the nodes computing it from tensors
+/// made outside the loop (`within`), in an order that computes each after
+/// its operands, and those tensors (`sources`). Nodes before the loop that
+/// compute sources from fewer tensors (`rootsOf`) fill `before`.
+struct Chain {
+  Nodes nodes;
+  Values sources;
+};
+
+/// Extends \p chain with what computes \p v from tensors made outside the
+/// loop (those in \p made are made inside). Returns the node that the host
+/// cannot replay, if one is in the way.
+const Node *chainTo(Value *v, const std::unordered_set<const Value *> &made,
+                    Chain &chain) {
+  if (!made.count(v)) {
+    addOnce(chain.sources, v);
+    return nullptr;
+  }
+  Node *node = v->node();
+  if (std::find(chain.nodes.begin(), chain.nodes.end(), node) !=
+      chain.nodes.end())
+    return nullptr;
+  if (!replaysExactly(node))
+    return node;
+  for (Value *in : node->inputs()) {
+    if (!carriesTensor(in->type()))
+      continue;
+    if (!isTensor(in))
+      return node;
+    if (const Node *blocker = chainTo(in, made, chain))
+      return blocker;
+  }
+  chain.nodes.push_back(node);
+  return nullptr;
+}
+
+/// Extends \p chain with what computes \p v, before the loop, by ops the
+/// host replays exactly, from tensors made otherwise (its sources).
+void rootsOf(Value *v, Chain &chain) {
+  Node *node = v->node();
+  if (std::find(chain.nodes.begin(), chain.nodes.end(), node) !=
+      chain.nodes.end())
+    return;
+  bool replays = replaysExactly(node) &&
+                 std::all_of(node->inputs().begin(), node->inputs().end(),
+                             [](const Value *in) {
+                               return !carriesTensor(in->type()) || isTensor(in);
+                             });
+  if (!replays)
+    return addOnce(chain.sources, v);
+  for (Value *in : node->inputs())
+    if (isTensor(in))
+      rootsOf(in, chain);
+  chain.nodes.push_back(node);
+}
+
+/// A node of \p nodes that may write a value of \p chain, or null.
+const Node *writerAmong(const Nodes &nodes, const Chain &chain,
+                        const Aliases &aliases) {
+  torch::jit::ValueSet watched(chain.sources.begin(), chain.sources.end());
+  for (const Node *n : chain.nodes)
+    watched.insert(n->output());
+  for (Node *n : nodes)
+    if (aliases.writesToAlias(n, watched))
+      return n;
+  return nullptr;
+}
+
+/// Adds \p n and the nodes in its blocks to \p nodes.
+void addWithNested(Node *n, Nodes &nodes) {
+  nodes.push_back(n);
+  for (Block *b : n->blocks())
+    for (Node *inner : collectNodes(b))
+      nodes.push_back(inner);
+}
+
+/// The nodes that may run after \p v is made and before \p loop starts
+/// (v is made in a block around the loop): those before the loop in each
+/// block from the loop's out to v's, all of a loop's body on the way
+/// (earlier iterations), and those after v in its block.
+Nodes nodesBetween(Value *v, Node *loop) {
+  Node *def = v->node();
+  const Block *home = def->owningBlock();
+  Nodes between;
+  Node *cur = loop;
+  while (cur->owningBlock() != home) {
+    Block *block = cur->owningBlock();
+    Node *owner = block->owningNode();
+    if (!owner) // not around the loop after all: every node may
+      return collectNodes(loop->owningGraph()->block());
+    bool repeats = owner->kind() == c10::prim::Loop;
+    for (Node *n : block->nodes())
+      if (repeats || n->isBefore(cur))
+        addWithNested(n, between);
+    cur = owner;
+  }
+  Node *first = def->kind() == c10::prim::Param ? cur->owningBlock()->nodes().front()
+                                                : def->next();
+  for (Node *n = first; n != cur; n = n->next())
+    addWithNested(n, between);
+  return between;
+}
+
+/// Whether a node may write a value of \p chain (made before \p loop)
+/// before the loop starts.
+bool writtenBefore(const Chain &chain, Node *loop, const Aliases &aliases) {
+  auto written = [&](Value *v) {
+    return writerAmong(nodesBetween(v, loop), Chain{{}, {v}}, aliases) !=
+           nullptr;
+  };
+  return std::any_of(chain.sources.begin(), chain.sources.end(), written) ||
+         std::any_of(chain.nodes.begin(), chain.nodes.end(),
+                     [&](Node *n) { return written(n->output()); });
+}
+
+/// Says why \p rule left \p node alone, unless a rule before it did: the
+/// first reason (a value lift-scalars must read, a use bound cannot keep
+/// padded) says why it is a sync at all.
+void declineUnlessExplained(PassContext &ctx, const Node *node,
+                            const std::string &reason) {
+  if (!ctx.explained(node))
+    ctx.declined(node, kRule, reason);
+}
+
+std::string quoted(const Node *node) {
+  return "'" + std::string(node->kind().toQualString()) + "'";
+}
+
+/// Clones \p nodes (in order) at the insertion point, or right after each
+/// original with \p afterOriginals, reading \p map's values for the
+/// originals' and adding the clones' results to it.
+void cloneInto(Graph &graph, const Nodes &nodes,
+               std::unordered_map<Value *, Value *> &map, bool afterOriginals) {
+  for (Node *n : nodes) {
+    Node *clone = graph.createClone(n, [&](Value *v) {
+      auto it = map.find(v);
+      return it == map.end() ? v : it->second;
+    });
+    if (afterOriginals)
+      clone->insertAfter(n);
+    else
+      graph.insertNode(clone);
+    map[n->output()] = clone->output();
+  }
+}
+
+/// The pass on one for-loop: returns whether it rewrote reads.
+bool hoistLoop(Graph &graph, Node *loop, const AnalysisResult &analysis,
+               const Aliases &aliases, PassContext &ctx) {
+  Block *body = loop->blocks()[0];
+  Nodes reads;
+  for (Node *node : body->nodes()) {
+    auto it = analysis.values.find(node->inputs().empty() ? nullptr
+                                                          : node->input(0));
+    if (readsOneTensor(node) && it != analysis.values.end() &&
+        !it->second.onHost)
+      reads.push_back(node);
+  }
+  if (reads.empty())
+    return false;
+  std::unordered_set<const Value *> made = madeIn(loop);
+  Nodes inLoop = collectNodes(body);
+  Chain within;
+  Nodes hoisted;
+  for (Node *read : reads) {
+    Chain own;
+    if (const Node *blocker = chainTo(read->input(0), made, own)) {
+      declineUnlessExplained(
+          ctx, read,
+          blocker->kind() == c10::prim::Param
+              ? "its tensor is carried from one iteration to the next"
+              : "its tensor is computed in the loop by " + quoted(blocker) +
+                    ", which the host may not replay exactly");
+      continue;
+    }
+    if (const Node *writer = writerAmong(inLoop, own, aliases)) {
+      declineUnlessExplained(ctx, read,
+                             quoted(writer) +
+                                 " in the loop may write what it reads");
+      continue;
+    }
+    for (Node *n : own.nodes)
+      addOnce(within.nodes, n);
+    for (Value *s : own.sources)
+      addOnce(within.sources, s);
+    hoisted.push_back(read);
+  }
+  if (hoisted.empty())
+    return false;
+  // Fewer tensors to copy, where the sources are computed before the loop
+  // from fewer by ops the host replays (and nothing writes any of them
+  // before it starts: the host computes them from the copy, there).
+  Chain before;
+  for (Value *s : within.sources)
+    rootsOf(s, before);
+  if (before.sources.size() >= within.sources.size() ||
+      writtenBefore(before, loop, aliases))
+    before = Chain{{}, within.sources};
+  if (before.sources.size() > hoisted.size()) {
+    for (Node *read : hoisted)
+      declineUnlessExplained(ctx, read,
+                             "the loop would copy " +
+                                 std::to_string(before.sources.size()) +
+                                 " tensors for " +
+                                 std::to_string(hoisted.size()) + " read" +
+                                 (hoisted.size() == 1 ? "" : "s"));
+    return false;
+  }
+
+  // The copies, made when the loop runs at all.
+  Nodes copies;
+  auto copy = [&]() {
+    std::unordered_map<Value *, Value *> host;
+    for (Value *s : before.sources) {
+      Value *c = emit(graph, "aten::cpu", {s}, loop);
+      copies.push_back(c->node());
+      host[s] = c;
+    }
+    cloneInto(graph, before.nodes, host, /*afterOriginals=*/false);
+    Values out;
+    for (Value *s : within.sources)
+      out.push_back(host.at(s));
+    return out;
+  };
+  Values onHost;
+  {
+    torch::jit::WithInsertPoint point(loop);
+    Value *trip = loop->input(0);
+    if (auto n = constantInt(trip); n && *n > 0) {
+      onHost = copy();
+    } else {
+      Value *runs = emit(graph, "aten::gt", {trip, int64_t{0}}, loop);
+      // A loop that does not run reads nothing: a host tensor of each
+      // source's shape, never written or read, stands for its copy there.
+      // It keeps the sources computed on the device, as the program did,
+      // and so raising where they raised (a select out of range) though
+      // the host computes them from fewer when the loop runs.
+      onHost = emitIf(graph, runs, loop, within.sources.size(), copy, [&] {
+        Values stand;
+        for (Value *s : within.sources)
+          stand.push_back(emit(graph, "aten::empty",
+                               {emit(graph, "aten::size", {s}, loop)}, loop));
+        return stand;
+      });
+    }
+  }
+  std::string why = "one copy before the loop for " +
+                    std::to_string(hoisted.size()) +
+                    " host reads in it, which read the copy";
+  for (Node *c : copies)
+    ctx.declined(c, kRule, why);
+
+  std::unordered_map<Value *, Value *> map;
+  for (size_t i = 0; i < within.sources.size(); ++i)
+    map[within.sources[i]] = onHost[i];
+  cloneInto(graph, within.nodes, map, /*afterOriginals=*/true);
+  for (Node *read : hoisted) {
+    ctx.rewrote(read, kRule);
+    read->replaceInput(0, map.at(read->input(0)));
+  }
+  return true;
+}
+
+} // namespace
+
+bool replaysExactly(const Node *node) {
+  static const std::unordered_set<c10::Symbol> exact = [] {
+    std::unordered_set<c10::Symbol> ops;
+    for (const char *op :
+         {"aten::select", "aten::slice", "aten::narrow", "aten::unsqueeze",
+          "aten::squeeze", "aten::view", "aten::reshape", "aten::flatten",
+          "aten::add", "aten::sub", "aten::mul", "aten::neg", "aten::abs",
+          "aten::ceil", "aten::floor", "aten::trunc", "aten::round",
+          "aten::clamp", "aten::maximum", "aten::minimum", "aten::eq",
+          "aten::ne", "aten::lt", "aten::le", "aten::gt", "aten::ge",
+          "aten::logical_not", "aten::logical_and", "aten::logical_or"})
+      ops.insert(c10::Symbol::fromQualString(op));
+    return ops;
+  }();
+  if (!exact.count(node->kind()) || !opInfo(node) || writesAnything(node) ||
+      node->outputs().size() != 1 || !isTensor(node->output()) ||
+      node->inputs().empty() || !isTensor(node->input(0)))
+    return false;
+  // a + alpha * b rounds once only with alpha 1 (a device may fuse it).
+  if (node->kind() == c10::aten::add || node->kind() == c10::aten::sub) {
+    const Value *alpha = namedInput(node, "alpha");
+    return !alpha || constantInt(alpha) == 1;
+  }
+  // round(x, decimals) scales by a power of ten first.
+  if (node->kind() == c10::aten::round)
+    return node->inputs().size() == 1;
+  return true;
+}
+
+bool hoistReads(std::shared_ptr<Graph> &graph, PassContext &ctx) {
+  Nodes loops;
+  for (Node *node : collectNodes(graph->block()))
+    if (node->kind() == c10::prim::Loop && constantBool(node->input(1)) == true)
+      loops.push_back(node);
+  // Inner loops first; each sees the graph as the loops in it left it.
+  std::reverse(loops.begin(), loops.end());
+  bool changed = false;
+  for (Node *loop : loops) {
+    if (hoistLoop(*graph, loop, ctx.facts.analysis(graph),
+                  ctx.facts.aliases(graph), ctx)) {
+      changed = true;
+      ctx.facts.invalidate();
+    }
+  }
+  return changed;
+}
+
+} // namespace staticify

@@ -23,6 +23,18 @@ namespace {
 
 constexpr const char *kRule = "hoist-reads";
 
+/// The dtypes whose ops replaysExactly's host kernels compute as a device
+/// does: unsigned and signed integers, float32, float64, bool.
+const std::vector<int64_t> kExactDTypes = {
+    static_cast<int64_t>(c10::ScalarType::Byte),
+    static_cast<int64_t>(c10::ScalarType::Char),
+    static_cast<int64_t>(c10::ScalarType::Short),
+    static_cast<int64_t>(c10::ScalarType::Int),
+    static_cast<int64_t>(c10::ScalarType::Long),
+    static_cast<int64_t>(c10::ScalarType::Float),
+    static_cast<int64_t>(c10::ScalarType::Double),
+    static_cast<int64_t>(c10::ScalarType::Bool)};
+
 using Values = std::vector<Value *>;
 using Nodes = std::vector<Node *>;
 
@@ -31,14 +43,14 @@ template <typename T> void addOnce(std::vector<T> &list, T item) {
     list.push_back(item);
 }
 
-/// A host read of one device tensor's values: `int(t)`, `t.item()`,
-/// `t.cpu()` (a formatting read reads every argument: not one).
+/// A host read of one device tensor's values: `int(t)`, `t.item()` (a
+/// formatting read reads every argument: not one). Not `t.cpu()`, whose
+/// result is a new tensor (of the copy, it would be a view).
 bool readsOneTensor(const Node *node) {
   const OpInfo *op = opInfo(node);
   if (!op || node->inputs().empty() || !isTensor(node->input(0)))
     return false;
-  bool read = op->has(kCopiesToHost) ||
-              (opRole(node) == OpRole::SyncRead && !op->has(kFormats));
+  bool read = opRole(node) == OpRole::SyncRead && !op->has(kFormats);
   return read && std::none_of(node->inputs().begin() + 1, node->inputs().end(),
                               [](const Value *in) {
                                 return carriesTensor(in->type());
@@ -101,10 +113,15 @@ void rootsOf(Value *v, Chain &chain) {
   if (std::find(chain.nodes.begin(), chain.nodes.end(), node) !=
       chain.nodes.end())
     return;
+  // Replayed at the loop, not where it ran: a list argument (view's sizes)
+  // may have been written in between, unless it is a constant.
   bool replays = replaysExactly(node) &&
                  std::all_of(node->inputs().begin(), node->inputs().end(),
                              [](const Value *in) {
-                               return !carriesTensor(in->type()) || isTensor(in);
+                               if (carriesTensor(in->type()))
+                                 return isTensor(in);
+                               return !in->type()->cast<c10::ListType>() ||
+                                      in->node()->kind() == c10::prim::Constant;
                              });
   if (!replays)
     return addOnce(chain.sources, v);
@@ -282,27 +299,26 @@ bool hoistLoop(Graph &graph, Node *loop, const AnalysisResult &analysis,
       out.push_back(host.at(s));
     return out;
   };
+  // A guard: the copy where the loop runs and the host replays the ops
+  // exactly (dtypes of 32 bits and more, integers, bools: the CPU lacks
+  // some half-precision kernels and rounds Scalars to half first).
+  // Otherwise the loop reads the device's tensors as before (the
+  // fallback, whose reads the analysis counts apart as every guard's).
+  // Either way the sources stay computed on the device, with the errors
+  // they may raise, though the host computes them from fewer.
   Values onHost;
   {
     torch::jit::WithInsertPoint point(loop);
-    Value *trip = loop->input(0);
-    if (auto n = constantInt(trip); n && *n > 0) {
-      onHost = copy();
-    } else {
-      Value *runs = emit(graph, "aten::gt", {trip, int64_t{0}}, loop);
-      // A loop that does not run reads nothing: a host tensor of each
-      // source's shape, never written or read, stands for its copy there.
-      // It keeps the sources computed on the device, as the program did,
-      // and so raising where they raised (a select out of range) though
-      // the host computes them from fewer when the loop runs.
-      onHost = emitIf(graph, runs, loop, within.sources.size(), copy, [&] {
-        Values stand;
-        for (Value *s : within.sources)
-          stand.push_back(emit(graph, "aten::empty",
-                               {emit(graph, "aten::size", {s}, loop)}, loop));
-        return stand;
-      });
+    Value *holds = emit(graph, "aten::gt", {loop->input(0), int64_t{0}}, loop);
+    for (Value *s : before.sources) {
+      Value *dtype = emit(graph, "prim::dtype", {s}, loop);
+      Value *exact = emit(graph, "aten::__contains__",
+                          {graph.insertConstant(kExactDTypes), dtype}, loop);
+      holds = emit(graph, "aten::__and__", {holds, exact}, loop);
     }
+    onHost = emitIf(graph, holds, loop, within.sources.size(), copy,
+                    [&] { return within.sources; });
+    onHost.front()->node()->i_(guardAttr(), 1);
   }
   std::string why = "one copy before the loop for " +
                     std::to_string(hoisted.size()) +

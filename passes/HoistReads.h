@@ -23,10 +23,15 @@
 // rest computed on the host. A read is left alone, and the report says why,
 // when its tensor is computed in the loop by another op, when something in
 // the loop may write what it reads, or when the loop would copy more
-// tensors than it has reads (never more sync points than before). The copy
-// runs only when the loop runs once or more (`if trip > 0`), and only
+// tensors than it has reads (never more sync points than before). Only
 // reads that every iteration makes move (not those under an if in the
-// loop): a run that never reaches a read never copies.
+// loop), and the copy is behind a guard: it is made where the loop runs
+// once or more and the copied tensors have dtypes whose ops the host
+// computes as a device does (not half precision, whose CPU kernels
+// libtorch 1.13 partly lacks and whose Scalars it rounds first); otherwise
+// the loop reads the device's tensors as before. A run that never reaches
+// a read never copies. The whole tensor is copied, however few of its
+// elements the loop reads.
 //
 //===----------------------------------------------------------------------===//
 #pragma once

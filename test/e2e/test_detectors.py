@@ -141,11 +141,12 @@ def test_staticified_detector_equals_the_original(staticify, save, tmp_path,
         assert after == 0, (before, after)
     original, static = torch.jit.load(str(path)), torch.jit.load(str(out))
     # The original with no cap on its detections (same_up_to_tie_order);
-    # Mask R-CNN's with a cap of 400, as its thousands of uncapped
-    # detections would each paste an image-sized mask (gigabytes).
+    # Mask and Keypoint R-CNN's with a cap of 400, as their thousands of
+    # uncapped detections would each paste an image-sized mask (gigabytes)
+    # or decode a heatmap (minutes).
     wide = torch.jit.load(str(path))
     setattr(getattr(wide, "roi_heads", wide), "detections_per_img",
-            400 if name.startswith("mask") else 10**6)
+            400 if name.startswith(("mask", "keypoint")) else 10**6)
     gen = torch.Generator().manual_seed(1)
     detections = 0
     for _ in range(IMAGES):

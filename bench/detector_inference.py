@@ -39,7 +39,9 @@ from seed000 import count_syncs, timer  # noqa: E402
 # Equal but for the order among equal scores, which batched_nms's final
 # unstable sort leaves unspecified (the tests' comparison).
 # --padded-outputs' dicts are compared cut to their counts.
-from test_detectors import cut_to_counts, same_up_to_tie_order  # noqa: E402
+# SSDlite with convolutions that keep the activations' scale: torchvision's
+# initialisation ties every anchor's scores (test_detectors.fresh_weights).
+from test_detectors import cut_to_counts, fresh_weights, same_up_to_tie_order  # noqa: E402
 
 MARKERS = {"cpu": ("<!-- detector-inference:begin -->", "<!-- detector-inference:end -->"),
            "cuda": ("<!-- detector-inference-cuda:begin -->",
@@ -131,7 +133,10 @@ def measure(args, save):
         for name in args.models.split(","):
             torch.manual_seed(0)
             path = os.path.join(tmp, name + ".pt")
-            torch.jit.script(build(name)).save(path)
+            model = build(name)
+            if name.startswith("ssdlite"):
+                model = fresh_weights(model)
+            torch.jit.script(model).save(path)
             modules = {"original": torch.jit.load(path)}
             paths = {"original": path}
             row = {"model": name, "sync_points": {}}
@@ -207,7 +212,8 @@ def render(result):
         f"by the model's transform), median of {result['images']} images x "
         f"{result['reps']} runs after {result['warmup']} warm-up images, the variants "
         f"interleaved in one process; torch {result['torch']}, torchvision "
-        f"{result['torchvision']}, {where}, random weights, default score thresholds. "
+        f"{result['torchvision']}, {where}, random weights (SSDlite's convolutions "
+        "He-initialised: torchvision's ties its scores), default score thresholds. "
         "Sync points: the report's, before → after each variant. "
         + "".join(f"`{row['model']}` ran with TorchScript's TensorExpr fuser off (with it on, "
                   f"{row['fuser_off']}). " for row in result["rows"] if "fuser_off" in row)

@@ -57,17 +57,50 @@ bool readsOneTensor(const Node *node) {
                               });
 }
 
-/// Every value \p loop makes: its blocks' parameters and its nodes' results,
-/// at any depth.
-std::unordered_set<const Value *> madeIn(Node *loop) {
+/// Every value \p loop makes: its blocks' parameters and the results of
+/// \p nodes, every node in its body at any depth.
+std::unordered_set<const Value *> madeIn(Node *loop, const Nodes &nodes) {
   std::unordered_set<const Value *> made;
   for (Block *block : loop->blocks())
     for (const Value *param : block->inputs())
       made.insert(param);
-  for (Node *node : collectNodes(loop->blocks()[0]))
+  for (Node *node : nodes)
     for (const Value *out : node->outputs())
       made.insert(out);
   return made;
+}
+
+/// Whether the host computes \p node's result exactly as any device does,
+/// from the same operand values (and the node writes nothing): views,
+/// integer arithmetic and single IEEE roundings, rounding to integers,
+/// clamps, comparisons.
+bool replaysExactly(const Node *node) {
+  static const std::unordered_set<c10::Symbol> exact = [] {
+    std::unordered_set<c10::Symbol> ops;
+    for (const char *op :
+         {"aten::select", "aten::slice", "aten::narrow", "aten::unsqueeze",
+          "aten::squeeze", "aten::view", "aten::reshape", "aten::flatten",
+          "aten::add", "aten::sub", "aten::mul", "aten::neg", "aten::abs",
+          "aten::ceil", "aten::floor", "aten::trunc", "aten::round",
+          "aten::clamp", "aten::maximum", "aten::minimum", "aten::eq",
+          "aten::ne", "aten::lt", "aten::le", "aten::gt", "aten::ge",
+          "aten::logical_not", "aten::logical_and", "aten::logical_or"})
+      ops.insert(c10::Symbol::fromQualString(op));
+    return ops;
+  }();
+  if (!exact.count(node->kind()) || !opInfo(node) || writesAnything(node) ||
+      node->outputs().size() != 1 || !isTensor(node->output()) ||
+      node->inputs().empty() || !isTensor(node->input(0)))
+    return false;
+  // a + alpha * b rounds once only with alpha 1 (a device may fuse it).
+  if (node->kind() == c10::aten::add || node->kind() == c10::aten::sub) {
+    const Value *alpha = namedInput(node, "alpha");
+    return !alpha || constantInt(alpha) == 1;
+  }
+  // round(x, decimals) scales by a power of ten first.
+  if (node->kind() == c10::aten::round)
+    return node->inputs().size() == 1;
+  return true;
 }
 
 /// Where a read's tensor comes from: the nodes computing it from tensors
@@ -235,8 +268,8 @@ bool hoistLoop(Graph &graph, Node *loop, const AnalysisResult &analysis,
   }
   if (reads.empty())
     return false;
-  std::unordered_set<const Value *> made = madeIn(loop);
   Nodes inLoop = collectNodes(body);
+  std::unordered_set<const Value *> made = madeIn(loop, inLoop);
   Chain within;
   Nodes hoisted;
   for (Node *read : reads) {
@@ -284,7 +317,7 @@ bool hoistLoop(Graph &graph, Node *loop, const AnalysisResult &analysis,
     return false;
   }
 
-  // The copies, made when the loop runs at all.
+  // The copies (the guard's first branch, below).
   Nodes copies;
   auto copy = [&]() {
     std::unordered_map<Value *, Value *> host;
@@ -338,35 +371,6 @@ bool hoistLoop(Graph &graph, Node *loop, const AnalysisResult &analysis,
 }
 
 } // namespace
-
-bool replaysExactly(const Node *node) {
-  static const std::unordered_set<c10::Symbol> exact = [] {
-    std::unordered_set<c10::Symbol> ops;
-    for (const char *op :
-         {"aten::select", "aten::slice", "aten::narrow", "aten::unsqueeze",
-          "aten::squeeze", "aten::view", "aten::reshape", "aten::flatten",
-          "aten::add", "aten::sub", "aten::mul", "aten::neg", "aten::abs",
-          "aten::ceil", "aten::floor", "aten::trunc", "aten::round",
-          "aten::clamp", "aten::maximum", "aten::minimum", "aten::eq",
-          "aten::ne", "aten::lt", "aten::le", "aten::gt", "aten::ge",
-          "aten::logical_not", "aten::logical_and", "aten::logical_or"})
-      ops.insert(c10::Symbol::fromQualString(op));
-    return ops;
-  }();
-  if (!exact.count(node->kind()) || !opInfo(node) || writesAnything(node) ||
-      node->outputs().size() != 1 || !isTensor(node->output()) ||
-      node->inputs().empty() || !isTensor(node->input(0)))
-    return false;
-  // a + alpha * b rounds once only with alpha 1 (a device may fuse it).
-  if (node->kind() == c10::aten::add || node->kind() == c10::aten::sub) {
-    const Value *alpha = namedInput(node, "alpha");
-    return !alpha || constantInt(alpha) == 1;
-  }
-  // round(x, decimals) scales by a power of ten first.
-  if (node->kind() == c10::aten::round)
-    return node->inputs().size() == 1;
-  return true;
-}
 
 bool hoistReads(std::shared_ptr<Graph> &graph, PassContext &ctx) {
   Nodes loops;

@@ -44,10 +44,6 @@
 
 namespace staticify {
 
-/// Whether the host computes \p node's result exactly as any device does,
-/// from the same operand values (and the node writes nothing).
-bool replaysExactly(const torch::jit::Node *node);
-
 /// The pass (see the file comment). Returns whether it changed the graph.
 bool hoistReads(std::shared_ptr<torch::jit::Graph> &graph, PassContext &ctx);
 

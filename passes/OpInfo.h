@@ -226,6 +226,15 @@ struct OpInfo {
   /// (sort along dim 1, softmax, cat along dim 1). Not every op with a
   /// `dim` is: renorm and weight_norm mix rows.
   std::vector<const char *> rowDims = {};
+  /// Batched on its first operand (linear, convolutions, pooling,
+  /// interpolation, normalization with fixed statistics): once that operand
+  /// has this rank or more, each row of dimension 0 of the result is
+  /// computed from the same row of it alone, with the other operands
+  /// (weights, statistics, sizes) shared by every row, and no value of a
+  /// row makes the op raise. Below it the op mixes rows (an unbatched
+  /// convolution takes dimension 0 as channels, linear contracts a
+  /// vector) or raises. 0: not batched.
+  int8_t sampleRank = 0;
 
   bool has(Traits t) const { return (traits & t) == t; }
 };

@@ -22,6 +22,7 @@
 
 #include <torch/csrc/jit/passes/inliner.h>
 #include <torch/csrc/jit/passes/lower_tuples.h>
+#include <torch/csrc/jit/passes/remove_mutation.h>
 
 #include <algorithm>
 #include <chrono>
@@ -126,6 +127,19 @@ static bool canonicalizeSizeItem(Graph &graph, Node *node) {
   torch::jit::Value *size =
       emit(graph, "aten::size", {sizes->input(0), node->input(1)}, node);
   node->output()->replaceAllUsesWith(size);
+  node->destroy();
+  return true;
+}
+
+/// `prim::unchecked_cast` of a value of the type it casts to already: the
+/// value. An inlined function's Union parameter given a tensor
+/// (torchvision.ops.roi_align's `boxes: Union[Tensor, List[Tensor]]`) is
+/// cast back after its isinstance test; the rules see the tensor itself.
+static bool dropRedundantCast(Node *node) {
+  if (node->kind() != c10::prim::unchecked_cast ||
+      !node->input(0)->type()->isSubtypeOf(*node->output()->type()))
+    return false;
+  node->output()->replaceAllUsesWith(node->input(0));
   node->destroy();
   return true;
 }
@@ -323,6 +337,12 @@ static bool normalize(std::shared_ptr<Graph> &graph, PassContext &ctx) {
   bool changed = false;
   for (Node *node : collectNodes(graph->block()))
     changed |= foldIsinstance(*graph, node);
+  // In-place activations as their functional forms, where libtorch's alias
+  // analysis proves that nothing else sees the write (a fresh tensor, no
+  // alias used after): torchvision's mask and keypoint heads follow each
+  // convolution with nn.ReLU(inplace=True), and a tensor written in place
+  // is one bound keeps as it is (Flow.cpp, writable).
+  changed |= torch::jit::InplaceToFunctionalActivation(graph);
   std::vector<Node *> nodes;
   changed |= propagateConstants(graph, &nodes);
   // Tuples first: an inlined method's `return result, losses` is a tuple
@@ -353,7 +373,8 @@ static bool normalize(std::shared_ptr<Graph> &graph, PassContext &ctx) {
   bool swept = false;
   for (Node *node : nodes)
     swept |= decomposeReducedLoss(*graph, node) ||
-             canonicalizeSizeItem(*graph, node) || foldBoolIf(*graph, node);
+             canonicalizeSizeItem(*graph, node) || foldBoolIf(*graph, node) ||
+             dropRedundantCast(node);
   // Unless the sweep changed it, the node list is the graph's still.
   bool current = !swept;
   changed |= swept;
@@ -379,7 +400,8 @@ const std::vector<PassInfo> &registeredPasses() {
        "constant propagation, tuple lowering and dead-code elimination; "
        "`key in d` folded where every dict d may be is built in the graph "
        "with known keys; "
-       "x.shape[i] as x.size(i); losses with a constant mean/sum as "
+       "x.shape[i] as x.size(i); casts to a type the value has dropped; "
+       "losses with a constant mean/sum as "
        "reduction none and mean()/sum(); never folds or merges "
        "nondeterministic ops",
        false, normalize},

@@ -356,7 +356,7 @@ void RankSnapshot::assume(const Value *v, int64_t rank) {
 }
 
 /// The rank of \p v when op semantics fix it: `where(m)[i]` and `arange` are
-/// 1-D, `gather` has its index's rank, rank-preserving ops (slice included)
+/// 1-D, roi_align's 4-D, `gather` has its index's rank, rank-preserving ops (slice included)
 /// the largest of their tensor operands' (they broadcast), per-row ops their
 /// input's, unsqueeze one more, select one less, a reduction over constant
 /// dims without keepdim that many fewer, x[mask] (with \p analysis) x's less
@@ -378,6 +378,8 @@ std::optional<int64_t> knownRank(const Value *v, const AnalysisResult *analysis,
     return 1;
   if (op == "aten::arange" || op == "aten::randperm")
     return 1;
+  if (op == "torchvision::roi_align") // [rois, channels, height, width]
+    return 4;
   // Read out of a container whose tensors all have one known rank (at
   // that key, of a dict of tensors read at a constant one).
   if (const Value *c = containerOf(v)) {

@@ -2,6 +2,8 @@
 
 #include "passes/bound/Rules.h"
 
+#include "passes/BoundedForms.h"
+
 #include "passes/DTypes.h"
 
 #include "passes/Bounded.h"
@@ -375,6 +377,74 @@ void RuleContext::applyHint(const Value *v, Range &range) {
     range.hiConst = *hint;
     range.hi = constant(*hint);
   }
+}
+
+/// A clone of \p node at the insertion point on the operands in
+/// \p replaced (a list's elements, \p parts, in a new list); its results.
+std::vector<Value *>
+cloneOnRows(torch::jit::Graph &graph, Node *node,
+            std::unordered_map<Value *, Value *> replaced, Node *list,
+            const std::vector<Value *> &parts) {
+  if (list)
+    replaced[list->output()] =
+        graph.insertNode(graph.createList(c10::TensorType::get(), parts))
+            ->output();
+  Node *copy = graph.insertNode(graph.createClone(node, [&](Value *v) {
+    auto it = replaced.find(v);
+    return it == replaced.end() ? v : it->second;
+  }));
+  return {copy->outputs().begin(), copy->outputs().end()};
+}
+
+std::vector<Value *>
+emitRankGuarded(RuleContext &rc, Node *node,
+                const std::unordered_map<Value *, Value *> &replaced,
+                const std::vector<Value *> &parts, Value *firstPadded,
+                Value *cond, Value *count, size_t results,
+                const OnOperands &apply, const OnOperands &fast) {
+  torch::jit::Graph &graph = rc.graph;
+  auto fallback = [&] {
+    Value *n = emit(graph, "aten::Int", {count}, node);
+    auto cut = [&](Value *padded) {
+      return emit(graph, "aten::slice", {padded, 0, rc.constant(0), n, 1},
+                  node);
+    };
+    // In operand order, so that the graph printed is the same every run.
+    std::unordered_map<Value *, Value *> valid;
+    for (Value *original : node->inputs())
+      if (auto it = replaced.find(original);
+          it != replaced.end() && !valid.count(original))
+        valid[original] = rc.bounded(original) ? cut(it->second) : it->second;
+    std::vector<Value *> validParts;
+    for (Value *p : parts)
+      validParts.push_back(cut(p));
+    Value *bound = emit(graph, "aten::size", {firstPadded, 0}, node);
+    std::vector<Value *> padded;
+    for (Value *v : apply(valid, validParts))
+      padded.push_back(insertForm(graph, "pad_rows", {v, bound}, node)[0]);
+    return padded;
+  };
+  std::vector<Value *> out = emitIf(
+      graph, cond, node, results,
+      [&] { return (fast ? fast : apply)(replaced, parts); }, fallback);
+  out[0]->node()->i_(guardAttr(), 1);
+  return out;
+}
+
+std::vector<Value *>
+emitRankGuarded(RuleContext &rc, Node *node,
+                const std::unordered_map<Value *, Value *> &replaced,
+                Node *list, const std::vector<Value *> &parts,
+                Value *firstPadded, Value *cond, Value *count,
+                const OnOperands &fast) {
+  return emitRankGuarded(
+      rc, node, replaced, parts, firstPadded, cond, count,
+      node->outputs().size(),
+      [&](const std::unordered_map<Value *, Value *> &r,
+          const std::vector<Value *> &p) {
+        return cloneOnRows(rc.graph, node, r, list, p);
+      },
+      fast);
 }
 
 } // namespace staticify::bound

@@ -5,6 +5,7 @@
 //   or x bounded
 //   x[i], index_select(x, 0, i)              -> bounded, or static again when
 //                                              i is static
+//   x[i, j], i and j bounded with one count  -> bounded, that count
 //   cat of bounded values (dim 0)            -> compaction
 //   x[i] = v, i bounded and 1-D, v 0-d       -> copy_(where) of hit rows
 //
@@ -147,6 +148,73 @@ RuleResult prefix(Node *node, RuleContext &rc) {
   return RuleResult::applied();
 }
 
+/// x[i0, i1] and x[i0, i1, i2] of integer vectors bounded with one count,
+/// into x's leading dims: row r of the result is x[i0[r], i1[r], ...], so
+/// it is bounded with that count (gather_rows_at). One mask per RoI, of its
+/// class: `mask_logits[torch.arange(n), labels]` in torchvision's
+/// maskrcnn_inference and maskrcnn_loss and detectron2's mask_rcnn_loss.
+/// Indices whose counts are not provably equal would broadcast, or raise,
+/// by their lengths: not rewritten. Where the program does not fix an
+/// index's rank the host checks it is 1 behind a guard, whose fallback
+/// indexes with the valid rows (indices of higher ranks broadcast by their
+/// trailing dims: the result has the rows of the one of highest rank, the
+/// count, or the original raises).
+RuleResult gatherAt(Node *node, Node *list, RuleContext &rc) {
+  Value *src = node->input(0);
+  Rep *s = rc.rep(src);
+  if (s && s->kind != Rep::Kind::Bounded)
+    return RuleResult::declined();
+  std::unordered_map<Value *, Value *> replaced;
+  if (s)
+    replaced[src] = s->value;
+  std::vector<Value *> padded;
+  Value *count = nullptr;
+  std::vector<Value *> ranked; // of a rank only the run time knows
+  for (Value *index : list->inputs()) {
+    Rep *i = rc.bounded(index);
+    if (!i || !rc.isIndex(index))
+      return RuleResult::declined();
+    if (count && !rc.sameCount(count, i->count))
+      return RuleResult::declined(
+          "its indices' rows are not provably as many");
+    count = count ? count : i->count;
+    padded.push_back(i->value);
+    std::optional<int64_t> rank =
+        i->is1D ? 1 : knownRank(index, &rc.analysis);
+    if (rank && *rank != 1)
+      return RuleResult::declined();
+    if (!rank)
+      ranked.push_back(i->value);
+  }
+  auto fast = [&](const std::unordered_map<Value *, Value *> &,
+                  const std::vector<Value *> &parts) {
+    Value *indices = rc.graph
+                         .insertNode(rc.graph.createList(
+                             c10::TensorType::get(), parts))
+                         ->output();
+    return insertForm(rc.graph, "gather_rows_at",
+                      {s ? s->value : src, s ? s->count : rc.none(), indices,
+                       count},
+                      node);
+  };
+  Value *cond = nullptr;
+  for (Value *v : ranked) {
+    Value *vector = emit(rc.graph, "aten::eq",
+                         {emit(rc.graph, "aten::dim", {v}, node),
+                          rc.constant(1)},
+                         node);
+    cond = cond ? emit(rc.graph, "aten::__and__", {cond, vector}, node)
+                : vector;
+  }
+  Value *out = cond ? emitRankGuarded(rc, node, replaced, list, padded,
+                                      padded[0], cond, count, fast)[0]
+                    : fast(replaced, padded)[0];
+  rc.setBounded(node->output(), out, count,
+                s ? s->isIndex : rc.isIndex(src));
+  rc.absorb(list);
+  return RuleResult::applied();
+}
+
 /// x[i] and index_select(x, 0, i) with one integer index.
 RuleResult gather(Node *node, RuleContext &rc) {
   Value *src = node->input(0), *index;
@@ -154,7 +222,11 @@ RuleResult gather(Node *node, RuleContext &rc) {
   if (is(node, "aten::index")) {
     list = node->input(1)->node();
     if (list->kind() != c10::prim::ListConstruct ||
-        list->inputs().size() != 1 || node->input(1)->uses().size() != 1)
+        node->input(1)->uses().size() != 1)
+      return RuleResult::declined();
+    if (list->inputs().size() == 2 || list->inputs().size() == 3)
+      return gatherAt(node, list, rc);
+    if (list->inputs().size() != 1)
       return RuleResult::declined();
     index = list->input(0);
   } else {

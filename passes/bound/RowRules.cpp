@@ -6,7 +6,8 @@
 //   gather along dims >= 1, one count         -> row by row (gather_within_rows)
 //   reductions of a bounded value            -> masked (keep_rows)
 //   cross_entropy/nll_loss of bounded rows   -> padding targets ignored
-//   linear, roi_align of bounded rows        -> on the padded rows
+//   linear, convolutions, pooling, interpolation, roi_align of bounded
+//   rows                                     -> on the padded rows
 //   broadcast_tensors of one selection's rows -> on the padded rows
 //
 //===----------------------------------------------------------------------===//
@@ -101,92 +102,6 @@ std::optional<int64_t> trailingDimsRank(const Node *node,
 const std::vector<const char *> *perRowDims(const Node *node) {
   const OpInfo *op = opInfo(node);
   return op && !op->rowDims.empty() ? &op->rowDims : nullptr;
-}
-
-/// A clone of \p node at the insertion point on the operands in
-/// \p replaced (a list's elements, \p parts, in a new list); its results.
-std::vector<Value *>
-cloneOnRows(torch::jit::Graph &graph, Node *node,
-            std::unordered_map<Value *, Value *> replaced, Node *list,
-            const std::vector<Value *> &parts) {
-  if (list)
-    replaced[list->output()] =
-        graph.insertNode(graph.createList(c10::TensorType::get(), parts))
-            ->output();
-  Node *copy = graph.insertNode(graph.createClone(node, [&](Value *v) {
-    auto it = replaced.find(v);
-    return it == replaced.end() ? v : it->second;
-  }));
-  return {copy->outputs().begin(), copy->outputs().end()};
-}
-
-/// `node` on padded rows whose ranks only the run time knows: a rank is a
-/// host fact, so one `if` on \p cond (ranks that agree, `dim() == dim()`;
-/// a rank high enough for a negative dim to be a trailing one, `dim() >=
-/// 2`) picks the row-by-row form, with no sync. Otherwise operands would
-/// broadcast by their trailing dimensions, or the dim would be 0, and the
-/// result's shape would depend on the count: the fallback branch computes
-/// the original op on the valid rows (cut at `int(count)`, a host read)
-/// and pads its result back to the padded rows (it has `count` rows: the
-/// operand of highest rank keeps dimension 0, and an op along dim 0 of a
-/// vector keeps its length). The if carries guardAttr(): the analysis
-/// counts the fallback's host reads apart
-/// (AnalysisResult::fallbackSyncPoints).
-///
-/// \p apply makes the op's \p results from operands: \p node's inputs
-/// \p replaced as given, and the parts of its list.
-using OnOperands = std::function<std::vector<Value *>(
-    const std::unordered_map<Value *, Value *> &replaced,
-    const std::vector<Value *> &parts)>;
-std::vector<Value *>
-emitRankGuarded(RuleContext &rc, Node *node,
-                const std::unordered_map<Value *, Value *> &replaced,
-                const std::vector<Value *> &parts, Value *firstPadded,
-                Value *cond, Value *count, size_t results,
-                const OnOperands &apply) {
-  torch::jit::Graph &graph = rc.graph;
-  auto fallback = [&] {
-    Value *n = emit(graph, "aten::Int", {count}, node);
-    auto cut = [&](Value *padded) {
-      return emit(graph, "aten::slice", {padded, 0, rc.constant(0), n, 1},
-                  node);
-    };
-    // In operand order, so that the graph printed is the same every run.
-    std::unordered_map<Value *, Value *> valid;
-    for (Value *original : node->inputs())
-      if (auto it = replaced.find(original);
-          it != replaced.end() && !valid.count(original))
-        valid[original] = rc.bounded(original) ? cut(it->second) : it->second;
-    std::vector<Value *> validParts;
-    for (Value *p : parts)
-      validParts.push_back(cut(p));
-    Value *bound = emit(graph, "aten::size", {firstPadded, 0}, node);
-    std::vector<Value *> padded;
-    for (Value *v : apply(valid, validParts))
-      padded.push_back(insertForm(graph, "pad_rows", {v, bound}, node)[0]);
-    return padded;
-  };
-  std::vector<Value *> out = emitIf(
-      graph, cond, node, results, [&] { return apply(replaced, parts); },
-      fallback);
-  out[0]->node()->i_(guardAttr(), 1);
-  return out;
-}
-
-/// emitRankGuarded of a clone of \p node (its list \p list, if any,
-/// rebuilt of the parts).
-std::vector<Value *>
-emitRankGuarded(RuleContext &rc, Node *node,
-                const std::unordered_map<Value *, Value *> &replaced,
-                Node *list, const std::vector<Value *> &parts,
-                Value *firstPadded, Value *cond, Value *count) {
-  return emitRankGuarded(
-      rc, node, replaced, parts, firstPadded, cond, count,
-      node->outputs().size(),
-      [&](const std::unordered_map<Value *, Value *> &r,
-          const std::vector<Value *> &p) {
-        return cloneOnRows(rc.graph, node, r, list, p);
-      });
 }
 
 /// The padded rows of \p node's bounded operands go through it as they
@@ -418,48 +333,68 @@ RuleResult broadcastRows(Node *node, RuleContext &rc) {
   return RuleResult::applied();
 }
 
-/// linear(x, W, b) of a bounded x and static W and b (a mixture-of-experts
-/// expert on the tokens routed to it, `expert(x[idx])`): row by row, since
-/// the product contracts x's last dim, where the program fixes x's rank at
-/// 2 or more (of a vector, linear contracts the rows). The bias is expanded
-/// to the result: of rank 1 it adds to every row; of rank 2 it must have
-/// the valid rows' count, which the padded rows do not have, so that case
-/// (a host fact) takes the guard's fallback, the original op on the valid
-/// rows (whose result has those rows, or raises as the original does).
-RuleResult linearRows(Node *node, RuleContext &rc) {
+/// An op batched on its first operand (OpInfo::sampleRank) of bounded rows
+/// x, its other operands not bounded: the padded rows go through and the
+/// result keeps their count. A mixture-of-experts expert on the tokens
+/// routed to it (`expert(x.reshape(-1, d)[idx])`: linear), Mask R-CNN's and
+/// Keypoint R-CNN's heads on the RoIs of the positive proposals (conv2d,
+/// conv_transpose2d, interpolate). Row by row only from that rank on: an
+/// unbatched convolution takes dimension 0 as channels, linear contracts a
+/// vector, and their results then have other rows than the count, so
+/// where the program does not fix x's rank (knownRank) nothing is
+/// rewritten: no fallback could keep the count. linear's bias is added to
+/// the result: of rank 1 to every row; of rank 2 it must have the valid
+/// rows' count, which the padded rows do not have, so `b.dim() <= 1` is
+/// checked on the host behind a guard, whose fallback runs the original on
+/// the valid rows (its result has their rows, or it raises as the original
+/// does). batch_norm is per row only with its running statistics: in eval
+/// mode, with both given.
+RuleResult sampleRows(Node *node, RuleContext &rc) {
+  const OpInfo *op = opInfo(node);
   Rep *x = rc.bounded(node->input(0));
-  Value *bias = node->input(2);
-  if (!x || rc.rep(node->input(1)) || rc.rep(bias) ||
-      !isTensor(node->input(1)))
+  if (!op || op->sampleRank == 0 || !x || node->outputs().size() != 1 ||
+      namedInput(node, "out"))
     return RuleResult::declined();
-  // Of a vector, linear contracts the rows: where the program does not fix
-  // the rank at 2 or more (the box head's second layer, on the first's
-  // result), the host checks it behind the guard.
+  for (size_t i = 1; i < node->inputs().size(); ++i)
+    if (rc.rep(node->input(i)))
+      return RuleResult::declined();
+  std::string name = node->kind().toQualString();
+  if (is(node, "aten::batch_norm")) {
+    Value *mean = namedInput(node, "running_mean");
+    Value *var = namedInput(node, "running_var");
+    Value *training = namedInput(node, "training");
+    if (!training || constantBool(training) != false || !mean || !var ||
+        !isTensor(mean) || !isTensor(var))
+      return RuleResult::declined(
+          "batch_norm that may use the batch's statistics mixes the rows");
+  }
   std::optional<int64_t> rank = knownRank(node->input(0), &rc.analysis);
-  if (rank && *rank < 2)
-    return RuleResult::declined("linear of a vector of rows contracts them");
-  if (!bias->mustBeNone() && !isTensor(bias))
-    return RuleResult::declined(); // an Optional the run time resolves
+  if (!rank)
+    return RuleResult::declined(
+        "the program does not fix the rank of the rows '" + name +
+        "' takes (below rank " + std::to_string(op->sampleRank) +
+        " it does not work row by row)");
+  if (*rank < op->sampleRank)
+    return RuleResult::declined("'" + name + "' of rank " +
+                                std::to_string(*rank) +
+                                " does not work row by row (it does from rank " +
+                                std::to_string(op->sampleRank) + ")");
   std::unordered_map<Value *, Value *> replaced = {
       {node->input(0), x->value}};
+  Value *bias = is(node, "aten::linear") ? node->input(2) : nullptr;
   std::vector<Value *> out;
-  Value *cond = nullptr;
-  if (!bias->mustBeNone())
-    cond = emit(rc.graph, "aten::le",
-                {emit(rc.graph, "aten::dim", {bias}, node), rc.constant(1)},
-                node);
-  if (!rank) {
-    Value *rows = emit(rc.graph, "aten::ge",
-                       {emit(rc.graph, "aten::dim", {x->value}, node),
-                        rc.constant(2)},
+  if (bias && !bias->mustBeNone()) {
+    if (!isTensor(bias))
+      return RuleResult::declined(); // an Optional the run time resolves
+    Value *cond = emit(rc.graph, "aten::le",
+                       {emit(rc.graph, "aten::dim", {bias}, node),
+                        rc.constant(1)},
                        node);
-    cond = cond ? emit(rc.graph, "aten::__and__", {cond, rows}, node) : rows;
-  }
-  if (cond)
     out = emitRankGuarded(rc, node, replaced, nullptr, {}, x->value, cond,
                           x->count);
-  else
+  } else {
     out = cloneOnRows(rc.graph, node, replaced, nullptr, {});
+  }
   rc.setBounded(node->output(), out[0], x->count, /*isIndex=*/false);
   return RuleResult::applied();
 }
@@ -788,7 +723,11 @@ void addRowRules(std::vector<BoundRule> &rules) {
                    sortRows});
   rules.push_back(
       {"gather-within-rows", On::Use, ops({"aten::gather"}), gatherRows});
-  rules.push_back({"linear", On::Use, ops({"aten::linear"}), linearRows});
+  std::vector<c10::Symbol> batchedOps;
+  for (const OpInfo &op : allOpInfos())
+    if (op.sampleRank > 0)
+      batchedOps.push_back(c10::Symbol::fromQualString(op.op));
+  rules.push_back({"per-sample", On::Use, batchedOps, sampleRows});
   rules.push_back(
       {"roi-align", On::Use, ops({"torchvision::roi_align"}), roiAlignRows});
   rules.push_back({"unbind", On::Use, ops({"aten::unbind"}), unbindRows});

@@ -380,6 +380,57 @@ bool isRowPrefix(const torch::jit::Node *node);
 
 /// Whether \p node's results are never written to (mayBeWritten).
 bool writable(const torch::jit::Node *node);
+
+/// A clone of \p node at the insertion point on the operands in
+/// \p replaced (a list's elements, \p parts, in a new list); its results.
+std::vector<torch::jit::Value *>
+cloneOnRows(torch::jit::Graph &graph, torch::jit::Node *node,
+            std::unordered_map<torch::jit::Value *, torch::jit::Value *> replaced,
+            torch::jit::Node *list,
+            const std::vector<torch::jit::Value *> &parts);
+
+/// Makes an op's results from operands: a node's inputs replaced as given,
+/// and the parts of its list.
+using OnOperands = std::function<std::vector<torch::jit::Value *>(
+    const std::unordered_map<torch::jit::Value *, torch::jit::Value *> &replaced,
+    const std::vector<torch::jit::Value *> &parts)>;
+
+/// `node` on padded rows whose ranks only the run time knows: a rank is a
+/// host fact, so one `if` on \p cond (ranks that agree, `dim() == dim()`;
+/// a rank high enough for a negative dim to be a trailing one, `dim() >=
+/// 2`) picks the row-by-row form, with no sync. Otherwise operands would
+/// broadcast by their trailing dimensions, or the dim would be 0: the
+/// fallback branch computes the original op on the valid rows (cut at
+/// `int(count)`, a host read) and pads its result back to the padded rows.
+/// The caller makes sure that result has `count` rows wherever the
+/// original does not raise (the operand of highest rank keeps dimension 0,
+/// an op along dim 0 of a vector keeps its length): an op whose result
+/// could have other rows (linear of a vector contracts them) must not be
+/// guarded so. The if carries guardAttr(): the analysis counts the
+/// fallback's host reads apart (AnalysisResult::fallbackSyncPoints).
+///
+/// \p apply makes the op's \p results from operands (the fallback's, and
+/// the fast branch's unless \p fast is given).
+std::vector<torch::jit::Value *>
+emitRankGuarded(RuleContext &rc, torch::jit::Node *node,
+                const std::unordered_map<torch::jit::Value *,
+                                         torch::jit::Value *> &replaced,
+                const std::vector<torch::jit::Value *> &parts,
+                torch::jit::Value *firstPadded, torch::jit::Value *cond,
+                torch::jit::Value *count, size_t results,
+                const OnOperands &apply, const OnOperands &fast = nullptr);
+
+/// emitRankGuarded of a clone of \p node (its list \p list, if any,
+/// rebuilt of the parts).
+std::vector<torch::jit::Value *>
+emitRankGuarded(RuleContext &rc, torch::jit::Node *node,
+                const std::unordered_map<torch::jit::Value *,
+                                         torch::jit::Value *> &replaced,
+                torch::jit::Node *list,
+                const std::vector<torch::jit::Value *> &parts,
+                torch::jit::Value *firstPadded, torch::jit::Value *cond,
+                torch::jit::Value *count, const OnOperands &fast = nullptr);
+
 /// Whether fresh tensor \p v may be written through a use: a view, an
 /// index list, an if's result, or a container someone reads it out of.
 bool mayBeWritten(const torch::jit::Value *v, int depth);

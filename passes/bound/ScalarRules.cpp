@@ -282,7 +282,9 @@ RuleResult sizeOf(Node *node, RuleContext &rc) {
   return RuleResult::applied();
 }
 
-/// arange(k) with a lifted k: arange(upper bound of k), count max(k, 0).
+/// arange(k) with a lifted k: arange(upper bound of k), count max(k, 0):
+/// k itself where it is never negative (a count: `arange(x.size(0))` of
+/// bounded x has x's count, so that its rows line up with x's).
 RuleResult arange(Node *node, RuleContext &rc) {
   Rep *k = rc.lifted(node->input(0));
   if (!k || node->inputs().size() != 5)
@@ -292,10 +294,13 @@ RuleResult arange(Node *node, RuleContext &rc) {
     return RuleResult::notApplicable();
   Node *copy = rc.graph.insertNode(rc.graph.createClone(
       node, [&](Value *v) { return v == node->input(0) ? hi : v; }));
-  Value *count = emit(rc.graph, "aten::clamp", {k->value}, node,
-                      {NamedValue("min", rc.constant(0))});
+  Value *count = k->range.lo.value_or(-1) >= 0
+                     ? k->value
+                     : emit(rc.graph, "aten::clamp", {k->value}, node,
+                            {NamedValue("min", rc.constant(0))});
   rc.setBounded(node->output(), copy->output(), count,
-                rc.analysis.info(node->output()).dtype == DTypeKind::Long);
+                rc.analysis.info(node->output()).dtype == DTypeKind::Long,
+                /*is1D=*/true);
   return RuleResult::applied();
 }
 

@@ -129,6 +129,38 @@ def gather_rows(src: Tensor, src_count: Tensor, index: Tensor,
     return src.index_select(0, i.reshape(-1)).reshape(shape)
 
 
+def gather_rows_at(src: Tensor, src_count: Optional[Tensor], index: List[Tensor],
+                   count: Tensor) -> Tensor:
+    """src[i0, i1] or src[i0, i1, i2] of integer vectors with one count,
+    into src's leading dims (where only src's first src_count rows are
+    valid, if given): row r of the result is src[i0[r], i1[r], ...]. The
+    vectors may be padded to different lengths (each holds its valid rows
+    first): the shortest bounds the result. Their padding rows read
+    position 0 of each dim. A negative index counts from the dim's end (of
+    dim 0, from src_count, as it counted from the original's length); past
+    the end of dims >= 1 gather raises, as the original does. Where an
+    indexed dim is empty no position is valid: zeros, as gather_rows."""
+    n = index[0].size(0)
+    for i in index:
+        n = min(n, i.size(0))
+    live = live_rows(n, count)
+    for d in range(len(index)):
+        if src.size(d) == 0:
+            return src.new_zeros([n] + src.size()[len(index):])
+    rows = index[0][:n]
+    if src_count is not None:
+        rows = torch.where(rows < 0, rows + src_count, rows)
+    else:
+        rows = torch.where(rows < 0, rows + src.size(0), rows)
+    out = src.index_select(0, rows.masked_fill(~live, 0))
+    for d in range(1, len(index)):
+        i = index[d][:n]
+        i = torch.where(i < 0, i + out.size(1), i).masked_fill(~live, 0)
+        at = i.reshape([n] + [1] * (out.dim() - 1))
+        out = out.gather(1, at.expand([n, 1] + out.size()[2:])).squeeze(1)
+    return out
+
+
 def gather_within_rows(src: Tensor, dim: int, index: Tensor, count: Tensor) -> Tensor:
     """gather(src, dim, index) along a dim >= 1 of bounded src and index
     with one count: each row from its own row. Padding rows of the index

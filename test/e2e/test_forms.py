@@ -252,3 +252,42 @@ def test_gather_within_rows_raises_only_where_gather_does(cu):
         got = cu.gather_within_rows(src, 1, index, torch.tensor(count))
         assert got.shape == (n, k) and torch.equal(got[:count], want)
     assert 50 < raised < 550, raised  # both branches were exercised
+
+
+def test_gather_rows_at_picks_one_element_per_row(cu):
+    """src[i0, i1] and src[i0, i1, i2] of index vectors with one count,
+    padded to different lengths with any values: the live rows equal the
+    original's on the valid rows (negative indices included; a negative
+    one into dim 0 of a padded src counts from its valid rows), and where
+    an index past the end of a dim >= 1 makes the original raise, the form
+    raises too."""
+    gen = torch.Generator().manual_seed(4)
+    compared = raised = 0
+    for _ in range(2000):
+        count, src_rows, c1, c2 = (int(torch.randint(lo, hi, (), generator=gen))
+                                   for lo, hi in ((0, 6), (0, 6), (0, 4), (1, 4)))
+        k = int(torch.randint(2, 4, (), generator=gen))
+        shape = [src_rows, c1, c2, 2][:k + 1]
+        src = torch.randn(shape, generator=gen)
+        index = [torch.randint(-max(s, 1) - 1, max(s, 1) + 1, (count,), generator=gen)
+                 for s in shape[:k]]
+        padded = [torch.cat([i, torch.randint(-50, 50, (int(torch.randint(0, 3, (), generator=gen)),),
+                                              generator=gen)]) for i in index]
+        src_count, padded_src = None, src
+        if torch.rand((), generator=gen) < 0.5:
+            src_count = torch.tensor(src_rows)
+            padded_src = torch.cat([src, torch.randn([2] + shape[1:], generator=gen)])
+        try:
+            want = src[tuple(index)]
+        except (IndexError, RuntimeError):
+            past_end = any(((i >= shape[d]) | (i < -shape[d])).any()
+                           for d, i in enumerate(index) if d >= 1)
+            if past_end and all(shape[:k]):
+                raised += 1
+                with pytest.raises(RuntimeError):
+                    cu.gather_rows_at(padded_src, src_count, padded, torch.tensor(count))
+            continue
+        got = cu.gather_rows_at(padded_src, src_count, padded, torch.tensor(count))
+        compared += 1
+        assert torch.equal(got[:count], want), (shape, count)
+    assert compared > 400 and raised > 400, (compared, raised)

@@ -22,6 +22,7 @@ const std::pair<const char *, size_t> kForms[] = {
     {"masked_select", 2},
     {"random_prefix", 1},
     {"gather_rows", 1},
+    {"gather_rows_at", 1},
     {"cat_rows", 2},
     {"put_rows", 1},
     {"unique", 4},

@@ -35,6 +35,13 @@ const std::vector<int64_t> kExactDTypes = {
     static_cast<int64_t>(c10::ScalarType::Double),
     static_cast<int64_t>(c10::ScalarType::Bool)};
 
+/// A copy's size the guard allows: this many elements per host read the
+/// loop makes in all its iterations (torchvision's paste copies 4 per box
+/// for 10 reads, the keypoint decoder 4 for 2), or kSmallCopy elements,
+/// which cost less to copy than a sync, whatever the reads.
+constexpr int64_t kElementsPerRead = 64;
+constexpr int64_t kSmallCopy = int64_t(1) << 16;
+
 using Values = std::vector<Value *>;
 using Nodes = std::vector<Node *>;
 
@@ -349,6 +356,22 @@ bool hoistLoop(Graph &graph, Node *loop, const AnalysisResult &analysis,
                           {graph.insertConstant(kExactDTypes), dtype}, loop);
       holds = emit(graph, "aten::__and__", {holds, exact}, loop);
     }
+    // And a copy no larger than the reads it replaces are worth: at most
+    // kElementsPerRead elements per read the loop makes, or kSmallCopy in
+    // all (sizes are host facts: no sync).
+    Value *elements = nullptr;
+    for (Value *s : before.sources) {
+      Value *n = emit(graph, "aten::numel", {s}, loop);
+      elements = elements ? emit(graph, "aten::add", {elements, n}, loop) : n;
+    }
+    Value *reads = emit(graph, "aten::mul",
+                        {loop->input(0),
+                         static_cast<int64_t>(hoisted.size() * kElementsPerRead)},
+                        loop);
+    Value *limit = emit(graph, "prim::max", {reads, kSmallCopy}, loop);
+    holds = emit(graph, "aten::__and__",
+                 {holds, emit(graph, "aten::le", {elements, limit}, loop)},
+                 loop);
     onHost = emitIf(graph, holds, loop, within.sources.size(), copy,
                     [&] { return within.sources; });
     onHost.front()->node()->i_(guardAttr(), 1);

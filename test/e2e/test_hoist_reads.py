@@ -69,3 +69,34 @@ def test_one_copy_per_loop_and_equal_outputs(staticify, save, tmp_path, name):
         for w, g in zip(want if isinstance(want, tuple) else [want],
                         got if isinstance(got, tuple) else [got]):
             assert torch.equal(w, g), (name, n)
+
+
+class FirstRows(torch.nn.Module):
+    """A loop that reads one number of each of its first rows (a host read
+    each, on CUDA a sync each)."""
+
+    def forward(self, x: Tensor, n: int) -> int:
+        total = 0
+        for i in range(n):
+            total += int(x[i, 0])
+        return total
+
+
+def test_copy_bounded_by_the_reads_it_replaces(staticify, save, tmp_path):
+    """The copy is made where it holds at most 64 elements per read, or
+    65,536 in all: a 3-row loop over a 1,000 x 100 tensor copies it (under
+    65,536), over a 100,000 x 4 one reads the device as before (the guard's
+    fallback). Either way the result is the original's."""
+    path = save(FirstRows())
+    out = tmp_path / "static.pt"
+    report = staticify.report(path, "-o", out)
+    assert sync_points(report) == (1, 1)
+    left = [f["op"] for f in findings(report) if f["role"] == "root" and
+            f["action"] in ("kept", "introduced")]
+    assert left == ["aten::cpu"], left
+    original, static = torch.jit.load(str(path)), torch.jit.load(str(out))
+    gen = torch.Generator().manual_seed(0)
+    for shape in [(1000, 100), (100000, 4)]:
+        x = torch.randint(-9, 9, shape, generator=gen)
+        for n in [0, 3]:
+            assert static(x, n) == original(x, n), (shape, n)

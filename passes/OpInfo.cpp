@@ -285,20 +285,23 @@ const std::vector<OpInfo> kTable = {
     {"aten::gather", nullptr, R::Other, kNoTraits, D::KeepsValueOperand},
     {"aten::scatter", nullptr, R::Other, kNoTraits, D::KeepsValueOperand},
     // Batched ops (OpInfo::sampleRank): static weights on each row.
-    {"aten::linear", nullptr, R::Other, kKeepsRank, D::KeepsInput, I::NotApplicable, nullptr, nullptr, RootShape::Leading, {}, 2},
+    // linear's rank follows its weight's (knownRank): not kKeepsRank.
+    {"aten::linear", nullptr, R::Other, kNoTraits, D::KeepsInput, I::NotApplicable, nullptr, nullptr, RootShape::Leading, {}, 2},
     {"aten::conv1d", nullptr, R::Other, kKeepsRank, D::KeepsInput, I::NotApplicable, nullptr, nullptr, RootShape::Leading, {}, 3},
     {"aten::conv2d", nullptr, R::Other, kKeepsRank, D::KeepsInput, I::NotApplicable, nullptr, nullptr, RootShape::Leading, {}, 4},
     {"aten::conv3d", nullptr, R::Other, kKeepsRank, D::KeepsInput, I::NotApplicable, nullptr, nullptr, RootShape::Leading, {}, 5},
     {"aten::conv_transpose1d", nullptr, R::Other, kKeepsRank, D::KeepsInput, I::NotApplicable, nullptr, nullptr, RootShape::Leading, {}, 3},
     {"aten::conv_transpose2d", nullptr, R::Other, kKeepsRank, D::KeepsInput, I::NotApplicable, nullptr, nullptr, RootShape::Leading, {}, 4},
     {"aten::conv_transpose3d", nullptr, R::Other, kKeepsRank, D::KeepsInput, I::NotApplicable, nullptr, nullptr, RootShape::Leading, {}, 5},
-    // Pooling works within each channel: an unbatched input's rows too.
-    {"aten::max_pool1d", nullptr, R::Other, kKeepsRank, D::KeepsInput, I::NotApplicable, nullptr, nullptr, RootShape::Leading, {}, 2},
-    {"aten::max_pool2d", nullptr, R::Other, kKeepsRank, D::KeepsInput, I::NotApplicable, nullptr, nullptr, RootShape::Leading, {}, 3},
-    {"aten::max_pool3d", nullptr, R::Other, kKeepsRank, D::KeepsInput, I::NotApplicable, nullptr, nullptr, RootShape::Leading, {}, 4},
-    {"aten::avg_pool1d", nullptr, R::Other, kKeepsRank, D::KeepsInput, I::NotApplicable, nullptr, nullptr, RootShape::Leading, {}, 2},
-    {"aten::avg_pool2d", nullptr, R::Other, kKeepsRank, D::KeepsInput, I::NotApplicable, nullptr, nullptr, RootShape::Leading, {}, 3},
-    {"aten::avg_pool3d", nullptr, R::Other, kKeepsRank, D::KeepsInput, I::NotApplicable, nullptr, nullptr, RootShape::Leading, {}, 4},
+    // Pooling works within each channel, but of an unbatched input it raises
+    // on zero channels, which a padded input has none of: batched only.
+    // The adaptive pools check only the trailing dims.
+    {"aten::max_pool1d", nullptr, R::Other, kKeepsRank, D::KeepsInput, I::NotApplicable, nullptr, nullptr, RootShape::Leading, {}, 3},
+    {"aten::max_pool2d", nullptr, R::Other, kKeepsRank, D::KeepsInput, I::NotApplicable, nullptr, nullptr, RootShape::Leading, {}, 4},
+    {"aten::max_pool3d", nullptr, R::Other, kKeepsRank, D::KeepsInput, I::NotApplicable, nullptr, nullptr, RootShape::Leading, {}, 5},
+    {"aten::avg_pool1d", nullptr, R::Other, kKeepsRank, D::KeepsInput, I::NotApplicable, nullptr, nullptr, RootShape::Leading, {}, 3},
+    {"aten::avg_pool2d", nullptr, R::Other, kKeepsRank, D::KeepsInput, I::NotApplicable, nullptr, nullptr, RootShape::Leading, {}, 4},
+    {"aten::avg_pool3d", nullptr, R::Other, kKeepsRank, D::KeepsInput, I::NotApplicable, nullptr, nullptr, RootShape::Leading, {}, 5},
     {"aten::adaptive_avg_pool1d", nullptr, R::Other, kKeepsRank, D::KeepsInput, I::NotApplicable, nullptr, nullptr, RootShape::Leading, {}, 2},
     {"aten::adaptive_avg_pool2d", nullptr, R::Other, kKeepsRank, D::KeepsInput, I::NotApplicable, nullptr, nullptr, RootShape::Leading, {}, 3},
     {"aten::adaptive_avg_pool3d", nullptr, R::Other, kKeepsRank, D::KeepsInput, I::NotApplicable, nullptr, nullptr, RootShape::Leading, {}, 4},

@@ -356,7 +356,7 @@ void RankSnapshot::assume(const Value *v, int64_t rank) {
 }
 
 /// The rank of \p v when op semantics fix it: `where(m)[i]` and `arange` are
-/// 1-D, roi_align's 4-D, `gather` has its index's rank, rank-preserving ops (slice included)
+/// 1-D, roi_align's 4-D, linear's its input's (by a matrix), `gather` has its index's rank, rank-preserving ops (slice included)
 /// the largest of their tensor operands' (they broadcast), per-row ops their
 /// input's, unsqueeze one more, select one less, a reduction over constant
 /// dims without keepdim that many fewer, x[mask] (with \p analysis) x's less
@@ -380,6 +380,25 @@ std::optional<int64_t> knownRank(const Value *v, const AnalysisResult *analysis,
     return 1;
   if (op == "torchvision::roi_align") // [rois, channels, height, width]
     return 4;
+  // linear(x, w): x's rank where w is a matrix (a vector weight drops x's
+  // last dim): one of known rank 2, or an nn.Linear's `weight`, which its
+  // constructor makes (out_features, in_features).
+  if (op == "aten::linear") {
+    const Value *w = node->input(1);
+    const Node *get = w->node();
+    auto owner = get->kind() == c10::prim::GetAttr
+                     ? get->input(0)->type()->cast<c10::ClassType>()
+                     : nullptr;
+    std::string type = owner && owner->name() ? owner->name()->qualifiedName()
+                                              : std::string();
+    bool linearWeight =
+        owner && get->s(c10::attr::name) == "weight" &&
+        type.rfind("__torch__.torch.nn.modules.linear.", 0) == 0 &&
+        type.size() >= 7 && type.compare(type.size() - 7, 7, ".Linear") == 0;
+    if (linearWeight || rankOf(w) == 2)
+      return rankOf(node->input(0));
+    return std::nullopt;
+  }
   // Read out of a container whose tensors all have one known rank (at
   // that key, of a dict of tensors read at a constant one).
   if (const Value *c = containerOf(v)) {

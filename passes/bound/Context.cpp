@@ -404,8 +404,19 @@ emitRankGuarded(RuleContext &rc, Node *node,
                 const OnOperands &apply, const OnOperands &fast) {
   torch::jit::Graph &graph = rc.graph;
   auto fallback = [&] {
-    Value *n = emit(graph, "aten::Int", {count}, node);
-    auto cut = [&](Value *padded) {
+    // Each bounded operand cut to its own count (a source indexed by rows
+    // of another count keeps its rows); counts known equal read once.
+    std::vector<std::pair<Value *, Value *>> read = {
+        {count, emit(graph, "aten::Int", {count}, node)}}; // count, host int
+    auto cut = [&](Value *padded, Value *by) {
+      Value *n = nullptr;
+      for (auto &[c, i] : read)
+        if (rc.sameCount(c, by))
+          n = i;
+      if (!n) {
+        n = emit(graph, "aten::Int", {by}, node);
+        read.emplace_back(by, n);
+      }
       return emit(graph, "aten::slice", {padded, 0, rc.constant(0), n, 1},
                   node);
     };
@@ -413,11 +424,13 @@ emitRankGuarded(RuleContext &rc, Node *node,
     std::unordered_map<Value *, Value *> valid;
     for (Value *original : node->inputs())
       if (auto it = replaced.find(original);
-          it != replaced.end() && !valid.count(original))
-        valid[original] = rc.bounded(original) ? cut(it->second) : it->second;
+          it != replaced.end() && !valid.count(original)) {
+        Rep *r = rc.bounded(original);
+        valid[original] = r ? cut(it->second, r->count) : it->second;
+      }
     std::vector<Value *> validParts;
     for (Value *p : parts)
-      validParts.push_back(cut(p));
+      validParts.push_back(cut(p, count));
     Value *bound = emit(graph, "aten::size", {firstPadded, 0}, node);
     std::vector<Value *> padded;
     for (Value *v : apply(valid, validParts))

@@ -347,8 +347,10 @@ RuleResult broadcastRows(Node *node, RuleContext &rc) {
 /// rows' count, which the padded rows do not have, so `b.dim() <= 1` is
 /// checked on the host behind a guard, whose fallback runs the original on
 /// the valid rows (its result has their rows, or it raises as the original
-/// does). batch_norm is per row only with its running statistics: in eval
-/// mode, with both given.
+/// does); so is `w.dim() == 2` where the weight is not known to be a
+/// matrix, since the rank knownRank gives the result assumes one.
+/// batch_norm is per row only with its running statistics: in eval mode,
+/// with both given.
 RuleResult sampleRows(Node *node, RuleContext &rc) {
   const OpInfo *op = opInfo(node);
   Rep *x = rc.bounded(node->input(0));
@@ -381,20 +383,30 @@ RuleResult sampleRows(Node *node, RuleContext &rc) {
                                 std::to_string(op->sampleRank) + ")");
   std::unordered_map<Value *, Value *> replaced = {
       {node->input(0), x->value}};
-  Value *bias = is(node, "aten::linear") ? node->input(2) : nullptr;
-  std::vector<Value *> out;
-  if (bias && !bias->mustBeNone()) {
-    if (!isTensor(bias))
+  Value *cond = nullptr;
+  auto require = [&](Value *c) {
+    cond = cond ? emit(rc.graph, "aten::__and__", {cond, c}, node) : c;
+  };
+  if (is(node, "aten::linear")) {
+    Value *bias = node->input(2);
+    if (!bias->mustBeNone() && !isTensor(bias))
       return RuleResult::declined(); // an Optional the run time resolves
-    Value *cond = emit(rc.graph, "aten::le",
-                       {emit(rc.graph, "aten::dim", {bias}, node),
-                        rc.constant(1)},
-                       node);
-    out = emitRankGuarded(rc, node, replaced, nullptr, {}, x->value, cond,
-                          x->count);
-  } else {
-    out = cloneOnRows(rc.graph, node, replaced, nullptr, {});
+    if (!bias->mustBeNone())
+      require(emit(rc.graph, "aten::le",
+                   {emit(rc.graph, "aten::dim", {bias}, node),
+                    rc.constant(1)},
+                   node));
+    // The result has x's rank where the weight is a matrix (knownRank).
+    if (knownRank(node->input(1), &rc.analysis) != 2)
+      require(emit(rc.graph, "aten::eq",
+                   {emit(rc.graph, "aten::dim", {node->input(1)}, node),
+                    rc.constant(2)},
+                   node));
   }
+  std::vector<Value *> out =
+      cond ? emitRankGuarded(rc, node, replaced, nullptr, {}, x->value, cond,
+                             x->count)
+           : cloneOnRows(rc.graph, node, replaced, nullptr, {});
   rc.setBounded(node->output(), out[0], x->count, /*isIndex=*/false);
   return RuleResult::applied();
 }

@@ -139,7 +139,8 @@ def gather_rows_at(src: Tensor, src_count: Optional[Tensor], index: List[Tensor]
     position 0 of each dim. A negative index counts from the dim's end (of
     dim 0, from src_count, as it counted from the original's length); past
     the end of dims >= 1 gather raises, as the original does. Where an
-    indexed dim is empty no position is valid: zeros, as gather_rows."""
+    indexed dim is empty no position is valid: zeros, as gather_rows (the
+    original, with rows, raises there)."""
     n = index[0].size(0)
     for i in index:
         n = min(n, i.size(0))

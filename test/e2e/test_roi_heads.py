@@ -169,3 +169,33 @@ def test_batched_op_of_an_unknown_rank_is_left_alone(staticify, save, tmp_path,
     for x_shape, w_shape in cases:
         args = (torch.randn(x_shape, generator=gen), m, torch.randn(w_shape, generator=gen))
         torch.testing.assert_close(static(*args), original(*args))
+
+
+class LinearThenSoftmax(torch.nn.Module):
+    """linear of selected token rows by a weight the program does not fix
+    the rank of: a matrix keeps the rows' rank, a vector drops the last dim
+    (then softmax(-1) runs across the rows, not within each)."""
+
+    def forward(self, x: Tensor, w: Tensor) -> Tensor:
+        tokens = x.reshape(-1, 4)
+        y = F.linear(tokens[tokens.sum(1) > 0], w)
+        return y.softmax(-1).sum(0)
+
+
+def test_linear_by_a_weight_of_unknown_rank(staticify, save, tmp_path):
+    """The rewrite checks the weight is a matrix on the host; a vector takes
+    the guard's fallback, and softmax(-1) then runs across the rows."""
+    gen = torch.Generator().manual_seed(2)
+    for module, cases in [
+        (LinearThenSoftmax, [
+            (torch.randn(6, 4, generator=gen), torch.randn(5, 4, generator=gen)),
+            (torch.randn(6, 4, generator=gen), torch.randn(4, generator=gen))]),
+    ]:
+        path = save(module(), name=module.__name__ + ".pt")
+        out = tmp_path / (module.__name__ + ".static.pt")
+        report = staticify.report(path, "-o", out)
+        before, after = sync_points(report)
+        assert after < before, (module.__name__, before, after)  # rewritten
+        original, static = torch.jit.load(str(path)), torch.jit.load(str(out))
+        for args in cases:
+            torch.testing.assert_close(static(*args), original(*args))

@@ -22,6 +22,15 @@ constexpr Traits kArith = kElementwise | kArithmetic | kScalarOperandTakesTensor
 constexpr Traits kCmp = kElementwise | kComparison | kScalarOperandTakesTensor;
 constexpr Traits kCopy = kElementwise | kCopiesInput | kNeverRaises;
 
+/// An op batched on its first operand from rank \p rank on
+/// (OpInfo::sampleRank), of that operand's dtype and, unless \p traits
+/// says otherwise, its rank.
+OpInfo batched(const char *op, int8_t rank, Traits traits = kKeepsRank) {
+  OpInfo info{op, nullptr, R::Other, traits, D::KeepsInput};
+  info.sampleRank = rank;
+  return info;
+}
+
 const char *const kOneRowPerNonzero = "returns one row per nonzero element";
 const char *const kMaskStore = "with a boolean mask computes the mask's "
                                "nonzero indices (a host sync)";
@@ -286,36 +295,36 @@ const std::vector<OpInfo> kTable = {
     {"aten::scatter", nullptr, R::Other, kNoTraits, D::KeepsValueOperand},
     // Batched ops (OpInfo::sampleRank): static weights on each row.
     // linear's rank follows its weight's (knownRank): not kKeepsRank.
-    {"aten::linear", nullptr, R::Other, kNoTraits, D::KeepsInput, I::NotApplicable, nullptr, nullptr, RootShape::Leading, {}, 2},
-    {"aten::conv1d", nullptr, R::Other, kKeepsRank, D::KeepsInput, I::NotApplicable, nullptr, nullptr, RootShape::Leading, {}, 3},
-    {"aten::conv2d", nullptr, R::Other, kKeepsRank, D::KeepsInput, I::NotApplicable, nullptr, nullptr, RootShape::Leading, {}, 4},
-    {"aten::conv3d", nullptr, R::Other, kKeepsRank, D::KeepsInput, I::NotApplicable, nullptr, nullptr, RootShape::Leading, {}, 5},
-    {"aten::conv_transpose1d", nullptr, R::Other, kKeepsRank, D::KeepsInput, I::NotApplicable, nullptr, nullptr, RootShape::Leading, {}, 3},
-    {"aten::conv_transpose2d", nullptr, R::Other, kKeepsRank, D::KeepsInput, I::NotApplicable, nullptr, nullptr, RootShape::Leading, {}, 4},
-    {"aten::conv_transpose3d", nullptr, R::Other, kKeepsRank, D::KeepsInput, I::NotApplicable, nullptr, nullptr, RootShape::Leading, {}, 5},
+    batched("aten::linear", 2, kNoTraits),
+    batched("aten::conv1d", 3),
+    batched("aten::conv2d", 4),
+    batched("aten::conv3d", 5),
+    batched("aten::conv_transpose1d", 3),
+    batched("aten::conv_transpose2d", 4),
+    batched("aten::conv_transpose3d", 5),
     // Pooling works within each channel, but of an unbatched input it raises
     // on zero channels, which a padded input has none of: batched only.
     // The adaptive pools check only the trailing dims.
-    {"aten::max_pool1d", nullptr, R::Other, kKeepsRank, D::KeepsInput, I::NotApplicable, nullptr, nullptr, RootShape::Leading, {}, 3},
-    {"aten::max_pool2d", nullptr, R::Other, kKeepsRank, D::KeepsInput, I::NotApplicable, nullptr, nullptr, RootShape::Leading, {}, 4},
-    {"aten::max_pool3d", nullptr, R::Other, kKeepsRank, D::KeepsInput, I::NotApplicable, nullptr, nullptr, RootShape::Leading, {}, 5},
-    {"aten::avg_pool1d", nullptr, R::Other, kKeepsRank, D::KeepsInput, I::NotApplicable, nullptr, nullptr, RootShape::Leading, {}, 3},
-    {"aten::avg_pool2d", nullptr, R::Other, kKeepsRank, D::KeepsInput, I::NotApplicable, nullptr, nullptr, RootShape::Leading, {}, 4},
-    {"aten::avg_pool3d", nullptr, R::Other, kKeepsRank, D::KeepsInput, I::NotApplicable, nullptr, nullptr, RootShape::Leading, {}, 5},
-    {"aten::adaptive_avg_pool1d", nullptr, R::Other, kKeepsRank, D::KeepsInput, I::NotApplicable, nullptr, nullptr, RootShape::Leading, {}, 2},
-    {"aten::adaptive_avg_pool2d", nullptr, R::Other, kKeepsRank, D::KeepsInput, I::NotApplicable, nullptr, nullptr, RootShape::Leading, {}, 3},
-    {"aten::adaptive_avg_pool3d", nullptr, R::Other, kKeepsRank, D::KeepsInput, I::NotApplicable, nullptr, nullptr, RootShape::Leading, {}, 4},
-    {"aten::upsample_nearest1d", nullptr, R::Other, kKeepsRank, D::KeepsInput, I::NotApplicable, nullptr, nullptr, RootShape::Leading, {}, 3},
-    {"aten::upsample_nearest2d", nullptr, R::Other, kKeepsRank, D::KeepsInput, I::NotApplicable, nullptr, nullptr, RootShape::Leading, {}, 4},
-    {"aten::upsample_nearest3d", nullptr, R::Other, kKeepsRank, D::KeepsInput, I::NotApplicable, nullptr, nullptr, RootShape::Leading, {}, 5},
-    {"aten::upsample_linear1d", nullptr, R::Other, kKeepsRank, D::KeepsInput, I::NotApplicable, nullptr, nullptr, RootShape::Leading, {}, 3},
-    {"aten::upsample_bilinear2d", nullptr, R::Other, kKeepsRank, D::KeepsInput, I::NotApplicable, nullptr, nullptr, RootShape::Leading, {}, 4},
-    {"aten::upsample_bicubic2d", nullptr, R::Other, kKeepsRank, D::KeepsInput, I::NotApplicable, nullptr, nullptr, RootShape::Leading, {}, 4},
-    {"aten::upsample_trilinear3d", nullptr, R::Other, kKeepsRank, D::KeepsInput, I::NotApplicable, nullptr, nullptr, RootShape::Leading, {}, 5},
+    batched("aten::max_pool1d", 3),
+    batched("aten::max_pool2d", 4),
+    batched("aten::max_pool3d", 5),
+    batched("aten::avg_pool1d", 3),
+    batched("aten::avg_pool2d", 4),
+    batched("aten::avg_pool3d", 5),
+    batched("aten::adaptive_avg_pool1d", 2),
+    batched("aten::adaptive_avg_pool2d", 3),
+    batched("aten::adaptive_avg_pool3d", 4),
+    batched("aten::upsample_nearest1d", 3),
+    batched("aten::upsample_nearest2d", 4),
+    batched("aten::upsample_nearest3d", 5),
+    batched("aten::upsample_linear1d", 3),
+    batched("aten::upsample_bilinear2d", 4),
+    batched("aten::upsample_bicubic2d", 4),
+    batched("aten::upsample_trilinear3d", 5),
     // Per sample; batch_norm only with its running statistics (training
     // false: the rule checks it).
-    {"aten::group_norm", nullptr, R::Other, kKeepsRank, D::KeepsInput, I::NotApplicable, nullptr, nullptr, RootShape::Leading, {}, 2},
-    {"aten::batch_norm", nullptr, R::Other, kKeepsRank, D::KeepsInput, I::NotApplicable, nullptr, nullptr, RootShape::Leading, {}, 2},
+    batched("aten::group_norm", 2),
+    batched("aten::batch_norm", 2),
     // Row-wise ops the table has no other entry for.
     {"aten::cumsum", nullptr, R::Other, kKeepsRank | kKeepsShape, D::Unknown, I::NotApplicable, nullptr, nullptr, RootShape::Leading, {"dim"}},
     {"aten::cumprod", nullptr, R::Other, kKeepsRank | kKeepsShape, D::Unknown, I::NotApplicable, nullptr, nullptr, RootShape::Leading, {"dim"}},

@@ -356,7 +356,8 @@ void RankSnapshot::assume(const Value *v, int64_t rank) {
 }
 
 /// The rank of \p v when op semantics fix it: `where(m)[i]` and `arange` are
-/// 1-D, roi_align's 4-D, linear's its input's (by a matrix), `gather` has its index's rank, rank-preserving ops (slice included)
+/// 1-D, roi_align's 4-D, linear's its input's (by a matrix), `gather` has
+/// its index's rank, rank-preserving ops (slice included)
 /// the largest of their tensor operands' (they broadcast), per-row ops their
 /// input's, unsqueeze one more, select one less, a reduction over constant
 /// dims without keepdim that many fewer, x[mask] (with \p analysis) x's less

@@ -2,14 +2,14 @@
 
 #include "passes/bound/Rules.h"
 
-#include "passes/BoundedForms.h"
-
-#include "passes/DTypes.h"
-
 #include "passes/Bounded.h"
+#include "passes/BoundedForms.h"
+#include "passes/DTypes.h"
 #include "passes/GraphUtils.h"
 #include "passes/LiftScalars.h"
 #include "passes/OpCatalogue.h"
+
+#include <algorithm>
 
 namespace staticify::bound {
 
@@ -409,10 +409,10 @@ emitRankGuarded(RuleContext &rc, Node *node,
     std::vector<std::pair<Value *, Value *>> read = {
         {count, emit(graph, "aten::Int", {count}, node)}}; // count, host int
     auto cut = [&](Value *padded, Value *by) {
-      Value *n = nullptr;
-      for (auto &[c, i] : read)
-        if (rc.sameCount(c, by))
-          n = i;
+      auto it = std::find_if(read.begin(), read.end(), [&](const auto &r) {
+        return rc.sameCount(r.first, by);
+      });
+      Value *n = it != read.end() ? it->second : nullptr;
       if (!n) {
         n = emit(graph, "aten::Int", {by}, node);
         read.emplace_back(by, n);

@@ -501,7 +501,12 @@ std::vector<std::string> parsePassList(std::string_view list) {
     std::string name(list.substr(start, comma == std::string_view::npos
                                             ? std::string_view::npos
                                             : comma - start));
-    if (!name.empty()) {
+    if (name.empty())
+      throw std::invalid_argument(
+          "the pass list '" + std::string(list) +
+          "' has an empty name; give names separated by single commas, e.g. "
+          "inline,normalize,bound");
+    {
       if (!findPass(name)) {
         std::string known;
         for (const PassInfo &p : registeredPasses())

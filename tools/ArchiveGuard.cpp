@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cstring>
+#include <unordered_set>
 
 namespace staticify {
 
@@ -62,9 +63,17 @@ void applyZip64Extra(std::string_view extra, uint64_t &size,
   }
 }
 
-std::string_view withoutTopFolder(std::string_view name) {
+std::string_view topFolder(std::string_view name) {
   size_t slash = name.find('/');
-  return slash == std::string_view::npos ? name : name.substr(slash + 1);
+  return slash == std::string_view::npos ? std::string_view()
+                                         : name.substr(0, slash + 1);
+}
+
+std::string lowerCase(std::string_view s) {
+  std::string lower(s);
+  for (char &c : lower)
+    c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return lower;
 }
 
 } // namespace
@@ -121,6 +130,11 @@ std::vector<ArchiveRecord> readArchiveDirectory(const ReadAt &read,
 
   std::vector<ArchiveRecord> result;
   result.reserve(records);
+  // libtorch reads the records under the folder of the directory's first
+  // record, and finds a name by a binary search that ignores ASCII case: of
+  // two records with one name, it may read either.
+  std::string folder;
+  std::unordered_set<std::string> names;
   uint64_t inflated = 0, codeBytes = 0;
   size_t pos = 0;
   for (uint64_t i = 0; i < records; ++i) {
@@ -143,7 +157,16 @@ std::vector<ArchiveRecord> readArchiveDirectory(const ReadAt &read,
                                      extraLength),
                     r.size, r.compressedSize, localOffset);
     pos += kCentralSize + nameLength + extraLength + commentLength;
-    r.name = std::string(withoutTopFolder(full));
+    if (i == 0)
+      folder = std::string(topFolder(full));
+    if (!names.insert(lowerCase(full)).second)
+      throw ArchiveProblem("record '" + std::string(full) +
+                           "' appears twice in its zip directory, and "
+                           "libtorch may read either",
+                           true);
+    bool readByLibtorch = !folder.empty() && full.size() > folder.size() &&
+                full.compare(0, folder.size(), folder) == 0;
+    r.name = std::string(readByLibtorch ? full.substr(folder.size()) : full);
 
     std::string quoted = "record '" + r.name + "'";
     if (r.method != 0 && r.method != 8)
@@ -152,8 +175,9 @@ std::vector<ArchiveRecord> readArchiveDirectory(const ReadAt &read,
                            ", which libtorch cannot read");
     if (r.method == 0 && r.size != r.compressedSize)
       throw ArchiveProblem(quoted + " has two different sizes");
-    if (r.method == 8) {
-      if (r.size / limits.maxInflationRatio > r.compressedSize + 64)
+    if (r.method == 8 && readByLibtorch) {
+      if (r.size > limits.minSizeForInflationRatio &&
+          r.size / limits.maxInflationRatio > r.compressedSize + 64)
         throw ArchiveProblem(quoted + " would inflate from " +
                              std::to_string(r.compressedSize) + " to " +
                              std::to_string(r.size) +
@@ -177,6 +201,8 @@ std::vector<ArchiveRecord> readArchiveDirectory(const ReadAt &read,
         fileSize - r.dataOffset < r.compressedSize)
       throw ArchiveProblem(quoted + " extends past the end of the file "
                                     "(truncated?)");
+    if (!readByLibtorch)
+      continue; // libtorch never reads it: its bytes do not matter
     RecordKind kind = recordKind(r.name);
     if (kind == RecordKind::Code) {
       codeBytes += r.size;
@@ -199,19 +225,21 @@ std::vector<ArchiveRecord> readArchiveDirectory(const ReadAt &read,
 
 RecordKind recordKind(std::string_view name) {
   // libtorch's zip reader finds records ignoring ASCII case: so does this.
-  std::string lower(name);
-  for (char &c : lower)
-    c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  // torch::jit::load unpickles data.pkl, constants.pkl and the debug records
+  // of its code, and parses code/; a bytecode.pkl (the mobile format) or an
+  // extra file is never parsed.
+  std::string lower = lowerCase(name);
   auto endsWith = [&](std::string_view suffix) {
     return lower.size() >= suffix.size() &&
            lower.compare(lower.size() - suffix.size(), suffix.size(),
                          suffix) == 0;
   };
-  if (endsWith(".debug_pkl"))
+  bool code = lower.rfind("code/", 0) == 0;
+  if (code && endsWith(".py.debug_pkl"))
     return RecordKind::DebugPickle;
-  if (lower.rfind("code/", 0) == 0 && endsWith(".py"))
+  if (code && endsWith(".py"))
     return RecordKind::Code;
-  if (endsWith(".pkl"))
+  if (lower == "data.pkl" || lower == "constants.pkl")
     return RecordKind::Pickle;
   return RecordKind::Other;
 }

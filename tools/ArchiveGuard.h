@@ -31,9 +31,12 @@ struct ArchiveLimits {
   uint64_t maxRecords = 1u << 20;
   /// Bytes of one code or pickle record, the ones parsed by recursive code.
   uint64_t maxParsedRecordBytes = 256u << 20;
-  /// A DEFLATE record inflates to at most this many times its stored size
-  /// (torch.jit.save stores every record uncompressed).
+  /// A DEFLATE record that inflates past minSizeForInflationRatio inflates
+  /// to at most this many times its stored size. torch.jit.save deflates
+  /// code and debug records: a constant list of 6,000 zeros inflates 150
+  /// times, to 18 KB; its debug record 174 KB from 23 KB.
   uint64_t maxInflationRatio = 64;
+  uint64_t minSizeForInflationRatio = 16u << 20;
   /// Bytes inflated from all DEFLATE records together.
   uint64_t maxInflatedBytes = 1u << 30;
   /// Nesting of pickled tuples, lists, dicts and objects (real modules:
@@ -65,7 +68,8 @@ private:
   bool limit;
 };
 
-/// One record of the zip directory. `name` drops the archive's top folder
+/// One record of the zip directory that libtorch reads: one under the top
+/// folder of the directory's first record, which `name` drops
 /// ("model/code/__torch__.py" -> "code/__torch__.py"), as libtorch does.
 struct ArchiveRecord {
   std::string name;
@@ -79,8 +83,10 @@ struct ArchiveRecord {
 using ReadAt = std::function<size_t(uint64_t offset, size_t n, char *out)>;
 
 /// Parses and checks the zip directory of an archive of \p fileSize bytes:
-/// every record lies inside the file, uses a method libtorch reads, and no
-/// record inflates past the limits. Throws ArchiveProblem.
+/// every record lies inside the file, uses a method libtorch reads, has a
+/// name no other record has (ignoring case), and no record libtorch reads
+/// inflates past the limits. Returns the records libtorch reads. Throws
+/// ArchiveProblem.
 std::vector<ArchiveRecord> readArchiveDirectory(const ReadAt &read,
                                                 uint64_t fileSize,
                                                 const ArchiveLimits &limits);

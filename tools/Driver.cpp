@@ -374,7 +374,10 @@ int run(const Options &opts, std::ostream &out, std::ostream &err) {
                       runtime +
                       "'; build it (target staticify_runtime) or "
                       "pass --runtime PATH");
-    loadLibrary(runtime);
+    loadLibrary(runtime, opts.runtime.empty()
+                             ? "rebuild it (target staticify_runtime) or pass "
+                               "--runtime PATH"
+                             : "check the path given to --runtime");
   }
   LoadOptions loadOptions;
   loadOptions.verbose = opts.verbose;
@@ -401,8 +404,9 @@ int run(const Options &opts, std::ostream &out, std::ostream &err) {
       std::string known;
       for (const std::string &m : methodNames(loaded.module))
         known += (known.empty() ? "" : ", ") + m;
-      throw UserError("'" + opts.input + "' has no method '" + name +
-                      "'; its methods are: " + known);
+      throw UserError("'" + opts.input + "' has no method '" + name + "'; " +
+                      (known.empty() ? std::string("it has no methods")
+                                     : "its methods are: " + known));
     }
   StaticifyOptions options;
   options.methods = opts.methods;

@@ -20,6 +20,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
+#include <csignal>
 #include <cstdio>
 #include <cstring>
 #include <functional>
@@ -92,7 +93,7 @@ std::string libtorchText(const std::exception &e) {
   return c10Error ? c10Error->what_without_backtrace() : e.what();
 }
 
-void loadLibrary(const std::string &path) {
+void loadLibrary(const std::string &path, const std::string &fixIfNotFound) {
   if (!dlopen(path.c_str(), RTLD_NOW | RTLD_GLOBAL)) {
     const char *error = dlerror();
     std::string why = error ? error : "unknown error";
@@ -104,7 +105,7 @@ void loadLibrary(const std::string &path) {
               "Python; "
               "give --load-library a C++ build of the ops instead (for "
               "torchvision: libtorchvision.so from its CMake build)"
-            : "check the path given to --load-library";
+            : fixIfNotFound;
     throw UserError("cannot load library " + inQuotes(path) + ": " + why +
                     "; " + fix);
   }
@@ -665,7 +666,11 @@ void checkOutputPath(const std::string &output, const std::string &input,
                      const std::string &option) {
   std::string dir = parentDirectory(output);
   struct stat st;
-  if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
+  if (::stat(dir.c_str(), &st) == 0 && !S_ISDIR(st.st_mode))
+    throw UserError("cannot write " + inQuotes(output) + " (" + option +
+                    "): '" + dir + "' is a file, not a directory; give " +
+                    option + " a path in a directory");
+  if (::stat(dir.c_str(), &st) != 0)
     throw UserError("cannot write " + inQuotes(output) + " (" + option +
                     "): directory '" + dir +
                     "' does not exist; create it "
@@ -730,16 +735,51 @@ void OutputFiles::addModule(const std::string &path,
 }
 
 void OutputFiles::commit() {
-  for (size_t i = 0; i < pending.size(); ++i) {
-    const Pending &p = pending[i];
+  // The renames are one step: the terminal's signals wait until it is done,
+  // and a failed rename puts back what the earlier ones replaced.
+  sigset_t interrupts, previous;
+  sigemptyset(&interrupts);
+  for (int sig : {SIGINT, SIGTERM, SIGHUP})
+    sigaddset(&interrupts, sig);
+  ::sigprocmask(SIG_BLOCK, &interrupts, &previous);
+  struct Renamed {
+    std::string path, backup; // backup: the file it replaced, or empty
+  };
+  std::vector<Renamed> renamed;
+  std::string failedPath, why;
+  for (const Pending &p : pending) {
+    std::string backup = p.temporary + ".old";
+    bool kept = ::link(p.path.c_str(), backup.c_str()) == 0;
+    if (!kept && errno != ENOENT) {
+      failedPath = p.path;
+      why = std::strerror(errno);
+      break;
+    }
     if (std::rename(p.temporary.c_str(), p.path.c_str()) != 0) {
-      std::string why = std::strerror(errno);
-      // What was renamed already stays (it is complete); the rest goes.
-      pending.erase(pending.begin(), pending.begin() + i);
-      throw UserError("cannot write " + inQuotes(p.path) + ": " + why);
+      why = std::strerror(errno);
+      failedPath = p.path;
+      if (kept)
+        ::unlink(backup.c_str());
+      break;
+    }
+    renamed.push_back({p.path, kept ? backup : std::string()});
+  }
+  for (const Renamed &r : renamed) {
+    if (failedPath.empty()) {
+      if (!r.backup.empty())
+        ::unlink(r.backup.c_str());
+    } else if (!r.backup.empty()) {
+      std::rename(r.backup.c_str(), r.path.c_str());
+    } else {
+      ::unlink(r.path.c_str());
     }
   }
-  pending.clear();
+  if (failedPath.empty())
+    pending.clear(); // else the destructor removes every temporary left
+  ::sigprocmask(SIG_SETMASK, &previous, nullptr);
+  if (!failedPath.empty())
+    throw UserError("cannot write " + inQuotes(failedPath) + ": " + why +
+                    "; nothing was written");
 }
 
 std::vector<std::string> methodNames(const torch::jit::Module &module) {

@@ -38,8 +38,11 @@ std::string printable(const std::string &text, bool keepNewlines = false);
 /// The text of an exception libtorch threw, without its backtrace.
 std::string libtorchText(const std::exception &e);
 
-/// dlopen()s a custom-op library (torchvision's _C.so for torchvision::nms).
-void loadLibrary(const std::string &path);
+/// dlopen()s a custom-op library (torchvision's _C.so for torchvision::nms);
+/// \p fixIfNotFound ends the message when it cannot be loaded.
+void loadLibrary(const std::string &path,
+                 const std::string &fixIfNotFound =
+                     "check the path given to --load-library");
 
 struct LoadOptions {
   ArchiveLimits limits;

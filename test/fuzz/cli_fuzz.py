@@ -878,6 +878,46 @@ def _zip_bomb(rng, seeds, d):
                     f"inflating to {mib} MiB of zeros, {claim}")
 
 
+@mutator("zip.duplicate", 1)
+def _zip_duplicate(rng, seeds, d):
+    """A second record of a name the archive has (libtorch's binary search
+    may read either), sometimes differing in case, before or after it."""
+    seed = rng.choice(seeds)
+    entries = [RawEntry(n, data) for n, data in seed.entries]
+    original = rng.choice(entries)
+    name = original.name
+    if rng.random() < 0.3:
+        name = name.upper() if name != name.upper() else name.lower()
+    payload = rng.choice([b"", b"\0" * 4, os.urandom(log_int(rng, 1, 4096)),
+                          original.payload[: len(original.payload) // 2]])
+    where = rng.choice(["after", "before", "end"])
+    at = entries.index(original) + (1 if where == "after" else 0)
+    entries.insert(len(entries) if where == "end" else at, RawEntry(name, payload))
+    write_raw_zip(d / "input.pt", entries)
+    return Mutation(f"{seed.name}.pt: a second record '{name}' of {len(payload)} bytes "
+                    f"{where} '{original.name}'")
+
+
+@mutator("export.long-constants", 0.5)
+def _export_long_constants(rng, seeds, d):
+    """A genuine export that deflates well: a literal list of n zeros in its
+    code (torch.jit.save compresses code and debug records). Must load."""
+    import torch
+    n = rng.choice([100, 1000, 6000, 9000])
+    src = d / "long_constants.py"
+    src.write_text("import torch\n\n\nclass M(torch.nn.Module):\n"
+                   "    def forward(self, x):\n        return x + torch.tensor(["
+                   + ", ".join(["0"] * n) + "]).sum()\n")
+    sys.path.insert(0, str(d))
+    try:
+        module = __import__("long_constants")
+        torch.jit.script(module.M()).save(str(d / "input.pt"))
+    finally:
+        sys.path.remove(str(d))
+        sys.modules.pop("long_constants", None)
+    return Mutation(f"a genuine export whose code holds a list of {n} zeros")
+
+
 @mutator("zip.lies", 1.5)
 def _zip_lies(rng, seeds, d):
     seed = rng.choice(seeds)

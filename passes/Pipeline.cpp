@@ -495,6 +495,8 @@ std::vector<std::string> defaultPipeline(bool inlineCalls) {
 
 std::vector<std::string> parsePassList(std::string_view list) {
   std::vector<std::string> names;
+  if (list.empty())
+    return names; // no passes: the analysis alone
   size_t start = 0;
   while (start <= list.size()) {
     size_t comma = list.find(',', start);

@@ -14,6 +14,8 @@ TEST(Pipeline, PassListIsCheckedAgainstTheRegistry) {
   EXPECT_EQ(parsePassList("inline,normalize"),
             (std::vector<std::string>{"inline", "normalize"}));
   EXPECT_EQ(parsePassList(""), std::vector<std::string>{});
+  for (const char *list : {",,", "inline,,normalize", "inline,"})
+    EXPECT_THROW(parsePassList(list), std::invalid_argument) << list;
   try {
     parsePassList("normalize,bogus");
     FAIL() << "an unknown pass was accepted";

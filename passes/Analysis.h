@@ -31,8 +31,11 @@ enum class ValueClass : uint8_t { HostStatic, DeviceData, DataDependent };
 /// what a later gather by a static index makes static again.
 enum class ShapeDep : uint8_t { Static, Leading, Dynamic };
 
-/// Just enough dtype knowledge to tell a boolean mask from an index tensor.
-enum class DTypeKind : uint8_t { Unknown, Bool, Byte, Long, Other };
+/// Just enough dtype knowledge to tell a boolean mask from an index tensor:
+/// `Other` is known and none of bool, uint8 and int64 (a float); `Numeric`
+/// is neither bool nor uint8, so never a mask (int64 or a float: a sum, a
+/// count, integer arithmetic on one).
+enum class DTypeKind : uint8_t { Unknown, Bool, Byte, Long, Other, Numeric };
 
 struct ValueInfo {
   ValueClass cls = ValueClass::HostStatic;

@@ -24,25 +24,92 @@ DTypeKind dtypeKindOf(c10::ScalarType t) {
   }
 }
 
-/// Integer arithmetic on int64 tensors and host ints stays int64.
-static DTypeKind intArithmeticDType(const Node *node, const OpInfo *op,
-                           const DTypeOf &dtypeOf) {
+/// PyTorch's type promotion, as far as it tells masks from numbers. The
+/// result is bool only where every operand is; uint8 only where the
+/// tensors are bool or uint8 and no number is a float. A tensor that is
+/// never a mask keeps the result from being one, except beside a uint8
+/// tensor: a 0-d int64 operand does not promote a uint8 tensor with
+/// dimensions (their category is the same), and ranks are not known here.
+/// A number takes part by its category: a float makes integers and bools
+/// a float, an int makes bools int64 and leaves integer tensors as they
+/// are.
+static DTypeKind promotedDType(const Node *node, const OpInfo *op,
+                               const DTypeOf &dtypeOf) {
   const Value *rounding = namedInput(node, "rounding_mode");
   if (op->has(kDivision) && (!rounding || rounding->mustBeNone()))
-    return DTypeKind::Unknown; // true division gives floats
-  bool anyTensor = false;
+    return DTypeKind::Other; // true division gives floats
+  const Value *alpha = namedInput(node, "alpha"); // a factor, not an operand
+  int bools = 0, bytes = 0, longs = 0, numbers = 0, unknown = 0;
+  bool floatNumber = false, intNumber = false, anyNumber = false;
   for (const Value *in : node->inputs()) {
-    if (in->type()->kind() == c10::TypeKind::TensorType) {
-      anyTensor = true;
-      if (dtypeOf(in) != DTypeKind::Long)
-        return DTypeKind::Unknown;
-    } else if (in->type()->kind() != c10::TypeKind::IntType &&
-               in->type()->kind() != c10::TypeKind::StringType &&
-               !in->mustBeNone()) {
-      return DTypeKind::Unknown;
+    if (in == alpha || in == rounding || in->mustBeNone())
+      continue;
+    switch (in->type()->kind()) {
+    case c10::TypeKind::TensorType:
+      switch (dtypeOf(in)) {
+      case DTypeKind::Bool:
+        ++bools;
+        break;
+      case DTypeKind::Byte:
+        ++bytes;
+        break;
+      case DTypeKind::Long:
+        ++longs;
+        break;
+      case DTypeKind::Unknown:
+        ++unknown;
+        break;
+      default:
+        ++numbers;
+      }
+      break;
+    case c10::TypeKind::IntType:
+      intNumber = true;
+      break;
+    case c10::TypeKind::FloatType:
+      floatNumber = true;
+      break;
+    case c10::TypeKind::BoolType:
+      break; // a bool takes no category above any tensor's
+    case c10::TypeKind::StringType:
+      break;
+    default:
+      anyNumber = true; // Scalar (int or float), complex: not a mask
     }
   }
-  return anyTensor ? DTypeKind::Long : DTypeKind::Unknown;
+  int tensors = bools + bytes + longs + numbers + unknown;
+  if (tensors == 0)
+    return DTypeKind::Unknown;
+  if (floatNumber) // bools and integers become floats; floats stay
+    return bools + bytes + longs == tensors ? DTypeKind::Other
+                                            : DTypeKind::Numeric;
+  if (unknown > 0)
+    return DTypeKind::Unknown;
+  if (bools == tensors)
+    return intNumber                ? DTypeKind::Long
+           : anyNumber              ? DTypeKind::Numeric
+                                    : DTypeKind::Bool;
+  if (bytes > 0)
+    return bools + bytes == tensors && !anyNumber ? DTypeKind::Byte
+                                                   : DTypeKind::Unknown;
+  if (numbers == 0 && !anyNumber) // int64 and bools, int numbers
+    return DTypeKind::Long;
+  return DTypeKind::Numeric;
+}
+
+/// Sums and products: a `dtype` argument decides; without one, bools and
+/// integers accumulate in int64, a float in its own dtype.
+static DTypeKind accumulatedDType(const Node *node, const DTypeOf &dtypeOf) {
+  if (const Value *dtype = namedInput(node, "dtype")) {
+    if (auto st = constantInt(dtype))
+      return dtypeKindOf(static_cast<c10::ScalarType>(*st));
+    if (!dtype->mustBeNone())
+      return DTypeKind::Unknown;
+  }
+  DTypeKind in = dtypeOf(node->input(0));
+  if (in == DTypeKind::Bool || in == DTypeKind::Byte || in == DTypeKind::Long)
+    return DTypeKind::Long;
+  return DTypeKind::Numeric; // int32 too: int64 then
 }
 
 /// Bitwise ops on masks, views, copies and selections keep their
@@ -138,8 +205,10 @@ DTypeKind inferDType(const Node *node, const Value *out,
     return in == DTypeKind::Unknown || in == DTypeKind::Byte ? in
                                                              : DTypeKind::Bool;
   }
-  case DTypeRule::IntArithmetic:
-    return intArithmeticDType(node, op, dtypeOf);
+  case DTypeRule::Promotes:
+    return promotedDType(node, op, dtypeOf);
+  case DTypeRule::Accumulates:
+    return accumulatedDType(node, dtypeOf);
   case DTypeRule::KeepsInput:
   case DTypeRule::KeepsValueOperand:
   case DTypeRule::KeepsBranches:

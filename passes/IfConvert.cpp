@@ -133,7 +133,7 @@ static bool keepsOperandType(const Node *node) {
   return info && info->has(kElementwise) && node->inputs().size() == 1 &&
          node->outputs().size() == 1 &&
          (info->dtype == DTypeRule::KeepsInput ||
-          info->dtype == DTypeRule::IntArithmetic) &&
+          info->dtype == DTypeRule::Promotes) &&
          node->input(0)->type()->kind() == c10::TypeKind::TensorType;
 }
 

@@ -155,9 +155,15 @@ enum class DTypeRule : uint8_t {
   KeepsValueOperand,
   /// where(c, a, b): a's and b's common dtype.
   KeepsBranches,
-  /// int64 in, int64 out (add, sub, mul, remainder, neg, div with a
-  /// rounding mode).
-  IntArithmetic,
+  /// PyTorch's type promotion over the tensor and number operands (add,
+  /// sub, mul, remainder, neg, div): bool * bool is bool, int64 with ints
+  /// int64, true division a float, and no operand that is never a mask
+  /// makes one (passes/DTypes.cpp).
+  Promotes,
+  /// Sums and products (sum, prod, cumsum, cumprod): int64 for bool and
+  /// integer inputs, the float's own dtype otherwise, a `dtype` argument
+  /// first; never a mask.
+  Accumulates,
   /// The `dtype` argument, or with None the input's (to).
   ExplicitElseInput,
   /// The `dtype` argument, or with None int64 (randperm).

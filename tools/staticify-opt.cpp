@@ -103,6 +103,8 @@ static const char *dtypeName(DTypeKind d) {
     return "long";
   case DTypeKind::Other:
     return "other";
+  case DTypeKind::Numeric:
+    return "numeric";
   }
   return "?";
 }

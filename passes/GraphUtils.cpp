@@ -694,6 +694,8 @@ bool writtenByOthers(torch::jit::Graph &graph,
                      const Node *except) {
   if (!aliases.hasWriters(v))
     return false;
+  if (std::optional<bool> written = Aliases::writtenAfresh(v, except))
+    return *written;
   torch::jit::ValueSet values = {v};
   for (Node *node : collectNodes(graph.block()))
     if (node != except && aliases.writesToAlias(node, values))

@@ -13,6 +13,8 @@
 #include <torch/csrc/jit/runtime/operator.h>
 
 #include <memory>
+#include <optional>
+#include <unordered_set>
 #include <string>
 
 namespace staticify {
@@ -104,6 +106,115 @@ bool Aliases::mayWrite(const Node *node) {
   default:
     return true;
   }
+}
+
+namespace {
+
+/// Whether \p node reads its operands and makes no alias of them: a node
+/// with no schema libtorch models as reading only.
+bool readsOnly(const Node *node) {
+  switch (node->kind()) {
+  case c10::prim::dtype:
+  case c10::prim::device:
+  case c10::prim::layout:
+  case c10::prim::requires_grad:
+  case c10::prim::is_cuda:
+  case c10::prim::RaiseException:
+    return true;
+  default:
+    return false;
+  }
+}
+
+/// Whether \p v is a tensor an op made afresh: its schema returns no alias
+/// of an argument (comparisons, arithmetic, clone, reductions...).
+bool madeAfresh(const Value *v) {
+  const Node *node = v->node();
+  if (!isTensor(v) || node->kind() == c10::prim::Param)
+    return false;
+  const c10::FunctionSchema *schema = node->maybeSchema();
+  if (!schema || node->getOperator().aliasAnalysisKind() ==
+                     c10::AliasAnalysisKind::CONSERVATIVE)
+    return false;
+  for (const c10::Argument &ret : schema->returns())
+    if (ret.alias_info())
+      return false;
+  return true;
+}
+
+} // namespace
+
+std::optional<bool> Aliases::writtenAfresh(const Value *v,
+                                           const Node *except) {
+  // libtorch's alias database puts every tensor stored in a list into the
+  // wildcard set of its type, which a write to any graph input reaches: a
+  // mask given to index_put_ as `[m]` is "written" by every store to an
+  // input. A tensor made afresh has memory of its own: only a write
+  // through a value derived from it by aliasing ops (views, containers,
+  // reads out of them) reaches it. Those are followed forward here; any
+  // use this does not model makes the answer unknown.
+  if (!madeAfresh(v))
+    return std::nullopt;
+  std::vector<const Value *> work = {v};
+  std::unordered_set<const Value *> seen = {v};
+  auto share = [&](const Value *w) {
+    if (seen.insert(w).second)
+      work.push_back(w);
+  };
+  while (!work.empty()) {
+    const Value *w = work.back();
+    work.pop_back();
+    for (const torch::jit::Use &use : w->uses()) {
+      const Node *user = use.user;
+      switch (user->kind()) {
+      case c10::prim::Return:
+        if (user->owningBlock() != user->owningGraph()->block())
+          return std::nullopt; // an if's or a loop's result aliases it
+        continue; // the method returns it: written after, if at all
+      case c10::prim::ListConstruct:
+      case c10::prim::TupleConstruct:
+      case c10::prim::ListUnpack:
+      case c10::prim::TupleUnpack:
+      case c10::prim::TupleIndex:
+        for (const Value *out : user->outputs())
+          share(out);
+        continue;
+      default:
+        break;
+      }
+      if (readsOnly(user))
+        continue;
+      const c10::FunctionSchema *schema = user->maybeSchema();
+      if (!schema || user->getOperator().aliasAnalysisKind() ==
+                         c10::AliasAnalysisKind::CONSERVATIVE ||
+          use.offset >= schema->arguments().size())
+        return std::nullopt;
+      const c10::AliasInfo *alias =
+          schema->arguments()[use.offset].alias_info();
+      if (!alias)
+        continue; // read, and no result aliases it
+      if (alias->isWildcardBefore() || alias->isWildcardAfter() ||
+          !alias->containedTypes().empty())
+        return std::nullopt; // stored into something else (append)
+      if (writes(*alias)) {
+        if (user != except)
+          return true;
+        continue;
+      }
+      for (size_t i = 0; i < user->outputs().size(); ++i)
+        if (i < schema->returns().size() && schema->returns()[i].alias_info())
+          share(user->output(i));
+    }
+  }
+  return false;
+}
+
+bool Aliases::hasWriters(const Value *v) const {
+  if (!anyWriter)
+    return false;
+  if (std::optional<bool> written = writtenAfresh(v, nullptr))
+    return *written;
+  return db().hasWriters(v);
 }
 
 Aliases::Aliases(std::shared_ptr<Graph> graph, const std::vector<Node *> *nodes)

@@ -62,9 +62,12 @@ public:
                    const std::vector<torch::jit::Node *> *nodes = nullptr);
 
   /// Whether a node may write to \p v's memory.
-  bool hasWriters(const torch::jit::Value *v) const {
-    return anyWriter && db().hasWriters(v);
-  }
+  bool hasWriters(const torch::jit::Value *v) const;
+  /// For a tensor an op made afresh, whether a node other than \p except
+  /// writes to its memory, followed through the values that alias it;
+  /// nullopt for another value, or a use this does not model.
+  static std::optional<bool> writtenAfresh(const torch::jit::Value *v,
+                                           const torch::jit::Node *except);
   /// Whether \p node writes to memory that a value in \p values may use.
   bool writesToAlias(torch::jit::Node *node,
                      const torch::jit::ValueSet &values) const {

@@ -1,0 +1,143 @@
+"""Spelling variants of the idioms (spellings.py) through the real binary:
+each variant computes what its twin (the idiom as idioms.py writes it)
+computes, staticify's output equals the variant's on inputs whose selections
+keep nothing, everything or some, and staticify ends at the same sync points
+(before, after) on the variant as on its twin.
+
+Where the engine does not yet see through a spelling, KNOWN_DIVERGENT names
+the variant and why: those are expected to fail (strictly: one that starts
+passing must leave the list), so this file is also the worklist of spellings
+the engine's canonicalization has yet to learn. `spellings.py --compare BIN`
+prints the current list with the reasons the reports give."""
+import collections
+import json
+
+import pytest
+import torch
+
+import idioms
+import spellings
+from test_never_more_syncs import sync_points
+from test_rewrites import compare_outputs
+
+TRIALS = 6
+
+VARIANTS = spellings.all_variants()
+
+# (idiom, rules) -> why its sync points differ from its twin's: twin's
+# (before, after) -> the variant's, and the note of what the variant keeps.
+KNOWN_DIVERGENT = {
+    # torch.where(c)[0] spelled with nonzero or argwhere: the count of the
+    # index (its numel(), or its size where it is stored through) is not
+    # known to be the mask's count.
+    **{("foreground-box-loss", rules): "(1, 0) -> (1, 1): bound: uses with no bounded form "
+       "materialize: 'aten::div' (loss / max(1, fg.numel()))"
+       for rules in ("where-nonzero-squeeze", "where-nonzero-flatten", "where-nonzero-view",
+                     "where-nonzero-column", "where-argwhere")},
+    **{("moe-layer-flattened", rules): "(3, 0) -> (3, 3): bound: uses with no bounded form "
+       "materialize: 'prim::ListConstruct' (out[idx] = ...)"
+       for rules in ("where-nonzero-squeeze", "where-nonzero-column", "where-argwhere")},
+    # x[m] spelled x[m.nonzero().squeeze(1)]: two selections by one mask
+    # are not seen as one selection (each materializes where the two meet).
+    **{(idiom, "mask-index-nonzero"): f"(2, 0) -> (2, 2): bound: uses with no bounded form "
+       f"materialize: {use}" for idiom, use in (
+           ("focal-loss-normalized", "'aten::size'"),
+           ("fairseq-label-smoothed", "'aten::gather', 'aten::unsqueeze'"),
+           ("fairseq-masked-lm", "'aten::nll_loss_nd'"),
+           ("hf-ignore-index-loss", "'aten::gather'"),
+           ("hf-active-loss", "'aten::cross_entropy_loss'"),
+           ("metrics-accuracy-ignore", "'aten::eq'"),
+           ("metrics-mae-masked", "'aten::sub'"),
+           ("metrics-rmse-valid", "'aten::sub'"),
+           ("dice-ignore", "'aten::mul'"),
+           ("lovasz-ignore", "'aten::mul'"),
+           ("keypoint-visible-loss", "'aten::cross_entropy_loss'"))},
+    ("metrics-confusion-bincount", "mask-index-nonzero"):
+        "(3, 2) -> (3, 3): bound: uses with no bounded form materialize: 'aten::add'",
+    # x[m] spelled x[torch.where(m)[0]] or x.index_select(0, torch.where(m)[0]):
+    # the same, where the two selections meet in an op (for others they do not).
+    **{(idiom, rules): f"(2, 0) -> (2, 2): bound: uses with no bounded form materialize: {use}"
+       for idiom, use in (("fairseq-label-smoothed", "'aten::gather', 'aten::unsqueeze'"),
+                          ("metrics-rmse-valid", "'aten::sub'"),
+                          ("lovasz-ignore", "'aten::mul'"))
+       for rules in ("mask-index-where", "mask-index-select")},
+    # One mask written out at each use: the two equal masks are two masks.
+    ("hf-active-loss", "inline-masks"):
+        "(2, 0) -> (2, 2): bound: uses with no bounded form materialize: "
+        "'aten::cross_entropy_loss' (attention.view(-1) == 1 computed twice)",
+    # A count read as int(torch.count_nonzero(x)) rather than x.nonzero().numel().
+    ("fast-rcnn-accuracy", "nonzero-count-count-nonzero"):
+        "(2, 1) -> (2, 2): aten::Int kept: bound: uses with no bounded form "
+        "materialize: 'aten::tensor'",
+    # int(t.item()) rather than int(t): the read is kept.
+    ("proposal-count", "host-read-item"):
+        "(1, 0) -> (1, 1): lift-scalars: 'aten::new_full' needs it as a host value",
+    # x.new_zeros(x.shape) rather than torch.zeros_like(x) in a branch.
+    ("hf-eos-finished", "zeros-like-new-zeros"):
+        "(1, 0) -> (1, 1): lift-scalars: it decides an if that cannot be converted: "
+        "a branch computes 'aten::size', which may raise when its branch would not have run",
+    # abs(t) is prim::abs, not aten::abs.
+    ("metrics-mae-masked", "abs-builtin"):
+        "(2, 0) -> (2, 1): bound: materialized: 'prim::abs' has no bounded form",
+}
+
+
+class Diverges(AssertionError):
+    """The variant's sync points are not its twin's (the one failure
+    KNOWN_DIVERGENT expects: any other is a failure still)."""
+
+
+def _param(variant):
+    reason = KNOWN_DIVERGENT.get((variant.idiom, variant.rules))
+    marks = [pytest.mark.xfail(strict=True, raises=Diverges, reason=reason)] if reason else []
+    return pytest.param(variant, marks=marks, id=f"{variant.idiom}/{variant.rules}")
+
+
+def test_every_idiom_has_its_spellings():
+    counts = collections.Counter(v.idiom for v in VARIANTS)
+    assert {name for name, *_ in idioms.IDIOMS} == set(counts)
+    assert min(counts.values()) >= spellings.MIN_VARIANTS, counts
+    assert len({(v.idiom, v.source) for v in VARIANTS}) == len(VARIANTS)
+
+
+def test_known_divergent_are_variants():
+    assert set(KNOWN_DIVERGENT) <= {(v.idiom, v.rules) for v in VARIANTS}
+
+
+@pytest.fixture(scope="session")
+def workdir(tmp_path_factory):
+    return tmp_path_factory.mktemp("spellings")
+
+
+@pytest.fixture(scope="session")
+def run(staticify, workdir):
+    """Scripts a module, saves it as workdir/stem.pt and runs staticify on
+    it: (scripted, rewritten, sync points); each stem once per session (the
+    twins are shared by their variants)."""
+    done = {}
+
+    def _run(module, stem):
+        if stem not in done:
+            path, out, report = (workdir / f"{stem}{ext}" for ext in (".pt", ".out.pt", ".json"))
+            torch.jit.script(module).save(str(path))
+            staticify(path, "-o", out, "--report-json", report)
+            done[stem] = (torch.jit.load(str(path)), torch.jit.load(str(out)),
+                          sync_points(json.loads(report.read_text())))
+        return done[stem]
+
+    return _run
+
+
+@pytest.mark.parametrize("variant", [_param(v) for v in VARIANTS])
+def test_spelling(run, workdir, variant):
+    _, _, module, inputs = next(i for i in idioms.IDIOMS if i[0] == variant.idiom)
+    twin, _, twin_syncs = run(module, variant.idiom)
+    scripted, rewritten, syncs = run(spellings.materialize(variant, workdir),
+                                     spellings.module_name(variant))
+    # The same program: its outputs are the twin's, and staticify's its own.
+    compare_outputs(twin, scripted, inputs, TRIALS, variant.idiom)
+    compared = compare_outputs(scripted, rewritten, inputs, TRIALS, variant.idiom)
+    assert compared >= TRIALS // 2, (variant.idiom, compared)
+    if syncs != twin_syncs:
+        raise Diverges(f"{variant.idiom} [{variant.rules}]: sync points {syncs}, "
+                       f"its twin's {twin_syncs}")

@@ -5,6 +5,7 @@
 
 #include "passes/AssumeNone.h"
 #include "passes/BatchedNms.h"
+#include "passes/CanonicalForms.h"
 #include "passes/Bounded.h"
 #include "passes/DictKeys.h"
 #include "passes/HoistReads.h"
@@ -140,24 +141,6 @@ static bool dropRedundantCast(Node *node) {
       !node->input(0)->type()->isSubtypeOf(*node->output()->type()))
     return false;
   node->output()->replaceAllUsesWith(node->input(0));
-  node->destroy();
-  return true;
-}
-
-/// `flatten(x)` (start 0, end -1) as `reshape(x, [-1])`, which it is in
-/// ATen: one spelling of "the elements as a vector" for the rules
-/// (`nonzero(m).flatten()` is `nonzero(m).view(-1)`). Both give a 0-d x
-/// one element and may return a view.
-static bool flattenAsReshape(Graph &graph, Node *node) {
-  if (node->kind() != c10::aten::flatten || node->inputs().size() != 3 ||
-      !isTensor(node->input(0)) || constantInt(node->input(1)) != 0 ||
-      constantInt(node->input(2)) != -1)
-    return false;
-  torch::jit::WithInsertPoint guard(node);
-  Value *flat = emit(graph, "aten::reshape",
-                     {node->input(0), std::vector<int64_t>{-1}}, node);
-  flat->setType(node->output()->type());
-  node->output()->replaceAllUsesWith(flat);
   node->destroy();
   return true;
 }
@@ -392,7 +375,9 @@ static bool normalize(std::shared_ptr<Graph> &graph, PassContext &ctx) {
   for (Node *node : nodes)
     swept |= decomposeReducedLoss(*graph, node) ||
              canonicalizeSizeItem(*graph, node) || foldBoolIf(*graph, node) ||
-             dropRedundantCast(node) || flattenAsReshape(*graph, node);
+             dropRedundantCast(node) || canonicalizeSpelling(*graph, node);
+  if (mergeEqualTensorOps(graph))
+    swept = true;
   // Unless the sweep changed it, the node list is the graph's still.
   bool current = !swept;
   changed |= swept;

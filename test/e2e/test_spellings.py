@@ -27,16 +27,15 @@ VARIANTS = spellings.all_variants()
 # (idiom, rules) -> why its sync points differ from its twin's: twin's
 # (before, after) -> the variant's, and the note of what the variant keeps.
 KNOWN_DIVERGENT = {
-    # torch.where(c)[0] spelled with nonzero or argwhere: the count of the
-    # index (its numel(), or its size where it is stored through) is not
-    # known to be the mask's count.
+    # torch.where(c)[0] spelled nonzero(c) made a vector: where(c)[0] only
+    # for a 1-D c (normalize, CanonicalForms.h), and c's rank is not known
+    # (a graph input compared). nonzero(c)[:, 0] and argwhere are canonical.
     **{("foreground-box-loss", rules): "(1, 0) -> (1, 1): bound: uses with no bounded form "
        "materialize: 'aten::div' (loss / max(1, fg.numel()))"
-       for rules in ("where-nonzero-squeeze", "where-nonzero-flatten", "where-nonzero-view",
-                     "where-nonzero-column", "where-argwhere")},
+       for rules in ("where-nonzero-squeeze", "where-nonzero-flatten", "where-nonzero-view")},
     **{("moe-layer-flattened", rules): "(3, 0) -> (3, 3): bound: uses with no bounded form "
        "materialize: 'prim::ListConstruct' (out[idx] = ...)"
-       for rules in ("where-nonzero-squeeze", "where-nonzero-column", "where-argwhere")},
+       for rules in ("where-nonzero-squeeze",)},
     # x[m] spelled x[m.nonzero().squeeze(1)]: two selections by one mask
     # are not seen as one selection (each materializes where the two meet).
     **{(idiom, "mask-index-nonzero"): f"(2, 0) -> (2, 2): bound: uses with no bounded form "
@@ -44,8 +43,6 @@ KNOWN_DIVERGENT = {
            ("focal-loss-normalized", "'aten::size'"),
            ("fairseq-label-smoothed", "'aten::gather', 'aten::unsqueeze'"),
            ("fairseq-masked-lm", "'aten::nll_loss_nd'"),
-           ("hf-ignore-index-loss", "'aten::gather'"),
-           ("hf-active-loss", "'aten::cross_entropy_loss'"),
            ("metrics-accuracy-ignore", "'aten::eq'"),
            ("metrics-mae-masked", "'aten::sub'"),
            ("metrics-rmse-valid", "'aten::sub'"),
@@ -58,13 +55,8 @@ KNOWN_DIVERGENT = {
     # the same, where the two selections meet in an op (for others they do not).
     **{(idiom, rules): f"(2, 0) -> (2, 2): bound: uses with no bounded form materialize: {use}"
        for idiom, use in (("fairseq-label-smoothed", "'aten::gather', 'aten::unsqueeze'"),
-                          ("metrics-rmse-valid", "'aten::sub'"),
                           ("lovasz-ignore", "'aten::mul'"))
        for rules in ("mask-index-where", "mask-index-select")},
-    # One mask written out at each use: the two equal masks are two masks.
-    ("hf-active-loss", "inline-masks"):
-        "(2, 0) -> (2, 2): bound: uses with no bounded form materialize: "
-        "'aten::cross_entropy_loss' (attention.view(-1) == 1 computed twice)",
     # A count read as int(torch.count_nonzero(x)) rather than x.nonzero().numel().
     ("fast-rcnn-accuracy", "nonzero-count-count-nonzero"):
         "(2, 1) -> (2, 2): aten::Int kept: bound: uses with no bounded form "
@@ -76,9 +68,6 @@ KNOWN_DIVERGENT = {
     ("hf-eos-finished", "zeros-like-new-zeros"):
         "(1, 0) -> (1, 1): lift-scalars: it decides an if that cannot be converted: "
         "a branch computes 'aten::size', which may raise when its branch would not have run",
-    # abs(t) is prim::abs, not aten::abs.
-    ("metrics-mae-masked", "abs-builtin"):
-        "(2, 0) -> (2, 1): bound: materialized: 'prim::abs' has no bounded form",
 }
 
 

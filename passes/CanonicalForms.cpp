@@ -1,0 +1,218 @@
+//===- CanonicalForms.cpp - One spelling per idiom ------------------------===//
+
+#include "passes/CanonicalForms.h"
+
+#include "passes/GraphUtils.h"
+#include "passes/OpCatalogue.h"
+#include "passes/PassContext.h"
+#include "passes/Selection.h"
+
+#include <torch/csrc/jit/ir/constants.h>
+
+#include <sstream>
+#include <unordered_map>
+
+
+namespace staticify {
+
+using torch::jit::Graph;
+using torch::jit::Node;
+using torch::jit::Value;
+
+namespace {
+
+/// Replaces \p node's one output by \p by (typed as it) and destroys it.
+bool replace(Node *node, Value *by) {
+  by->setType(node->output()->type());
+  node->output()->replaceAllUsesWith(by);
+  node->destroy();
+  return true;
+}
+
+bool isFlatShape(const Value *sizes) {
+  std::optional<std::vector<int64_t>> s = constantIntList(sizes);
+  return s && s->size() == 1 && (*s)[0] == -1;
+}
+
+/// `flatten(x)` (start 0, end -1) is `reshape(x, [-1])` in ATen. Both give
+/// a 0-d x one element and may return a view. Returns the reshape.
+Node *flattenAsReshape(Graph &graph, Node *node) {
+  if (node->kind() != c10::aten::flatten || node->inputs().size() != 3 ||
+      !isTensor(node->input(0)) || constantInt(node->input(1)) != 0 ||
+      constantInt(node->input(2)) != -1)
+    return nullptr;
+  torch::jit::WithInsertPoint guard(node);
+  Value *flat = emit(graph, "aten::reshape",
+                     {node->input(0), std::vector<int64_t>{-1}}, node);
+  replace(node, flat);
+  return flat->node();
+}
+
+/// argwhere is nonzero under another name.
+bool argwhereAsNonzero(Graph &graph, Node *node) {
+  if (node->kind() != c10::aten::argwhere || node->inputs().size() != 1)
+    return false;
+  torch::jit::WithInsertPoint guard(node);
+  return replace(node, emit(graph, "aten::nonzero", {node->input(0)}, node));
+}
+
+/// The mask m when \p v is `nonzero(m)`, seen through a full slice of its
+/// rows (`nonzero(m)[:, 0]` scripts as select(slice(...), 1, 0)).
+Value *nonzeroOf(Value *v) {
+  Node *node = v->node();
+  if (node->kind() == c10::aten::slice && node->inputs().size() == 5 &&
+      constantInt(node->input(1)) == 0 && node->input(2)->mustBeNone() &&
+      node->input(3)->mustBeNone() && constantInt(node->input(4)) == 1)
+    node = node->input(0)->node();
+  if (node->kind() != c10::aten::nonzero || node->inputs().size() != 1)
+    return nullptr;
+  return node->input(0);
+}
+
+/// The row indices of m's true elements, spelled from nonzero(m)'s
+/// coordinates: its column 0 for any m, or the whole [K, 1] made a vector
+/// for a 1-D m (of another rank, squeeze(1) keeps the columns and
+/// view(-1) interleaves them).
+bool rowIndicesAsWhere(Graph &graph, Node *node) {
+  if (node->outputs().size() != 1 || node->inputs().empty())
+    return false;
+  Value *m = nonzeroOf(node->input(0));
+  if (!m)
+    return false;
+  bool column0 = node->kind() == c10::aten::select &&
+                 node->inputs().size() == 3 &&
+                 constantInt(node->input(1)) == 1 &&
+                 constantInt(node->input(2)) == 0;
+  bool asVector =
+      (node->kind() == c10::aten::squeeze && node->inputs().size() == 2 &&
+       constantInt(node->input(1)) == 1) ||
+      ((node->kind() == c10::aten::reshape || node->kind() == c10::aten::view) &&
+       node->inputs().size() == 2 && isFlatShape(node->input(1)));
+  if (!column0 && !(asVector && knownRank(m) == 1))
+    return false;
+  torch::jit::WithInsertPoint guard(node);
+  Value *where = emit(graph, "aten::where", {m}, node);
+  return replace(node, emit(graph, "aten::__getitem__", {where, 0}, node));
+}
+
+/// Python's abs() of a tensor scripts as prim::abs, which is aten::abs.
+bool builtinAbs(Graph &graph, Node *node) {
+  if (node->kind() != c10::prim::abs || node->inputs().size() != 1 ||
+      !isTensor(node->input(0)))
+    return false;
+  torch::jit::WithInsertPoint guard(node);
+  return replace(node, emit(graph, "aten::abs", {node->input(0)}, node));
+}
+
+} // namespace
+
+namespace {
+
+/// Whether \p node may stand for an equal node after it: a deterministic
+/// op with a schema, no block and no write, whose results are tensors made
+/// afresh that nothing writes to, or views that no op uses to write (two
+/// equal views of one tensor are one until one of them is changed in
+/// place: its data is theirs, but `unsqueeze_` changes one view).
+bool mergeable(const Node *node) {
+  const c10::FunctionSchema *schema = node->maybeSchema();
+  if (!schema || !node->blocks().empty() || node->numAttributes() != 0 ||
+      node->outputs().empty() ||
+      node->outputs().size() != schema->returns().size() ||
+      node->isNondeterministic() || node->hasSideEffects() ||
+      Aliases::mayWrite(node))
+    return false;
+  // The original's host syncs are counted on the normalized graph: one
+  // nonzero for two would hide one.
+  OpRole role = opRole(node);
+  if (role == OpRole::DynamicShapeRoot || role == OpRole::SyncRead)
+    return false;
+  for (size_t i = 0; i < node->outputs().size(); ++i) {
+    const Value *out = node->output(i);
+    const c10::AliasInfo *view = schema->returns()[i].alias_info();
+    if (!view) {
+      if (Aliases::writtenAfresh(out, nullptr) != false)
+        return false; // not a tensor, or written to
+      continue;
+    }
+    if (!isTensor(out) || view->isWrite() || view->isWildcardAfter() ||
+        view->isWildcardBefore() || !view->containedTypes().empty())
+      return false;
+    for (const torch::jit::Use &use : out->uses())
+      if (Aliases::mayWrite(use.user))
+        return false;
+  }
+  return true;
+}
+
+/// What makes two mergeable nodes equal: the operator and overload, and
+/// each operand, a constant by its value (constants are not pooled here:
+/// two `[-1]` lists are one size), anything else by its identity.
+std::string mergeKey(const Node *node) {
+  std::ostringstream key;
+  const c10::OperatorName &name = node->schema().operator_name();
+  key << name.name << '.' << name.overload_name;
+  for (const Value *in : node->inputs()) {
+    std::optional<c10::IValue> constant;
+    if (in->node()->kind() == c10::prim::Constant &&
+        in->type()->kind() != c10::TypeKind::TensorType)
+      constant = torch::jit::toIValue(in);
+    if (constant)
+      key << " c" << in->type()->str() << '=' << *constant;
+    else
+      key << " v" << static_cast<const void *>(in);
+  }
+  return key.str();
+}
+
+using Seen = std::unordered_map<std::string, Node *>;
+
+bool mergeIn(torch::jit::Block *block, std::vector<Seen> &scopes) {
+  bool merged = false;
+  scopes.emplace_back();
+  for (auto it = block->nodes().begin(); it != block->nodes().end();) {
+    Node *node = *it++;
+    for (torch::jit::Block *inner : node->blocks())
+      merged |= mergeIn(inner, scopes);
+    if (!mergeable(node))
+      continue;
+    std::string key = mergeKey(node);
+    Node *earlier = nullptr;
+    for (const Seen &scope : scopes) {
+      auto found = scope.find(key);
+      if (found != scope.end()) {
+        earlier = found->second;
+        break;
+      }
+    }
+    if (!earlier) {
+      scopes.back().emplace(std::move(key), node);
+      continue;
+    }
+    for (size_t i = 0; i < node->outputs().size(); ++i)
+      node->output(i)->replaceAllUsesWith(earlier->output(i));
+    node->destroy();
+    merged = true;
+  }
+  scopes.pop_back();
+  return merged;
+}
+
+} // namespace
+
+bool mergeEqualTensorOps(const std::shared_ptr<Graph> &graph) {
+  std::vector<Seen> scopes;
+  return mergeIn(graph->block(), scopes);
+}
+
+bool canonicalizeSpelling(Graph &graph, Node *node) {
+  if (Node *reshape = flattenAsReshape(graph, node)) {
+    // One of the row-index spellings, which the caller's sweep will not
+    // visit (it inserted it).
+    rowIndicesAsWhere(graph, reshape);
+    return true;
+  }
+  return argwhereAsNonzero(graph, node) || rowIndicesAsWhere(graph, node) ||
+         builtinAbs(graph, node);
+}
+
+} // namespace staticify

@@ -1,0 +1,38 @@
+//===- CanonicalForms.h - One spelling per idiom --------------------------===//
+//
+// Equal spellings of one computation become one, so that the analysis and
+// the rules meet each idiom once, however a program writes it (normalize
+// applies these to every node):
+//
+//   flatten(x) (all dims)              -> reshape(x, [-1])
+//   argwhere(m)                        -> nonzero(m)
+//   nonzero(m)[:, 0]                   -> where(m)[0]
+//   nonzero(m).squeeze(1), .view(-1),
+//   .reshape(-1), .flatten(), m 1-D    -> where(m)[0]
+//   abs(t) (Python's builtin)          -> t.abs()
+//   an op computed twice               -> once (mergeEqualTensorOps)
+//
+// Each is exact wherever the original does not raise (a 0-d m: nonzero(m)
+// has no column 0, where(m)[0] is [0] when m is true).
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include <torch/csrc/jit/ir/ir.h>
+
+namespace staticify {
+
+/// One mask written out at each use (`a.view(-1) == 1` twice) is one mask:
+/// a tensor op that equals one before it (same op, same operands and
+/// attributes; deterministic, writing nothing) is replaced by it where that
+/// one dominates, when neither's result is written to (made afresh,
+/// followed through their aliases; or a view no op uses to write). Lists,
+/// tuples and constants are left as they are: a rule may own an index
+/// list. Returns whether it merged.
+bool mergeEqualTensorOps(const std::shared_ptr<torch::jit::Graph> &graph);
+
+/// Rewrites \p node into its canonical form, inserting the new nodes before
+/// it and destroying it (and nothing else); returns whether it did.
+bool canonicalizeSpelling(torch::jit::Graph &graph, torch::jit::Node *node);
+
+} // namespace staticify

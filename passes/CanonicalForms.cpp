@@ -57,13 +57,20 @@ bool argwhereAsNonzero(Graph &graph, Node *node) {
 }
 
 /// The mask m when \p v is `nonzero(m)`, seen through a full slice of its
-/// rows (`nonzero(m)[:, 0]` scripts as select(slice(...), 1, 0)).
+/// rows (`nonzero(m)[:, 0]` scripts as select(slice(...), 1, 0)), and
+/// used only there: where(m) for a nonzero(m) that stays would be a second
+/// device read (`pairs[:, 0]` beside `pairs[:, 1]`).
 Value *nonzeroOf(Value *v) {
   Node *node = v->node();
+  if (v->uses().size() != 1)
+    return nullptr;
   if (node->kind() == c10::aten::slice && node->inputs().size() == 5 &&
       constantInt(node->input(1)) == 0 && node->input(2)->mustBeNone() &&
-      node->input(3)->mustBeNone() && constantInt(node->input(4)) == 1)
+      node->input(3)->mustBeNone() && constantInt(node->input(4)) == 1) {
+    if (node->input(0)->uses().size() != 1)
+      return nullptr;
     node = node->input(0)->node();
+  }
   if (node->kind() != c10::aten::nonzero || node->inputs().size() != 1)
     return nullptr;
   return node->input(0);

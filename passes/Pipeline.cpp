@@ -18,6 +18,7 @@
 #include "passes/MaskedReduce.h"
 #include "passes/OpCatalogue.h"
 #include "passes/Partition.h"
+#include "passes/SpecializeDTypes.h"
 #include "passes/SpecializeTraining.h"
 #include "passes/Uploads.h"
 
@@ -408,6 +409,12 @@ const std::vector<PassInfo> &registeredPasses() {
        "reduction none and mean()/sum(); never folds or merges "
        "nondeterministic ops",
        false, normalize},
+      {"specialize-dtypes",
+       "a method indexing by a graph input of unknown dtype (obs[valid]) "
+       "-> versioned on that input being bool (metadata: no sync): the "
+       "first version reads it as a mask, the original is the fallback; "
+       "only where the rewrites after it then reach the host less often",
+       true, specializeDTypes},
       {"batched-nms",
        "batched_nms's per-class loop (for c in unique(idxs): nms of the rows "
        "of class c, kept rows marked in a mask) -> one NMS in which only "

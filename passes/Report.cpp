@@ -184,7 +184,7 @@ static std::string renderSummary(const MethodReport &m) {
      << (m.after.outputsStatic ? "all static" : "data-dependent") << "\n";
   if (m.after.fallbackSyncPoints)
     os << "  guards: static while the host facts they check hold (ranks, "
-          "shapes); otherwise their fallbacks read the host at "
+          "shapes, dtypes); otherwise their fallbacks read the host at "
        << m.after.fallbackSyncPoints << " point"
        << (m.after.fallbackSyncPoints == 1 ? "" : "s") << "\n";
   if (m.after.errorPathSyncPoints)
@@ -194,7 +194,10 @@ static std::string renderSummary(const MethodReport &m) {
        << ", only on the way to their message\n";
   os << "  graph: "
      << (m.after.isStatic()
-             ? std::string("static (no data-dependent value remains)")
+             ? std::string(m.after.fallbackSyncPoints
+                               ? "static (no data-dependent value remains "
+                                 "outside guarded fallbacks)"
+                               : "static (no data-dependent value remains)")
              : "not static (" + std::to_string(m.after.counts.total()) +
                    (m.after.counts.total() == 1
                         ? " data-dependent value remains)"

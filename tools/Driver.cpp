@@ -464,7 +464,14 @@ int run(const Options &opts, std::ostream &out, std::ostream &err) {
           << m.after.syncPoints << " (" << m.before.counts.total()
           << " finding" << (m.before.counts.total() == 1 ? "" : "s")
           << " -> " << m.after.counts.total() << "); graph "
-          << (m.after.isStatic() ? "static" : "not static") << "\n";
+          << (m.after.isStatic() ? "static" : "not static")
+          << (m.after.fallbackSyncPoints
+                  ? " (" + std::to_string(m.after.fallbackSyncPoints) +
+                        " guarded fallback" +
+                        (m.after.fallbackSyncPoints == 1 ? "" : "s") +
+                        " read the host)"
+                  : std::string())
+          << "\n";
   return 0;
 }
 

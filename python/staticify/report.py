@@ -64,7 +64,7 @@ class Summary:
     #: report's `sync_points`; what derives from a root does not wait again).
     root_sync_points: Optional[int] = None
     #: Host reads in guards' fallback branches, taken only when the host facts
-    #: a guard checks (ranks, shapes) do not hold: not counted in `counts`.
+    #: a guard checks (ranks, shapes, dtypes) do not hold: not counted in `counts`.
     fallback_sync_points: int = 0
     #: Host reads in branches that only raise (an error message's sizes or
     #: values), or only warn, run only on the way to their message: not

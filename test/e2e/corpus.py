@@ -162,7 +162,9 @@ class IntegerIndexUntouched(torch.nn.Module):
 
 
 class UnknownIndexReported(torch.nn.Module):
-    """x[i] with i of unknown dtype may be a mask: reported, not rewritten."""
+    """x[i] with i of unknown dtype may be a mask: the method is versioned on
+    i's dtype (specialize-dtypes), static when it is bool, the original (an
+    integer gather here) otherwise."""
 
     def forward(self, x, i):
         return x[i].sum()
@@ -692,7 +694,8 @@ CASES = [
     ("max-indices-kept", MaxIndicesKept(), _rows((6, 3)), "kept:bound"),
     ("functional-norm-kept", FunctionalNormKept(), _1d(20), "kept:bound"),
     ("integer-index-untouched", IntegerIndexUntouched(), lambda g, k: (floats((10,), g), torch.randint(0, 10, (7,), generator=g)), "untouched"),
-    ("unknown-index-reported", UnknownIndexReported(), lambda g, k: (floats((10,), g), torch.randint(0, 10, (7,), generator=g)), "kept:masked-reduce"),
+    ("unknown-index-versioned", UnknownIndexReported(), lambda g, k: (floats((10,), g), torch.randint(0, 10, (7,), generator=g)), "static"),
+    ("unknown-index-versioned-bool", UnknownIndexReported(), lambda g, k: (floats((10,), g), mask_like((10,), g, k)), "static"),
     ("store-scalar", StoreScalar(), _same((5, 5)), "static"),
     ("store-sees-alias", StoreSeesAlias(), _same((4, 3)), "static"),
     ("store-0d-tensor", StoreZeroDimTensor(), _1d(20), "static"),

@@ -1,0 +1,80 @@
+"""specialize-dtypes through the real binary: a method that indexes by a
+graph input of unknown dtype (`obs[valid]`) runs a version that reads the
+input as a mask when it is bool (no sync), and the original otherwise; its
+outputs equal the original's for bool, uint8 and int64 indices. Where the
+bool version removes no sync point, the method is left as it was."""
+import json
+
+import pytest
+import torch
+from torch import Tensor
+
+from conftest import sync_points
+
+
+class MaskedMean(torch.nn.Module):
+    """A reduction of the selected rows (PyG-style: `valid` from the caller)."""
+
+    def forward(self, obs: Tensor, valid: Tensor) -> Tensor:
+        sel = obs[valid]
+        return sel.sum(0) / max(1, sel.size(0))
+
+
+class ViewedMask(torch.nn.Module):
+    """The input reaches the index through a view."""
+
+    def forward(self, obs: Tensor, valid: Tensor) -> Tensor:
+        return obs.view(-1)[valid.view(-1)].sum()
+
+
+class ReturnsSelection(torch.nn.Module):
+    """The selection is the result: both versions cut it on the host."""
+
+    def forward(self, obs: Tensor, valid: Tensor) -> Tensor:
+        return obs[valid] * 2
+
+
+def _run(staticify, save, tmp_path, module):
+    path = save(module)
+    out, report = tmp_path / "out.pt", tmp_path / "report.json"
+    staticify(path, "-o", out, "--report-json", report)
+    return (torch.jit.load(str(path)), torch.jit.load(str(out)),
+            json.loads(report.read_text()), out)
+
+
+def _indices(n, kind, gen):
+    keep = torch.rand(n, generator=gen) > 0.5
+    return {"bool": keep, "uint8": keep.to(torch.uint8),
+            "int64": torch.nonzero(keep).flatten()}[kind]
+
+
+@pytest.mark.parametrize("module", [MaskedMean(), ViewedMask()],
+                         ids=["masked-mean", "viewed-mask"])
+def test_bool_version_removes_the_sync(staticify, save, tmp_path, module):
+    original, result, report, _ = _run(staticify, save, tmp_path, module)
+    before, after = sync_points(report)
+    assert (before, after) == (1, 0), report["methods"][0]["after"]
+    # The original, with its host read, is the fallback for other dtypes.
+    assert report["methods"][0]["after"]["fallback_sync_points"] >= 1
+    gen = torch.Generator().manual_seed(0)
+    for kind in ("bool", "uint8", "int64"):
+        for _ in range(20):
+            obs = torch.randn(12, 3, generator=gen)
+            if isinstance(module, ViewedMask):
+                obs = obs[:, 0].contiguous()
+            valid = _indices(12, kind, gen)
+            torch.testing.assert_close(result(obs, valid), original(obs, valid),
+                                       rtol=1e-5, atol=1e-6)
+    # A mask that keeps nothing: the original divides by max(1, 0).
+    obs = torch.randn(12, 3 if isinstance(module, MaskedMean) else 1).squeeze(1)
+    none = torch.zeros(12, dtype=torch.bool)
+    torch.testing.assert_close(result(obs, none), original(obs, none))
+
+
+def test_no_version_where_it_removes_nothing(staticify, save, tmp_path):
+    original, result, report, _ = _run(staticify, save, tmp_path, ReturnsSelection())
+    assert "prim::dtype" not in str(result.graph)  # no guard, one body
+    before, after = sync_points(report)
+    assert after == before == 1
+    obs, valid = torch.randn(8), torch.rand(8) > 0.5
+    assert torch.equal(result(obs, valid), original(obs, valid))

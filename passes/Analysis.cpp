@@ -363,6 +363,10 @@ private:
       ValueInfo vi;
       if (carriesTensor(node->output()->type()))
         vi.cls = ValueClass::DeviceData;
+      // A buffer's dtype where normalize wrote it on the value's type.
+      if (auto tt = node->output()->type()->cast<c10::TensorType>())
+        if (auto st = tt->scalarType())
+          vi.dtype = dtypeKindOf(*st);
       auto it = attributes.find(node->s(c10::attr::name));
       if (it != attributes.end() && it->second.isDataDependent()) {
         vi.cls = ValueClass::DataDependent;

@@ -703,6 +703,22 @@ bool writtenByOthers(torch::jit::Graph &graph,
   return false;
 }
 
+std::optional<std::vector<std::string>> modulePath(const torch::jit::Graph &graph,
+                                                   const Value *v) {
+  if (graph.inputs().empty())
+    return std::nullopt;
+  std::vector<std::string> path;
+  while (v != graph.inputs()[0]) {
+    const Node *def = v->node();
+    if (def->kind() != c10::prim::GetAttr)
+      return std::nullopt;
+    path.push_back(def->s(c10::attr::name));
+    v = def->input(0);
+  }
+  std::reverse(path.begin(), path.end());
+  return path;
+}
+
 static void correspond(const torch::jit::Block *from, torch::jit::Block *to,
                        std::unordered_map<const Node *, Node *> &map) {
   auto f = from->nodes().begin();

@@ -165,6 +165,11 @@ bool writtenByOthers(torch::jit::Graph &graph,
                      const torch::jit::Value *v,
                      const torch::jit::Node *except);
 
+/// The attribute path from the graph's `self` (its first input) to \p v,
+/// or nullopt when \p v is not reached from `self` by attribute reads.
+std::optional<std::vector<std::string>>
+modulePath(const torch::jit::Graph &graph, const torch::jit::Value *v);
+
 /// The nodes a rule inserts right before \p anchor (where WithInsertPoint
 /// puts them). rollback() destroys them, last first, so that a rule that
 /// finds out late that it does not apply leaves no half rewrite behind

@@ -146,6 +146,32 @@ static bool dropRedundantCast(Node *node) {
   return true;
 }
 
+/// The dtype of a tensor attribute of the module (a buffer, a parameter),
+/// where the model fixes it (PassOptions::attributeDType), on the value
+/// that reads it: `table[self.relative_position_index]` is a gather by an
+/// int64 buffer, not a selection by a mask of unknown dtype.
+static bool attributeDTypes(Graph &graph, const PassContext &ctx) {
+  if (!ctx.options.attributeDType)
+    return false;
+  bool changed = false;
+  for (Node *node : collectNodes(graph.block())) {
+    auto type = node->kind() == c10::prim::GetAttr
+                    ? node->output()->type()->cast<c10::TensorType>()
+                    : nullptr;
+    if (!type || type->scalarType())
+      continue;
+    std::optional<std::vector<std::string>> path =
+        modulePath(graph, node->output());
+    if (!path)
+      continue;
+    if (std::optional<c10::ScalarType> dtype = ctx.options.attributeDType(*path)) {
+      node->output()->setType(type->withScalarType(*dtype));
+      changed = true;
+    }
+  }
+  return changed;
+}
+
 /// `b = c and <a test constant propagation folded to True>`, which
 /// TorchScript compiles to an if returning constants: `if c: True else
 /// False` is c (and the other way round, `not c`). torchvision's
@@ -336,7 +362,7 @@ static bool normalize(std::shared_ptr<Graph> &graph, PassContext &ctx) {
   if (ctx.countDynamicOpsAtNormalize && !ctx.dynamicOpsAtNormalize)
     ctx.dynamicOpsAtNormalize = countDynamicOps(graph->block());
   // isinstance first: constant propagation then removes what it decides.
-  bool changed = false;
+  bool changed = attributeDTypes(*graph, ctx);
   for (Node *node : collectNodes(graph->block()))
     changed |= foldIsinstance(*graph, node);
   // In-place activations as their functional forms, where libtorch's alias

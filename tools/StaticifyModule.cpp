@@ -15,6 +15,8 @@
 #include <torch/csrc/jit/api/function_impl.h>
 
 #include <algorithm>
+#include <memory>
+#include <set>
 
 namespace staticify {
 
@@ -56,6 +58,52 @@ void checkAssumedNone(const c10::FunctionSchema &schema,
   }
 }
 
+/// The attributes (class, name) some method of \p module or its submodules
+/// stores to (prim::SetAttr).
+std::set<std::pair<const c10::ClassType *, std::string>>
+storedAttributes(const torch::jit::Module &module) {
+  std::set<std::pair<const c10::ClassType *, std::string>> stored;
+  for (const torch::jit::Module &m : module.modules())
+    for (const torch::jit::Method &method : m.get_methods())
+      for (const torch::jit::Node *node :
+           collectNodes(torch::jit::toGraphFunction(method.function())
+                            .graph()
+                            ->block()))
+        if (node->kind() == c10::prim::SetAttr)
+          if (auto cls = node->input(0)->type()->cast<c10::ClassType>())
+            stored.emplace(cls.get(), node->s(c10::attr::name));
+  return stored;
+}
+
+/// PassOptions::attributeDType over \p module: a tensor attribute's dtype,
+/// unless a method stores to it.
+std::function<std::optional<c10::ScalarType>(const std::vector<std::string> &)>
+attributeDTypes(const torch::jit::Module &module) {
+  auto stored = std::make_shared<
+      std::optional<std::set<std::pair<const c10::ClassType *, std::string>>>>();
+  return [module, stored](const std::vector<std::string> &path)
+             -> std::optional<c10::ScalarType> {
+    if (path.empty())
+      return std::nullopt;
+    torch::jit::Module owner = module;
+    for (size_t i = 0; i + 1 < path.size(); ++i) {
+      if (!owner.hasattr(path[i]) || !owner.attr(path[i]).isModule())
+        return std::nullopt;
+      owner = owner.attr(path[i]).toModule();
+    }
+    if (!owner.hasattr(path.back()))
+      return std::nullopt;
+    c10::IValue value = owner.attr(path.back());
+    if (!value.isTensor() || !value.toTensor().defined())
+      return std::nullopt;
+    if (!*stored)
+      *stored = storedAttributes(module);
+    if ((*stored)->count({owner.type().get(), path.back()}))
+      return std::nullopt;
+    return value.toTensor().scalar_type();
+  };
+}
+
 } // namespace
 
 StaticifyResult staticifyModule(torch::jit::Module &module,
@@ -92,6 +140,7 @@ StaticifyResult staticifyModule(torch::jit::Module &module,
       passes.insert(passes.begin(), "assume-none");
     passOptions.assumeNone = options.assumeNone;
   }
+  passOptions.attributeDType = attributeDTypes(module);
   bool outline = options.outline || options.cudaGraphs;
   for (const std::string &name : options.methods) {
     auto method = module.find_method(name);

@@ -5,7 +5,8 @@ set -euo pipefail
 
 PACKAGES=(
   cmake ninja-build ccache g++ git
-  libtorch-dev python3-torch python3-torchvision python3-pytest python3-pytest-xdist
+  libtorch-dev python3-torch python3-torchvision python3-torchaudio
+  python3-pytest python3-pytest-xdist
   libmlir-22-dev mlir-22-tools llvm-22-dev llvm-22-tools
   libgtest-dev graphviz pybind11-dev python3-dev
   clang libclang-rt-14-dev

@@ -1171,9 +1171,11 @@ def _check(found, directory):
     return failures
 
 
-def _compare(found, binary, directory):
+def compare(found, binary, directory, verbose=True):
     """Variants whose (before, after) sync points differ from the
-    original's, with the reasons of the sync points each keeps."""
+    original's, with the reasons of the sync points each keeps: a list of
+    (variant, twin's, variant's, the variant's kept reasons)."""
+    divergent = []
     import json
     import subprocess
     from conftest import sync_points
@@ -1197,9 +1199,13 @@ def _compare(found, binary, directory):
         (twin, twin_kept), (mine, kept) = twins[v.idiom], run(materialize(v, directory),
                                                                module_name(v))
         if twin != mine:
-            print(f"{v.idiom} [{v.rules}]: twin {twin}, variant {mine}")
-            for line in sorted(set(kept) - set(twin_kept)) or kept:
-                print(f"    kept: {line}")
+            extra = sorted(set(kept) - set(twin_kept)) or kept
+            divergent.append((v, twin, mine, extra))
+            if verbose:
+                print(f"{v.idiom} [{v.rules}]: twin {twin}, variant {mine}")
+                for line in extra:
+                    print(f"    kept: {line}")
+    return divergent
 
 
 def main():
@@ -1224,7 +1230,7 @@ def main():
                 print(f"FAILED {v.idiom} [{v.rules}]: {why}")
             print(f"checked {len(found)}: {len(failures)} failed")
         if args.compare:
-            _compare(found, args.compare, directory)
+            compare(found, args.compare, directory)
 
 
 if __name__ == "__main__":

@@ -69,6 +69,47 @@ static bool fillByWhere(Graph &graph, const AnalysisResult &analysis,
   return changed;
 }
 
+/// Whether the store \p node to \p x may be a new value instead: x made
+/// afresh (not a graph input) in the store's block or one around it
+/// through ifs only (a loop would carry the write to its next iteration),
+/// and after the store nothing but x itself reads its memory, so its later
+/// uses can read the new value.
+static bool storesAsNewValue(Value *x, Node *node) {
+  for (const torch::jit::Block *b = node->owningBlock();
+       b != x->node()->owningBlock(); b = b->owningNode()->owningBlock())
+    if (!b->owningNode() || b->owningNode()->kind() != c10::prim::If)
+      return false;
+  return Aliases::onlyItselfReadAfter(x, node);
+}
+
+/// Makes the uses of \p x after \p at read \p now: those in \p at's block
+/// (and blocks in it), and, where that block is an if's branch, those after
+/// the if read a new result of it (\p now from this branch, x from the
+/// other), and so on out to x's own block.
+static void readAfter(Value *x, Node *at, Value *now) {
+  torch::jit::Block *block = at->owningBlock();
+  auto inBlock = [block](const Node *user) {
+    for (const torch::jit::Block *b = user->owningBlock(); b;
+         b = b->owningNode() ? b->owningNode()->owningBlock() : nullptr)
+      if (b == block)
+        return true;
+    return false;
+  };
+  std::vector<torch::jit::Use> later;
+  for (const torch::jit::Use &use : x->uses())
+    if (use.user != at && inBlock(use.user) && use.user->isAfter(at))
+      later.push_back(use);
+  for (const torch::jit::Use &use : later)
+    use.user->replaceInput(use.offset, now);
+  if (block == x->node()->owningBlock())
+    return;
+  Node *ifNode = block->owningNode();
+  Value *merged = ifNode->addOutput()->setType(x->type());
+  for (torch::jit::Block *branch : ifNode->blocks())
+    branch->registerOutput(branch == block ? now : x);
+  readAfter(x, ifNode, merged);
+}
+
 bool maskStore(std::shared_ptr<Graph> &graph, PassContext &ctx) {
   const AnalysisResult &analysis = ctx.facts.analysis(graph);
   const Aliases &aliases = ctx.facts.aliases(graph);
@@ -126,7 +167,15 @@ bool maskStore(std::shared_ptr<Graph> &graph, PassContext &ctx) {
     if (source == v)
       source = emit(*graph, "aten::to",
                     {v, emit(*graph, "prim::dtype", {x}, node)}, node);
-    if (inPlace)
+    if (inPlace && storesAsNewValue(x, node)) {
+      // Out of place: the uses after the store read the new value. An
+      // in-place write to a tensor autodiff saw (the profiling executor's
+      // differentiable graphs, grad mode on) raises where the original's
+      // did not, once a specialization removed what shielded it (an
+      // eval-mode dropout).
+      result = emit(*graph, "aten::where", {mask, source, x}, node);
+      readAfter(x, node, result);
+    } else if (inPlace)
       result =
           emit(*graph, "aten::copy_",
                {x, emit(*graph, "aten::where", {mask, source, x}, node)}, node);

@@ -12,6 +12,7 @@
 
 #include <torch/csrc/jit/runtime/operator.h>
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <unordered_set>
@@ -144,17 +145,21 @@ bool madeAfresh(const Value *v) {
 
 } // namespace
 
-std::optional<bool> Aliases::writtenAfresh(const Value *v,
-                                           const Node *except) {
-  // libtorch's alias database puts every tensor stored in a list into the
-  // wildcard set of its type, which a write to any graph input reaches: a
-  // mask given to index_put_ as `[m]` is "written" by every store to an
-  // input. A tensor made afresh has memory of its own: only a write
-  // through a value derived from it by aliasing ops (views, containers,
-  // reads out of them) reaches it. Those are followed forward here; any
-  // use this does not model makes the answer unknown.
+namespace {
+
+/// For a tensor made afresh, calls \p visit(w, user, writes) for each use
+/// of each value that shares its memory (v itself, views of it, containers
+/// holding it, reads out of them), followed forward; whether every use was
+/// one it models (false: the walk stopped, and its visits say nothing).
+/// libtorch's alias database puts every tensor stored in a list into the
+/// wildcard set of its type, which a write to any graph input reaches (a
+/// mask given to index_put_ as `[m]` is "written" by every store to an
+/// input); memory made afresh is reached only through such values.
+bool forEachAliasUse(
+    const Value *v,
+    const std::function<void(const Value *, const Node *, bool)> &visit) {
   if (!madeAfresh(v))
-    return std::nullopt;
+    return false;
   std::vector<const Value *> work = {v};
   std::unordered_set<const Value *> seen = {v};
   auto share = [&](const Value *w) {
@@ -169,44 +174,69 @@ std::optional<bool> Aliases::writtenAfresh(const Value *v,
       switch (user->kind()) {
       case c10::prim::Return:
         if (user->owningBlock() != user->owningGraph()->block())
-          return std::nullopt; // an if's or a loop's result aliases it
-        continue; // the method returns it: written after, if at all
+          return false; // an if's or a loop's result aliases it
+        visit(w, user, false); // the method returns it
+        continue;
       case c10::prim::ListConstruct:
       case c10::prim::TupleConstruct:
       case c10::prim::ListUnpack:
       case c10::prim::TupleUnpack:
       case c10::prim::TupleIndex:
+        visit(w, user, false);
         for (const Value *out : user->outputs())
           share(out);
         continue;
       default:
         break;
       }
-      if (readsOnly(user))
+      if (readsOnly(user)) {
+        visit(w, user, false);
         continue;
+      }
       const c10::FunctionSchema *schema = user->maybeSchema();
       if (!schema || user->getOperator().aliasAnalysisKind() ==
                          c10::AliasAnalysisKind::CONSERVATIVE ||
           use.offset >= schema->arguments().size())
-        return std::nullopt;
+        return false;
       const c10::AliasInfo *alias =
           schema->arguments()[use.offset].alias_info();
+      visit(w, user, alias && writes(*alias));
       if (!alias)
         continue; // read, and no result aliases it
       if (alias->isWildcardBefore() || alias->isWildcardAfter() ||
           !alias->containedTypes().empty())
-        return std::nullopt; // stored into something else (append)
-      if (writes(*alias)) {
-        if (user != except)
-          return true;
-        continue;
-      }
+        return false; // stored into something else (append)
       for (size_t i = 0; i < user->outputs().size(); ++i)
         if (i < schema->returns().size() && schema->returns()[i].alias_info())
           share(user->output(i));
     }
   }
-  return false;
+  return true;
+}
+
+} // namespace
+
+std::optional<bool> Aliases::writtenAfresh(const Value *v,
+                                           const Node *except) {
+  bool written = false;
+  if (!forEachAliasUse(v, [&](const Value *, const Node *user, bool writes) {
+        written |= writes && user != except;
+      }))
+    return std::nullopt;
+  return written;
+}
+
+bool Aliases::onlyItselfReadAfter(const Value *v, const Node *point) {
+  bool seen = false;
+  return forEachAliasUse(v,
+                         [&](const Value *w, const Node *user, bool) {
+                           // An alias made after the point is made of
+                           // what v is then: the new value.
+                           seen |= w != v && w->node() != point &&
+                                   !w->node()->isAfter(point) &&
+                                   user != point && user->isAfter(point);
+                         }) &&
+         !seen;
 }
 
 bool Aliases::hasWriters(const Value *v) const {

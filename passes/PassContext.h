@@ -75,6 +75,12 @@ public:
   /// nullopt for another value, or a use this does not model.
   static std::optional<bool> writtenAfresh(const torch::jit::Value *v,
                                            const torch::jit::Node *except);
+  /// Whether \p v is a tensor made afresh whose memory nothing but \p v
+  /// itself reaches after \p point (no view, container or read out of one
+  /// made before it and used after it): a write there may then be a new
+  /// value that the uses of \p v after it read instead.
+  static bool onlyItselfReadAfter(const torch::jit::Value *v,
+                                  const torch::jit::Node *point);
   /// Whether \p node writes to memory that a value in \p values may use.
   bool writesToAlias(torch::jit::Node *node,
                      const torch::jit::ValueSet &values) const {

@@ -244,6 +244,8 @@ const std::vector<OpInfo> kTable = {
     {"aten::linspace", nullptr, R::Other, kBuildsOnHost},
     {"aten::uniform_", nullptr, R::Other, kRandom},
     {"aten::normal_", nullptr, R::Other, kRandom},
+    // fill_(Tensor) reads its 0-d value on the host (libtorch <= 2.1).
+    {"aten::fill_", "Tensor", R::Other, kReadsValueOnHost},
     {"aten::fill_", nullptr, R::Other},
     {"aten::zero_", nullptr, R::Other},
     // In-place ops that change their tensor's shape, not only its contents.

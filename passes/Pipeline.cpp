@@ -146,6 +146,18 @@ static bool dropRedundantCast(Node *node) {
   return true;
 }
 
+/// The pass whose guard keeps \p node in its fallback: specialize-dtypes'
+/// version of a method, or bound's guard on a size's bound.
+static const char *guardingPass(const Node *node) {
+  for (const torch::jit::Block *b = node->owningBlock(); b->owningNode();
+       b = b->owningNode()->owningBlock())
+    if (isGuardFallback(b))
+      return b->owningNode()->hasAttribute(specializedAttr())
+                 ? "specialize-dtypes"
+                 : "bound";
+  return "bound";
+}
+
 /// The dtype of a tensor attribute of the module (a buffer, a parameter),
 /// where the model fixes it (PassOptions::attributeDType), on the value
 /// that reads it: `table[self.relative_position_index]` is a gather by an
@@ -825,7 +837,7 @@ PipelineResult runPipeline(std::shared_ptr<Graph> &graph,
       f.rule = it->second;
     } else if (inFallback.count(before->findingNodes[i])) {
       f.action = "rewritten";
-      f.rule = "bound";
+      f.rule = guardingPass(before->findingNodes[i]);
     } else if (auto why = ctx.reasons().find(f.id);
                why != ctx.reasons().end()) {
       f.reason = why->second;
@@ -851,6 +863,12 @@ PipelineResult runPipeline(std::shared_ptr<Graph> &graph,
       f.rule = all[f.causes.front()].rule;
     }
   }
+  // A root no rule looked at says so: it is kept for want of a form, not
+  // by a rule's decision.
+  for (Finding &f : result.report.findings)
+    if (f.role == Role::Root && f.action == "kept" && f.reason.empty())
+      f.reason = "pipeline: no rewrite applies to '" + f.op +
+                 "' (it has no static or bounded form here)";
   // What the rewrites left behind that was not there before (a count read
   // back by masked-reduce that lift-scalars could not keep on the device).
   if (result.rewritten) {

@@ -382,7 +382,9 @@ RuleResult fillWithLifted(Node *node, RuleContext &rc) {
   }
   Node *copy = rc.graph.insertNode(rc.graph.createClone(
       node, [&](Value *v) { return v == fill ? zero : v; }));
-  rc.replaceStatic(node->output(), emit(rc.graph, "aten::fill_",
+  // copy_, not fill_: libtorch 1.13's fill_ of a tensor value reads it on
+  // the host (value.item()); a 0-d copy broadcasts and casts on the device.
+  rc.replaceStatic(node->output(), emit(rc.graph, "aten::copy_",
                                         {copy->output(), r->value}, node));
   return RuleResult::applied();
 }

@@ -138,24 +138,31 @@ bool maskStore(std::shared_ptr<Graph> &graph, PassContext &ctx) {
     // What is stored: a 0-d value, or a selection by the same mask.
     Value *source = nullptr;
     Node *sourceSelection = nullptr;
+    bool rankGuard = false; // y's rank is x's only where the host checks it
     if (provablyZeroDim(v)) {
       source = v;
     } else if (auto vs = matchSelection(v, analysis)) {
       // y[m] is read at the store: y and m must not change in between (x is
       // stored to by this very node, so it may not be y's writer either).
       if (vs->mask == sel->mask && !vs->broadcasts &&
-          provablySameRank(vs->base, x) &&
           !writtenByOthers(*graph, aliases, vs->base, node) &&
           !writtenByOthers(*graph, aliases, vs->mask, node) &&
           !aliases.mayAlias(vs->base, x)) {
         source = vs->base;
         sourceSelection = vs->node;
+        rankGuard = !provablySameRank(vs->base, x);
       }
     }
     if (!source) {
       ctx.declined(node, kRule,
                    "the stored value is neither 0-d nor a selection by the "
-                   "same mask of a tensor with x's rank");
+                   "same mask");
+      continue;
+    }
+    if (rankGuard && !inPlace) {
+      ctx.declined(node, kRule,
+                   "the stored selection's rank is not provably x's, and a "
+                   "functional index_put is not guarded");
       continue;
     }
     torch::jit::WithInsertPoint guard(node);
@@ -167,7 +174,36 @@ bool maskStore(std::shared_ptr<Graph> &graph, PassContext &ctx) {
     if (source == v)
       source = emit(*graph, "aten::to",
                     {v, emit(*graph, "prim::dtype", {x}, node)}, node);
-    if (inPlace && storesAsNewValue(x, node)) {
+    if (rankGuard) {
+      // where(m, y, x) is x[m] = y[m] only where y has x's rank (elsewhere
+      // the two broadcast differently, and the store mostly raises): a host
+      // check of the ranks, whose fallback is the store as it was (the
+      // selection made there, in the branch that needs it).
+      Value *sameRank = emit(*graph, "aten::eq",
+                             {emit(*graph, "aten::dim", {source}, node),
+                              emit(*graph, "aten::dim", {x}, node)},
+                             node);
+      Value *rawMask = sel->mask;
+      result = emitIf(
+          *graph, sameRank, node,
+          [&] {
+            return emit(
+                *graph, "aten::copy_",
+                {x, emit(*graph, "aten::where", {mask, source, x}, node)},
+                node);
+          },
+          [&] {
+            Value *selected = emitSelect(*graph, source, rawMask, node);
+            Value *indices =
+                graph
+                    ->insertNode(graph->createList(
+                        c10::OptionalType::ofTensor(), {rawMask}))
+                    ->output();
+            return emit(*graph, "aten::index_put_",
+                        {x, indices, selected, false}, node);
+          });
+      result->node()->i_(guardAttr(), 1);
+    } else if (inPlace && storesAsNewValue(x, node)) {
       // Out of place: the uses after the store read the new value. An
       // in-place write to a tensor autodiff saw (the profiling executor's
       // differentiable graphs, grad mode on) raises where the original's

@@ -193,8 +193,14 @@ DTypeKind inferDType(const Node *node, const Value *out,
     if (dtype->mustBeNone() && rule == DTypeRule::ExplicitElseLong)
       return DTypeKind::Long;
     if (dtype->mustBeNone() && rule == DTypeRule::ExplicitElseLongForInts) {
+      // Ints, or lists of them (torch.tensor([0, 2]): int64 too).
+      auto ints = [](c10::TypePtr t) {
+        while (auto list = t->cast<c10::ListType>())
+          t = list->getElementType();
+        return t->kind() == c10::TypeKind::IntType;
+      };
       for (size_t j = 0; j < *i; ++j) // the numbers come before dtype
-        if (node->input(j)->type()->kind() != c10::TypeKind::IntType)
+        if (!ints(node->input(j)->type()))
           return DTypeKind::Unknown;
       return DTypeKind::Long;
     }

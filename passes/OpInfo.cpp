@@ -230,7 +230,7 @@ const std::vector<OpInfo> kTable = {
     {"aten::__not__", nullptr, R::Other, kNeverRaises, D::Unknown, I::NotApplicable, "aten::logical_not"},
     {"prim::NumToTensor", nullptr, R::Other, kNeverRaises | kBuildsOnHost},
     {"aten::scalar_tensor", nullptr, R::Other, kNeverRaises | kBuildsOnHost},
-    {"aten::tensor", nullptr, R::Other, kBuildsOnHost},
+    {"aten::tensor", nullptr, R::Other, kBuildsOnHost, D::ExplicitElseLongForInts},
     {"aten::_shape_as_tensor", nullptr, R::Other, kBuildsOnHost | kReadsOnlyShape},
     // Factories: with no device, on the host; and in-place fills, which
     // stay where their tensor is.

@@ -69,8 +69,7 @@ static DTypeKind promotedDType(const Node *node, const OpInfo *op,
     case c10::TypeKind::FloatType:
       floatNumber = true;
       break;
-    case c10::TypeKind::BoolType:
-      break; // a bool takes no category above any tensor's
+    case c10::TypeKind::BoolType: // no category above any tensor's
     case c10::TypeKind::StringType:
       break;
     default:

@@ -5,6 +5,7 @@
 #include "passes/Analysis.h"
 #include "passes/GraphUtils.h"
 #include "passes/OpInfo.h"
+#include "passes/Pipeline.h"
 #include "passes/RewritePolicy.h"
 
 #include <algorithm>
@@ -21,12 +22,13 @@ namespace {
 
 constexpr int64_t kBool = static_cast<int64_t>(c10::ScalarType::Bool);
 
-/// The default pipeline's rewrites after specialize-dtypes: what a trial
+/// The default pipeline's passes after specialize-dtypes: what a trial
 /// runs to see what each version becomes.
-const std::vector<std::string> kRewritesAfter = {
-    "batched-nms", "index-to-mask", "mask-propagate", "masked-reduce",
-    "mask-store",  "lift-scalars",  "if-convert",     "bound",
-    "hoist-reads", "uploads"};
+std::vector<std::string> passesAfterThis() {
+  std::vector<std::string> all = defaultPipeline(/*inlineCalls=*/false);
+  auto self = std::find(all.begin(), all.end(), "specialize-dtypes");
+  return {self == all.end() ? all.end() : self + 1, all.end()};
+}
 
 /// The graph input \p index reads, through ops that keep their input's
 /// dtype (views, clone, to(device)); nullptr where it is none.
@@ -141,6 +143,7 @@ bool specializeDTypes(std::shared_ptr<Graph> &graph, PassContext &ctx) {
     return false;
   // The copy is kept only where the rewrites then reach the host at fewer
   // points than they do on the method as it is: both tried.
+  const std::vector<std::string> after = passesAfterThis();
   auto cost = [&](bool versioned) {
     RewriteTrial trial(*graph, ctx);
     if (versioned) {
@@ -149,7 +152,7 @@ bool specializeDTypes(std::shared_ptr<Graph> &graph, PassContext &ctx) {
         theirs.push_back(trial.counterpart(input));
       version(*trial.graph(), theirs);
     }
-    trial.runPasses(kRewritesAfter);
+    trial.runPasses(after);
     return trial.cost().syncPoints;
   };
   if (cost(true) >= cost(false))

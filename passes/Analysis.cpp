@@ -92,6 +92,38 @@ bool isTensorType(const c10::TypePtr &type) {
   return type->kind() == c10::TypeKind::TensorType;
 }
 
+/// Whether \p device is the constant `torch.device("cpu")`.
+bool isHostDevice(const Value *device) {
+  auto iv = torch::jit::toIValue(device);
+  return iv && iv->isDevice() && iv->toDevice().is_cpu();
+}
+
+/// Whether every tensor \p value holds (itself, or inside a tuple, list or
+/// dict) lives on the host.
+bool tensorsOnHost(const c10::IValue &value) {
+  if (value.isTensor())
+    return value.toTensor().device().is_cpu();
+  if (value.isTuple()) {
+    for (const c10::IValue &element : value.toTupleRef().elements())
+      if (!tensorsOnHost(element))
+        return false;
+    return true;
+  }
+  if (value.isList()) {
+    for (const c10::IValue &element : value.toListRef())
+      if (!tensorsOnHost(element))
+        return false;
+    return true;
+  }
+  if (value.isGenericDict()) {
+    for (const auto &entry : value.toGenericDict())
+      if (!tensorsOnHost(entry.key()) || !tensorsOnHost(entry.value()))
+        return false;
+    return true;
+  }
+  return !value.isObject() && !value.isCapsule() && !value.isFuture();
+}
+
 class Analyzer {
 public:
   explicit Analyzer(AnalysisResult &result) : result(result) {}
@@ -338,14 +370,16 @@ private:
       analyzeBlock(b);
     if (node->kind() == c10::prim::Constant) {
       ValueInfo vi;
-      if (isTensorType(node->output()->type())) {
-        vi.cls = ValueClass::DeviceData;
-        if (auto iv = torch::jit::toIValue(node->output());
-            iv && iv->isTensor()) {
-          vi.dtype = dtypeKindOf(iv->toTensor().scalar_type());
-          // A constant stays where it was made (moving a module moves its
-          // parameters, not its graph's constants).
-          vi.onHost = iv->toTensor().device().is_cpu();
+      if (carriesTensor(node->output()->type())) {
+        auto iv = torch::jit::toIValue(node->output());
+        // A constant stays where it was made (moving a module moves its
+        // parameters, not its graph's constants); a folded tuple or list
+        // (`(torch.tensor(0.0), False)`) lives where all its tensors do.
+        vi.onHost = iv && tensorsOnHost(*iv);
+        if (isTensorType(node->output()->type())) {
+          vi.cls = ValueClass::DeviceData;
+          if (iv && iv->isTensor())
+            vi.dtype = dtypeKindOf(iv->toTensor().scalar_type());
         }
       }
       info(node->output()) = vi;
@@ -649,25 +683,38 @@ private:
   /// host numbers with no device (`torch.tensor(image.shape[-2:])`:
   /// TorchScript's default device is the CPU), or an op of the table on such
   /// tensors and host numbers that names no device (`.min()`,
-  /// `.to(torch.float32)`, `/`). An op outside the table could move data
-  /// (`.cuda()`), so it ends the chain. Whether the values depend on data is
+  /// `.to(torch.float32)`, `/`), or an ATen op outside it that keeps its
+  /// operands' device (keepsDevice). Whether the values depend on data is
   /// the value class's business, not this.
   bool computesOnHost(const Node *node) {
     const OpInfo *op = opInfo(node);
-    if (!op || op->role == OpRole::DynamicShapeRoot)
+    if (!op && !keepsDevice(node))
       return false;
-    if (const Value *device = namedInput(node, "device");
-        device && !device->mustBeNone())
+    const Value *device = namedInput(node, "device");
+    if (device && !device->mustBeNone() && !isHostDevice(device))
       return false;
     bool tensorInput = false;
     for (const Value *in : node->inputs()) {
-      if (carriesTensor(in->type()) && !op->has(kReadsOnlyShape)) {
+      if (carriesTensor(in->type()) && !(op && op->has(kReadsOnlyShape))) {
         if (!info(in).onHost)
           return false;
         tensorInput = true;
       }
     }
-    return tensorInput || op->has(kBuildsOnHost);
+    // A factory outside the table names its device (`torch.as_tensor(l,
+    // device=torch.device("cpu"))`).
+    return tensorInput || (op ? op->has(kBuildsOnHost) : device != nullptr);
+  }
+
+  /// Whether an op outside the table (`torch.linalg.lstsq`, `torch.det`,
+  /// `torch.as_tensor`) makes its results where its tensor operands live,
+  /// or on the device its `device` argument names: an ATen op other than
+  /// `.cuda()`. Ops of other namespaces (custom ops) may move data
+  /// anywhere.
+  static bool keepsDevice(const Node *node) {
+    return node->maybeSchema() &&
+           node->kind().ns() == c10::namespaces::aten &&
+           node->kind() != c10::Symbol::aten("cuda");
   }
 
   /// Every other op: data-dependence flows from inputs to outputs.

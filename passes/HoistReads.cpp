@@ -23,18 +23,6 @@ namespace {
 
 constexpr const char *kRule = "hoist-reads";
 
-/// The dtypes whose ops replaysExactly's host kernels compute as a device
-/// does: unsigned and signed integers, float32, float64, bool.
-const std::vector<int64_t> kExactDTypes = {
-    static_cast<int64_t>(c10::ScalarType::Byte),
-    static_cast<int64_t>(c10::ScalarType::Char),
-    static_cast<int64_t>(c10::ScalarType::Short),
-    static_cast<int64_t>(c10::ScalarType::Int),
-    static_cast<int64_t>(c10::ScalarType::Long),
-    static_cast<int64_t>(c10::ScalarType::Float),
-    static_cast<int64_t>(c10::ScalarType::Double),
-    static_cast<int64_t>(c10::ScalarType::Bool)};
-
 /// A copy's size the guard allows: this many elements per host read the
 /// loop makes in all its iterations (torchvision's paste copies 4 per box
 /// for 10 reads, the keypoint decoder 4 for 2), or kSmallCopy elements,
@@ -75,39 +63,6 @@ std::unordered_set<const Value *> madeIn(Node *loop, const Nodes &nodes) {
     for (const Value *out : node->outputs())
       made.insert(out);
   return made;
-}
-
-/// Whether the host computes \p node's result exactly as any device does,
-/// from the same operand values (and the node writes nothing): views,
-/// integer arithmetic and single IEEE roundings, rounding to integers,
-/// clamps, comparisons.
-bool replaysExactly(const Node *node) {
-  static const std::unordered_set<c10::Symbol> exact = [] {
-    std::unordered_set<c10::Symbol> ops;
-    for (const char *op :
-         {"aten::select", "aten::slice", "aten::narrow", "aten::unsqueeze",
-          "aten::squeeze", "aten::view", "aten::reshape", "aten::flatten",
-          "aten::add", "aten::sub", "aten::mul", "aten::neg", "aten::abs",
-          "aten::ceil", "aten::floor", "aten::trunc", "aten::round",
-          "aten::clamp", "aten::maximum", "aten::minimum", "aten::eq",
-          "aten::ne", "aten::lt", "aten::le", "aten::gt", "aten::ge",
-          "aten::logical_not", "aten::logical_and", "aten::logical_or"})
-      ops.insert(c10::Symbol::fromQualString(op));
-    return ops;
-  }();
-  if (!exact.count(node->kind()) || !opInfo(node) || writesAnything(node) ||
-      node->outputs().size() != 1 || !isTensor(node->output()) ||
-      node->inputs().empty() || !isTensor(node->input(0)))
-    return false;
-  // a + alpha * b rounds once only with alpha 1 (a device may fuse it).
-  if (node->kind() == c10::aten::add || node->kind() == c10::aten::sub) {
-    const Value *alpha = namedInput(node, "alpha");
-    return !alpha || constantInt(alpha) == 1;
-  }
-  // round(x, decimals) scales by a power of ten first.
-  if (node->kind() == c10::aten::round)
-    return node->inputs().size() == 1;
-  return true;
 }
 
 /// Where a read's tensor comes from: the nodes computing it from tensors
@@ -353,7 +308,7 @@ bool hoistLoop(Graph &graph, Node *loop, const AnalysisResult &analysis,
     for (Value *s : before.sources) {
       Value *dtype = emit(graph, "prim::dtype", {s}, loop);
       Value *exact = emit(graph, "aten::__contains__",
-                          {graph.insertConstant(kExactDTypes), dtype}, loop);
+                          {graph.insertConstant(exactReplayDTypes()), dtype}, loop);
       holds = emit(graph, "aten::__and__", {holds, exact}, loop);
     }
     // And a copy no larger than the reads it replaces are worth: at most

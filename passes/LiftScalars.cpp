@@ -150,6 +150,28 @@ Value *emitScalarOpOnTensors(Graph &graph, Node *node,
 
 namespace {
 
+/// `torch.as_tensor(x, dtype=d, device=dev)` (or torch.tensor,
+/// torch.scalar_tensor) of a host number x with a dtype and a device: the
+/// 0-d tensor `t.to(dev, d)` makes from x's lifted tensor t, which holds
+/// x's value in int64, float64 or bool, so that both round it to d once
+/// (torchaudio's biquads rebuild each coefficient they read so). Without
+/// a dtype the number's would depend on the default dtype, without a device
+/// the result lives on the host, where the lifted tensor is not: left
+/// alone.
+bool isScalarFactory(const Node *node, size_t offset) {
+  static const auto asTensor = c10::Symbol::fromQualString("aten::as_tensor");
+  if (offset != 0 || node->outputs().size() != 1 ||
+      !(node->kind() == asTensor || node->kind() == c10::aten::tensor ||
+        node->kind() == c10::aten::scalar_tensor) ||
+      !liftedDType(node->input(0)->type()))
+    return false;
+  const Value *dtype = namedInput(node, "dtype");
+  const Value *device = namedInput(node, "device");
+  const Value *grad = namedInput(node, "requires_grad");
+  return dtype && !dtype->mustBeNone() && device && !device->mustBeNone() &&
+         (!grad || constantBool(grad) == false);
+}
+
 /// Tensor ops whose scalar argument at \p offset also takes a 0-d tensor.
 bool acceptsTensorAt(const Node *node, size_t offset) {
   const OpInfo *op = opInfo(node);
@@ -237,8 +259,9 @@ Region growRegion(const std::vector<Node *> &sources,
         push(user->output());
         continue;
       }
-      if (!inputAffectsShape(user, use.offset) &&
-          acceptsTensorAt(user, use.offset)) {
+      if (isScalarFactory(user, use.offset) ||
+          (!inputAffectsShape(user, use.offset) &&
+           acceptsTensorAt(user, use.offset))) {
         r.sinks.emplace_back(user, use.offset);
         continue;
       }
@@ -404,6 +427,16 @@ private:
   void liftSink(Node *user, size_t offset, PassContext &ctx) {
     torch::jit::WithInsertPoint guard(user);
     Value *t = lifted.at(user->input(offset));
+    if (isScalarFactory(user, offset)) {
+      Value *made = emit(graph, "aten::to",
+                         {t, namedInput(user, "device"),
+                          namedInput(user, "dtype")},
+                         user);
+      user->output()->replaceAllUsesWith(made);
+      ctx.rewrote(user, kRule);
+      user->destroy();
+      return;
+    }
     Value *scalar = user->input(offset);
     // The tensor the scalar meets: for where(c, a, b), the other value, not
     // the condition.

@@ -4,11 +4,13 @@
 
 #include "passes/GraphUtils.h"
 
+#include <unordered_set>
 
 namespace staticify {
 
 using c10::Symbol;
 using torch::jit::Node;
+using torch::jit::Value;
 
 namespace {
 
@@ -140,6 +142,49 @@ bool neverRaisesOnValues(const Node *node) {
     // conversions, copies.
     return info->has(kNeverRaises);
   }
+}
+
+bool replaysExactly(const Node *node) {
+  static const std::unordered_set<c10::Symbol> exact = [] {
+    std::unordered_set<c10::Symbol> ops;
+    for (const char *op :
+         {"aten::select", "aten::slice", "aten::narrow", "aten::unsqueeze",
+          "aten::squeeze", "aten::view", "aten::reshape", "aten::flatten",
+          "aten::add", "aten::sub", "aten::mul", "aten::neg", "aten::abs",
+          "aten::ceil", "aten::floor", "aten::trunc", "aten::round",
+          "aten::clamp", "aten::maximum", "aten::minimum", "aten::eq",
+          "aten::ne", "aten::lt", "aten::le", "aten::gt", "aten::ge",
+          "aten::logical_not", "aten::logical_and", "aten::logical_or",
+          "aten::any", "aten::all"})
+      ops.insert(c10::Symbol::fromQualString(op));
+    return ops;
+  }();
+  if (!exact.count(node->kind()) || !opInfo(node) || writesAnything(node) ||
+      node->outputs().size() != 1 || !isTensor(node->output()) ||
+      node->inputs().empty() || !isTensor(node->input(0)))
+    return false;
+  // a + alpha * b rounds once only with alpha 1 (a device may fuse it).
+  if (node->kind() == c10::aten::add || node->kind() == c10::aten::sub) {
+    const Value *alpha = namedInput(node, "alpha");
+    return !alpha || constantInt(alpha) == 1;
+  }
+  // round(x, decimals) scales by a power of ten first.
+  if (node->kind() == c10::aten::round)
+    return node->inputs().size() == 1;
+  return true;
+}
+
+const std::vector<int64_t> &exactReplayDTypes() {
+  static const std::vector<int64_t> dtypes = {
+      static_cast<int64_t>(c10::ScalarType::Byte),
+      static_cast<int64_t>(c10::ScalarType::Char),
+      static_cast<int64_t>(c10::ScalarType::Short),
+      static_cast<int64_t>(c10::ScalarType::Int),
+      static_cast<int64_t>(c10::ScalarType::Long),
+      static_cast<int64_t>(c10::ScalarType::Float),
+      static_cast<int64_t>(c10::ScalarType::Double),
+      static_cast<int64_t>(c10::ScalarType::Bool)};
+  return dtypes;
 }
 
 } // namespace staticify

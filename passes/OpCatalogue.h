@@ -14,6 +14,7 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace staticify {
 
@@ -55,5 +56,19 @@ bool mutatesFirstInput(const torch::jit::Node *node);
 /// casts, sums and means, list plumbing, metadata, host int arithmetic
 /// other than division. Conservative: false when unknown.
 bool neverRaisesOnValues(const torch::jit::Node *node);
+
+/// Whether the host computes \p node's result exactly as any device does,
+/// from the same operand values, in the dtypes exactReplayDTypes() lists
+/// (and the node writes nothing): views, integer arithmetic and single
+/// IEEE roundings, rounding to integers, clamps, comparisons, any and all.
+/// No transcendental (device libraries differ in the last place) and no
+/// cast (devices answer NaN-to-int differently).
+bool replaysExactly(const torch::jit::Node *node);
+
+/// The dtypes in which replaysExactly's ops give the same numbers on the
+/// host as on a device: integers, float32, float64, bool (not half
+/// precision: libtorch's CPU lacks some of its kernels and rounds Scalars
+/// to half first).
+const std::vector<int64_t> &exactReplayDTypes();
 
 } // namespace staticify

@@ -9,6 +9,7 @@
 #include "passes/Bounded.h"
 #include "passes/DictKeys.h"
 #include "passes/HoistReads.h"
+#include "passes/HostReplay.h"
 #include "passes/GraphUtils.h"
 #include "passes/IfConvert.h"
 #include "passes/IndexToMask.h"
@@ -453,6 +454,12 @@ const std::vector<PassInfo> &registeredPasses() {
        "first version reads it as a mask, the original is the fallback; "
        "only where the rewrites after it then reach the host less often",
        true, specializeDTypes},
+      {"host-replay",
+       "host reads of tensors built from host numbers on a device "
+       "(`(torch.as_tensor(std, device=x.device) == 0).any()`) -> the same "
+       "ops on the host, read there, where they give the device's numbers "
+       "exactly",
+       true, hostReplay},
       {"batched-nms",
        "batched_nms's per-class loop (for c in unique(idxs): nms of the rows "
        "of class c, kept rows marked in a mask) -> one NMS in which only "

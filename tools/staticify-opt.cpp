@@ -43,7 +43,9 @@ options:
                    the summary after them (as staticify --report does)
   --print-graph    with --analyze, print the graph too (after the findings)
   --print-classes  with --analyze, print every value's class, shape
-                   dependence and dtype (`%x: data-dependent leading long`)
+                   dependence and dtype, and `on-host` for a tensor the
+                   analysis knows lives on the host
+                   (`%x: data-dependent leading long`)
   --report-json F  with --analyze, also write the report as JSON to F
   --verify-each    after every pass, lint the graph and check that a pass
                    that reports no change left it as it was (every lit test)
@@ -117,6 +119,8 @@ static void printValueClasses(std::ostream &os, const torch::jit::Block &block,
     os << "%" << v->debugName() << ": " << className(vi.cls);
     if (v->type()->kind() == c10::TypeKind::TensorType)
       os << " " << shapeName(vi.shape) << " " << dtypeName(vi.dtype);
+    if (vi.onHost)
+      os << " on-host";
     os << "\n";
   };
   for (const torch::jit::Value *in : block.inputs())

@@ -4,6 +4,7 @@
 #include "passes/IRSource.h"
 #include "passes/Partition.h"
 
+#include <ATen/Functions.h>
 #include <gtest/gtest.h>
 
 using namespace staticify;
@@ -251,4 +252,21 @@ TEST(Analysis, AListsLengthIsDataDependentOnlyWhereItsWritesAre) {
       EXPECT_TRUE(analysis.info(n->blocks()[0]->outputs()[1]).isDataDependent());
     }
   }
+}
+
+TEST(Analysis, AFoldedTupleOfHostTensorsIsReadWithoutASync) {
+  // Constant propagation folds `(torch.tensor(0.0), False)` into one
+  // constant (RandAugment's magnitude table): the tensor in it lives on the
+  // host, so reading it back is no sync; one on a device would be.
+  auto graph = std::make_shared<torch::jit::Graph>();
+  torch::jit::Value *folded = graph->insertConstant(
+      c10::ivalue::Tuple::create(at::scalar_tensor(0.5), c10::IValue(false)));
+  auto *unpack = graph->insertNode(graph->createTupleUnpack(folded));
+  torch::jit::Value *read = graph->insert(
+      c10::Symbol::fromQualString("aten::item"), {unpack->output(0)});
+  graph->registerOutput(read);
+  AnalysisResult r = analyzeGraph(*graph);
+  EXPECT_TRUE(r.info(folded).onHost);
+  EXPECT_TRUE(r.info(unpack->output(0)).onHost);
+  EXPECT_TRUE(r.findings.empty());
 }

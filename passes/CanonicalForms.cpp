@@ -2,6 +2,7 @@
 
 #include "passes/CanonicalForms.h"
 
+#include "passes/Analysis.h"
 #include "passes/GraphUtils.h"
 #include "passes/OpCatalogue.h"
 #include "passes/PassContext.h"
@@ -109,6 +110,53 @@ bool builtinAbs(Graph &graph, Node *node) {
     return false;
   torch::jit::WithInsertPoint guard(node);
   return replace(node, emit(graph, "aten::abs", {node->input(0)}, node));
+}
+
+/// `torch.bincount(x, minlength=L)` has exactly L bins when every value of
+/// x is below L: always for a uint8 x and L >= 256 (torchvision's
+/// equalize). Then it is `zeros(L).scatter_add(0, x.long(), ones)`, which
+/// never reads the host (CUDA's bincount reads x.max() back to size its
+/// result). x's dtype and rank decide on the host (metadata: no sync);
+/// other dtypes and ranks keep bincount, in the guard's fallback.
+bool byteHistogram(Graph &graph, Node *node) {
+  constexpr int64_t kByteValues = 256;
+  if (node->kind() != c10::aten::bincount || node->inputs().size() != 3 ||
+      !isTensor(node->input(0)) || !node->input(1)->mustBeNone() ||
+      inGuardFallback(node))
+    return false;
+  std::optional<int64_t> bins = constantInt(node->input(2));
+  if (!bins || *bins < kByteValues)
+    return false;
+  torch::jit::WithInsertPoint guard(node);
+  Value *x = node->input(0);
+  // bincount raises for any other rank; scatter_add would not for a 0-d x.
+  Value *isByte = emit(
+      graph, "aten::__and__",
+      {emit(graph, "aten::eq",
+            {emit(graph, "prim::dtype", {x}, node),
+             static_cast<int64_t>(c10::ScalarType::Byte)},
+            node),
+       emit(graph, "aten::eq", {emit(graph, "aten::dim", {x}, node), 1}, node)},
+      node);
+  const auto kLong = static_cast<int64_t>(c10::ScalarType::Long);
+  Value *counts = emitIf(
+      graph, isByte, node,
+      [&] {
+        Value *bin = emit(graph, "aten::to", {x, kLong}, node);
+        Value *zeros = emit(
+            graph, "aten::zeros", {std::vector<int64_t>{*bins}}, node,
+            {torch::jit::NamedValue("dtype", kLong),
+             torch::jit::NamedValue("device",
+                                    emit(graph, "prim::device", {x}, node))});
+        Value *ones = emit(graph, "aten::ones_like", {bin}, node);
+        return emit(graph, "aten::scatter_add", {zeros, 0, bin, ones}, node);
+      },
+      [&] {
+        return emit(graph, "aten::bincount",
+                    {x, node->input(1), node->input(2)}, node);
+      });
+  counts->node()->i_(guardAttr(), 1);
+  return replace(node, counts);
 }
 
 } // namespace
@@ -219,7 +267,7 @@ bool canonicalizeSpelling(Graph &graph, Node *node) {
     return true;
   }
   return argwhereAsNonzero(graph, node) || rowIndicesAsWhere(graph, node) ||
-         builtinAbs(graph, node);
+         builtinAbs(graph, node) || byteHistogram(graph, node);
 }
 
 } // namespace staticify

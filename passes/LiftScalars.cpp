@@ -153,11 +153,13 @@ namespace {
 /// `torch.as_tensor(x, dtype=d, device=dev)` (or torch.tensor,
 /// torch.scalar_tensor) of a host number x with a dtype and a device: the
 /// 0-d tensor `t.to(dev, d)` makes from x's lifted tensor t, which holds
-/// x's value in int64, float64 or bool, so that both round it to d once
-/// (torchaudio's biquads rebuild each coefficient they read so). Without
-/// a dtype the number's would depend on the default dtype, without a device
-/// the result lives on the host, where the lifted tensor is not: left
-/// alone.
+/// x's value in int64, float64 or bool, a float first cast to the default
+/// dtype as TorchScript makes it (torchaudio's biquads rebuild each
+/// coefficient they read so). The two differ only where the original
+/// raises: a float that overflows the default dtype, which its checked
+/// conversion refuses and a cast makes inf. Without a dtype, or without a
+/// device (the result lives on the host, where the lifted tensor is not):
+/// left alone.
 bool isScalarFactory(const Node *node, size_t offset) {
   static const auto asTensor = c10::Symbol::fromQualString("aten::as_tensor");
   if (offset != 0 || node->outputs().size() != 1 ||
@@ -428,6 +430,15 @@ private:
     torch::jit::WithInsertPoint guard(user);
     Value *t = lifted.at(user->input(offset));
     if (isScalarFactory(user, offset)) {
+      // TorchScript makes a float in the default dtype first (0.1 with
+      // dtype=float64 is 0.10000000149011612), an int in int64, a bool in
+      // bool: the lifted tensor's dtype but for floats.
+      if (user->input(offset)->type()->kind() == c10::TypeKind::FloatType) {
+        Value *someTensor =
+            emit(graph, "aten::empty", {std::vector<int64_t>{0}}, user);
+        t = emit(graph, "aten::to",
+                 {t, emit(graph, "prim::dtype", {someTensor}, user)}, user);
+      }
       Value *made = emit(graph, "aten::to",
                          {t, namedInput(user, "device"),
                           namedInput(user, "dtype")},

@@ -19,7 +19,7 @@
 #include "passes/MaskedReduce.h"
 #include "passes/OpCatalogue.h"
 #include "passes/Partition.h"
-#include "passes/SpecializeDTypes.h"
+#include "passes/SpecializeInputs.h"
 #include "passes/SpecializeTraining.h"
 #include "passes/Uploads.h"
 
@@ -454,6 +454,13 @@ const std::vector<PassInfo> &registeredPasses() {
        "first version reads it as a mask, the original is the fallback; "
        "only where the rewrites after it then reach the host less often",
        true, specializeDTypes},
+      {"specialize-ranks",
+       "a method selecting by (or from) a graph input of unknown rank "
+       "(x[m.nonzero().squeeze(1)]) -> versioned on that input's rank, 1 or "
+       "2 (metadata: no sync): the first version reads it with that rank, "
+       "the original is the fallback; only where the rewrites after it then "
+       "reach the host less often",
+       true, specializeRanks},
       {"host-replay",
        "host reads of tensors built from host numbers on a device "
        "(`(torch.as_tensor(std, device=x.device) == 0).any()`) -> the same "

@@ -485,7 +485,12 @@ std::optional<int64_t> knownRank(const Value *v, const AnalysisResult *analysis,
     return r && *r + *step >= 0 ? std::optional<int64_t>(*r + *step)
                                 : std::nullopt;
   }
-  if (opRole(node) == OpRole::Reduction && node->outputs().size() == 1) {
+  // Every result of a reduction has the reduced rank (max(x, d)'s values
+  // and indices alike), and so has argmax's and argmin's.
+  if ((opRole(node) == OpRole::Reduction || op == "aten::argmax" ||
+       op == "aten::argmin") &&
+      std::all_of(node->outputs().begin(), node->outputs().end(),
+                  [](const Value *out) { return isTensor(out); })) {
     const Value *dim = namedInput(node, "dim");
     const Value *keep = namedInput(node, "keepdim");
     std::optional<std::vector<int64_t>> dims;

@@ -23,7 +23,8 @@ real_code = pytest.importorskip("real_code")
 
 SUBSET = ["swin_t", "maxvit_t", "mobilenet_v3_small", "masks_to_boxes", "nms",
           "MultiScaleRoIAlign", "autocontrast", "AutoAugment", "lfilter", "overdrive",
-          "MelSpectrogram", "Conformer", "giou_loss", "wav2vec2_base+lengths"]
+          "MelSpectrogram", "Conformer", "giou_loss", "wav2vec2_base+lengths",
+          "normalize", "bandpass_biquad", "perspective", "equalize"]
 
 # Classification models and spectrograms: nothing in them depends on data,
 # and the report must say so (swin_t and maxvit_t once reported 12 and 22
@@ -33,7 +34,7 @@ STATIC = {"swin_t", "maxvit_t", "mobilenet_v3_small", "lfilter", "MelSpectrogram
 # At their floor today: all sync points rewritten away, or only nms's cut
 # of its returned indices left.
 FLOOR = {"masks_to_boxes", "nms", "MultiScaleRoIAlign", "autocontrast", "giou_loss",
-         "wav2vec2_base+lengths"}
+         "wav2vec2_base+lengths", "normalize", "bandpass_biquad", "perspective"}
 
 # What TorchScript refuses in torch 1.13, torchvision 0.14, torchaudio 0.13
 # (the libraries' own code: bench/real_code.py prints each reason).

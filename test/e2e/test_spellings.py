@@ -27,36 +27,13 @@ VARIANTS = spellings.all_variants()
 # (idiom, rules) -> why its sync points differ from its twin's: twin's
 # (before, after) -> the variant's, and the note of what the variant keeps.
 KNOWN_DIVERGENT = {
-    # torch.where(c)[0] spelled nonzero(c) made a vector: where(c)[0] only
-    # for a 1-D c (normalize, CanonicalForms.h), and c's rank is not known
-    # (a graph input compared). nonzero(c)[:, 0] and argwhere are canonical.
-    **{("foreground-box-loss", rules): "(1, 0) -> (1, 1): bound: uses with no bounded form "
-       "materialize: 'aten::div' (loss / max(1, fg.numel()))"
-       for rules in ("where-nonzero-squeeze", "where-nonzero-flatten", "where-nonzero-view")},
-    **{("moe-layer-flattened", rules): "(3, 0) -> (3, 3): bound: uses with no bounded form "
-       "materialize: 'prim::ListConstruct' (out[idx] = ...)"
-       for rules in ("where-nonzero-squeeze",)},
-    # x[m] spelled x[m.nonzero().squeeze(1)]: two selections by one mask
-    # are not seen as one selection (each materializes where the two meet).
-    **{(idiom, "mask-index-nonzero"): f"(2, 0) -> (2, 2): bound: uses with no bounded form "
-       f"materialize: {use}" for idiom, use in (
-           ("focal-loss-normalized", "'aten::size'"),
-           ("fairseq-label-smoothed", "'aten::gather', 'aten::unsqueeze'"),
-           ("fairseq-masked-lm", "'aten::nll_loss_nd'"),
-           ("metrics-accuracy-ignore", "'aten::eq'"),
-           ("metrics-mae-masked", "'aten::sub'"),
-           ("metrics-rmse-valid", "'aten::sub'"),
-           ("dice-ignore", "'aten::mul'"),
-           ("lovasz-ignore", "'aten::mul'"),
-           ("keypoint-visible-loss", "'aten::cross_entropy_loss'"))},
-    ("metrics-confusion-bincount", "mask-index-nonzero"):
-        "(3, 2) -> (3, 3): bound: uses with no bounded form materialize: 'aten::add'",
-    # x[m] spelled x[torch.where(m)[0]] or x.index_select(0, torch.where(m)[0]):
-    # the same, where the two selections meet in an op (for others they do not).
+    # x[m] spelled x[m.nonzero().squeeze(1)], x[torch.where(m)[0]] or
+    # x.index_select(0, torch.where(m)[0]): two selections by one index are
+    # not seen as one selection where they meet in a gather or a product.
     **{(idiom, rules): f"(2, 0) -> (2, 2): bound: uses with no bounded form materialize: {use}"
        for idiom, use in (("fairseq-label-smoothed", "'aten::gather', 'aten::unsqueeze'"),
                           ("lovasz-ignore", "'aten::mul'"))
-       for rules in ("mask-index-where", "mask-index-select")},
+       for rules in ("mask-index-nonzero", "mask-index-where", "mask-index-select")},
     # A count read as int(torch.count_nonzero(x)) rather than x.nonzero().numel().
     ("fast-rcnn-accuracy", "nonzero-count-count-nonzero"):
         "(2, 1) -> (2, 2): aten::Int kept: bound: uses with no bounded form "

@@ -1,0 +1,291 @@
+//===- SpecializeInputs.cpp - A method versioned on its inputs' metadata --===//
+
+#include "passes/SpecializeInputs.h"
+
+#include "passes/Analysis.h"
+#include "passes/CanonicalForms.h"
+#include "passes/GraphUtils.h"
+#include "passes/OpCatalogue.h"
+#include "passes/OpInfo.h"
+#include "passes/Pipeline.h"
+#include "passes/RewritePolicy.h"
+#include "passes/Selection.h"
+
+#include <algorithm>
+#include <optional>
+#include <unordered_map>
+#include <unordered_set>
+
+namespace staticify {
+
+using torch::jit::Block;
+using torch::jit::Graph;
+using torch::jit::Node;
+using torch::jit::Value;
+
+namespace {
+
+constexpr int64_t kBool = static_cast<int64_t>(c10::ScalarType::Bool);
+
+/// The default pipeline's passes after \p pass: what a trial runs to see
+/// what each version becomes.
+std::vector<std::string> passesAfter(const char *pass) {
+  std::vector<std::string> all = defaultPipeline(/*inlineCalls=*/false);
+  auto self = std::find(all.begin(), all.end(), pass);
+  return {self == all.end() ? all.end() : self + 1, all.end()};
+}
+
+/// What the first version takes to hold of one graph input: that it is
+/// bool (no rank), or that it has \p rank dimensions.
+struct Fact {
+  Value *input = nullptr;
+  std::optional<int64_t> rank;
+};
+
+/// The host test of \p fact (metadata: no sync).
+Value *holds(Graph &graph, const Fact &fact, const Node *anchor) {
+  if (fact.rank)
+    return emit(graph, "aten::eq",
+                {emit(graph, "aten::dim", {fact.input}, anchor), *fact.rank},
+                anchor);
+  return emit(graph, "aten::eq",
+              {emit(graph, "prim::dtype", {fact.input}, anchor), kBool},
+              anchor);
+}
+
+/// The input as the first version reads it, where \p fact holds: itself,
+/// spelled so that the rewrites see the fact (`x.to(torch.bool)`, or
+/// `x.view([x.size(0), ..., x.size(r - 1)])`).
+Value *refined(Graph &graph, const Fact &fact, const Node *anchor) {
+  if (!fact.rank)
+    return emit(graph, "aten::to", {fact.input, kBool, false, false}, anchor);
+  std::vector<Value *> sizes;
+  for (int64_t d = 0; d < *fact.rank; ++d)
+    sizes.push_back(emit(graph, "aten::size", {fact.input, d}, anchor));
+  Value *list = graph.insertNode(graph.createList(c10::IntType::get(), sizes))
+                    ->output();
+  return emit(graph, "aten::view", {fact.input, list}, anchor);
+}
+
+/// The graph input \p index reads, through ops that keep their input's
+/// dtype (views, clone, to(device)); nullptr where it is none.
+Value *inputBehind(Value *index, const Graph &graph) {
+  for (int depth = 0; depth < 16; ++depth) {
+    Node *node = index->node();
+    if (node->kind() == c10::prim::Param)
+      return node->owningBlock() == graph.block() && isTensor(index) ? index
+                                                                      : nullptr;
+    const OpInfo *op = opInfo(node);
+    if (!op || op->dtype != DTypeRule::KeepsInput || node->inputs().empty() ||
+        !isTensor(node->input(0)))
+      return nullptr;
+    index = node->input(0);
+  }
+  return nullptr;
+}
+
+/// The graph inputs whose dtype would decide an index: given, unknown, to
+/// indexing or an indexed store.
+std::vector<Value *> inputsDecidingIndices(const Graph &graph,
+                                           const AnalysisResult &analysis) {
+  std::vector<Value *> inputs;
+  for (Node *node : analysis.nodesWhere([](c10::Symbol op) {
+         return op == c10::aten::index || op == c10::aten::index_put_ ||
+                op == c10::aten::index_put;
+       })) {
+    Node *list = node->input(1)->node();
+    if (list->kind() != c10::prim::ListConstruct)
+      continue;
+    for (Value *index : list->inputs()) {
+      if (index->mustBeNone() ||
+          analysis.info(index).dtype != DTypeKind::Unknown)
+        continue;
+      Value *input = inputBehind(index, graph);
+      if (input && std::find(inputs.begin(), inputs.end(), input) == inputs.end())
+        inputs.push_back(input);
+    }
+  }
+  return inputs;
+}
+
+/// Versions \p graph's body on \p facts (of its own inputs).
+void version(Graph &graph, const std::vector<Fact> &facts) {
+  Block *top = graph.block();
+  Node *first = *top->nodes().begin();
+  Node *ret = top->return_node();
+  Value *test = nullptr;
+  {
+    torch::jit::WithInsertPoint at(first);
+    for (const Fact &fact : facts) {
+      Value *one = holds(graph, fact, first);
+      test = test ? emit(graph, "aten::__and__", {test, one}, first) : one;
+    }
+  }
+  Node *ifNode = graph.create(c10::prim::If, {test}, 0);
+  ifNode->insertBefore(first);
+  ifNode->i_(guardAttr(), 1);
+  ifNode->i_(specializedAttr(), 1);
+  Block *then = ifNode->addBlock();
+  Block *otherwise = ifNode->addBlock();
+  // The original body becomes the fallback, as it is.
+  for (Node *node = first; node != ret;) {
+    Node *next = node->next();
+    node->moveBefore(otherwise->return_node());
+    node = next;
+  }
+  for (Value *out : ret->inputs())
+    otherwise->registerOutput(out);
+  // The specialized body: a copy reading each input as the fact says.
+  std::unordered_map<Value *, Value *> env;
+  {
+    torch::jit::WithInsertPoint at(then->return_node());
+    for (const Fact &fact : facts)
+      env[fact.input] = refined(graph, fact, otherwise->nodes().front());
+  }
+  auto lookup = [&](Value *v) {
+    auto it = env.find(v);
+    return it == env.end() ? v : it->second;
+  };
+  for (Node *node : otherwise->nodes()) {
+    Node *copy = graph.createClone(node, lookup);
+    then->appendNode(copy);
+    for (size_t i = 0; i < node->outputs().size(); ++i) {
+      copy->output(i)->copyMetadata(node->output(i));
+      env[node->output(i)] = copy->output(i);
+    }
+  }
+  for (size_t i = 0; i < ret->inputs().size(); ++i) {
+    Value *out = ret->input(i);
+    then->registerOutput(lookup(out));
+    Value *result = ifNode->addOutput()->setType(out->type());
+    ret->replaceInput(i, result);
+  }
+  // What the facts make canonical (a nonzero made a vector, of an m now of
+  // rank 1, is where(m)[0]): normalize's sweep, on the first version.
+  for (Node *node : collectNodes(then))
+    canonicalizeSpelling(graph, node);
+}
+
+/// The sync points left in \p graph after the passes \p after, with the
+/// method versioned on \p facts (none: as it is), on a copy.
+size_t syncPointsWith(Graph &graph, PassContext &ctx,
+                      const std::vector<Fact> &facts,
+                      const std::vector<std::string> &after) {
+  RewriteTrial trial(graph, ctx);
+  if (!facts.empty()) {
+    std::vector<Fact> theirs = facts;
+    for (Fact &fact : theirs)
+      fact.input = trial.counterpart(fact.input);
+    version(*trial.graph(), theirs);
+  }
+  trial.runPasses(after);
+  return trial.cost().syncPoints;
+}
+
+bool versionable(const Graph &graph, const PassContext &ctx) {
+  // A padded output changes the method's results' types in one version.
+  return !ctx.options.paddedOutputs &&
+         graph.block()->nodes().begin() != graph.block()->nodes().end();
+}
+
+/// The tensor inputs of unknown rank from which a data-dependent shape is
+/// computed (a nonzero, a selection), at most kMaxRankInputs of them.
+std::vector<Value *> inputsReachingShapeRoots(Graph &graph) {
+  constexpr size_t kMaxRankInputs = 4;
+  constexpr size_t kMaxVisits = 4096;
+  std::vector<Value *> inputs;
+  for (Value *input : graph.inputs()) {
+    auto type = input->type()->cast<c10::TensorType>();
+    if (!type || type->dim() || knownRank(input))
+      continue;
+    std::vector<const Value *> work = {input};
+    std::unordered_set<const Value *> seen = {input};
+    bool reaches = false;
+    while (!work.empty() && !reaches && seen.size() < kMaxVisits) {
+      const Value *v = work.back();
+      work.pop_back();
+      for (const torch::jit::Use &use : v->uses()) {
+        if (opRole(use.user) == OpRole::DynamicShapeRoot) {
+          reaches = true;
+          break;
+        }
+        for (const Value *out : use.user->outputs())
+          if (carriesTensor(out->type()) && seen.insert(out).second)
+            work.push_back(out);
+      }
+    }
+    if (reaches)
+      inputs.push_back(input);
+    if (inputs.size() == kMaxRankInputs)
+      break;
+  }
+  return inputs;
+}
+
+} // namespace
+
+bool specializeDTypes(std::shared_ptr<Graph> &graph, PassContext &ctx) {
+  if (!versionable(*graph, ctx))
+    return false;
+  std::vector<Fact> facts;
+  for (Value *input : inputsDecidingIndices(*graph, ctx.facts.analysis(graph)))
+    facts.push_back({input, std::nullopt});
+  if (facts.empty())
+    return false;
+  // The copy is kept only where the rewrites then reach the host at fewer
+  // points than they do on the method as it is: both tried.
+  const std::vector<std::string> after = passesAfter("specialize-dtypes");
+  if (syncPointsWith(*graph, ctx, facts, after) >=
+      syncPointsWith(*graph, ctx, {}, after))
+    return false;
+  version(*graph, facts);
+  return true;
+}
+
+bool specializeRanks(std::shared_ptr<Graph> &graph, PassContext &ctx) {
+  if (!versionable(*graph, ctx))
+    return false;
+  std::vector<Value *> inputs = inputsReachingShapeRoots(*graph);
+  if (inputs.empty())
+    return false;
+  const std::vector<std::string> after = passesAfter("specialize-ranks");
+  size_t best = syncPointsWith(*graph, ctx, {}, after);
+  std::vector<Fact> chosen;
+  auto tryFacts = [&](const std::vector<Fact> &facts) {
+    if (best == 0 || facts.empty())
+      return;
+    size_t points = syncPointsWith(*graph, ctx, facts, after);
+    if (points < best) {
+      best = points;
+      chosen = facts;
+    }
+  };
+  if (inputs.size() <= 2) {
+    // Every choice of rank (none, 1, 2) for each: an expert's input and its
+    // router may only help together (8 trials at most).
+    for (int64_t a = 0; a <= 2; ++a)
+      for (int64_t b = 0; b <= (inputs.size() == 2 ? 2 : 0); ++b) {
+        std::vector<Fact> facts;
+        if (a)
+          facts.push_back({inputs[0], a});
+        if (b)
+          facts.push_back({inputs[1], b});
+        tryFacts(facts);
+      }
+  } else {
+    // Greedily, input by input: the rank whose version, with those chosen
+    // before, reaches the host at the fewest points.
+    for (Value *input : inputs)
+      for (int64_t rank : {1, 2}) {
+        std::vector<Fact> facts = chosen;
+        facts.push_back({input, rank});
+        tryFacts(facts);
+      }
+  }
+  if (chosen.empty())
+    return false;
+  version(*graph, chosen);
+  return true;
+}
+
+} // namespace staticify

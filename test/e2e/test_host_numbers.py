@@ -1,0 +1,106 @@
+"""Reads of values made from host numbers, and histograms of bytes, through
+the real binary, against the original in PyTorch.
+
+- host-replay: a check on a tensor built from host numbers on the data's
+  device (torchvision's normalize: `(std == 0).any()`) is read from the same
+  ops replayed on the host; with the dtype known only at run time, a guard
+  replays in the dtypes the host computes exactly and reads the device's
+  tensor otherwise (float16 here).
+- lift-scalars: a coefficient read back as a float and rebuilt with
+  `torch.as_tensor(c, dtype=..., device=...)` (torchaudio's biquads) stays a
+  tensor: one rounding to the dtype, as as_tensor's.
+- normalize: `torch.bincount(x, minlength=256)` of a uint8 vector is a
+  scatter_add into 256 zeros; any other dtype or rank takes bincount."""
+from typing import List
+
+import pytest
+import torch
+
+from conftest import sync_points
+
+
+class StdCheck(torch.nn.Module):
+    def __init__(self, std: List[float]):
+        super().__init__()
+        self.std = std
+
+    def forward(self, x):
+        std = torch.as_tensor(self.std, dtype=x.dtype, device=x.device)
+        if (std == 0).any():
+            raise ValueError("std evaluated to zero")
+        return x / std.view(-1, 1, 1)
+
+
+class Coefficients(torch.nn.Module):
+    def forward(self, x, w):
+        c = torch.sin(x.mean()) / 2.0
+        b0 = torch.as_tensor(float(c), dtype=w.dtype, device=w.device)
+        b1 = torch.as_tensor(float(c * 3.0), dtype=torch.float64, device=w.device)
+        return w * b0 + b1
+
+
+class Histogram(torch.nn.Module):
+    def forward(self, x):
+        return torch.bincount(x.reshape(-1), minlength=256)
+
+
+def run(staticify, save, tmp_path, module):
+    path = save(module)
+    out = tmp_path / "out.pt"
+    staticify(path, "-o", out)
+    return torch.jit.load(str(path)), torch.jit.load(str(out)), staticify.report(path)
+
+
+def test_std_check_reads_the_host(staticify, save, tmp_path):
+    original, result, report = run(staticify, save, tmp_path, StdCheck([0.2, 0.3, 0.4]))
+    assert sync_points(report) == (1, 0)
+    for dtype in (torch.float32, torch.float64, torch.float16):
+        x = torch.rand(3, 4, 5).to(dtype)
+        assert torch.equal(original(x), result(x)), dtype
+
+
+def test_std_check_still_raises(staticify, save, tmp_path):
+    original, result, _ = run(staticify, save, tmp_path, StdCheck([0.2, 0.0, 0.4]))
+    for module in (original, result):
+        with pytest.raises(torch.jit.Error, match="std evaluated to zero"):
+            module(torch.rand(3, 4, 5))
+
+
+def test_rebuilt_coefficients_stay_tensors(staticify, save, tmp_path):
+    original, result, report = run(staticify, save, tmp_path, Coefficients())
+    assert sync_points(report) == (2, 0)
+    gen = torch.Generator().manual_seed(0)
+    for dtype in (torch.float32, torch.float64):  # no sin of half on the CPU
+        x = torch.randn(7, generator=gen, dtype=torch.float64).to(dtype)
+        w = torch.randn(5, generator=gen, dtype=torch.float64).to(dtype)
+        a, b = original(x, w), result(x, w)
+        assert a.dtype == b.dtype and torch.equal(a, b), dtype
+
+
+def test_byte_histogram_is_static_and_equal(staticify, save, tmp_path):
+    original, result, report = run(staticify, save, tmp_path, Histogram())
+    # The histogram of bytes has 256 bins: no root left in the guarded form.
+    assert sync_points(report)[1] == 0
+    gen = torch.Generator().manual_seed(0)
+    cases = [torch.randint(0, 256, (3, 32, 32), generator=gen, dtype=torch.uint8),
+             torch.zeros(0, dtype=torch.uint8),
+             torch.full((10,), 255, dtype=torch.uint8),
+             # Other dtypes take bincount: more bins than 256 where the
+             # values reach past them.
+             torch.randint(0, 1000, (50,), generator=gen),
+             torch.randint(0, 200, (50,), generator=gen, dtype=torch.int32)]
+    for x in cases:
+        a, b = original(x), result(x)
+        assert a.dtype == b.dtype and torch.equal(a, b), x.dtype
+
+
+def test_byte_histogram_of_a_scalar_raises_as_bincount(staticify, save, tmp_path):
+    class Scalar(torch.nn.Module):
+        def forward(self, x):
+            return torch.bincount(x, minlength=256)
+
+    original, result, _ = run(staticify, save, tmp_path, Scalar())
+    x = torch.tensor(3, dtype=torch.uint8)
+    for module in (original, result):
+        with pytest.raises(RuntimeError, match="1-d"):
+            module(x)

@@ -168,7 +168,14 @@ namespace {
 /// afresh that nothing writes to, or views that no op uses to write (two
 /// equal views of one tensor are one until one of them is changed in
 /// place: its data is theirs, but `unsqueeze_` changes one view).
-bool mergeable(const Node *node) {
+/// Whether \p v is a host number, which nothing writes.
+bool isHostNumber(const Value *v) {
+  c10::TypeKind kind = v->type()->kind();
+  return kind == c10::TypeKind::IntType || kind == c10::TypeKind::FloatType ||
+         kind == c10::TypeKind::BoolType;
+}
+
+bool mergeable(const Node *node, const MergeReads *reads) {
   const c10::FunctionSchema *schema = node->maybeSchema();
   if (!schema || !node->blocks().empty() || node->numAttributes() != 0 ||
       node->outputs().empty() ||
@@ -177,14 +184,17 @@ bool mergeable(const Node *node) {
       Aliases::mayWrite(node))
     return false;
   // The original's host syncs are counted on the normalized graph: one
-  // nonzero for two would hide one.
+  // nonzero for two would hide one. Reads a rewrite made merge after it.
   OpRole role = opRole(node);
-  if (role == OpRole::DynamicShapeRoot || role == OpRole::SyncRead)
+  if ((role == OpRole::DynamicShapeRoot || role == OpRole::SyncRead) &&
+      (!reads || (*reads)(node)))
     return false;
   for (size_t i = 0; i < node->outputs().size(); ++i) {
     const Value *out = node->output(i);
     const c10::AliasInfo *view = schema->returns()[i].alias_info();
     if (!view) {
+      if (reads && isHostNumber(out))
+        continue;
       if (Aliases::writtenAfresh(out, nullptr) != false)
         return false; // not a tensor, or written to
       continue;
@@ -221,14 +231,15 @@ std::string mergeKey(const Node *node) {
 
 using Seen = std::unordered_map<std::string, Node *>;
 
-bool mergeIn(torch::jit::Block *block, std::vector<Seen> &scopes) {
+bool mergeIn(torch::jit::Block *block, std::vector<Seen> &scopes,
+             const MergeReads *reads) {
   bool merged = false;
   scopes.emplace_back();
   for (auto it = block->nodes().begin(); it != block->nodes().end();) {
     Node *node = *it++;
     for (torch::jit::Block *inner : node->blocks())
-      merged |= mergeIn(inner, scopes);
-    if (!mergeable(node))
+      merged |= mergeIn(inner, scopes, reads);
+    if (!mergeable(node, reads))
       continue;
     std::string key = mergeKey(node);
     Node *earlier = nullptr;
@@ -254,9 +265,10 @@ bool mergeIn(torch::jit::Block *block, std::vector<Seen> &scopes) {
 
 } // namespace
 
-bool mergeEqualTensorOps(const std::shared_ptr<Graph> &graph) {
+bool mergeEqualTensorOps(const std::shared_ptr<Graph> &graph,
+                         const MergeReads *reads) {
   std::vector<Seen> scopes;
-  return mergeIn(graph->block(), scopes);
+  return mergeIn(graph->block(), scopes, reads);
 }
 
 bool canonicalizeSpelling(Graph &graph, Node *node) {

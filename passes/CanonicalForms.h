@@ -23,6 +23,8 @@
 
 #include <torch/csrc/jit/ir/ir.h>
 
+#include <functional>
+
 namespace staticify {
 
 /// One mask written out at each use (`a.view(-1) == 1` twice) is one mask:
@@ -32,7 +34,15 @@ namespace staticify {
 /// followed through their aliases; or a view no op uses to write). Lists,
 /// tuples and constants are left as they are: a rule may own an index
 /// list. Returns whether it merged.
-bool mergeEqualTensorOps(const std::shared_ptr<torch::jit::Graph> &graph);
+///
+/// With \p reads, after the rewrites: host reads and data-dependent shapes
+/// merge too, and their host-number results, except the nodes \p reads
+/// names (the original's, whose findings the report tracks): three cuts of
+/// selections by one mask read their one count once, as TorchScript's
+/// executor would run them.
+using MergeReads = std::function<bool(const torch::jit::Node *)>;
+bool mergeEqualTensorOps(const std::shared_ptr<torch::jit::Graph> &graph,
+                         const MergeReads *reads = nullptr);
 
 /// Rewrites \p node into its canonical form, inserting the new nodes before
 /// it and destroying it (and nothing else); returns whether it did.

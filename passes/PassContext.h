@@ -31,6 +31,15 @@ struct PassOptions {
   /// bound: a bounded graph output is returned as `(padded, count)` instead
   /// of being cut to its count (which reads count on the host).
   bool paddedOutputs = false;
+  /// The pipeline's last word keeps a rewritten method that reaches the
+  /// host at as many points as before though it runs more ops: its static
+  /// regions are what the caller wants (--outline, --cuda-graphs, --lower,
+  /// --padded-outputs). Otherwise such a method is left as it was.
+  bool keepEqualSyncRewrites = false;
+  /// After the passes, equal ops a rewrite emitted (reads of one count
+  /// included) are merged, as TorchScript's executor would merge them
+  /// (staticify; staticify-opt with --as-staticify).
+  bool mergeAfterRewrites = true;
   /// bound: where a rewrite has a kernel in the runtime library
   /// (staticify::nms_padded), emit it instead of its TorchScript form, when
   /// that library is loaded. The output then needs it loaded too.

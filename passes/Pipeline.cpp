@@ -67,6 +67,36 @@ static size_t countDynamicOps(torch::jit::Block *block) {
   return std::count_if(nodes.begin(), nodes.end(), isDynamicOp);
 }
 
+/// The ops a call of \p block runs, as the pipeline's last word weighs
+/// them: every node but constants and the plumbing of lists and tuples,
+/// once each (a loop's body counted once), a guard's fallback not counted
+/// (it runs only where the facts its guard checks fail).
+static size_t opsPerCall(const torch::jit::Block *block) {
+  size_t ops = 0;
+  for (const Node *node : block->nodes()) {
+    switch (node->kind()) {
+    case c10::prim::Constant:
+    case c10::prim::ListConstruct:
+    case c10::prim::ListUnpack:
+    case c10::prim::TupleConstruct:
+    case c10::prim::TupleUnpack:
+      continue;
+    case c10::prim::If:
+      ops += 1 + opsPerCall(node->blocks()[0]);
+      if (!node->hasAttribute(guardAttr()))
+        ops += opsPerCall(node->blocks()[1]);
+      continue;
+    default:
+      ops += 1;
+      for (const torch::jit::Block *b : node->blocks())
+        ops += opsPerCall(b);
+    }
+  }
+  return ops;
+}
+
+static size_t opsPerCall(const Graph &graph) { return opsPerCall(graph.block()); }
+
 static bool hasCalls(const torch::jit::Block *block) {
   for (const torch::jit::Node *node : block->nodes()) {
     if (node->kind() == c10::prim::CallMethod ||
@@ -148,14 +178,16 @@ static bool dropRedundantCast(Node *node) {
 }
 
 /// The pass whose guard keeps \p node in its fallback: specialize-dtypes'
-/// version of a method, or bound's guard on a size's bound.
+/// or specialize-ranks' version of a method, or bound's guard on a size's
+/// bound.
 static const char *guardingPass(const Node *node) {
   for (const torch::jit::Block *b = node->owningBlock(); b->owningNode();
        b = b->owningNode()->owningBlock())
     if (isGuardFallback(b))
-      return b->owningNode()->hasAttribute(specializedAttr())
-                 ? "specialize-dtypes"
-                 : "bound";
+      return !b->owningNode()->hasAttribute(specializedAttr()) ? "bound"
+             : b->owningNode()->i(specializedAttr()) == kSpecializedRanks
+                 ? "specialize-ranks"
+                 : "specialize-dtypes";
   return "bound";
 }
 
@@ -738,6 +770,10 @@ PipelineResult runPipeline(std::shared_ptr<Graph> &graph,
   // a copy, or (with \p original) how many passes made it from original.
   std::shared_ptr<Graph> unrewritten;
   std::optional<size_t> passesBeforeRewriting;
+  size_t opsBefore = 0;
+  // Passes whose gain the sync count does not see: an upload's copy that
+  // waits for the stream, a loop's reads made one copy.
+  bool unseenGain = false;
   // Data-dependent ops once calls are inlined, and when the analysis first
   // looks: fewer means normalization erased dead ones. With \p original,
   // the first count is taken only where it matters, at the end: a method no
@@ -766,6 +802,7 @@ PipelineResult runPipeline(std::shared_ptr<Graph> &graph,
       beforeSegments = timed(result.seconds, "partition (before)", [&] {
                          return partitionGraph(*graph, *before).segments;
                        });
+      opsBefore = opsPerCall(*graph);
       if (!before->findings.empty()) { // a static method is not rewritten
         if (original)
           passesBeforeRewriting = index;
@@ -783,6 +820,16 @@ PipelineResult runPipeline(std::shared_ptr<Graph> &graph,
     if (pass->name == "inline")
       result.report.inlined = true;
     result.rewritten |= changed && pass->rewrites;
+    unseenGain |= changed && (pass->name == "uploads" || pass->name == "hoist-reads");
+  }
+  // What the rewrites emitted once per use and TorchScript's executor
+  // merges when it runs (three cuts of selections by one mask read their
+  // counts once): merged here, so that the report counts what runs. The
+  // original's own reads stay, tracked by their findings.
+  if (result.rewritten && options.mergeAfterRewrites) {
+    MergeReads original = [&](const Node *node) { return ctx.isTracked(node); };
+    if (mergeEqualTensorOps(graph, &original))
+      ctx.facts.invalidate();
   }
   std::shared_ptr<const AnalysisResult> afterFacts =
       timed(result.seconds, "analysis (after)",
@@ -793,14 +840,25 @@ PipelineResult runPipeline(std::shared_ptr<Graph> &graph,
   // rewrites cannot cost a sync run without trials, but together with the
   // others they still might (masked-reduce's count of a selection, read
   // back for a host use, while bound keeps the selection). A method that
-  // would reach the host at more points than before is left as it was.
+  // would reach the host at more points than before is left as it was,
+  // and so is one that reaches it as often and runs more ops per call: a
+  // rewrite exists to make the method faster.
   std::string reverted;
   if ((unrewritten || passesBeforeRewriting) && result.rewritten) {
     size_t was = countSyncPoints(*before), now = countSyncPoints(*afterFacts);
-    if (now > was) {
+    size_t opsNow = opsPerCall(*graph);
+    if (now > was)
       reverted = "pipeline: the rewritten method would reach the host at " +
                  std::to_string(now) + " points instead of " +
                  std::to_string(was) + "; it is left as it was";
+    else if (now == was && opsNow > opsBefore && !unseenGain &&
+             !options.keepEqualSyncRewrites)
+      reverted = "pipeline: the rewritten method would reach the host at as "
+                 "many points (" +
+                 std::to_string(now) + ") and run " + std::to_string(opsNow) +
+                 " ops per call instead of " + std::to_string(opsBefore) +
+                 "; it is left as it was";
+    if (!reverted.empty()) {
       if (!unrewritten) // derived again: the passes are deterministic
         unrewritten =
             replayPasses(*original, passes, *passesBeforeRewriting, options);

@@ -124,7 +124,9 @@ void version(Graph &graph, const std::vector<Fact> &facts) {
   Node *ifNode = graph.create(c10::prim::If, {test}, 0);
   ifNode->insertBefore(first);
   ifNode->i_(guardAttr(), 1);
-  ifNode->i_(specializedAttr(), 1);
+  bool ranks = std::any_of(facts.begin(), facts.end(),
+                           [](const Fact &fact) { return fact.rank.has_value(); });
+  ifNode->i_(specializedAttr(), ranks ? kSpecializedRanks : 1);
   Block *then = ifNode->addBlock();
   Block *otherwise = ifNode->addBlock();
   // The original body becomes the fallback, as it is.
@@ -182,10 +184,12 @@ size_t syncPointsWith(Graph &graph, PassContext &ctx,
   return trial.cost().syncPoints;
 }
 
-bool versionable(const Graph &graph, const PassContext &ctx) {
-  // A padded output changes the method's results' types in one version.
-  return !ctx.options.paddedOutputs &&
-         graph.block()->nodes().begin() != graph.block()->nodes().end();
+bool versionable(const std::shared_ptr<Graph> &graph, PassContext &ctx) {
+  // A padded output would change the method's results' types in one
+  // version: only where no result's shape depends on data.
+  return graph->block()->nodes().begin() != graph->block()->nodes().end() &&
+         (!ctx.options.paddedOutputs ||
+          ctx.facts.analysis(graph).outputsStatic);
 }
 
 /// The tensor inputs of unknown rank from which a data-dependent shape is
@@ -225,7 +229,7 @@ std::vector<Value *> inputsReachingShapeRoots(Graph &graph) {
 } // namespace
 
 bool specializeDTypes(std::shared_ptr<Graph> &graph, PassContext &ctx) {
-  if (!versionable(*graph, ctx))
+  if (!versionable(graph, ctx))
     return false;
   std::vector<Fact> facts;
   for (Value *input : inputsDecidingIndices(*graph, ctx.facts.analysis(graph)))
@@ -243,7 +247,7 @@ bool specializeDTypes(std::shared_ptr<Graph> &graph, PassContext &ctx) {
 }
 
 bool specializeRanks(std::shared_ptr<Graph> &graph, PassContext &ctx) {
-  if (!versionable(*graph, ctx))
+  if (!versionable(graph, ctx))
     return false;
   std::vector<Value *> inputs = inputsReachingShapeRoots(*graph);
   if (inputs.empty())

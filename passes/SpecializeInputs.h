@@ -43,10 +43,13 @@
 
 namespace staticify {
 
-/// The attribute (besides guardAttr()) of the ifs these passes make.
+/// The attribute (besides guardAttr()) of the ifs these passes make: 1
+/// where specialize-dtypes made it, kSpecializedRanks where
+/// specialize-ranks did.
 inline c10::Symbol specializedAttr() {
   return c10::Symbol::attr("staticify_specialized");
 }
+constexpr int64_t kSpecializedRanks = 2;
 
 /// The pass `specialize-dtypes`; returns whether the graph changed.
 bool specializeDTypes(std::shared_ptr<torch::jit::Graph> &graph,

@@ -82,6 +82,12 @@ options:
                         returned dict (torchvision's detections) keeps its
                         type: each padded entry gets its count beside it,
                         d["boxes"] with d["boxes_count"]
+  --static-forms        keep a rewritten method that reaches the host at as many
+                        points as the original though it runs more ops (its
+                        host reads then sit at the outputs, after a static
+                        computation); by default such a method is left as it
+                        was. Implied by --padded-outputs, --runtime-ops,
+                        --outline, --cuda-graphs and --lower
   --outline             make each static region of a method a method of its own
                         (`forward_region_1`...), called where the region was, so
                         that each can be compiled or captured on its own
@@ -276,6 +282,8 @@ int parseOptions(const std::vector<std::string> &args, Options &opts,
       opts.runtime = value;
     } else if (cl.flag("--outline")) {
       opts.outline = true;
+    } else if (cl.flag("--static-forms")) {
+      opts.passOptions.keepEqualSyncRewrites = true;
     } else if (cl.flag("--padded-outputs")) {
       opts.passOptions.paddedOutputs = true;
     } else if (cl.option("--bound", value)) {
@@ -412,6 +420,9 @@ int run(const Options &opts, std::ostream &out, std::ostream &err) {
   options.methods = opts.methods;
   options.passes = opts.passes;
   options.passOptions = passOptions;
+  options.passOptions.keepEqualSyncRewrites |=
+      opts.outline || opts.cudaGraphs || !opts.lower.empty() ||
+      passOptions.paddedOutputs || passOptions.runtimeOps;
   options.outline = opts.outline;
   options.cudaGraphs = opts.cudaGraphs;
   options.specializeTraining = opts.specializeTraining;

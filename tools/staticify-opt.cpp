@@ -54,6 +54,12 @@ options:
                    _C.so for torchvision::nms); repeatable
   --runtime-ops    bound emits the runtime library's kernels where it has
                    one (staticify::nms_padded); load that library first
+  --as-staticify   after the passes, what staticify does: equal ops the
+                   rewrites emitted merged (reads of one count included),
+                   and a method that reaches the host as often as before
+                   and runs more ops left as it was (by default
+                   staticify-opt shows what the passes wrote, as
+                   staticify --static-forms keeps it)
   --padded-outputs bound returns a bounded output padded, with its count
                    (as staticify --padded-outputs)
   --saved-training=true|false
@@ -170,6 +176,11 @@ int main(int argc, char **argv) {
   bool analyze = false, printGraph = false, printClasses = false,
        timePasses = false;
   PassOptions options;
+  // The passes' own output, by default: what they rewrote stays even where
+  // the method then reaches the host as often and runs more ops, and equal
+  // ops they emitted stay apart.
+  options.keepEqualSyncRewrites = true;
+  options.mergeAfterRewrites = false;
   try {
     CommandLine cl(argc, argv);
     std::string value;
@@ -188,6 +199,10 @@ int main(int argc, char **argv) {
         options.runtimeOps = true;
       else if (cl.flag("--padded-outputs"))
         options.paddedOutputs = true;
+      else if (cl.flag("--as-staticify")) {
+        options.keepEqualSyncRewrites = false;
+        options.mergeAfterRewrites = true;
+      }
       else if (cl.flag("--print-graph"))
         printGraph = true;
       else if (cl.flag("--print-classes"))

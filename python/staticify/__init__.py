@@ -94,7 +94,7 @@ def signature_of(example_inputs) -> str:
 
 def _options(methods, passes, bounds, padded_outputs, outline, cuda_graphs,
              runtime_ops, specialize_training, drop_data_asserts, load_libraries,
-             lower=None, lower_types=None, assume_none=()):
+             lower=None, lower_types=None, assume_none=(), static_forms=False):
     args = []
     for name in ([assume_none] if isinstance(assume_none, str) else assume_none):
         args += ["--assume-none", name]
@@ -111,7 +111,8 @@ def _options(methods, passes, bounds, padded_outputs, outline, cuda_graphs,
     for flag, on in (("--padded-outputs", padded_outputs), ("--outline", outline),
                      ("--cuda-graphs", cuda_graphs), ("--runtime-ops", runtime_ops),
                      ("--specialize-training", specialize_training),
-                     ("--drop-data-asserts", drop_data_asserts)):
+                     ("--drop-data-asserts", drop_data_asserts),
+                     ("--static-forms", static_forms)):
         if on:
             args.append(flag)
     for lib in ([load_libraries] if isinstance(load_libraries, (str, os.PathLike))
@@ -155,7 +156,8 @@ def optimize(model, example_inputs: Optional[Tuple] = None, *,
              specialize_training: bool = False, drop_data_asserts: bool = False,
              load_libraries: Iterable[str] = (), lower: Optional[str] = None,
              input_types: Optional[str] = None,
-             assume_none: Iterable[str] = ()) -> Tuple[torch.jit.ScriptModule, Report]:
+             assume_none: Iterable[str] = (),
+             static_forms: bool = False) -> Tuple[torch.jit.ScriptModule, Report]:
     """Rewrites `model` into static form: (the new ScriptModule, its Report).
 
     Each option is the CLI's (`staticify --help`): `methods` --method,
@@ -163,7 +165,8 @@ def optimize(model, example_inputs: Optional[Tuple] = None, *,
     `cuda_graphs`, `runtime_ops` (the runtime library's kernels, such as
     padded NMS; the library is then loaded in this process, which the new
     module needs), `specialize_training`, `assume_none` --assume-none NAME
-    (names of Optional arguments callers never pass), `drop_data_asserts`, and
+    (names of Optional arguments callers never pass), `drop_data_asserts`,
+    `static_forms`, and
     `load_libraries` --load-library (ops already registered in this process,
     torchvision's once it is imported, need none), `lower` --lower ("cpu": each
     method compiled into a CPU kernel kept beside its TorchScript; "cuda":
@@ -187,7 +190,8 @@ def optimize(model, example_inputs: Optional[Tuple] = None, *,
                                 specialize_training=specialize_training,
                                 drop_data_asserts=drop_data_asserts,
                                 load_libraries=load_libraries, lower=lower,
-                                lower_types=lower_types, assume_none=assume_none)
+                                lower_types=lower_types, assume_none=assume_none,
+                                static_forms=static_forms)
     if example_inputs is not None:
         inputs = example_inputs if isinstance(example_inputs, tuple) else (example_inputs,)
         try:

@@ -67,7 +67,7 @@ def test_dot_renders_regions_islands_and_cuts(staticify, save, tmp_path):
         svg = subprocess.run(["dot", "-Tsvg", str(dot)], capture_output=True, check=True)
         assert b"<svg" in svg.stdout
     cut = tmp_path / "cut.dot"
-    staticify(save(bm.UniqueValues(), "u.pt"), "--dot", cut)
+    staticify(save(bm.UniqueValues(), "u.pt"), "--dot", cut, "--static-forms")
     graph_part = cut.read_text().split("legend_dynamic -> legend_cut")[1]
     assert "#ffd08a" in graph_part  # a materialization node, coloured
 

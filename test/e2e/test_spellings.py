@@ -34,6 +34,14 @@ KNOWN_DIVERGENT = {
        for idiom, use in (("fairseq-label-smoothed", "'aten::gather', 'aten::unsqueeze'"),
                           ("lovasz-ignore", "'aten::mul'"))
        for rules in ("mask-index-nonzero", "mask-index-where", "mask-index-select")},
+    # detectron2's Instances filter: three selections by one mask, each cut
+    # where it is returned, read their one count once (the cuts' count
+    # computations merge after the rewrites); spelled with masked_select or
+    # nonzero().squeeze(1), each selection's form computes its own count,
+    # and the three reads stay.
+    **{("instances-filter", rules): "(3, 1) -> (3, 3): bound: materialized: it is returned "
+       "(three counts, one per selection)"
+       for rules in ("mask-select-function", "mask-select-method", "mask-index-nonzero")},
     # A count read as int(torch.count_nonzero(x)) rather than x.nonzero().numel().
     ("fast-rcnn-accuracy", "nonzero-count-count-nonzero"):
         "(2, 1) -> (2, 2): aten::Int kept: bound: uses with no bounded form "

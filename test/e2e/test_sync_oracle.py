@@ -58,10 +58,6 @@ CLASSES = {
     # `x[idx]` with idx of no known dtype: the report counts it, as it
     # would be a sync for a mask; the run, with indices, gathers.
     "unknown-dtype": "the report cannot tell a mask from indices and counts the sync",
-    # TorchScript's executor runs common-subexpression elimination before
-    # the first call: identical reads the rewrite emitted (one per use of a
-    # count) run once, where the report counts each.
-    "executor-cse": "the report counts reads the TorchScript executor merges into one",
     # A sync the report does not count: a bug of the report (the op table,
     # passes/OpInfo.cpp) or of the rewrite that emitted it.
     "missed-read": "the run syncs where the report says nothing does",
@@ -89,12 +85,6 @@ KNOWN: Dict[str, Known] = {
         "output alike; on CUDA it reads neither",
         before=Difference(extra={READ: 1}, repeated=1),
         after=Difference(extra={READ: 1}, repeated=1)),
-    "instances-filter": Known(
-        "executor-cse",
-        "scores[keep], b[keep], classes[keep] are each cut to int(keep.sum()) where they are "
-        "returned: the report counts three introduced reads, the executor merges the three "
-        "identical count computations and reads once",
-        after=Difference(missing={READ: 2})),
 }
 
 assert all(k.cls in CLASSES for k in KNOWN.values())
@@ -247,11 +237,11 @@ def _off_path_inputs():
     # One target column for four predicted: smooth_l1_loss warns "Using a
     # target size ... different to the input size", a message of the
     # selections' sizes, which the rewrite reads in the warning's branch
-    # (two int(count) reads of one count: executor-cse merges them).
+    # (one int(count) of the one count both selections have).
     matched = torch.randint(-1, 4, (12,), generator=gen)
     box = (torch.randn(12, 4, generator=gen), torch.randn(12, 1, generator=gen), matched)
     return [("hf-eos-finished", eos, "fallback_sync_points", 1, 1),
-            ("foreground-box-loss", box, "error_path_sync_points", 2, 1)]
+            ("foreground-box-loss", box, "error_path_sync_points", 1, 1)]
 
 
 OFF_PATH = _off_path_inputs()

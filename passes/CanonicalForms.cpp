@@ -163,11 +163,6 @@ bool byteHistogram(Graph &graph, Node *node) {
 
 namespace {
 
-/// Whether \p node may stand for an equal node after it: a deterministic
-/// op with a schema, no block and no write, whose results are tensors made
-/// afresh that nothing writes to, or views that no op uses to write (two
-/// equal views of one tensor are one until one of them is changed in
-/// place: its data is theirs, but `unsqueeze_` changes one view).
 /// Whether \p v is a host number, which nothing writes.
 bool isHostNumber(const Value *v) {
   c10::TypeKind kind = v->type()->kind();
@@ -175,6 +170,13 @@ bool isHostNumber(const Value *v) {
          kind == c10::TypeKind::BoolType;
 }
 
+/// Whether \p node may stand for an equal node after it: a deterministic
+/// op with a schema, no block and no write, whose results are tensors made
+/// afresh that nothing writes to, or views that no op uses to write (two
+/// equal views of one tensor are one until one of them is changed in
+/// place: its data is theirs, but `unsqueeze_` changes one view). With
+/// \p reads, also a read or a data-dependent shape \p reads does not name,
+/// and results that are host numbers.
 bool mergeable(const Node *node, const MergeReads *reads) {
   const c10::FunctionSchema *schema = node->maybeSchema();
   if (!schema || !node->blocks().empty() || node->numAttributes() != 0 ||

@@ -190,6 +190,27 @@ std::pair<Value *, Value *> unpackPair(Graph &graph, Value *tuple) {
   return {unpack->output(0), unpack->output(1)};
 }
 
+void cloneNodes(torch::jit::Graph &graph, const std::vector<Node *> &nodes,
+                std::unordered_map<Value *, Value *> &map, bool afterOriginals) {
+  for (Node *n : nodes) {
+    Node *clone = graph.createClone(n, [&](Value *v) {
+      auto it = map.find(v);
+      return it == map.end() ? v : it->second;
+    });
+    if (afterOriginals)
+      clone->insertAfter(n);
+    else
+      graph.insertNode(clone);
+    map[n->output()] = clone->output();
+  }
+}
+
+Value *emitDefaultDType(torch::jit::Graph &graph, const Node *anchor) {
+  return emit(graph, "prim::dtype",
+              {emit(graph, "aten::empty", {std::vector<int64_t>{0}}, anchor)},
+              anchor);
+}
+
 std::vector<Value *>
 emitIf(torch::jit::Graph &graph, Value *cond, const Node *anchor,
        size_t results, const std::function<std::vector<Value *>()> &then,

@@ -33,6 +33,19 @@ bool opRegistered(const char *op);
 std::pair<torch::jit::Value *, torch::jit::Value *>
 unpackPair(torch::jit::Graph &graph, torch::jit::Value *tuple);
 
+/// Clones \p nodes (in order, one result each) at the insertion point, or
+/// right after each original with \p afterOriginals, reading \p map's
+/// values for the originals' and adding the clones' results to it.
+void cloneNodes(torch::jit::Graph &graph,
+                const std::vector<torch::jit::Node *> &nodes,
+                std::unordered_map<torch::jit::Value *, torch::jit::Value *> &map,
+                bool afterOriginals);
+
+/// The default dtype at run time (`torch.get_default_dtype()`, which
+/// TorchScript's torch.tensor makes a float in first): an empty tensor's.
+torch::jit::Value *emitDefaultDType(torch::jit::Graph &graph,
+                                    const torch::jit::Node *anchor);
+
 /// `then() if cond else otherwise()` for a host bool \p cond and one tensor
 /// result: the branches are emitted in their blocks. Used for choices on
 /// facts known on the host (a rank, a dtype, a device): no sync.

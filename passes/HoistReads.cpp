@@ -38,20 +38,6 @@ template <typename T> void addOnce(std::vector<T> &list, T item) {
     list.push_back(item);
 }
 
-/// A host read of one device tensor's values: `int(t)`, `t.item()` (a
-/// formatting read reads every argument: not one). Not `t.cpu()`, whose
-/// result is a new tensor (of the copy, it would be a view).
-bool readsOneTensor(const Node *node) {
-  const OpInfo *op = opInfo(node);
-  if (!op || node->inputs().empty() || !isTensor(node->input(0)))
-    return false;
-  bool read = opRole(node) == OpRole::SyncRead && !op->has(kFormats);
-  return read && std::none_of(node->inputs().begin() + 1, node->inputs().end(),
-                              [](const Value *in) {
-                                return carriesTensor(in->type());
-                              });
-}
-
 /// Every value \p loop makes: its blocks' parameters and the results of
 /// \p nodes, every node in its body at any depth.
 std::unordered_set<const Value *> madeIn(Node *loop, const Nodes &nodes) {
@@ -198,24 +184,6 @@ std::string quoted(const Node *node) {
   return "'" + std::string(node->kind().toQualString()) + "'";
 }
 
-/// Clones \p nodes (in order) at the insertion point, or right after each
-/// original with \p afterOriginals, reading \p map's values for the
-/// originals' and adding the clones' results to it.
-void cloneInto(Graph &graph, const Nodes &nodes,
-               std::unordered_map<Value *, Value *> &map, bool afterOriginals) {
-  for (Node *n : nodes) {
-    Node *clone = graph.createClone(n, [&](Value *v) {
-      auto it = map.find(v);
-      return it == map.end() ? v : it->second;
-    });
-    if (afterOriginals)
-      clone->insertAfter(n);
-    else
-      graph.insertNode(clone);
-    map[n->output()] = clone->output();
-  }
-}
-
 /// The pass on one for-loop: returns whether it rewrote reads.
 bool hoistLoop(Graph &graph, Node *loop, const AnalysisResult &analysis,
                const Aliases &aliases, PassContext &ctx) {
@@ -288,7 +256,7 @@ bool hoistLoop(Graph &graph, Node *loop, const AnalysisResult &analysis,
       copies.push_back(c->node());
       host[s] = c;
     }
-    cloneInto(graph, before.nodes, host, /*afterOriginals=*/false);
+    cloneNodes(graph, before.nodes, host, /*afterOriginals=*/false);
     Values out;
     for (Value *s : within.sources)
       out.push_back(host.at(s));
@@ -340,7 +308,7 @@ bool hoistLoop(Graph &graph, Node *loop, const AnalysisResult &analysis,
   std::unordered_map<Value *, Value *> map;
   for (size_t i = 0; i < within.sources.size(); ++i)
     map[within.sources[i]] = onHost[i];
-  cloneInto(graph, within.nodes, map, /*afterOriginals=*/true);
+  cloneNodes(graph, within.nodes, map, /*afterOriginals=*/true);
   for (Node *read : hoisted) {
     ctx.rewrote(read, kRule);
     read->replaceInput(0, map.at(read->input(0)));

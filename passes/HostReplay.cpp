@@ -45,7 +45,6 @@ struct Replay {
   /// The factories' dtypes known only at run time (`tensor.dtype`).
   std::vector<Value *> runtimeDTypes;
   bool onDevice = false; // some factory names a device
-  const Node *blocker = nullptr;
 };
 
 /// Whether \p v may be written while the chain is replayed: a tensor or a
@@ -60,8 +59,8 @@ bool mayChange(const Value *v, const Aliases &aliases) {
   return mutableType && aliases.hasWriters(v);
 }
 
-/// Adds what computes \p v to \p replay; false (with the blocker) where
-/// the host cannot compute it as the device did.
+/// Adds what computes \p v to \p replay; false where the host cannot
+/// compute it as the device did.
 bool chainTo(Value *v, const AnalysisResult &analysis, const Aliases &aliases,
              Replay &replay) {
   Node *node = v->node();
@@ -69,19 +68,11 @@ bool chainTo(Value *v, const AnalysisResult &analysis, const Aliases &aliases,
       replay.nodes.end())
     return true;
   bool factory = isNumberFactory(node);
-  if (!factory && !replaysExactly(node)) {
-    replay.blocker = node;
+  if ((!factory && !replaysExactly(node)) || mayChange(v, aliases))
     return false;
-  }
-  if (mayChange(v, aliases)) {
-    replay.blocker = node;
-    return false;
-  }
   for (Value *in : node->inputs()) {
-    if (mayChange(in, aliases) && !isTensor(in)) {
-      replay.blocker = node;
+    if (mayChange(in, aliases) && !isTensor(in))
       return false;
-    }
     if (isTensor(in) && !(analysis.knows(in) && analysis.info(in).onHost) &&
         !chainTo(in, analysis, aliases, replay))
       return false;
@@ -95,46 +86,28 @@ bool chainTo(Value *v, const AnalysisResult &analysis, const Aliases &aliases,
       const auto &exact = exactReplayDTypes();
       if (!known)
         replay.runtimeDTypes.push_back(dtype);
-      else if (std::find(exact.begin(), exact.end(), *known) == exact.end()) {
-        replay.blocker = node;
+      else if (std::find(exact.begin(), exact.end(), *known) == exact.end())
         return false;
-      }
     }
   }
   replay.nodes.push_back(node);
   return true;
 }
 
-/// A host read of one tensor's values (`bool(t)`, `t.item()`,
-/// `t.tolist()`), not a formatting read of several.
-bool readsOneTensor(const Node *node) {
-  const OpInfo *op = opInfo(node);
-  return op && opRole(node) == OpRole::SyncRead && !op->has(kFormats) &&
-         !node->inputs().empty() && isTensor(node->input(0)) &&
-         node->outputs().size() == 1 &&
-         std::none_of(node->inputs().begin() + 1, node->inputs().end(),
-                      [](const Value *in) {
-                        return carriesTensor(in->type());
-                      });
-}
-
 /// Builds \p replay's nodes on the host before the insertion point; returns
 /// the host tensor for \p read's operand.
 Value *replayOnHost(Graph &graph, const Replay &replay, Value *operand) {
-  std::unordered_map<Value *, Value *> map;
   Value *cpu = graph.insertConstant(c10::Device(c10::kCPU));
+  std::unordered_map<Value *, Value *> map;
+  cloneNodes(graph, replay.nodes, map, /*afterOriginals=*/false);
   for (Node *n : replay.nodes) {
-    Node *clone = graph.insertNode(graph.createClone(n, [&](Value *v) {
-      auto it = map.find(v);
-      return it == map.end() ? v : it->second;
-    }));
-    if (isNumberFactory(n)) {
-      const auto &args = n->schema().arguments();
-      for (size_t i = 0; i < args.size() && i < n->inputs().size(); ++i)
-        if (args[i].name() == "device" && !n->input(i)->mustBeNone())
-          clone->replaceInput(i, cpu);
-    }
-    map[n->output()] = clone->output();
+    if (!isNumberFactory(n))
+      continue;
+    Node *clone = map.at(n->output())->node();
+    const auto &args = n->schema().arguments();
+    for (size_t i = 0; i < args.size() && i < n->inputs().size(); ++i)
+      if (args[i].name() == "device" && !n->input(i)->mustBeNone())
+        clone->replaceInput(i, cpu);
   }
   return map.at(operand);
 }

@@ -433,12 +433,8 @@ private:
       // TorchScript makes a float in the default dtype first (0.1 with
       // dtype=float64 is 0.10000000149011612), an int in int64, a bool in
       // bool: the lifted tensor's dtype but for floats.
-      if (user->input(offset)->type()->kind() == c10::TypeKind::FloatType) {
-        Value *someTensor =
-            emit(graph, "aten::empty", {std::vector<int64_t>{0}}, user);
-        t = emit(graph, "aten::to",
-                 {t, emit(graph, "prim::dtype", {someTensor}, user)}, user);
-      }
+      if (user->input(offset)->type()->kind() == c10::TypeKind::FloatType)
+        t = emit(graph, "aten::to", {t, emitDefaultDType(graph, user)}, user);
       Value *made = emit(graph, "aten::to",
                          {t, namedInput(user, "device"),
                           namedInput(user, "dtype")},

@@ -4,6 +4,7 @@
 
 #include "passes/GraphUtils.h"
 
+#include <algorithm>
 #include <unordered_set>
 
 namespace staticify {
@@ -142,6 +143,17 @@ bool neverRaisesOnValues(const Node *node) {
     // conversions, copies.
     return info->has(kNeverRaises);
   }
+}
+
+bool readsOneTensor(const Node *node) {
+  const OpInfo *op = opInfo(node);
+  if (!op || node->inputs().empty() || !isTensor(node->input(0)))
+    return false;
+  bool read = opRole(node) == OpRole::SyncRead && !op->has(kFormats);
+  return read && std::none_of(node->inputs().begin() + 1, node->inputs().end(),
+                              [](const Value *in) {
+                                return carriesTensor(in->type());
+                              });
 }
 
 bool replaysExactly(const Node *node) {

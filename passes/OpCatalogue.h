@@ -57,6 +57,12 @@ bool mutatesFirstInput(const torch::jit::Node *node);
 /// other than division. Conservative: false when unknown.
 bool neverRaisesOnValues(const torch::jit::Node *node);
 
+/// A host read of one device tensor's values: `int(t)`, `t.item()`,
+/// `t.tolist()` (a formatting read reads every argument: not one). Not
+/// `t.cpu()`, whose result is a new tensor (of the copy, it would be a
+/// view).
+bool readsOneTensor(const torch::jit::Node *node);
+
 /// Whether the host computes \p node's result exactly as any device does,
 /// from the same operand values, in the dtypes exactReplayDTypes() lists
 /// (and the node writes nothing): views, integer arithmetic and single

@@ -55,10 +55,7 @@ bool buildOnDevice(Graph &graph, Node *node) {
   // (0.485 with dtype=float64 is 0.48500001430511475): a number by a
   // checked conversion (1e300 raises), a list by a cast (1e300 is inf).
   bool floats = *natural == c10::ScalarType::Double;
-  Value *defaultDType =
-      floats ? emit(graph, "prim::dtype",
-                    {emit(graph, "aten::empty", {std::vector<int64_t>{0}}, node)}, node)
-             : nullptr;
+  Value *defaultDType = floats ? emitDefaultDType(graph, node) : nullptr;
   auto cast = [&](Value *built) {
     return noDType ? built : emit(graph, "aten::to", {built, dtype}, node);
   };

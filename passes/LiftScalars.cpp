@@ -312,8 +312,13 @@ public:
         dead.push_back(source);
         continue;
       }
-      Value *t = emit(graph, "aten::reshape",
-                      {source->input(0), std::vector<int64_t>{}}, source);
+      // A host number carries no gradient: the tensor standing for it is
+      // detached, or a loss scaled by `t.item()` would differentiate t.
+      Value *t = emit(
+          graph, "aten::detach",
+          {emit(graph, "aten::reshape",
+                {source->input(0), std::vector<int64_t>{}}, source)},
+          source);
       if (!device)
         device = emit(graph, "prim::device", {t}, source);
       auto dtype = liftedDType(source->output()->type());

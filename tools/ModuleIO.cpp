@@ -213,6 +213,25 @@ std::optional<std::string> unknownOp(const std::string &text) {
   return std::nullopt;
 }
 
+/// "ns.Name" from libtorch's "Unknown type name
+/// '__torch__.torch.classes.ns.Name'": a custom class no loaded library
+/// registers. By hand, as unknownOp.
+std::optional<std::string> unknownClass(const std::string &text) {
+  const std::string prefix = "Unknown type name '__torch__.torch.classes.";
+  size_t at = text.find(prefix);
+  if (at == std::string::npos)
+    return std::nullopt;
+  size_t start = at + prefix.size(), end = start;
+  auto nameChar = [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.';
+  };
+  while (end < text.size() && end - start < 256 && nameChar(text[end]))
+    ++end;
+  if (end == start || end >= text.size() || text[end] != '\'')
+    return std::nullopt;
+  return text.substr(start, end - start);
+}
+
 /// Turns libtorch's failure to load into our words; its own text is printed
 /// only with --verbose. Known causes get their own remedy.
 [[noreturn]] void failedToLoad(const std::string &name, const std::string &text,
@@ -230,6 +249,11 @@ std::optional<std::string> unknownOp(const std::string &text) {
                     "', which this libtorch does not have; export it with "
                     "the PyTorch version staticify is built against");
   }
+  if (auto cls = unknownClass(text))
+    throw UserError(inQuotes(name) + " uses the custom class '" + *cls +
+                    "', which no loaded library registers; load the library "
+                    "that registers it with --load-library PATH (for "
+                    "staticify's own classes: libstaticify_runtime.so)");
   bool archive = text.find("PytorchStreamReader") != std::string::npos ||
                  text.find("inline_container") != std::string::npos ||
                  text.find("crc32") != std::string::npos;

@@ -45,6 +45,17 @@ def test_missing_runtime_library_is_a_clear_error(staticify, save, tmp_path):
                      check=False)
     assert proc.returncode == 1 and not bad.exists()
     assert proc.stderr.count("\n") == 1 and "--runtime PATH" in proc.stderr
+    # staticify on the graphed output without the library names the class
+    # and the remedy, and with it reads the output.
+    again = tmp_path / "again.pt"
+    proc = staticify(out, "-o", again, check=False)
+    assert proc.returncode == 1 and not again.exists()
+    assert proc.stderr == (f"staticify: error: '{out}' uses the custom class "
+                           "'staticify.RegionRunner', which no loaded library registers; "
+                           "load the library that registers it with --load-library PATH "
+                           "(for staticify's own classes: libstaticify_runtime.so)\n")
+    staticify(out, "-o", again, "--load-library", RUNTIME)
+    assert again.exists()
 
 
 def test_default_output_needs_no_runtime(staticify, save, tmp_path):

@@ -92,7 +92,9 @@ def test_corpus(staticify, save, tmp_path, name, module, inputs, expect):
         assert any((f["reason"] or "").startswith(rule + ": ")
                    for f in findings(report)), findings(report)
 
-    compare_outputs(torch.jit.load(str(path)), torch.jit.load(str(out)), inputs, TRIALS, name)
+    compared = compare_outputs(torch.jit.load(str(path)), torch.jit.load(str(out)), inputs,
+                               TRIALS, name)
+    assert compared >= TRIALS // 2, (name, "the original raised on most inputs", compared)
 
 
 def compare_outputs(original, result, inputs, trials, name):

@@ -10,6 +10,8 @@
 
 #include <torch/csrc/jit/ir/constants.h>
 
+#include <algorithm>
+#include <array>
 #include <sstream>
 #include <unordered_map>
 
@@ -47,6 +49,24 @@ Node *flattenAsReshape(Graph &graph, Node *node) {
                      {node->input(0), std::vector<int64_t>{-1}}, node);
   replace(node, flat);
   return flat->node();
+}
+
+/// `dropout(x, p, False)` and its variants are x itself (an eval model's
+/// dropout once specialize-training made `self.training` a constant).
+bool evalDropoutAsInput(Node *node) {
+  static const std::array<c10::Symbol, 4> kinds = {
+      c10::Symbol::fromQualString("aten::dropout"),
+      c10::Symbol::fromQualString("aten::feature_dropout"),
+      c10::Symbol::fromQualString("aten::alpha_dropout"),
+      c10::Symbol::fromQualString("aten::feature_alpha_dropout")};
+  if (std::find(kinds.begin(), kinds.end(), node->kind()) == kinds.end() ||
+      node->inputs().size() != 3 || !isTensor(node->input(0)) ||
+      node->outputs().size() != 1)
+    return false;
+  c10::optional<bool> train = torch::jit::constant_as<bool>(node->input(2));
+  if (!train || *train)
+    return false;
+  return replace(node, node->input(0));
 }
 
 /// argwhere is nonzero under another name.
@@ -280,7 +300,8 @@ bool canonicalizeSpelling(Graph &graph, Node *node) {
     rowIndicesAsWhere(graph, reshape);
     return true;
   }
-  return argwhereAsNonzero(graph, node) || rowIndicesAsWhere(graph, node) ||
+  return evalDropoutAsInput(node) || argwhereAsNonzero(graph, node) ||
+         rowIndicesAsWhere(graph, node) ||
          builtinAbs(graph, node) || byteHistogram(graph, node);
 }
 

@@ -132,6 +132,15 @@ bool neverRaisesOnValues(const Node *node) {
   if (info->has(kDivision))
     return node->inputs().size() == 2 &&
            node->input(0)->type()->kind() == c10::TypeKind::TensorType;
+  if (info->has(kRaisesOnNegativeExponent)) {
+    const Value *e = node->inputs().size() == 2 ? node->input(1) : nullptr;
+    if (!e || e->node()->kind() != c10::prim::Constant)
+      return false;
+    if (e->type()->kind() == c10::TypeKind::FloatType)
+      return true;
+    auto i = constantInt(e);
+    return i && *i >= 0;
+  }
   switch (opRole(node)) {
   case OpRole::Plumbing:
   case OpRole::MetadataRead:

@@ -135,6 +135,9 @@ enum Trait : uint32_t {
   /// Copies its tensor to the host (`t.cpu()`): a sync point unless it is
   /// there already; reading the copy is none (passes/HoistReads.h).
   kCopiesToHost = 1u << 30,
+  /// pow: raises only where an integer base meets a negative integer
+  /// exponent; never with a constant exponent that is a float or >= 0.
+  kRaisesOnNegativeExponent = 1u << 31,
 };
 using Traits = uint32_t;
 

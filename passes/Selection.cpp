@@ -486,9 +486,8 @@ std::optional<int64_t> knownRank(const Value *v, const AnalysisResult *analysis,
                                 : std::nullopt;
   }
   // Every result of a reduction has the reduced rank (max(x, d)'s values
-  // and indices alike), and so has argmax's and argmin's.
-  if ((opRole(node) == OpRole::Reduction || op == "aten::argmax" ||
-       op == "aten::argmin") &&
+  // and indices alike).
+  if (opRole(node) == OpRole::Reduction &&
       std::all_of(node->outputs().begin(), node->outputs().end(),
                   [](const Value *out) { return isTensor(out); })) {
     const Value *dim = namedInput(node, "dim");

@@ -69,6 +69,30 @@ bool evalDropoutAsInput(Node *node) {
   return replace(node, node->input(0));
 }
 
+/// `embedding(w, j)` with no padding index, unscaled and dense gradients,
+/// is `w[j.long()]`: the rows j names, of j's shape, whose gradient
+/// scatters into w as embedding's does (int32 indices, which embedding
+/// takes and index refuses, made int64; a float j, which embedding refuses,
+/// is the contract's "where the original raises").
+bool embeddingAsIndex(Graph &graph, Node *node) {
+  if (node->kind() != c10::aten::embedding || node->inputs().size() != 5 ||
+      constantInt(node->input(2)) != -1 ||
+      torch::jit::constant_as<bool>(node->input(3)) != false ||
+      torch::jit::constant_as<bool>(node->input(4)) != false)
+    return false;
+  torch::jit::WithInsertPoint guard(node);
+  Value *j = emit(graph, "aten::to",
+                  {node->input(1), static_cast<int64_t>(c10::ScalarType::Long)},
+                  node);
+  Value *indices = graph
+                       .insertNode(graph.createList(
+                           c10::OptionalType::create(c10::TensorType::get()),
+                           {j}))
+                       ->output();
+  return replace(node,
+                 emit(graph, "aten::index", {node->input(0), indices}, node));
+}
+
 /// argwhere is nonzero under another name.
 bool argwhereAsNonzero(Graph &graph, Node *node) {
   if (node->kind() != c10::aten::argwhere || node->inputs().size() != 1)
@@ -300,7 +324,8 @@ bool canonicalizeSpelling(Graph &graph, Node *node) {
     rowIndicesAsWhere(graph, reshape);
     return true;
   }
-  return evalDropoutAsInput(node) || argwhereAsNonzero(graph, node) ||
+  return evalDropoutAsInput(node) || embeddingAsIndex(graph, node) ||
+         argwhereAsNonzero(graph, node) ||
          rowIndicesAsWhere(graph, node) ||
          builtinAbs(graph, node) || byteHistogram(graph, node);
 }

@@ -140,8 +140,11 @@ RuleResult selection(Node *node, RuleContext &rc) {
     }
   }
   // masked_select is always a vector; so is x[m] for a mask of x's own
-  // shape (x > 0, x == v, ...).
-  rc.setBounded(node->output(), outs[0], count, false,
+  // shape (x > 0, x == v, ...). Selected int64 values are indices like any
+  // others (`labels[keep]`, `ids[valid]`): the gather, put and add forms
+  // send their padding rows to a row they drop.
+  rc.setBounded(node->output(), outs[0], count,
+                rc.dtypeOf(node->output(), 0) == DTypeKind::Long,
                 is(node, "aten::masked_select") ||
                     maskOfItself(sel->mask, sel->base));
   return RuleResult::applied();

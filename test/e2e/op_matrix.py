@@ -7,7 +7,8 @@ mask `m` ([N] bool) from fixed-size inputs:
     s = x[m]          # [k, C] float rows, k = m.sum()
     t = y[m]          # [k, C] float rows, the same k
     v = x[:, 0][m]    # [k] float vector
-    j = i[m]          # [k] int64 in [0, C)
+    j = i.long()[m]   # [k] int64 in [0, C) (a dtype the program fixes, as a
+                      # model's computed indices have)
 
 and returns the op's result. The original runs the op on the cut tensors;
 `staticify --padded-outputs --static-forms` rewrites the program into its
@@ -232,18 +233,14 @@ WITHOUT_TRANSFER = {
     "aten::split": "as aten::unbind",
     "aten::topk": "k read from the count (`min(2, v.size(0))`): a host read",
     "aten::unique_consecutive": "a root of its own over bounded input: no nested count",
-    "aten::index_select": "a gather by bounded indices: padded indices hold garbage that "
-                          "would index out of range; no guarded gather",
-    "aten::index": "as aten::index_select",
-    "aten::embedding": "as aten::index_select",
-    "aten::one_hot": "as aten::index_select (padding's classes out of range)",
+    "aten::one_hot": "its padding's classes may be out of range, where one_hot raises: no "
+                      "guarded form yet",
     "aten::bincount": "a histogram of bounded values: no masked form yet",
     "aten::histc": "as aten::bincount",
     "aten::quantile": "an order statistic of bounded values: no masked form yet",
     "aten::median": "as aten::quantile",
-    "aten::index_add": "a scatter of bounded data into a static tensor: no dump-row rule yet",
-    "aten::scatter_add": "as aten::index_add",
-    "aten::index_put_": "as aten::index_add",
+    "aten::scatter_add": "a scatter of bounded data into a static tensor: index_add's rule "
+                         "(a dropped first row) would do for vectors; no rank facts for it",
     "aten::matmul": "the static operand is a graph input's slice of unknown rank",
     "aten::linear": "as aten::matmul",
     "aten::masked_select": "a selection of a bounded value: no nested count",
@@ -340,7 +337,7 @@ class Op(torch.nn.Module):
         s = x[b]
         t = y[b]
         v = x[:, 0][b]
-        j = i[b]
+        j = i.long()[b]
         return {expr}
 '''
 

@@ -111,16 +111,30 @@ static void readAfter(Value *x, Node *at, Value *now) {
 }
 
 bool maskStore(std::shared_ptr<Graph> &graph, PassContext &ctx) {
-  const AnalysisResult &analysis = ctx.facts.analysis(graph);
-  const Aliases &aliases = ctx.facts.aliases(graph);
+  const AnalysisResult *facts = &ctx.facts.analysis(graph);
+  const Aliases *aliasFacts = &ctx.facts.aliases(graph);
   bool changed = false;
+  // A store written as a new value makes the uses after it read a value the
+  // analysis and the alias database have never seen: they are recomputed
+  // before the next store is looked at.
+  bool stale = false;
   static const c10::Symbol indexPutInPlace =
       c10::Symbol::fromQualString("aten::index_put_");
   static const c10::Symbol indexPut =
       c10::Symbol::fromQualString("aten::index_put");
-  for (Node *node : analysis.nodesWhere([](c10::Symbol op) {
-         return op == indexPutInPlace || op == indexPut;
-       })) {
+  const std::vector<Node *> stores =
+      facts->nodesWhere([](c10::Symbol op) {
+        return op == indexPutInPlace || op == indexPut;
+      });
+  for (Node *node : stores) {
+    if (stale) {
+      ctx.facts.invalidate();
+      facts = &ctx.facts.analysis(graph);
+      aliasFacts = &ctx.facts.aliases(graph);
+      stale = false;
+    }
+    const AnalysisResult &analysis = *facts;
+    const Aliases &aliases = *aliasFacts;
     bool inPlace = node->kind() == indexPutInPlace;
     auto sel = storeSelection(node, analysis);
     if (!sel)
@@ -211,6 +225,7 @@ bool maskStore(std::shared_ptr<Graph> &graph, PassContext &ctx) {
       // eval-mode dropout).
       result = emit(*graph, "aten::where", {mask, source, x}, node);
       readAfter(x, node, result);
+      stale = true;
     } else if (inPlace)
       result =
           emit(*graph, "aten::copy_",

@@ -845,38 +845,36 @@ def detach(value):
 
 def compare(original, result, entry):
     """(trials compared, first difference or None): the original raising
-    skips the trial; the result raising where it runs is a difference."""
+    skips the trial; the result raising where it runs is a difference.
+    After the no_grad trials, GRAD_CALLS calls with grad mode on, as users
+    call an eval model (the parameters require grad, and the profiling
+    executor differentiates from call 2); only once a trial compared."""
     gen = torch.Generator().manual_seed(0)
     compared = 0
+
+    def differ(label, seed, grad):
+        """None: compared equal; "": the original raised; else the difference."""
+        args = entry.inputs(gen)
+        try:
+            want = run(original, entry.method, args, seed, grad)
+        except Exception:  # noqa: BLE001 - the original may raise: no claim
+            return ""
+        try:
+            got = run(result, entry.method, args, seed, grad)
+        except Exception as e:  # noqa: BLE001
+            return f"{label}: the output raised: {one_line(e)}"
+        diff = differs(want, got)
+        return f"{label}: {diff}" if diff else None
+
     for trial in range(entry.trials):
-        args = entry.inputs(gen)
-        try:
-            want = run(original, entry.method, args, 1000 + trial)
-        except Exception:  # noqa: BLE001 - the original may raise: no claim
-            continue
-        try:
-            got = run(result, entry.method, args, 1000 + trial)
-        except Exception as e:  # noqa: BLE001
-            return compared, f"trial {trial}: the output raised: {one_line(e)}"
-        diff = differs(want, got)
+        diff = differ(f"trial {trial}", 1000 + trial, False)
         if diff:
-            return compared, f"trial {trial}: {diff}"
-        compared += 1
-    # As users call an eval model, without torch.no_grad(): the parameters
-    # require grad, and the profiling executor differentiates from call 2.
+            return compared, diff
+        compared += diff is None
     for call in range(GRAD_CALLS if compared else 0):
-        args = entry.inputs(gen)
-        try:
-            want = run(original, entry.method, args, 2000 + call, grad=True)
-        except Exception:  # noqa: BLE001 - the original may raise: no claim
-            continue
-        try:
-            got = run(result, entry.method, args, 2000 + call, grad=True)
-        except Exception as e:  # noqa: BLE001
-            return compared, f"grad-mode call {call}: the output raised: {one_line(e)}"
-        diff = differs(want, got)
+        diff = differ(f"grad-mode call {call}", 2000 + call, True)
         if diff:
-            return compared, f"grad-mode call {call}: {diff}"
+            return compared, diff
     return compared, None
 
 

@@ -7,6 +7,8 @@
 #include "passes/Selection.h"
 
 #include <sstream>
+#include <unordered_map>
+#include <utility>
 
 namespace staticify {
 
@@ -17,7 +19,201 @@ using torch::jit::Value;
 
 static constexpr const char *kRule = "if-convert";
 
-static std::string impureBlockReason(const Block *block) {
+//===----------------------------------------------------------------------===//
+// Shields: an op that may raise on values, run in the branch not taken
+//===----------------------------------------------------------------------===//
+//
+// Converting an if runs both branches. An op that may raise on its operands'
+// values (an integer division, an index) would then also run on the values
+// of the branch not taken, where the original never ran it: `if step == 0:
+// return img` guards the division by `step` below it. A shield replaces the
+// operand that decides the raise by a safe value where the branch is not
+// taken, and keeps it where it is: in the branch taken the op sees exactly
+// the original's values and raises exactly when the original raises.
+//
+//   divisor d          ->  d.masked_fill(notTaken, 1)
+//   index i into x, d  ->  i.masked_fill(notTaken, 0)    (x.size(d) > 0)
+//
+// Both are decided on the device, with no sync. What the host checks first
+// (metadata, no sync): that the operand lives on the condition's device
+// (masked_fill takes a 0-d mask of its own device), and for an index that x
+// is not empty along d (index 0 is then out of range too). Where that does
+// not hold, the guard's fallback asks the condition on the host, as the
+// original if did.
+
+namespace {
+
+/// The index operands of \p node that decide a raise on values: (operand,
+/// dim of the indexed tensor) for `x[i]`, `x[:, i]` and `index_select(x, d,
+/// i)` with int64 indices (by the analysis's dtype facts: a mask selects,
+/// it never raises on values), or nothing when some index is not one.
+std::optional<std::vector<std::pair<Value *, int64_t>>>
+shieldedIndices(const Node *node, const AnalysisResult *facts) {
+  auto isLong = [&](const Value *v) {
+    return facts && !v->mustBeNone() && facts->knows(v) &&
+           facts->info(v).dtype == DTypeKind::Long;
+  };
+  std::vector<std::pair<Value *, int64_t>> out;
+  if (node->kind() == c10::aten::index && node->inputs().size() == 2 &&
+      node->input(1)->node()->kind() == c10::prim::ListConstruct) {
+    const Node *list = node->input(1)->node();
+    for (size_t d = 0; d < list->inputs().size(); ++d) {
+      Value *i = list->input(d);
+      if (i->mustBeNone())
+        continue;
+      if (!isLong(i))
+        return std::nullopt;
+      out.emplace_back(i, static_cast<int64_t>(d));
+    }
+  } else if (node->kind() == c10::aten::index_select &&
+             node->inputs().size() == 3) {
+    std::optional<int64_t> d = constantInt(node->input(1));
+    if (!d || *d < 0 || !isLong(node->input(2)))
+      return std::nullopt;
+    out.emplace_back(node->input(2), *d);
+  }
+  if (out.empty())
+    return std::nullopt;
+  return out;
+}
+
+/// Whether the raise \p node may make on values is one a shield keeps to
+/// the branch taken: a division by a tensor divisor, an index.
+bool shieldable(const Node *node, const AnalysisResult *facts) {
+  const OpInfo *op = opInfo(node);
+  if (op && op->has(kRaisesOnZeroDivisor))
+    return node->inputs().size() >= 2 && isTensor(node->input(0)) &&
+           isTensor(node->input(1));
+  return shieldedIndices(node, facts).has_value();
+}
+
+/// The condition of a branch, taken and not, as 0-d bool tensors.
+struct BranchCondition {
+  Value *taken, *notTaken;
+};
+
+/// `then` when \p v lives on the condition's device (and \p extra holds,
+/// when given), else the fallback: the original if's choice, on the host.
+std::vector<Value *> guardedShield(
+    Graph &graph, const BranchCondition &c, Value *v, Value *extra,
+    const Node *anchor, size_t results,
+    const std::function<std::vector<Value *>()> &then,
+    const std::function<std::vector<Value *>()> &taken,
+    const std::function<std::vector<Value *>()> &notTaken) {
+  Value *ok = emit(graph, "aten::eq",
+                   {emit(graph, "prim::device", {v}, anchor),
+                    emit(graph, "prim::device", {c.taken}, anchor)},
+                   anchor);
+  if (extra)
+    ok = emit(graph, "aten::__and__", {extra, ok}, anchor);
+  std::vector<Value *> out = emitIf(graph, ok, anchor, results, then, [&] {
+    return emitIf(graph, emit(graph, "aten::Bool", {c.taken}, anchor), anchor,
+                  results, taken, notTaken);
+  });
+  out[0]->node()->i_(guardAttr(), 1);
+  return out;
+}
+
+Value *shieldDivisor(Graph &graph, const BranchCondition &c, Value *d,
+                     const Node *anchor) {
+  return guardedShield(
+      graph, c, d, nullptr, anchor, 1,
+      [&] {
+        return std::vector<Value *>{
+            emit(graph, "aten::masked_fill", {d, c.notTaken, 1}, anchor)};
+      },
+      [&] { return std::vector<Value *>{d}; },
+      [&] {
+        return std::vector<Value *>{emit(graph, "aten::ones_like", {d}, anchor)};
+      })[0];
+}
+
+/// (x', i'): x and the index i into its dim \p dim, or values for which
+/// indexing x' by i' cannot raise where the branch is not taken. Where x is
+/// empty along dim (no index is in range) and the branch is not taken, x'
+/// is zeros with one row there and i' zeros.
+std::pair<Value *, Value *> shieldIndex(Graph &graph, const BranchCondition &c,
+                                        Value *x, int64_t dim, Value *i,
+                                        const Node *anchor) {
+  Value *rows = emit(graph, "aten::size", {x, dim}, anchor);
+  Value *nonEmpty = emit(graph, "aten::gt", {rows, 0}, anchor);
+  std::vector<Value *> out = guardedShield(
+      graph, c, i, nonEmpty, anchor, 2,
+      [&] {
+        return std::vector<Value *>{
+            x, emit(graph, "aten::masked_fill", {i, c.notTaken, 0}, anchor)};
+      },
+      [&] { return std::vector<Value *>{x, i}; },
+      [&] {
+        Value *sizes = emit(graph, "aten::size", {x}, anchor);
+        Value *before = emit(graph, "aten::slice", {sizes, 0, dim, 1}, anchor);
+        Value *after = emit(graph, "aten::slice",
+                            {sizes, dim + 1, c10::IValue(), 1}, anchor);
+        Value *one = graph.insertNode(graph.createList(c10::IntType::get(),
+                                                       {graph.insertConstant(1)}))
+                         ->output();
+        Value *shape = emit(graph, "aten::add",
+                            {emit(graph, "aten::add", {before, one}, anchor),
+                             after},
+                            anchor);
+        return std::vector<Value *>{
+            emit(graph, "aten::new_zeros", {x, shape}, anchor),
+            emit(graph, "aten::zeros_like", {i}, anchor)};
+      });
+  return {out[0], out[1]};
+}
+
+/// Shields every op of \p block (nested blocks included) that may raise on
+/// values, run now whether or not its branch is taken.
+void shieldBlock(Graph &graph, Block *block, const BranchCondition &c,
+                 const AnalysisResult *facts) {
+  std::vector<Node *> nodes(block->nodes().begin(), block->nodes().end());
+  for (Node *node : nodes) {
+    for (Block *inner : node->blocks())
+      shieldBlock(graph, inner, c, facts);
+    if (neverRaisesOnValues(node) || !shieldable(node, facts))
+      continue;
+    torch::jit::WithInsertPoint guard(node);
+    const OpInfo *op = opInfo(node);
+    if (op && op->has(kRaisesOnZeroDivisor)) {
+      node->replaceInput(1, shieldDivisor(graph, c, node->input(1), node));
+      continue;
+    }
+    Value *x = node->input(0);
+    auto indices = *shieldedIndices(node, facts);
+    std::unordered_map<Value *, Value *> safe;
+    for (auto [i, dim] : indices)
+      std::tie(x, safe[i]) = shieldIndex(graph, c, x, dim, i, node);
+    node->replaceInput(0, x);
+    if (node->kind() == c10::aten::index_select) {
+      node->replaceInput(2, safe.at(node->input(2)));
+      continue;
+    }
+    std::vector<Value *> items;
+    for (Value *i : node->input(1)->node()->inputs())
+      items.push_back(safe.count(i) ? safe.at(i) : i);
+    node->replaceInput(
+        1, graph
+               .insertNode(graph.createList(
+                   node->input(1)->type()->expectRef<c10::ListType>()
+                       .getElementType(),
+                   items))
+               ->output());
+  }
+}
+
+} // namespace
+
+void shieldBranches(Graph &graph, Node *ifNode, Value *c,
+                    const AnalysisResult *facts) {
+  torch::jit::WithInsertPoint guard(ifNode);
+  Value *notC = emit(graph, "aten::logical_not", {c}, ifNode);
+  shieldBlock(graph, ifNode->blocks()[0], {c, notC}, facts);
+  shieldBlock(graph, ifNode->blocks()[1], {notC, c}, facts);
+}
+
+static std::string impureBlockReason(const Block *block,
+                                     const AnalysisResult *facts) {
   for (const Node *node : block->nodes()) {
     const std::string op = node->kind().toQualString();
     if (op == "prim::RaiseException")
@@ -29,14 +225,15 @@ static std::string impureBlockReason(const Block *block) {
     if (writesAnything(node))
       return "a branch writes to a value ('" + op + "')";
     if (node->kind() == c10::prim::If) {
-      std::string nested = impureBranchReason(node);
+      std::string nested = impureBranchReason(node, facts);
       if (!nested.empty())
         return nested;
     } else if (!node->blocks().empty()) {
       return "a branch contains '" + op + "'";
-    } else if (!neverRaisesOnValues(node)) {
-      // Both branches now run: an op that may raise on values (an index, a
-      // division) could raise in the branch the original never took.
+    } else if (!neverRaisesOnValues(node) && !shieldable(node, facts)) {
+      // Both branches now run: an op that may raise on values, with no
+      // shield (shieldBranches), could raise in the branch the original
+      // never took.
       return "a branch computes '" + op +
              "', which may raise when its branch would not have run";
     }
@@ -44,9 +241,10 @@ static std::string impureBlockReason(const Block *block) {
   return "";
 }
 
-std::string impureBranchReason(const Node *ifNode) {
+std::string impureBranchReason(const Node *ifNode,
+                               const AnalysisResult *facts) {
   for (const Block *b : ifNode->blocks()) {
-    std::string why = impureBlockReason(b);
+    std::string why = impureBlockReason(b, facts);
     if (!why.empty())
       return why;
   }
@@ -196,9 +394,9 @@ std::vector<std::pair<Value *, Value *>> hoistBranches(Node *ifNode) {
   return outs;
 }
 
-std::string unconvertibleReason(const Node *ifNode,
-                                const Aliases &aliases) {
-  std::string why = impureBranchReason(ifNode);
+std::string unconvertibleReason(const Node *ifNode, const Aliases &aliases,
+                                const AnalysisResult *facts) {
+  std::string why = impureBranchReason(ifNode, facts);
   if (!why.empty())
     return why;
   for (const Value *out : ifNode->outputs())
@@ -229,9 +427,15 @@ bool ifConvert(std::shared_ptr<Graph> &graph, PassContext &ctx) {
       [](c10::Symbol op) { return op == c10::prim::If; });
   if (ifs.empty())
     return false;
-  const Aliases &aliases = ctx.facts.aliases(graph);
+  bool stale = false;
   for (auto it = ifs.rbegin(); it != ifs.rend(); ++it) {
     Node *node = *it;
+    // Facts about the graph as it is now: a conversion destroys values,
+    // and a new one may take a destroyed one's address.
+    if (std::exchange(stale, false))
+      ctx.facts.invalidate();
+    const Aliases &aliases = ctx.facts.aliases(graph);
+    const AnalysisResult *facts = &ctx.facts.analysis(graph);
     Node *cond = node->input(0)->node();
     if (cond->kind() != c10::aten::Bool ||
         cond->input(0)->type()->kind() != c10::TypeKind::TensorType ||
@@ -246,10 +450,10 @@ bool ifConvert(std::shared_ptr<Graph> &graph, PassContext &ctx) {
       ctx.rewrote(node, kRule);
       node->destroy();
       eraseIfDead(cond, ctx, kRule);
-      changed = true;
+      changed = stale = true;
       continue;
     }
-    std::string why = unconvertibleReason(node, aliases);
+    std::string why = unconvertibleReason(node, aliases, facts);
     for (size_t i = 0; why.empty() && i < node->outputs().size(); ++i)
       if (node->output(i)->type()->kind() != c10::TypeKind::TensorType)
         why = "an output is a host value (lift-scalars converts those)";
@@ -261,6 +465,7 @@ bool ifConvert(std::shared_ptr<Graph> &graph, PassContext &ctx) {
     Value *t = emit(*graph, "aten::reshape",
                     {cond->input(0), std::vector<int64_t>{}}, node);
     Value *c = emit(*graph, "aten::ne", {t, 0}, node);
+    shieldBranches(*graph, node, c, facts);
     auto outs = hoistBranches(node);
     for (size_t i = 0; i < outs.size(); ++i)
       node->output(i)->replaceAllUsesWith(
@@ -268,7 +473,7 @@ bool ifConvert(std::shared_ptr<Graph> &graph, PassContext &ctx) {
     ctx.rewrote(node, kRule);
     node->destroy();
     eraseIfDead(cond, ctx, kRule);
-    changed = true;
+    changed = stale = true;
   }
   return changed;
 }

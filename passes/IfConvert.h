@@ -19,9 +19,10 @@ namespace staticify {
 /// with t' = t reshaped to [] (keeping bool()'s one-element check, a
 /// host-static one) and made boolean. Preconditions: both branches are
 /// side-effect free (no write to any value, no raise, no print; nested ifs
-/// included) and every op in them never raises on values (no indexing, no
-/// integer division: it now runs even when its branch would not have); no
-/// result is written to in place afterwards. A pair of results not provably
+/// included) and every op in them never raises on values, or has a shield
+/// that keeps its raise to the branch taken (shieldBranches: an integer
+/// division, an index by int64 values); no result is written to in place
+/// afterwards. A pair of results not provably
 /// congruent (same shape and dtype: the same value, the same elementwise or
 /// reduction op on congruent operands, or clone/contiguous/detach of one,
 /// or masked_fill with a mask of its own shape), which where() could
@@ -32,12 +33,28 @@ namespace staticify {
 bool ifConvert(std::shared_ptr<torch::jit::Graph> &graph, PassContext &ctx);
 
 /// Why the branches of \p ifNode cannot both run unconditionally, or "":
-/// side effects, writes, raises, loops, or ops that may raise on values.
-std::string impureBranchReason(const torch::jit::Node *ifNode);
+/// side effects, writes, raises, loops, or ops that may raise on values
+/// that no shield (shieldBranches) keeps to the branch taken. With \p facts,
+/// an index by int64 values is shielded too.
+std::string impureBranchReason(const torch::jit::Node *ifNode,
+                               const AnalysisResult *facts = nullptr);
 
 /// impureBranchReason, or a result of the if being written to in place.
 std::string unconvertibleReason(const torch::jit::Node *ifNode,
-                                const Aliases &aliases);
+                                const Aliases &aliases,
+                                const AnalysisResult *facts = nullptr);
+
+/// Before both branches of \p ifNode run (converted, with \p c, a 0-d bool
+/// tensor, true where the first is taken): every op in them that may raise
+/// on values and has a shield gets safe operands where its branch is not
+/// taken, and the original ones where it is. A division's divisor becomes
+/// 1, an int64 index 0 (by \p facts' dtypes), on the device; so in the
+/// branch taken the op raises exactly when the original did, and in the
+/// other never. The host checks first (metadata) that the operand shares
+/// c's device and, for an index, that the indexed dim is not empty;
+/// otherwise the guard's fallback reads c on the host.
+void shieldBranches(torch::jit::Graph &graph, torch::jit::Node *ifNode,
+                    torch::jit::Value *c, const AnalysisResult *facts);
 
 /// Whether \p a and \p b provably have the same shape and dtype.
 bool congruent(const torch::jit::Value *a, const torch::jit::Value *b);

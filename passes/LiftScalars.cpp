@@ -203,7 +203,7 @@ struct Region {
 /// Grows the region of \p sources to completion (so that `touched` is the
 /// whole reach), recording the first reason it cannot be lifted.
 Region growRegion(const std::vector<Node *> &sources,
-                  const Aliases &aliases) {
+                  const Aliases &aliases, const AnalysisResult &facts) {
   Region r;
   r.sources = sources;
   std::vector<Value *> work;
@@ -240,7 +240,7 @@ Region growRegion(const std::vector<Node *> &sources,
         continue;
       }
       if (user->kind() == c10::prim::If) {
-        std::string why = unconvertibleReason(user, aliases);
+        std::string why = unconvertibleReason(user, aliases, &facts);
         if (why.empty() && isDataAssert(user))
           why = "it decides a data assert";
         for (size_t i = 0; why.empty() && i < user->outputs().size(); ++i) {
@@ -284,7 +284,10 @@ using Rank = std::pair<size_t, size_t>;
 
 class Lifter {
 public:
-  explicit Lifter(Graph &graph) : graph(graph) {}
+  /// \p conditions: for each converted if, the stand-in for its lifted
+  /// condition that its branches' shields read (shieldBranches).
+  Lifter(Graph &graph, const std::unordered_map<Node *, Value *> &conditions)
+      : graph(graph), conditions(conditions) {}
 
   /// Lifts \p region, whose converted ifs' branches are hoisted already;
   /// \p rank orders its nodes in program order as it is now (other
@@ -361,6 +364,7 @@ public:
 
 private:
   Graph &graph;
+  const std::unordered_map<Node *, Value *> &conditions;
   Value *device = nullptr; // where host operands go: the first source's
   std::unordered_map<Value *, Value *> lifted;
   std::map<std::pair<Value *, const torch::jit::Block *>, Value *> hostTensors;
@@ -418,6 +422,11 @@ private:
   void liftIf(Node *node) {
     torch::jit::WithInsertPoint guard(node);
     Value *c = lifted.at(node->input(0));
+    if (auto it = conditions.find(node); it != conditions.end()) {
+      Node *standIn = it->second->node();
+      standIn->output()->replaceAllUsesWith(c);
+      standIn->destroy();
+    }
     for (size_t i = 0; i < node->outputs().size(); ++i) {
       Value *a = node->blocks()[0]->outputs()[i];
       Value *b = node->blocks()[1]->outputs()[i];
@@ -547,7 +556,7 @@ bool liftScalars(std::shared_ptr<Graph> &graph, PassContext &ctx) {
   };
   for (size_t i = 0; i < sources.size(); ++i) {
     group[i] = i;
-    for (Node *n : growRegion({sources[i]}, aliases).touched) {
+    for (Node *n : growRegion({sources[i]}, aliases, analysis).touched) {
       auto [it, inserted] = firstToucher.emplace(n, i);
       if (!inserted)
         group[find(i)] = find(it->second);
@@ -564,7 +573,7 @@ bool liftScalars(std::shared_ptr<Graph> &graph, PassContext &ctx) {
   std::vector<Region> regions;
   std::unordered_set<Node *> convertedIfs;
   for (size_t root : roots) {
-    Region region = growRegion(components[root], aliases);
+    Region region = growRegion(components[root], aliases, analysis);
     if (!region.whyNot.empty()) {
       for (Node *source : region.sources)
         ctx.declined(source, kRule, region.whyNot);
@@ -604,12 +613,24 @@ bool liftScalars(std::shared_ptr<Graph> &graph, PassContext &ctx) {
       it->second = {2 * i, 0};
     }
   }
+  // The ops of their branches that may raise on values get shields, on a
+  // stand-in for the lifted condition (liftIf puts the condition in), while
+  // the analysis's dtype facts still name the graph's values.
+  std::unordered_map<Node *, Value *> conditions;
+  for (const auto &[at, ifNode] : ifsByPosition) {
+    torch::jit::WithInsertPoint guard(ifNode);
+    Value *standIn =
+        graph->insertNode(graph->createUninitialized(c10::TensorType::get()))
+            ->output();
+    shieldBranches(*graph, ifNode, standIn, &analysis);
+    conditions.emplace(ifNode, standIn);
+  }
   // Hoist innermost first, so that program order has each value before
   // its use.
   for (auto it = ifsByPosition.rbegin(); it != ifsByPosition.rend(); ++it)
     hoistBranches(it->second);
   for (const Region &region : regions)
-    Lifter(*graph).run(region, rank, ctx);
+    Lifter(*graph, conditions).run(region, rank, ctx);
   return true;
 }
 

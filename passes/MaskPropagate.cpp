@@ -29,6 +29,22 @@ bool isTotalElementwise(const Node *node) {
 
 constexpr const char *kRule = "mask-propagate";
 
+/// Whether \p use, placed after \p sel, reads the tensor, mask and result
+/// of the selection as the selection saw them: nothing writes to them at
+/// all, or nothing between the two in their block (`x[m] = f(x[m])` writes
+/// x after f read the selection, torchaudio's dcshift and phaser).
+bool unwrittenUntil(const Selection &sel, Node *use, const Aliases &aliases) {
+  if (isUnwritten(sel, aliases))
+    return true;
+  if (sel.node->owningBlock() != use->owningBlock() || !sel.node->isBefore(use))
+    return false;
+  const torch::jit::ValueSet values{sel.base, sel.mask, sel.node->output()};
+  for (Node *n = sel.node->next(); n != use; n = n->next())
+    if (aliases.writesToAlias(n, values))
+      return false;
+  return true;
+}
+
 /// Whether \p node reads a selection and is none of the consumers the
 /// other passes handle (reductions, size reads, stores, selections).
 bool consumesSelection(Node *node, const AnalysisResult &analysis) {
@@ -75,10 +91,10 @@ bool propagateThrough(Graph &graph, Node *node, const AnalysisResult &analysis,
   if (selected.empty())
     return false;
   for (auto &[index, sel] : selected)
-    if (!isUnwritten(sel, aliases)) {
+    if (!unwrittenUntil(sel, node, aliases)) {
       ctx.declined(node, kRule,
                    "a selected tensor, its mask or the selection "
-                   "is written to in place");
+                   "is written to in place before it is read");
       return false;
     }
   torch::jit::WithInsertPoint guard(node);

@@ -127,7 +127,18 @@ bool neverRaisesOnValues(const Node *node) {
   if (node->kind() == c10::prim::Constant)
     return true;
   const OpInfo *info = opInfo(node);
-  if (!info || info->has(kMayRaise))
+  if (!info)
+    return false;
+  // A divisor that is a non-zero constant: `torch.div(step, 2, rounding_mode=
+  // "floor")`, `x % 8`.
+  if (info->has(kRaisesOnZeroDivisor) && node->inputs().size() >= 2 &&
+      isTensor(node->input(0))) {
+    auto d = torch::jit::toIValue(node->input(1));
+    if (d && ((d->isInt() && d->toInt() != 0) ||
+              (d->isDouble() && d->toDouble() != 0.0)))
+      return true;
+  }
+  if (info->has(kMayRaise))
     return false;
   if (info->has(kDivision))
     return node->inputs().size() == 2 &&

@@ -231,9 +231,9 @@ const std::vector<OpInfo> kTable = {
     {"aten::minimum", nullptr, R::LeadingPreserving, kEw},
     {"aten::maximum", nullptr, R::LeadingPreserving, kEw},
     {"aten::where", nullptr, R::LeadingPreserving, kEw | kConditionFirst, D::KeepsBranches},
-    {"aten::masked_fill", nullptr, R::LeadingPreserving, kEw | kNeverRaises | kFillValueTakesTensor, D::KeepsInput},
+    {"aten::masked_fill", nullptr, R::LeadingPreserving, kEw | kNeverRaises | kFillValueTakesTensor, D::KeepsValueOperand},
     // The Tensor overloads raise for a value of rank > 0.
-    {"aten::masked_fill", "Tensor", R::LeadingPreserving, kEw | kFillValueTakesTensor | kReadsValueOnHost, D::KeepsInput},
+    {"aten::masked_fill", "Tensor", R::LeadingPreserving, kEw | kFillValueTakesTensor | kReadsValueOnHost, D::KeepsValueOperand},
     {"aten::masked_fill_", "Tensor", R::Other, kReadsValueOnHost},
     {"aten::index_fill", "int_Tensor", R::Other, kReadsValueOnHost},
     {"aten::index_fill_", "int_Tensor", R::Other, kReadsValueOnHost},
@@ -255,7 +255,7 @@ const std::vector<OpInfo> kTable = {
     {"aten::arange", nullptr, R::LeadingPreserving, kMayRaise | kBuildsOnHost, D::ExplicitElseLongForInts},
 
     // Host scalar arithmetic, conversions and the rest.
-    {"aten::floor_divide", nullptr, R::Other, kMayRaise},
+    {"aten::floor_divide", nullptr, R::Other, kMayRaise | kRaisesOnZeroDivisor},
     {"aten::floordiv", nullptr, R::Other, kMayRaise, D::Unknown, I::NotApplicable, "aten::div"},
     {"aten::__rshift__", nullptr, R::Other, kMayRaise},
     {"aten::__lshift__", nullptr, R::Other, kMayRaise},
@@ -294,6 +294,10 @@ const std::vector<OpInfo> kTable = {
     {"aten::swapaxes_", nullptr, R::Other, kReshapesInPlace},
     {"aten::t_", nullptr, R::Other, kReshapesInPlace},
     {"aten::expand_as", nullptr, R::Other, kNeverRaises, D::KeepsValueOperand},
+    // Padding raises only on sizes (more pads than dims, a reflection wider
+    // than its dim), never on values.
+    {"aten::pad", nullptr, R::Other, kNeverRaises, D::KeepsInput},
+    {"aten::constant_pad_nd", nullptr, R::Other, kNeverRaises, D::KeepsInput},
     {"aten::isin", nullptr, R::Other, kNoTraits, D::Bool},
     {"aten::isclose", nullptr, R::Other, kNoTraits, D::Bool},
     // Reductions to indices: over the rows of a selection they would index
@@ -306,8 +310,8 @@ const std::vector<OpInfo> kTable = {
     {"aten::topk", nullptr, R::Other, kKeepsRank, D::LongSecond, I::NotApplicable, nullptr, nullptr, RootShape::Leading, {"dim"}},
     {"aten::kthvalue", nullptr, R::Other, kNoTraits, D::LongSecond, I::NotApplicable, nullptr, nullptr, RootShape::Leading, {"dim"}},
     {"aten::mode", nullptr, R::Other, kNoTraits, D::LongSecond},
-    {"aten::cummax", nullptr, R::Other, kNoTraits, D::LongSecond},
-    {"aten::cummin", nullptr, R::Other, kNoTraits, D::LongSecond},
+    {"aten::cummax", nullptr, R::Other, kNeverRaises, D::LongSecond},
+    {"aten::cummin", nullptr, R::Other, kNeverRaises, D::LongSecond},
     {"aten::view", nullptr, R::Other, kNoTraits, D::KeepsInput},
     {"aten::reshape", nullptr, R::Other, kNoTraits, D::KeepsInput},
     // start_dim >= 1: each row flattened on its own (end_dim before it
@@ -365,9 +369,9 @@ const std::vector<OpInfo> kTable = {
     batched("aten::group_norm", 2),
     batched("aten::batch_norm", 2),
     // Row-wise ops the table has no other entry for.
-    {"aten::cumsum", nullptr, R::Other, kKeepsRank | kKeepsShape, D::Accumulates, I::NotApplicable, nullptr, nullptr, RootShape::Leading, {"dim"}},
-    {"aten::cumprod", nullptr, R::Other, kKeepsRank | kKeepsShape, D::Accumulates, I::NotApplicable, nullptr, nullptr, RootShape::Leading, {"dim"}},
-    {"aten::logcumsumexp", nullptr, R::Other, kKeepsRank | kKeepsShape, D::Unknown, I::NotApplicable, nullptr, nullptr, RootShape::Leading, {"dim"}},
+    {"aten::cumsum", nullptr, R::Other, kKeepsRank | kKeepsShape | kNeverRaises, D::Accumulates, I::NotApplicable, nullptr, nullptr, RootShape::Leading, {"dim"}},
+    {"aten::cumprod", nullptr, R::Other, kKeepsRank | kKeepsShape | kNeverRaises, D::Accumulates, I::NotApplicable, nullptr, nullptr, RootShape::Leading, {"dim"}},
+    {"aten::logcumsumexp", nullptr, R::Other, kKeepsRank | kKeepsShape | kNeverRaises, D::Unknown, I::NotApplicable, nullptr, nullptr, RootShape::Leading, {"dim"}},
     {"aten::softmax", nullptr, R::Other, kKeepsRank | kKeepsShape, D::Unknown, I::NotApplicable, nullptr, nullptr, RootShape::Leading, {"dim"}},
     {"aten::log_softmax", nullptr, R::Other, kKeepsRank | kKeepsShape, D::Unknown, I::NotApplicable, nullptr, nullptr, RootShape::Leading, {"dim"}},
 };

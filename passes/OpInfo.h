@@ -60,7 +60,8 @@ enum Trait : uint32_t {
   /// May raise on some input values (integer division by zero, a
   /// reduction of an empty tensor, an index out of range).
   kMayRaise = 1u << 2,
-  /// Never raises, whatever the values (host conversions, copies).
+  /// Never raises, whatever the values (host conversions, copies, scans:
+  /// cumsum raises only on a bad dim or dtype, which no value changes).
   kNeverRaises = 1u << 3,
   /// Draws random numbers.
   kRandom = 1u << 4,

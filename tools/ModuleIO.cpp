@@ -468,6 +468,18 @@ std::optional<std::string> checkTensors(const torch::jit::Module &module) {
 }
 
 /// A copy of the archive without the records in \p drop.
+/// Whether libtorch's zip reader reads record \p name (inflates it, checks
+/// its CRC).
+bool readable(caffe2::serialize::PyTorchStreamReader &reader,
+              const std::string &name) {
+  try {
+    reader.getRecord(name);
+    return true;
+  } catch (const std::exception &) {
+    return false;
+  }
+}
+
 Reader rebuildWithout(caffe2::serialize::PyTorchStreamReader &reader,
                       const std::vector<std::string> &drop) {
   std::string bytes;
@@ -483,8 +495,16 @@ Reader rebuildWithout(caffe2::serialize::PyTorchStreamReader &reader,
       if (name == "version" ||
           std::find(drop.begin(), drop.end(), name) != drop.end())
         continue;
-      auto [data, size] = reader.getRecord(name);
-      writer.writeRecord(name, data.get(), size);
+      // A record that cannot be read is one torch::jit::load never reads
+      // (those it reads were read and checked already): left out, as
+      // libtorch would leave it.
+      std::tuple<at::DataPtr, size_t> record;
+      try {
+        record = reader.getRecord(name);
+      } catch (const std::exception &) {
+        continue;
+      }
+      writer.writeRecord(name, std::get<0>(record).get(), std::get<1>(record));
     }
     writer.writeEndOfFile();
   }
@@ -553,8 +573,23 @@ LoadedModule loadArchive(Reader in, const std::string &name,
   std::vector<std::string> badDebugRecords;
   for (const ArchiveRecord &r : records) {
     RecordKind kind = recordKind(r.name);
-    if (r.name.rfind("extra/", 0) == 0)
-      loaded.extraFiles.emplace(r.name.substr(6), "");
+    if (r.name.rfind("extra/", 0) == 0) {
+      std::string extra = r.name.substr(6);
+      // A directory entry holds no file (libtorch's writer refuses the
+      // name); torch.jit.save never writes one.
+      std::optional<std::string> unusable;
+      if (extra.empty() || extra.back() == '/')
+        unusable = "a directory entry, not an extra file";
+      else if (!readable(*reader, r.name))
+        unusable = "an extra file that cannot be read";
+      if (unusable)
+        loaded.warnings.push_back(inQuotes(name) + ": entry '" + r.name +
+                                  "' is " + *unusable +
+                                  " (torch.jit.load never reads it): it is "
+                                  "not copied to the output");
+      else
+        loaded.extraFiles.emplace(std::move(extra), "");
+    }
     if (kind == RecordKind::Other)
       continue;
     std::string bytes = readRecord(*reader, name, r.name, options);

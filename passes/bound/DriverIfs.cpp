@@ -21,7 +21,7 @@ bool Driver::convertIf(Node *node) {
   Rep *cond = rc.lifted(node->input(0));
   if (!cond || isDataAssert(node))
     return false;
-  std::string why = unconvertibleReason(node, rc.aliases);
+  std::string why = unconvertibleReason(node, rc.aliases, &rc.analysis);
   for (size_t i = 0; why.empty() && i < node->outputs().size(); ++i) {
     Value *a = node->blocks()[0]->outputs()[i];
     Value *b = node->blocks()[1]->outputs()[i];
@@ -37,6 +37,8 @@ bool Driver::convertIf(Node *node) {
     ctx.declined(node, kRule, why);
     return false;
   }
+  Value *c = cond->value;
+  shieldBranches(graph, node, c, &rc.analysis);
   std::vector<Node *> hoisted;
   for (Block *b : node->blocks())
     for (Node *n : b->nodes())
@@ -45,7 +47,6 @@ bool Driver::convertIf(Node *node) {
   for (Node *n : hoisted)
     visit(n);
   torch::jit::WithInsertPoint guard(node);
-  Value *c = cond->value;
   Value *device = rc.deviceOf(c, node);
   for (size_t i = 0; i < outs.size(); ++i) {
     auto [a, b] = outs[i];

@@ -149,6 +149,59 @@ def test_bad_debug_records_cost_a_warning(staticify, good_model, tmp_path, debug
     assert torch.equal(torch.jit.load(str(out))(*args), torch.jit.load(str(good_model))(*args))
 
 
+def _loads_in_torch(path):
+    loaded = subprocess.run([sys.executable, "-c", f"import torch; torch.jit.load({str(path)!r})"],
+                            capture_output=True, timeout=60)
+    return loaded.returncode == 0
+
+
+def _same_outputs(a, b):
+    gen = torch.Generator().manual_seed(0)
+    args = (torch.randn(50, generator=gen), torch.randn(50, generator=gen),
+            torch.randint(-1, 2, (50,), generator=gen))
+    return torch.equal(torch.jit.load(str(a))(*args), torch.jit.load(str(b))(*args))
+
+
+@pytest.mark.parametrize("entry", ["extra/d/", "extra/"])
+def test_directory_entries_under_extra_cost_a_warning(staticify, good_model, tmp_path, entry):
+    """A directory entry with content under extra/ (libtorch's writer
+    refuses its name): torch.jit.load loads the archive; staticify too, and
+    leaves the entry out with a warning naming it."""
+    bad = tmp_path / "bad.pt"
+    with zipfile.ZipFile(good_model) as z, zipfile.ZipFile(bad, "w") as w:
+        top = z.namelist()[0].split("/")[0]
+        for info in z.infolist():
+            w.writestr(info, z.read(info.filename))
+        w.writestr(f"{top}/{entry}", b"contents")
+    assert _loads_in_torch(bad)
+    out = tmp_path / "out.pt"
+    proc = staticify(bad, "-o", out, check=False)
+    assert proc.returncode == 0, proc.stderr
+    assert f"entry '{entry}' is a directory entry" in proc.stderr
+    assert _same_outputs(out, good_model)
+
+
+def test_unreadable_records_torch_never_reads_are_left_out(staticify, good_model, tmp_path):
+    """A bad debug record makes staticify rebuild the archive without it; a
+    record whose deflated bytes are corrupt, under a name torch.jit.load never
+    reads, must not stop that rebuild (nor does it stop torch.jit.load)."""
+    bad = tmp_path / "bad.pt"
+    corrupt = tmp_path / "corrupt.pt"
+    with_record(good_model, bad, ".debug_pkl", lambda data: b"\x80\x02garbage")
+    with zipfile.ZipFile(bad, "a", compression=zipfile.ZIP_DEFLATED) as w:
+        top = w.namelist()[0].split("/")[0]
+        w.writestr(f"{top}/code/unused.py.debug_junk", b"x" * 4096)
+    data = bytearray(bad.read_bytes())
+    at = data.find(b"unused.py.debug_junk") + len("unused.py.debug_junk")
+    data[at + 8:at + 16] = b"\xff" * 8  # inside the deflated bytes
+    corrupt.write_bytes(bytes(data))
+    assert _loads_in_torch(corrupt)
+    out = tmp_path / "out.pt"
+    proc = staticify(corrupt, "-o", out, check=False)
+    assert proc.returncode == 0, proc.stderr
+    assert _same_outputs(out, good_model)
+
+
 def _limit_file_size(limit):
     def apply():
         signal.signal(signal.SIGXFSZ, signal.SIG_DFL)  # the binary ignores it itself

@@ -32,11 +32,16 @@ and sorts the run into the first matching class, most severe first:
                        `staticify: error: ` line, or whose exit status is not 1/2
     leftover           a failed run left a new file (OUT, R.json, anything), or
                        any run left a `*.tmp.*` file
+    refused-undocumented  refused-but-loads (below) with a message that names
+                       no row of docs/reliability.md's Limits table
+                       (DOCUMENTED_LIMITS): a false refusal
     refused-but-loads  staticify exits 1 on an archive that torch.jit.load
                        accepts. Checked only for such failures, by a helper that
                        imports torch once and forks a child per check (with the
                        timeout and memory limit: torch itself may crash or hang
-                       on hostile input). Counted, but not fatal.
+                       on hostile input). Counted, but not fatal, when the
+                       message names a documented limit; the summary counts
+                       them by limit.
     ok                 anything else
 
 The mutators (MUTATORS) cover raw bytes (flips, splices, truncation); entry
@@ -104,8 +109,34 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 # --------------------------------------------------------------------------
 
 CLASSES = ["crash", "hang", "modified-input", "leaked-internals", "bad-message",
-           "leftover", "refused-but-loads", "ok"]
-FATAL = {"crash", "hang", "modified-input", "leaked-internals", "bad-message", "leftover"}
+           "leftover", "refused-undocumented", "refused-but-loads", "ok"]
+FATAL = {"crash", "hang", "modified-input", "leaked-internals", "bad-message", "leftover",
+         "refused-undocumented"}
+
+# The rows of docs/reliability.md's "Limits" table, and the refusals that name
+# each. An archive torch.jit.load loads may be refused only under one of them
+# (refused-but-loads); a refusal that names none is refused-undocumented.
+DOCUMENTED_LIMITS = [(row, re.compile(pattern)) for row, pattern in [
+    ("a limit of ArchiveLimits", r"exceeds a safety limit \("),
+    ("pickle nesting", r"a pickle nests values more than"),
+    ("expression depth in code", r"code nests an expression more than"),
+    ("nested blocks in code", r"code nests blocks more than"),
+    ("items in one bracketed display", r"code has a display of more than"),
+    ("memo slot", r"a pickle (uses|reads) memo slot"),
+    ("tensor storage", r"holds \d+ bytes, but its tensor needs|reads past its storage"),
+    ("pickle opcodes", r"a pickle (adds items|sets a dict item|builds a|memoizes from"
+                       r"|uses opcode|has a LONG1|lacks its protocol|ends before"
+                       r"|is cut short)"),
+    ("class attributes", r"code assigns class attribute"),
+]]
+
+
+def documented_limit(stderr: str) -> Optional[str]:
+    """The row of the Limits table a refusal names, if any."""
+    for row, pattern in DOCUMENTED_LIMITS:
+        if pattern.search(stderr):
+            return row
+    return None
 
 CRASH_EXIT_CODES = {128 + s for s in (signal.SIGILL, signal.SIGTRAP, signal.SIGABRT,
                                       signal.SIGBUS, signal.SIGFPE, signal.SIGKILL,
@@ -176,6 +207,8 @@ def classify(o: Outcome) -> List[str]:
             problems.append("leftover")
     if o.returncode == 1 and o.oracle and o.oracle.get("verdict") == "loads":
         problems.append("refused-but-loads")
+        if documented_limit(o.stderr) is None:
+            problems.append("refused-undocumented")
     return sorted(problems, key=CLASSES.index)
 
 
@@ -1365,6 +1398,14 @@ class Report:
             rest = ", ".join(f"{k} {per[name][k]}" for k in CLASSES
                              if per[name][k] and k != "ok")
             lines.append(f"    {name:<28}{total:>5}  {rest}")
+        refused = collections.Counter(
+            documented_limit(r.outcome.stderr) for r in self.results
+            if "refused-but-loads" in r.problems)
+        if refused:
+            lines += ["", "  refused though torch.jit.load loads them, by the row of "
+                      "docs/reliability.md's Limits table they name"]
+            for row, n in refused.most_common():
+                lines.append(f"    {row or '(none: refused-undocumented)':<40}{n:>5}")
         bad = [r for r in self.results if r.primary != "ok"]
         if bad:
             lines += ["", f"  examples (all {len(bad)} under {self.out}):"]

@@ -1,0 +1,111 @@
+"""Branches that may raise, run both (IfConvert.cpp, shieldBranches): an if on
+tensor data whose branch divides by a tensor or indexes by int64 values is
+converted with shields, a divisor made 1 and an index 0 where the branch is
+not taken. Through the real binary: outputs equal the original's on inputs
+that take each branch (the guarded division by 0 included), the converted
+ifs read nothing on the host, and where the original raises (the branch
+taken divides by 0, or indexes out of range) the output raises too."""
+import pytest
+import torch
+from torch import Tensor
+
+from conftest import sync_points
+
+
+class Equalize(torch.nn.Module):
+    """torchvision's _scale_channel, early return before a division and a
+    lookup-table gather, written out."""
+
+    def forward(self, img: Tensor) -> Tensor:
+        hist = torch.zeros(256, dtype=torch.long).scatter_add(
+            0, img.flatten().long(), torch.ones_like(img.flatten().long()))
+        nonzero_hist = hist[hist != 0]
+        step = torch.div(nonzero_hist[:-1].sum(), 255, rounding_mode="floor")
+        if step == 0:
+            return img
+        lut = torch.div(torch.cumsum(hist, 0) + torch.div(step, 2, rounding_mode="floor"),
+                        step, rounding_mode="floor")
+        lut = torch.nn.functional.pad(lut, [1, 0])[:-1].clamp(0, 255)
+        return lut[img.to(torch.int64)].to(torch.uint8)
+
+
+class RaiseWhereTaken(torch.nn.Module):
+    """The branch taken divides by a divisor that may be 0, and gathers by
+    indices that may be out of range: the original raises there."""
+
+    def forward(self, x: Tensor, d: Tensor, i: Tensor, table: Tensor) -> Tensor:
+        if x.sum() > 0:
+            return torch.div(x, d, rounding_mode="floor") + table[i.long()]
+        return x
+
+
+@pytest.fixture
+def equalize(staticify, save, tmp_path):
+    path = save(Equalize())
+    out = tmp_path / "static.pt"
+    report = staticify.report(path, "-o", out)
+    return report, torch.jit.load(str(path)), torch.jit.load(str(out))
+
+
+def test_equalize_reads_nothing_on_the_host(equalize):
+    report, _, _ = equalize
+    assert sync_points(report) == (2, 0)
+
+
+def test_equalize_outputs_equal_on_both_branches(equalize):
+    _, original, static = equalize
+    gen = torch.Generator().manual_seed(0)
+    taken = {True: 0, False: 0}
+    for trial in range(60):
+        img = torch.randint(0, 256, (32, 32), generator=gen, dtype=torch.uint8)
+        if trial % 3 == 0:
+            img.fill_(trial)  # one value: step == 0, the early return
+        elif trial % 3 == 1:
+            img = img // 128 * 255  # two values: step == 0 as well
+        expected = original(img)
+        taken[torch.equal(expected, img)] += 1
+        assert torch.equal(static(img), expected), trial
+    assert taken[True] >= 20 and taken[False] >= 15, taken
+
+
+@pytest.fixture
+def raising(staticify, save, tmp_path):
+    path = save(RaiseWhereTaken())
+    out = tmp_path / "static.pt"
+    report = staticify.report(path, "-o", out)
+    return report, torch.jit.load(str(path)), torch.jit.load(str(out))
+
+
+def test_the_branch_not_taken_never_raises(raising):
+    report, original, static = raising
+    assert sync_points(report) == (1, 0)
+    x = -torch.arange(1, 7).reshape(2, 3)  # sum < 0: the other branch
+    d = torch.zeros(2, 3, dtype=torch.long)  # would divide by 0
+    i = torch.tensor([[7], [-9]])  # would be out of range
+    table = torch.arange(3)
+    assert torch.equal(static(x, d, i, table), original(x, d, i, table))
+
+
+def test_the_branch_taken_gives_the_original_values(raising):
+    _, original, static = raising
+    x = torch.arange(1, 7).reshape(2, 3)
+    d = torch.tensor([[1, 2, 3], [4, 5, 6]])
+    i = torch.tensor([[2], [-3]])
+    table = torch.arange(3) * 10
+    assert torch.equal(static(x, d, i, table), original(x, d, i, table))
+
+
+@pytest.mark.parametrize("bad", ["divisor", "index"])
+def test_the_branch_taken_raises_where_the_original_raises(raising, bad):
+    _, original, static = raising
+    x = torch.arange(1, 7).reshape(2, 3)
+    d = torch.ones(2, 3, dtype=torch.long)
+    i = torch.tensor([0, 1, 2])
+    if bad == "divisor":
+        d[1, 2] = 0
+    else:
+        i[1] = 3
+    table = torch.arange(3)
+    for module in (original, static):
+        with pytest.raises(RuntimeError):
+            module(x, d, i, table)

@@ -76,10 +76,11 @@ HELPERS = '''
 
 # Productions whose result depends on data through a data-dependent op.
 DD_FEATURES = {"store-const", "store-0d", "store-sel", "store-sel-var", "store-augmented",
+               "store-rmw",
                "index-mask", "masked_select", "index-where", "index_select-where",
                "helper-call", "where", "nonzero", "gather", "int-of-count", "int", "float",
                "num", "numel", "reduce", "reduce-dim0", "sort", "topk", "unique", "cat",
-               "nested-mask", "arange", "slice-k", "narrow-k", "if", "if-elif"}
+               "nested-mask", "arange", "slice-k", "narrow-k", "if", "if-elif", "if-shield"}
 
 
 @dataclasses.dataclass
@@ -282,6 +283,10 @@ class Gen:
                           and v.sig == self.sel_sig(m, a))
             if s is not None:
                 val, feat = s.name, "store-sel-var"
+        elif r < 0.8:
+            # Read-modify-write: x[m] = f(x[m]) (torchaudio's dcshift, phaser).
+            val, feat = self.c([f"{new.name}[{m.name}] * 2.0 - 1.0",
+                                f"({new.name}[{m.name}] - 0.5).clamp(min=0.0)"]), "store-rmw"
         self.emit(f"{new.name} = {a.name}.clone()", feat)
         if self.r.random() < 0.15 and feat == "store-const":
             self.emit(f"{new.name}[{m.name}] += 1.0", "store-augmented")
@@ -593,6 +598,13 @@ class Gen:
             m = self.pick(lambda v: v.kind == "mask" and self.mask_fits(v, a))
             if m is not None:
                 forms.append(f"{a.name}.masked_fill({self.mexpr(m, a.mk)}, 0.0)")
+            # Ops that may raise on values, which both arms now run (if-convert's
+            # shields): an integer division by a tensor that may be 0, and a
+            # gather by int64 values that may be out of range.
+            forms += [f"torch.div(({a.name} * 8.0).long(), ({b.name} > 0).long(), "
+                      f"rounding_mode=\"floor\").float()",
+                      f"{b.name}.flatten()[({a.name}.flatten() * 3.0).long().abs()]"
+                      f".reshape({a.name}.shape)"]
             return self.c(forms)
         if target.kind == "sc":
             s = self.pick(lambda v: v.kind == "sc" and v.dtype == "f")
@@ -625,7 +637,9 @@ class Gen:
                 self.emit("else:", "if")
             else:
                 self.emit(f"elif {self.cond()}:", "if-elif")
-            self.emit(f"    {target.name} = {self.branch_expr(target, base)}", "if")
+            expr = self.branch_expr(target, base)
+            raising = "rounding_mode" in expr or ".long().abs()]" in expr
+            self.emit(f"    {target.name} = {expr}", "if-shield" if raising else "if")
         target.dd = True
         self.pool.append(target)
         return True

@@ -29,6 +29,10 @@ int main(int argc, char **argv) {
   // A file too large for RLIMIT_FSIZE is a write error to report, not a
   // signal that kills the process.
   std::signal(SIGXFSZ, SIG_IGN);
+  // A reader that closed the pipe (`staticify ... --report | head -1`) ends
+  // the report, not the run: writes to it fail and are dropped, and the
+  // outputs are finished as they would have been.
+  std::signal(SIGPIPE, SIG_IGN);
   int code = staticify::runCommand({argv + 1, argv + argc}, std::cout,
                                    std::cerr, /*supervised=*/true);
   // Every file is written and renamed by now; what is left are the static

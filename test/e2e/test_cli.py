@@ -1,5 +1,6 @@
 """The staticify CLI on real scripted modules: findings, report, output."""
 import json
+import subprocess
 
 import pytest
 import torch
@@ -220,3 +221,21 @@ def test_custom_op_model_loads_with_load_library(staticify, save, torchvision_li
     report = staticify.report(path, "--load-library", torchvision_library)
     assert [f["op"] for f in findings(report)
             if f["role"] == "root" and f["action"] != "introduced"] == ["torchvision::nms"]
+
+
+@pytest.mark.parametrize("args", [["--report"], ["--help"]], ids=["report", "help"])
+def test_a_reader_that_closes_the_pipe_is_no_crash(staticify, save, tmp_path, args):
+    """`staticify m.pt -o out.pt --report | head -1`: the reader goes (here
+    before the first line, so that every write finds the pipe closed); the
+    report stops there, the output is written whole, and the exit status is
+    0, with no word of a crash."""
+    model = save(models.Seed002Example2())
+    out = tmp_path / "out.pt"
+    command = [str(staticify.path), str(model), "-o", str(out)] + args
+    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc.stdout.close()  # as `head -1` does once it has its line
+    stderr = proc.stderr.read().decode()
+    assert proc.wait(timeout=300) in (0, -13), stderr
+    assert "crash" not in stderr and "internal error" not in stderr, stderr
+    if args == ["--report"]:
+        torch.jit.load(str(out))  # written whole

@@ -31,6 +31,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "passes/BoundedForms.h"
 #include "passes/bound/Rules.h"
 
 #include "passes/GraphUtils.h"
@@ -171,7 +172,10 @@ RuleResult paddedDict(Node *node, RuleContext &rc) {
   for (size_t i = 0; i + 1 < node->inputs().size(); i += 2)
     if (Rep *r = rc.bounded(node->input(i + 1))) {
       Value *count = r->count;
-      node->replaceInput(i + 1, r->value);
+      torch::jit::WithInsertPoint at(node);
+      node->replaceInput(
+          i + 1,
+          insertForm(graph, "neutral_padding", {r->value, count}, node)[0]);
       node->addInput(graph.insertConstant(
           countKeys.at(*constantString(node->input(i)))));
       node->addInput(count);
@@ -210,7 +214,11 @@ RuleResult paddedStore(Node *node, RuleContext &rc) {
   if (pending == rc.pendingStores.end() || !x)
     return RuleResult::notApplicable();
   torch::jit::Graph &graph = rc.graph;
-  node->replaceInput(2, x->value);
+  {
+    torch::jit::WithInsertPoint before(node);
+    node->replaceInput(
+        2, insertForm(graph, "neutral_padding", {x->value, x->count}, node)[0]);
+  }
   torch::jit::WithInsertPoint at(node->next());
   emit(graph, "aten::_set_item",
        {node->input(0), graph.insertConstant(pending->second), x->count},

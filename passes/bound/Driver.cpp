@@ -352,8 +352,8 @@ bool Driver::returnPadded(const Rep &r, const torch::jit::Use &use) {
     return false;
   bool inReturnedTuple = user->kind() == c10::prim::TupleConstruct;
   torch::jit::WithInsertPoint guard(user);
-  Value *pair =
-      graph.insertNode(graph.createTuple({r.value, r.count}))->output();
+  Value *rows = insertForm(graph, "neutral_padding", {r.value, r.count}, user)[0];
+  Value *pair = graph.insertNode(graph.createTuple({rows, r.count}))->output();
   user->replaceInput(use.offset, pair);
   if (inReturnedTuple) { // retype the tuple around it
     std::vector<c10::TypePtr> types;

@@ -34,6 +34,19 @@ def live_rows(bound: int, count: Tensor) -> Tensor:
     return torch.arange(bound, device=count.device) < count
 
 
+def neutral_padding(x: Tensor, count: Tensor) -> Tensor:
+    """x with its rows past count filled with a value no real row of a
+    detection or a selection holds: -1 for signed integers (labels and
+    indices, as torch.nonzero_static fills), 0 for the rest (scores,
+    boxes; False for bools). What --padded-outputs returns."""
+    live = torch.arange(x.size(0), device=x.device) < count
+    live = live.reshape([x.size(0)] + [1] * (x.dim() - 1))
+    fill = 0
+    if x.dtype >= 1 and x.dtype <= 4:  # int8, int16, int32, int64
+        fill = -1
+    return torch.where(live, x, torch.full([], fill, dtype=x.dtype, device=x.device))
+
+
 def coordinate(flat: Tensor, sizes: List[int], k: int) -> Tensor:
     """Coordinate k of row-major flat positions in a tensor of `sizes`."""
     if k < 0:

@@ -249,6 +249,39 @@ def test_padded_outputs_return_padded_and_count(staticify, save, tmp_path):
     padded, count = result(x, m)
     assert padded.shape == (20, 3) and count.dim() == 0
     assert torch.equal(padded[:int(count)], x[m].abs())
+    assert int(count) < 20 and torch.equal(padded[int(count):], torch.zeros(20 - int(count), 3))
+
+
+class Detections(torch.nn.Module):
+    def forward(self, scores: torch.Tensor, labels: torch.Tensor, boxes: torch.Tensor):
+        keep = scores > 0.5
+        d = {"scores": scores[keep], "labels": labels[keep], "boxes": boxes[keep]}
+        return d, torch.where(keep)[0], keep[keep]
+
+
+def test_padding_rows_hold_no_real_row(staticify, save, tmp_path):
+    """Rows past the count are neutral: scores and boxes 0, labels and
+    indices -1 (no real label or index), bools False."""
+    path = save(Detections())
+    out = tmp_path / "static.pt"
+    staticify(path, "-o", out, "--padded-outputs")
+    original, static = torch.jit.load(str(path)), torch.jit.load(str(out))
+    gen = torch.Generator().manual_seed(0)
+    for n in (0, 1, 7):
+        scores, labels = torch.rand(n, generator=gen), torch.randint(0, 5, (n,), generator=gen)
+        boxes = torch.rand(n, 4, generator=gen)
+        scores[:1] = 0.9  # at least one detection where there is a row
+        (want, want_idx, want_keep) = original(scores, labels, boxes)
+        (got, (idx, idx_count), (kept, kept_count)) = static(scores, labels, boxes)
+        k = int(got["scores_count"])
+        assert k == want["scores"].numel() == int(idx_count) == int(kept_count)
+        for key in ("scores", "labels", "boxes"):
+            assert torch.equal(got[key][:k], want[key])
+        assert torch.equal(idx[:k], want_idx) and torch.equal(kept[:k], want_keep)
+        assert (got["scores"][k:] == 0).all() and (got["boxes"][k:] == 0).all()
+        assert (got["labels"][k:] == -1).all() and (idx[k:] == -1).all()
+        assert not kept[k:].any()
+        assert n == 0 or k < n or n == 1
 
 
 def test_narrow_by_a_count_is_static_and_exact(staticify, save, tmp_path):

@@ -148,8 +148,13 @@ bool combineNested(Graph &graph, Node *node, const AnalysisResult &analysis,
 bool maskPropagate(std::shared_ptr<Graph> &graph, PassContext &ctx) {
   bool changed = false;
   // Each rewrite creates new selections that later nodes may combine with;
-  // re-analyse (for mask dtypes) and go again until nothing moves.
-  for (bool again = true; again;) {
+  // re-analyse (for mask dtypes) and go again until nothing moves, for at
+  // most kMaxRounds rewrites: each round analyses the whole graph, and a
+  // chain of thousands of ops on one selection would cost rounds times
+  // nodes. What is left consumes a selection, as before the pass (bound's).
+  constexpr int kMaxRounds = 64;
+  int rounds = 0;
+  for (bool again = true; again && rounds++ < kMaxRounds;) {
     again = false;
     // A rewrite below changed the graph: its facts are recomputed.
     if (changed)

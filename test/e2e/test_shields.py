@@ -39,12 +39,17 @@ class RaiseWhereTaken(torch.nn.Module):
         return x
 
 
-@pytest.fixture
-def equalize(staticify, save, tmp_path):
-    path = save(Equalize())
+def staticified(staticify, save, tmp_path, module):
+    """(report, original, static) of `module` through the binary."""
+    path = save(module)
     out = tmp_path / "static.pt"
     report = staticify.report(path, "-o", out)
     return report, torch.jit.load(str(path)), torch.jit.load(str(out))
+
+
+@pytest.fixture
+def equalize(staticify, save, tmp_path):
+    return staticified(staticify, save, tmp_path, Equalize())
 
 
 def test_equalize_reads_nothing_on_the_host(equalize):
@@ -70,10 +75,7 @@ def test_equalize_outputs_equal_on_both_branches(equalize):
 
 @pytest.fixture
 def raising(staticify, save, tmp_path):
-    path = save(RaiseWhereTaken())
-    out = tmp_path / "static.pt"
-    report = staticify.report(path, "-o", out)
-    return report, torch.jit.load(str(path)), torch.jit.load(str(out))
+    return staticified(staticify, save, tmp_path, RaiseWhereTaken())
 
 
 def test_the_branch_not_taken_never_raises(raising):

@@ -1057,6 +1057,24 @@ def by_reason(rows):
     return grouped(rows, lambda f: (f["op"], short(f["reason"])))
 
 
+README_BEGIN, README_END = "<!-- readme-real-code:begin -->", "<!-- readme-real-code:end -->"
+
+
+def readme_line(rows):
+    """The README's bullet: the corpus's headline numbers."""
+    scripted = [r for r in rows if r.get("scripts") and "error" not in r]
+    synced = [r for r in scripted if r["before"] > 0]
+    floor = [r for r in synced if r["floor"]]
+    differ = [r for r in scripted if r["equal"] is False]
+    return "\n".join([
+        README_BEGIN,
+        f"  - torchvision and torchaudio code scripted unchanged: {len(floor)} of the "
+        f"{len(synced)} entries with a sync point reach their floor, sync points "
+        f"{sum(r['before'] for r in scripted)} → {sum(r['after'] for r in scripted)}, "
+        f"outputs that differ: {len(differ)} (`bench/real_code.py`).",
+        README_END])
+
+
 def summary(rows):
     scripted = [r for r in rows if r.get("scripts") and "error" not in r]
     failed = [r["name"] for r in rows if "error" in r]
@@ -1155,6 +1173,8 @@ def main():
     if args.docs:
         write_section(pathlib.Path(args.docs) / "coverage.md", BEGIN, END,
                       docs_body(rows, text), heading=HEADING)
+        write_section(pathlib.Path(args.docs).resolve().parent / "README.md",
+                      README_BEGIN, README_END, readme_line(rows))
     return 0
 
 

@@ -291,6 +291,51 @@ bool inGuardFallback(const Node *node) {
   return false;
 }
 
+namespace {
+constexpr std::string_view kGuardName = "staticify_guard";
+constexpr std::string_view kBoundGuardName = "staticify_guard_bound";
+
+bool startsWith(const std::string &s, std::string_view prefix) {
+  return s.compare(0, prefix.size(), prefix) == 0;
+}
+} // namespace
+
+void nameGuards(torch::jit::Graph &graph) {
+  for (Node *node : collectNodes(graph.block()))
+    if (node->kind() == c10::prim::If && node->hasAttribute(guardAttr()) &&
+        !node->outputs().empty() &&
+        !startsWith(node->output(0)->debugNameBase(), kGuardName))
+      node->output(0)->setDebugName(std::string(
+          node->i(guardAttr()) == kBoundGuard ? kBoundGuardName : kGuardName));
+}
+
+void recoverGuards(torch::jit::Graph &graph) {
+  // The loader orders an if's results by their variables, not as they were:
+  // the named one may be any of them.
+  auto guardName = [](const Node *node) -> std::optional<std::string> {
+    if (node->kind() != c10::prim::If)
+      return std::nullopt;
+    for (const Value *v : node->outputs())
+      if (v->hasDebugName() && startsWith(v->debugNameBase(), kGuardName))
+        return v->debugNameBase();
+    return std::nullopt;
+  };
+  for (Node *node : collectNodes(graph.block())) {
+    if (node->hasAttribute(guardAttr()))
+      continue;
+    std::optional<std::string> name = guardName(node);
+    if (!name)
+      continue;
+    bool carriesOuter = false;
+    for (const torch::jit::Block *b = node->owningBlock(); b->owningNode();
+         b = b->owningNode()->owningBlock())
+      carriesOuter |= guardName(b->owningNode()) == name;
+    if (!carriesOuter)
+      node->i_(guardAttr(),
+               startsWith(*name, kBoundGuardName) ? kBoundGuard : 1);
+  }
+}
+
 bool isTensor(const Value *v) {
   return v->type()->kind() == c10::TypeKind::TensorType;
 }

@@ -89,6 +89,17 @@ bool isGuardFallback(const torch::jit::Block *block);
 /// Whether \p node sits in a guard's fallback, at any depth.
 bool inGuardFallback(const torch::jit::Node *node);
 
+/// Names the first result of every guard of \p graph after its kind
+/// (`staticify_guard`, `staticify_guard_bound`): TorchScript saves no node
+/// attribute, but its printer keeps a result's name as the variable's, so
+/// that a saved output analysed again knows its guards.
+void nameGuards(torch::jit::Graph &graph);
+
+/// Gives guardAttr() back to the ifs of a loaded \p graph that nameGuards
+/// named (an if inside a guard's branch that yields the guard's result
+/// under its name is no guard of its own).
+void recoverGuards(torch::jit::Graph &graph);
+
 /// Whether \p v is a tensor (by its TorchScript type).
 bool isTensor(const torch::jit::Value *v);
 

@@ -85,6 +85,9 @@ PartitionResult partitionGraph(const Graph &graph,
       constant[at] = true;
   std::vector<const Node *> nodes;
   std::vector<bool> dynamic;
+  // Whether a dynamic node's run has dynamic nodes outside guards'
+  // fallbacks (those run only where the host facts a guard checks fail).
+  std::vector<bool> unguarded;
   // Each node's run of census positions: it and its blocks' nodes.
   std::vector<std::pair<size_t, size_t>> runs;
   // The dynamic nodes' positions: the only producers islands join through.
@@ -98,13 +101,17 @@ PartitionResult partitionGraph(const Graph &graph,
     if (constant[at])
       continue;
     size_t end = k + 1 < tops.size() ? tops[k + 1] : census.size();
-    bool isDyn = false;
-    for (size_t i = at; i < end && !isDyn; ++i)
-      isDyn = dynamicNode[i];
+    bool isDyn = false, outsideFallbacks = false;
+    for (size_t i = at; i < end && !outsideFallbacks; ++i)
+      if (dynamicNode[i]) {
+        isDyn = true;
+        outsideFallbacks = !inGuardFallback(census[i]);
+      }
     if (isDyn)
       dynamicAt.emplace(census[at], nodes.size());
     nodes.push_back(census[at]);
     dynamic.push_back(isDyn);
+    unguarded.push_back(outsideFallbacks);
     runs.emplace_back(at, end);
   }
 
@@ -144,9 +151,12 @@ PartitionResult partitionGraph(const Graph &graph,
         Segment s;
         s.kind = Segment::Kind::DynamicIsland;
         s.number = ++islands;
+        s.guardedOnly = true;
         result.segments.push_back(s);
       }
       seg = it->second;
+      if (unguarded[i])
+        result.segments[seg].guardedOnly = false;
       if (dynamicNode[runs[i].first]) { // itself, not its blocks
         std::string op = nodes[i]->kind().toQualString();
         auto &ops = result.segments[seg].ops;

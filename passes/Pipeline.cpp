@@ -762,6 +762,8 @@ PipelineResult runPipeline(std::shared_ptr<Graph> &graph,
   result.report.passes = passes;
   result.report.inlined = false;
 
+  // A saved output analysed again: its guards are guards still.
+  recoverGuards(*graph);
   PassContext ctx;
   ctx.options = options;
   std::shared_ptr<const AnalysisResult> before;
@@ -858,6 +860,17 @@ PipelineResult runPipeline(std::shared_ptr<Graph> &graph,
                  std::to_string(now) + ") and run " + std::to_string(opsNow) +
                  " ops per call instead of " + std::to_string(opsBefore) +
                  "; it is left as it was";
+    // Where what the rewrites left is a cut at the return, the flag that
+    // returns it padded instead (the report's hints name it).
+    if (!reverted.empty() && !options.paddedOutputs &&
+        std::any_of(afterFacts->findingNodes.begin(),
+                    afterFacts->findingNodes.end(), [&](const Node *node) {
+                      return !ctx.isTracked(node) &&
+                             ctx.reasonForNewNode(node).find(
+                                 "--padded-outputs") != std::string::npos;
+                    }))
+      reverted += " (its host reads are cuts at the return, which "
+                  "--padded-outputs returns padded)";
     if (!reverted.empty()) {
       if (!unrewritten) // derived again: the passes are deterministic
         unrewritten =
@@ -960,6 +973,7 @@ PipelineResult runPipeline(std::shared_ptr<Graph> &graph,
   result.report.before.partition = std::move(beforeSegments);
   result.report.after = summarize(after);
   result.report.after.partition = partition.segments;
+  nameGuards(*graph);
   if (options.renderDot)
     result.dot = renderDot(*graph, partition, name, [&](const Node *n) {
       return ctx.reasonForNewNode(n).find("materialized") != std::string::npos;

@@ -147,7 +147,9 @@ static std::string renderPartition(const char *when,
   for (const Segment &seg : segments) {
     bool island = seg.kind == Segment::Kind::DynamicIsland;
     os << "    " << (island ? "dynamic island " : "static region  ")
-       << seg.number << ": " << spanOf(seg) << ", " << seg.numNodes << " node"
+       << seg.number
+       << (island && seg.guardedOnly ? " (in guards' fallbacks only)" : "")
+       << ": " << spanOf(seg) << ", " << seg.numNodes << " node"
        << (seg.numNodes == 1 ? "" : "s");
     if (island && !seg.ops.empty()) {
       os << " (";
@@ -160,16 +162,35 @@ static std::string renderPartition(const char *when,
   return os.str();
 }
 
+static std::string plural(size_t n, const char *noun) {
+  return std::to_string(n) + " " + noun + (n == 1 ? "" : "s");
+}
+
 static std::string renderSummary(const MethodReport &m) {
   std::ostringstream os;
-  size_t roots =
-      std::count_if(m.findings.begin(), m.findings.end(),
-                    [](const Finding &f) { return f.role == Role::Root; });
-  os << "summary of '" << m.name << "': " << m.findings.size() << " finding"
-     << (m.findings.size() == 1 ? "" : "s") << " (" << roots << " root cause"
-     << (roots == 1 ? "" : "s") << "), " << m.before.numNodes << " node"
-     << (m.before.numNodes == 1 ? "" : "s")
+  auto count = [&](auto pred) {
+    return static_cast<size_t>(
+        std::count_if(m.findings.begin(), m.findings.end(), pred));
+  };
+  size_t roots = count([](const Finding &f) {
+    return f.role == Role::Root && f.action != "introduced";
+  });
+  size_t rewritten =
+      count([](const Finding &f) { return f.action == "rewritten"; });
+  size_t introduced =
+      count([](const Finding &f) { return f.action == "introduced"; });
+  // One set of counts: the input's findings are the table's "before"
+  // column, the rewritten graph's its "after" column (the introduced ones
+  // among them), and the sync points the places the host waits.
+  os << "summary of '" << m.name << "': "
+     << plural(m.before.counts.total(), "finding") << " ("
+     << plural(roots, "root cause") << "), " << plural(m.before.numNodes, "node")
      << (m.inlined ? " after inlining" : "") << "\n";
+  if (rewritten || introduced || m.after.counts.total() != m.before.counts.total())
+    os << "  after rewriting: " << plural(m.after.counts.total(), "finding")
+       << (introduced ? " (" + std::to_string(introduced) + " introduced by a rewrite)"
+                      : std::string())
+       << "; " << rewritten << " of the input's rewritten\n";
   os << "  " << pad("category", 16) << pad("before", 8) << "after\n";
   for (Category c : kAllCategories)
     os << "  " << pad(std::string(categoryName(c)), 16)
@@ -192,6 +213,12 @@ static std::string renderSummary(const MethodReport &m) {
        << m.after.errorPathSyncPoints << " point"
        << (m.after.errorPathSyncPoints == 1 ? "" : "s")
        << ", only on the way to their message\n";
+  if (!m.assumedNone.empty()) {
+    os << "  assumed None (callers never pass them):";
+    for (size_t i = 0; i < m.assumedNone.size(); ++i)
+      os << (i ? ", " : " ") << m.assumedNone[i];
+    os << "\n";
+  }
   os << "  graph: "
      << (m.after.isStatic()
              ? std::string(m.after.fallbackSyncPoints
@@ -226,6 +253,8 @@ static std::string renderSummary(const MethodReport &m) {
     }
     os << "\n";
   }
+  for (const std::string &hint : m.hints)
+    os << "  hint: " << hint << "\n";
   auto same = [](const std::vector<Segment> &a, const std::vector<Segment> &b) {
     return std::equal(a.begin(), a.end(), b.begin(), b.end(),
                       [](const Segment &x, const Segment &y) {
@@ -243,11 +272,34 @@ static std::string renderSummary(const MethodReport &m) {
   return os.str();
 }
 
-std::string renderText(const Report &report) {
+/// Whether the short report shows \p f: what is left after rewriting, by
+/// its root causes (a derived finding whose causes were all rewritten is
+/// left on its own account).
+static bool isLeft(const Finding &f, const std::vector<Finding> &all) {
+  if (f.action == "rewritten")
+    return false;
+  if (f.role == Role::Root)
+    return true;
+  return f.action == "kept" &&
+         std::all_of(f.causes.begin(), f.causes.end(), [&](size_t c) {
+           return c < all.size() && all[c].action == "rewritten";
+         });
+}
+
+std::string renderText(const Report &report, ReportDetail detail) {
   std::ostringstream os;
   for (const MethodReport &m : report.methods) {
+    size_t shown = 0;
     for (const Finding &f : m.findings)
-      os << renderFindingIn(f, m.findings, m.name);
+      if (detail == ReportDetail::Full || isLeft(f, m.findings)) {
+        os << renderFindingIn(f, m.findings, m.name);
+        ++shown;
+      }
+    if (shown < m.findings.size())
+      os << "(" << plural(m.findings.size() - shown, "more finding")
+         << ", rewritten or following from those "
+         << (shown ? "above" : "rewritten")
+         << ": --report=full lists every finding)\n";
     if (!m.findings.empty())
       os << "\n";
     os << renderSummary(m);
@@ -343,7 +395,11 @@ static std::string jsonSegment(const Segment &seg) {
          (seg.firstLine ? "[" + std::to_string(seg.firstLine) + ", " +
                               std::to_string(seg.lastLine) + "]"
                         : "null") +
-         ", \"ops\": " + ops + "]}";
+         ", \"ops\": " + ops + "]" +
+         (seg.kind == Segment::Kind::DynamicIsland
+              ? std::string(", \"guarded_only\": ") + jsonBool(seg.guardedOnly)
+              : std::string()) +
+         "}";
 }
 
 static std::string jsonSummary(const GraphSummary &s) {
@@ -424,6 +480,14 @@ std::string renderJson(const Report &report) {
     }
     if (!m.lowering.target.empty())
       os << "}";
+    auto strings = [&](const std::vector<std::string> &items) {
+      std::string list = "[";
+      for (size_t k = 0; k < items.size(); ++k)
+        list += (k ? ", " : "") + quote(items[k]);
+      return list + "]";
+    };
+    os << ",\n     \"assumed_none\": " << strings(m.assumedNone)
+       << ", \"hints\": " << strings(m.hints);
     os << ",\n     \"findings\": [";
     for (size_t f = 0; f < m.findings.size(); ++f)
       os << (f ? "," : "") << "\n       " << jsonFinding(m.findings[f]);

@@ -27,6 +27,9 @@ struct Segment {
   std::string file;    // the source span, when known
   size_t firstLine = 0, lastLine = 0;
   std::vector<std::string> ops; // an island's data-dependent ops, in order
+  /// An island whose data-dependent nodes are all in guards' fallbacks:
+  /// they run only where the host facts a guard checks fail.
+  bool guardedOnly = false;
 };
 
 /// The state of one method's graph at one point of the pipeline.
@@ -68,6 +71,12 @@ struct MethodReport {
     size_t cudaKernels = 0;
     std::vector<std::pair<std::string, size_t>> cudaImages; // name, bytes
   } lowering;
+  /// Optional arguments treated as None (--assume-none, or --inference's
+  /// arguments that default to None).
+  std::vector<std::string> assumedNone;
+  /// Command-line flags that would remove what is left, each with why
+  /// ("--padded-outputs: 2 bounded outputs are cut at the return").
+  std::vector<std::string> hints;
 };
 
 struct Report {
@@ -78,8 +87,19 @@ struct Report {
   std::vector<MethodReport> methods;
 };
 
-/// Clang-style diagnostics for every finding, then a summary per method.
-std::string renderText(const Report &report);
+/// How much of the findings the text report shows.
+enum class ReportDetail {
+  /// What is left after rewriting (the root causes kept or introduced, with
+  /// why), then the summary: `staticify --report`.
+  Short,
+  /// Every finding, rewritten ones too: `--report=full`, staticify-opt.
+  Full,
+};
+
+/// Clang-style diagnostics for the findings \p detail selects, then a
+/// summary per method.
+std::string renderText(const Report &report,
+                       ReportDetail detail = ReportDetail::Full);
 /// The JSON document of docs/report-format.md.
 std::string renderJson(const Report &report);
 /// One diagnostic: `file:line:col: warning: message [category]`, the source

@@ -8,6 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "tools/CudaGraphs.h"
 #include "tools/Driver.h"
 
 #include <pybind11/pybind11.h>
@@ -38,4 +39,7 @@ PYBIND11_MODULE(_native, m) {
   m.doc() = "The staticify command, run in this process.";
   m.def("run", &run, py::arg("args"),
         "Runs `staticify ARGS...`; returns (exit status, stdout, stderr).");
+  m.def("runtime_library", &staticify::defaultRuntimeLibrary,
+        "The path of libstaticify_runtime.so in the build tree this module "
+        "belongs to (it may not exist).");
 }

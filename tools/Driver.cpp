@@ -26,6 +26,7 @@
 #include <torch/csrc/jit/api/function_impl.h>
 
 #include <chrono>
+#include <functional>
 #include <iostream>
 #include <set>
 
@@ -47,9 +48,11 @@ options:
   -o, --output FILE     write the staticified module to FILE (atomically; never
                         the input). The JSON report is added to it as the extra
                         file 'staticify_report.json'.
-  --report              print the findings as compiler diagnostics and a
-                        summary (the default when neither -o nor --report-json
-                        is given)
+  --report              print what is left after rewriting, as compiler
+                        diagnostics with the reason each was kept, and a
+                        summary per method (the default when neither -o nor
+                        --report-json is given)
+  --report=full         the same with every finding, rewritten ones too
   --report-json FILE    write the report as JSON (docs/report-format.md)
   --dot FILE            write the final graph as Graphviz DOT: static regions,
                         dynamic islands and materialization points in colour
@@ -60,6 +63,11 @@ options:
                         torchvision's _C.so for torchvision::nms; repeatable
                         (a C++ op library: pip wheels' _C.so files need
                         libtorch_python.so and load only inside Python)
+  --inference           the export of an eval-mode model: --specialize-training
+                        (refused for a module saved in training mode), every
+                        Optional argument that defaults to None assumed None
+                        (--assume-none; the report lists them), and
+                        --runtime-ops when the runtime library is found
   --no-inline           do not inline calls to submodule methods and functions
   --specialize-training treat each submodule's saved `training` flag as a
                         constant, as torch.jit.freeze does for an eval module:
@@ -142,6 +150,7 @@ examples:
   staticify detector.pt --report --load-library \
       /usr/lib/python3/dist-packages/torchvision/_C.cpython-311-x86_64-linux-gnu.so
   staticify model.pt --method forward --method sample --report
+  staticify detector.pt -o detector_static.pt --inference --padded-outputs
   staticify model.pt -o out.pt --bound num_boxes=300 --padded-outputs
   staticify loss.pt -o loss_cpu.pt --lower=cpu --input-types 'f32[?], i64[?]'
   staticify sampler.pt -o sampler_gpu.pt --lower=cpu,cuda \
@@ -162,6 +171,8 @@ struct Options {
   std::string reportJson;
   std::string dot;
   bool report = false;
+  ReportDetail reportDetail = ReportDetail::Short;
+  bool inference = false;
   bool verbose = false;
   bool timePasses = false;
   bool inlineCalls = true;
@@ -251,8 +262,16 @@ int parseOptions(const std::vector<std::string> &args, Options &opts,
       setOnce(cl, opts.reportJson, value);
     } else if (cl.option("--dot", value)) {
       setOnce(cl, opts.dot, value);
-    } else if (cl.flag("--report")) {
+    } else if (cl.flag("--report") || cl.flag("--report=short")) {
       opts.report = true;
+    } else if (cl.flag("--report=full")) {
+      opts.report = true;
+      opts.reportDetail = ReportDetail::Full;
+    } else if (cl.current().rfind("--report=", 0) == 0) {
+      throw std::invalid_argument("'" + cl.current() +
+                                  "': --report takes =full or nothing");
+    } else if (cl.flag("--inference")) {
+      opts.inference = true;
     } else if (cl.flag("--verbose")) {
       opts.verbose = true;
     } else if (cl.flag("--time-passes")) {
@@ -349,6 +368,107 @@ void checkBoundsMatched(const Options &opts,
                       "; use a name or line the report shows");
 }
 
+/// Whether a method of \p module calls an op of the runtime library.
+bool callsRuntimeOps(const torch::jit::Module &module) {
+  std::function<bool(const torch::jit::Block *)> calls =
+      [&](const torch::jit::Block *block) {
+        for (const torch::jit::Node *node : block->nodes()) {
+          if (node->kind().is_aten() || node->kind().is_prim()) {
+            for (const torch::jit::Block *inner : node->blocks())
+              if (calls(inner))
+                return true;
+          } else if (std::string(node->kind().toQualString())
+                         .rfind("staticify::", 0) == 0) {
+            return true;
+          }
+        }
+        return false;
+      };
+  for (const torch::jit::Method &method : module.get_methods())
+    if (calls(torch::jit::toGraphFunction(method.function()).graph()->block()))
+      return true;
+  return false;
+}
+
+/// A command-line mistake found once the module is loaded: exit status 2,
+/// as for those found before.
+class CommandLineError : public std::invalid_argument {
+  using std::invalid_argument::invalid_argument;
+};
+
+/// --input-types gives one type per argument of each method.
+void checkInputTypes(const Options &opts, const torch::jit::Module &module) {
+#ifdef STATICIFY_WITH_MLIR
+  if (opts.inputTypes.empty())
+    return;
+  size_t given = lower::parseSignature(opts.inputTypes).size();
+  for (const std::string &name : opts.methods) {
+    const c10::FunctionSchema &schema =
+        module.get_method(name).function().getSchema();
+    std::string args;
+    size_t taken = 0;
+    for (const c10::Argument &a : schema.arguments())
+      if (a.name() != "self") {
+        args += (taken++ ? ", " : "") + a.name();
+      }
+    if (given != taken)
+      throw CommandLineError(
+          "--input-types '" + opts.inputTypes + "' gives " +
+          std::to_string(given) + " input type" + (given == 1 ? "" : "s") +
+          ", but method '" + name + "' takes " + std::to_string(taken) +
+          (taken ? " (" + args + ")" : std::string()) +
+          "; give one type per input");
+  }
+#else
+  (void)opts;
+  (void)module;
+#endif
+}
+
+/// The flags that would remove what is left of \p m: those the reasons of
+/// its kept findings name and the user did not give, and --inference for an
+/// eval-mode module exported without it.
+std::vector<std::string> hintsFor(const MethodReport &m, const Options &opts,
+                                  const PassOptions &given,
+                                  const torch::jit::Module &module) {
+  std::vector<std::string> hints;
+  if (m.after.syncPoints == 0)
+    return hints;
+  struct Flag {
+    const char *name;
+    bool given;
+    const char *what;
+  };
+  const Flag flags[] = {
+      {"--padded-outputs", given.paddedOutputs,
+       "returns bounded outputs padded, with their counts, instead of cutting "
+       "them at the return"},
+      {"--drop-data-asserts", given.dropDataAsserts,
+       "drops the checks on data that only raise"},
+      {"--bound", false, "bounds a length the analysis cannot bound"},
+      {"--runtime-ops", given.runtimeOps,
+       "uses the runtime library's kernels (padded NMS)"},
+  };
+  for (const Flag &flag : flags) {
+    if (flag.given)
+      continue;
+    size_t n = std::count_if(
+        m.findings.begin(), m.findings.end(), [&](const Finding &f) {
+          return f.action != "rewritten" &&
+                 f.reason.find(flag.name) != std::string::npos;
+        });
+    if (n)
+      hints.push_back(std::string(flag.name) + " " + flag.what + " (" +
+                      std::to_string(n) + " finding" + (n == 1 ? "" : "s") +
+                      " left name it)");
+  }
+  if (!opts.inference && !module.is_training())
+    hints.push_back("--inference specialises this eval-mode module's "
+                    "training flags and its Optional arguments that default "
+                    "to None, as an inference export does");
+  return hints;
+}
+
 int run(const Options &opts, std::ostream &out, std::ostream &err) {
   if (!opts.output.empty())
     checkOutputPath(opts.output, opts.input, opts.outputOption);
@@ -370,6 +490,20 @@ int run(const Options &opts, std::ostream &out, std::ostream &err) {
   std::string dot;
   for (const std::string &lib : opts.libraries)
     loadLibrary(lib);
+  std::vector<std::string> notes;
+  if (opts.inference && !passOptions.runtimeOps) {
+    // The runtime's kernels where the library is there; the TorchScript
+    // forms otherwise.
+    std::string runtime =
+        opts.runtime.empty() ? defaultRuntimeLibrary() : opts.runtime;
+    if (!runtime.empty() && access(runtime.c_str(), R_OK) == 0)
+      passOptions.runtimeOps = true;
+    else
+      notes.push_back("--inference: the runtime library is not at '" +
+                      runtime +
+                      "': padded NMS keeps its TorchScript form (build target "
+                      "staticify_runtime, or pass --runtime PATH)");
+  }
   if (opts.cudaGraphs || passOptions.runtimeOps || !opts.lower.empty()) {
     std::string runtime =
         opts.runtime.empty() ? defaultRuntimeLibrary() : opts.runtime;
@@ -400,6 +534,11 @@ int run(const Options &opts, std::ostream &out, std::ostream &err) {
   double loadSeconds = elapsed();
   for (const std::string &warning : loaded.warnings)
     err << "staticify: warning: " << printable(warning) << "\n";
+  if (opts.inference && loaded.module.is_training())
+    throw UserError("--inference: '" + opts.input +
+                    "' was saved in training mode; call model.eval() before "
+                    "scripting and saving it (or use --specialize-training to "
+                    "specialise on the training mode as saved)");
 
   Report report;
   report.toolVersion = STATICIFY_VERSION;
@@ -416,6 +555,7 @@ int run(const Options &opts, std::ostream &out, std::ostream &err) {
                       (known.empty() ? std::string("it has no methods")
                                      : "its methods are: " + known));
     }
+  checkInputTypes(opts, loaded.module);
   StaticifyOptions options;
   options.methods = opts.methods;
   options.passes = opts.passes;
@@ -425,8 +565,9 @@ int run(const Options &opts, std::ostream &out, std::ostream &err) {
       passOptions.paddedOutputs || passOptions.runtimeOps;
   options.outline = opts.outline;
   options.cudaGraphs = opts.cudaGraphs;
-  options.specializeTraining = opts.specializeTraining;
+  options.specializeTraining = opts.specializeTraining || opts.inference;
   options.assumeNone = opts.assumeNone;
+  options.assumeDefaultNone = opts.inference;
   options.lowerTarget = opts.lower;
   options.lowerSignature = opts.inputTypes;
   elapsed();
@@ -440,9 +581,19 @@ int run(const Options &opts, std::ostream &out, std::ostream &err) {
                            sum += step.second;
                          return sum;
                        }());
-  for (const std::string &note : result.notes)
-    err << "staticify: " << note << "\n";
+  notes.insert(notes.end(), result.notes.begin(), result.notes.end());
+  if (passOptions.runtimeOps && !opts.output.empty() &&
+      callsRuntimeOps(loaded.module))
+    notes.push_back("the output calls the runtime library's kernels: load it "
+                    "with torch.ops.load_library('" +
+                    (opts.runtime.empty() ? defaultRuntimeLibrary()
+                                          : opts.runtime) +
+                    "') before torch.jit.load");
+  for (const std::string &note : notes)
+    err << "staticify: " << printable(note) << "\n";
   report.methods = std::move(result.methods);
+  for (MethodReport &m : report.methods)
+    m.hints = hintsFor(m, opts, passOptions, loaded.module);
   dot = result.dot;
   const std::set<std::string> &boundsMatched = result.boundsMatched;
   checkBoundsMatched(opts, boundsMatched);
@@ -466,7 +617,7 @@ int run(const Options &opts, std::ostream &out, std::ostream &err) {
     err << printable(renderSeconds(seconds, "staticify: time: "),
                            /*keepNewlines=*/true);
   if (opts.report)
-    out << renderText(report);
+    out << renderText(report, opts.reportDetail);
   if (!opts.output.empty() && !opts.report)
     for (const MethodReport &m : report.methods)
       err << "staticify: " << opts.output << ": " << m.name << ": "
@@ -491,6 +642,10 @@ int runReportingErrors(const Options &opts, std::ostream &out,
                        std::ostream &err) {
   try {
     return run(opts, out, err);
+  } catch (const CommandLineError &e) {
+    err << "staticify: error: " << printable(e.what())
+        << "; see 'staticify --help'\n";
+    return 2;
   } catch (const UserError &e) {
     err << "staticify: error: " << printable(e.what()) << "\n";
   } catch (const std::bad_alloc &) {

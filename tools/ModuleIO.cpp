@@ -240,11 +240,16 @@ std::optional<std::string> unknownClass(const std::string &text) {
     std::cerr << "staticify: note: libtorch says:\n"
               << printable(text, /*keepNewlines=*/true) << "\n";
   if (auto op = unknownOp(text)) {
-    if (op->rfind("aten::", 0) != 0 && op->rfind("prim::", 0) != 0)
+    if (op->rfind("aten::", 0) != 0 && op->rfind("prim::", 0) != 0) {
+      // The libraries we know by their namespace.
+      std::string library =
+          op->rfind("staticify::", 0) == 0
+              ? "staticify's runtime library, libstaticify_runtime.so"
+          : op->rfind("torchvision::", 0) == 0 ? "torchvision's _C.so"
+                                                : "the library that registers it";
       throw UserError(inQuotes(name) + " uses the unknown custom op '" + *op +
-                      "'; load the library that registers it with "
-                      "--load-library PATH (for torchvision ops: "
-                      "torchvision's _C.so)");
+                      "'; load " + library + " with --load-library PATH");
+    }
     throw UserError(inQuotes(name) + " uses the op '" + *op +
                     "', which this libtorch does not have; export it with "
                     "the PyTorch version staticify is built against");

@@ -58,6 +58,16 @@ void checkAssumedNone(const c10::FunctionSchema &schema,
   }
 }
 
+/// The Optional arguments of \p schema whose default is None.
+std::vector<std::string> defaultNoneArguments(const c10::FunctionSchema &schema) {
+  std::vector<std::string> names;
+  for (const c10::Argument &a : schema.arguments())
+    if (a.type()->kind() == c10::TypeKind::OptionalType &&
+        a.default_value() && a.default_value()->isNone())
+      names.push_back(a.name());
+  return names;
+}
+
 /// The attributes (class, name) some method of \p module or its submodules
 /// stores to (prim::SetAttr).
 std::set<std::pair<const c10::ClassType *, std::string>>
@@ -135,11 +145,9 @@ StaticifyResult staticifyModule(torch::jit::Module &module,
                         (module.is_training() ? "training" : "eval") +
                         " mode): the other mode's branches are removed");
   }
-  if (!options.assumeNone.empty()) {
-    if (std::find(passes.begin(), passes.end(), "assume-none") == passes.end())
-      passes.insert(passes.begin(), "assume-none");
-    passOptions.assumeNone = options.assumeNone;
-  }
+  if ((!options.assumeNone.empty() || options.assumeDefaultNone) &&
+      std::find(passes.begin(), passes.end(), "assume-none") == passes.end())
+    passes.insert(passes.begin(), "assume-none");
   passOptions.attributeDType = attributeDTypes(module);
   bool outline = options.outline || options.cudaGraphs;
   for (const std::string &name : options.methods) {
@@ -153,6 +161,12 @@ StaticifyResult staticifyModule(torch::jit::Module &module,
     }
     auto &fn = torch::jit::toGraphFunction(method->function());
     checkAssumedNone(fn.getSchema(), options.assumeNone);
+    std::vector<std::string> assumed = options.assumeNone;
+    if (options.assumeDefaultNone)
+      for (const std::string &arg : defaultNoneArguments(fn.getSchema()))
+        if (std::find(assumed.begin(), assumed.end(), arg) == assumed.end())
+          assumed.push_back(arg);
+    passOptions.assumeNone = assumed;
     // The pipeline runs once, on a copy (the report's value numbers are the
     // copy's); the method's graph takes the result only when it differs in
     // what the report describes (or with outline), so a static model is
@@ -213,6 +227,7 @@ StaticifyResult staticifyModule(torch::jit::Module &module,
       throw UserError("--lower needs a staticify built with MLIR (libmlir-22-dev)");
 #endif
     }
+    result.report.assumedNone = std::move(assumed);
     out.methods.push_back(std::move(result.report));
   }
   return out;

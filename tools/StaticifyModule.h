@@ -36,6 +36,9 @@ struct StaticifyOptions {
   /// Optional arguments of every method that callers never pass (the
   /// assume-none pass, first): each must name an Optional argument.
   std::vector<std::string> assumeNone;
+  /// Also assume None every Optional argument that defaults to None
+  /// (--inference): callers of an eval export do not pass them.
+  bool assumeDefaultNone = false;
   /// --lower=cpu: compile each method, after rewriting, into a CPU kernel for
   /// inputs of this signature (lower/LowerModule.h); "" for no lowering.
   std::string lowerTarget;

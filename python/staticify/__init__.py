@@ -13,6 +13,7 @@ never modified: staticify works on a saved copy and returns a new module.
 `python3 -m staticify IN.pt -o OUT.pt ...` is the CLI.
 """
 import os
+import re
 import tempfile
 from typing import Dict, Iterable, Optional, Sequence, Tuple
 
@@ -21,7 +22,7 @@ import torch
 from .report import Finding, Location, MethodReport, Report, Summary
 
 __all__ = ["Error", "Report", "MethodReport", "Summary", "Finding", "Location",
-           "optimize", "analyze", "run", "main", "signature_of"]
+           "optimize", "analyze", "run", "main", "signature_of", "runtime_library"]
 
 
 class Error(Exception):
@@ -40,6 +41,18 @@ def _native_module():
 def run(args: Sequence[str]) -> Tuple[int, str, str]:
     """Runs `staticify ARGS...` in this process: (exit status, stdout, stderr)."""
     return _native_module().run([os.fspath(a) for a in args])
+
+
+def runtime_library() -> str:
+    """The path of libstaticify_runtime.so, which outputs made with
+    `runtime_ops`, `inference`, `cuda_graphs` or `lower` need:
+    `torch.ops.load_library(staticify.runtime_library())` before
+    `torch.jit.load` in another process."""
+    path = _native_module().runtime_library()
+    if not path or not os.path.exists(path):
+        raise Error(f"staticify's runtime library is not built (looked for {path!r}); "
+                    "build the target staticify_runtime (scripts/build.sh)")
+    return path
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
@@ -92,9 +105,10 @@ def signature_of(example_inputs) -> str:
     return ", ".join(types)
 
 
-def _options(methods, passes, bounds, padded_outputs, outline, cuda_graphs,
-             runtime_ops, specialize_training, drop_data_asserts, load_libraries,
-             lower=None, lower_types=None, assume_none=(), static_forms=False):
+def _options(methods, passes=None, bounds=None, padded_outputs=False, outline=False,
+             cuda_graphs=False, runtime_ops=False, specialize_training=False,
+             drop_data_asserts=False, load_libraries=(), lower=None, lower_types=None,
+             assume_none=(), static_forms=False, inference=False):
     args = []
     for name in ([assume_none] if isinstance(assume_none, str) else assume_none):
         args += ["--assume-none", name]
@@ -112,7 +126,7 @@ def _options(methods, passes, bounds, padded_outputs, outline, cuda_graphs,
                      ("--cuda-graphs", cuda_graphs), ("--runtime-ops", runtime_ops),
                      ("--specialize-training", specialize_training),
                      ("--drop-data-asserts", drop_data_asserts),
-                     ("--static-forms", static_forms)):
+                     ("--static-forms", static_forms), ("--inference", inference)):
         if on:
             args.append(flag)
     for lib in ([load_libraries] if isinstance(load_libraries, (str, os.PathLike))
@@ -121,14 +135,56 @@ def _options(methods, passes, bounds, padded_outputs, outline, cuda_graphs,
     return args
 
 
+# The CLI's flags by the names optimize() gives them, for its messages.
+_ARGUMENTS = {"--assume-none": "assume_none", "--bound": "bounds", "--lower": "lower",
+              "--input-types": "input_types", "--method": "methods", "--passes": "passes",
+              "--load-library": "load_libraries", "--padded-outputs": "padded_outputs",
+              "--outline": "outline", "--cuda-graphs": "cuda_graphs",
+              "--runtime-ops": "runtime_ops", "--specialize-training": "specialize_training",
+              "--drop-data-asserts": "drop_data_asserts", "--static-forms": "static_forms",
+              "--inference": "inference"}
+
+
+def _in_python_terms(message: str, tmp: str, model_name: str) -> str:
+    """The CLI's one-line message with optimize()'s argument names for its
+    flags, the model for the temporary copy staticify read, and no pointer to
+    `staticify --help`."""
+    message = message.replace("; see 'staticify --help'", "")
+    message = re.sub(r"'?" + re.escape(tmp) + r"/input\.pt'?", model_name, message)
+    message = message.replace(tmp + os.sep, "")
+    message = re.sub(r"--bound ([^\s=]+)=(\d+)", r"bounds={'\1': \2}", message)
+    return re.sub(r"(?<![\w-])--[a-z][a-z-]*",
+                  lambda m: _ARGUMENTS.get(m.group(0), m.group(0)), message)
+
+
+def _check_arguments(scripted, methods, bounds, inference, model_name):
+    """What Python can tell before the run, in Python's terms."""
+    known = list(scripted._c._method_names())
+    for m in methods:
+        if not scripted._c._has_method(m):
+            raise Error(f"{model_name} has no method {m!r}; its methods are: "
+                        f"{', '.join(known) if known else 'none'}")
+    for name, n in (bounds or {}).items():
+        if not isinstance(name, str) or not name or any(c.isspace() for c in name):
+            raise Error(f"bounds: {name!r} is not a variable name or FILE:LINE")
+        if isinstance(n, bool) or not isinstance(n, int) or n < 0:
+            raise Error(f"bounds={{{name!r}: {n!r}}}: a bound is a non-negative int")
+    if inference and scripted.training:
+        raise Error(f"inference=True needs a model in eval mode; {model_name} is in "
+                    "training mode: call model.eval() first")
+
+
 def _staticify(model, write_module, methods, **options):
     scripted = _scripted(model)
+    model_name = f"the model ({getattr(scripted, 'original_name', type(model).__name__)})"
+    methods = [methods] if isinstance(methods, str) else list(methods)
+    _check_arguments(scripted, methods, options.get("bounds"), options.get("inference"),
+                     model_name)
     with tempfile.TemporaryDirectory(prefix="staticify-") as tmp:
         source = os.path.join(tmp, "input.pt")
         torch.jit.save(scripted, source)  # a copy: the caller's module is untouched
         report_path, dot_path = os.path.join(tmp, "report.json"), os.path.join(tmp, "graph.dot")
         output = os.path.join(tmp, "output.pt")
-        methods = [methods] if isinstance(methods, str) else list(methods)
         args = [source, "--report", "--report-json", report_path]
         if write_module:
             args += ["-o", output]
@@ -137,7 +193,8 @@ def _staticify(model, write_module, methods, **options):
         status, out, err = run(args + _options(methods, **options))
         if status != 0:
             lines = [ln for ln in err.splitlines() if ln.startswith("staticify: error: ")]
-            raise Error(lines[-1][len("staticify: error: "):] if lines else err.strip())
+            message = lines[-1][len("staticify: error: "):] if lines else err.strip()
+            raise Error(_in_python_terms(message, tmp, model_name))
         with open(report_path) as f:
             json_text = f.read()
         dot = None
@@ -157,7 +214,8 @@ def optimize(model, example_inputs: Optional[Tuple] = None, *,
              load_libraries: Iterable[str] = (), lower: Optional[str] = None,
              input_types: Optional[str] = None,
              assume_none: Iterable[str] = (),
-             static_forms: bool = False) -> Tuple[torch.jit.ScriptModule, Report]:
+             static_forms: bool = False,
+             inference: bool = False) -> Tuple[torch.jit.ScriptModule, Report]:
     """Rewrites `model` into static form: (the new ScriptModule, its Report).
 
     Each option is the CLI's (`staticify --help`): `methods` --method,
@@ -166,7 +224,9 @@ def optimize(model, example_inputs: Optional[Tuple] = None, *,
     padded NMS; the library is then loaded in this process, which the new
     module needs), `specialize_training`, `assume_none` --assume-none NAME
     (names of Optional arguments callers never pass), `drop_data_asserts`,
-    `static_forms`, and
+    `static_forms`, `inference` --inference (the export of an eval-mode
+    model: training flags specialised, Optional arguments that default to
+    None assumed None, the runtime's kernels), and
     `load_libraries` --load-library (ops already registered in this process,
     torchvision's once it is imported, need none), `lower` --lower ("cpu": each
     method compiled into a CPU kernel kept beside its TorchScript; "cuda":
@@ -191,7 +251,7 @@ def optimize(model, example_inputs: Optional[Tuple] = None, *,
                                 drop_data_asserts=drop_data_asserts,
                                 load_libraries=load_libraries, lower=lower,
                                 lower_types=lower_types, assume_none=assume_none,
-                                static_forms=static_forms)
+                                static_forms=static_forms, inference=inference)
     if example_inputs is not None:
         inputs = example_inputs if isinstance(example_inputs, tuple) else (example_inputs,)
         try:
@@ -202,13 +262,19 @@ def optimize(model, example_inputs: Optional[Tuple] = None, *,
     return module, report
 
 
-def analyze(model, *, methods: Iterable[str] = ("forward",),
-            specialize_training: bool = False,
-            load_libraries: Iterable[str] = ()) -> Report:
-    """The report alone: what is data-dependent, where, and what the default
-    pipeline would do with it. Nothing is written and `model` is unchanged."""
-    _, report = _staticify(model, False, methods, passes=None, bounds=None,
-                           padded_outputs=False, outline=False, cuda_graphs=False,
-                           runtime_ops=False, specialize_training=specialize_training,
-                           drop_data_asserts=False, load_libraries=load_libraries)
+def analyze(model, *, methods: Iterable[str] = ("forward",), **options) -> Report:
+    """The report alone: what is data-dependent, where, and what the pipeline
+    would do with it under `options`, which are optimize()'s (`inference`,
+    `bounds`, `padded_outputs`...). Nothing is written and `model` is
+    unchanged."""
+    unknown = set(options) - set(_OPTION_NAMES)
+    if unknown:
+        raise Error(f"analyze() got unknown option(s) {', '.join(sorted(unknown))}; "
+                    f"it takes optimize()'s: {', '.join(_OPTION_NAMES)}")
+    _, report = _staticify(model, False, methods, **options)
     return report
+
+
+_OPTION_NAMES = ("passes", "bounds", "padded_outputs", "outline", "cuda_graphs",
+                 "runtime_ops", "specialize_training", "drop_data_asserts",
+                 "load_libraries", "assume_none", "static_forms", "inference")

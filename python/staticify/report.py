@@ -109,6 +109,11 @@ class MethodReport:
     # With lower=: {"target", "inputs", "lowered", "reason", "kernel_bytes"}
     # (docs/report-format.md); None otherwise.
     lowering: Optional[dict] = None
+    #: The Optional arguments treated as None (assume_none, or inference's
+    #: arguments that default to None).
+    assumed_none: Tuple[str, ...] = ()
+    #: Flags that would remove what is left, each with why.
+    hints: Tuple[str, ...] = ()
 
     @staticmethod
     def from_json(d):
@@ -116,7 +121,9 @@ class MethodReport:
                             before=Summary.from_json(d["before"]),
                             after=Summary.from_json(d["after"]),
                             findings=tuple(Finding.from_json(f) for f in d["findings"]),
-                            lowering=d.get("lowering"))
+                            lowering=d.get("lowering"),
+                            assumed_none=tuple(d.get("assumed_none", ())),
+                            hints=tuple(d.get("hints", ())))
 
 
 class Report:

@@ -117,7 +117,7 @@ def test_unknown_custom_op_suggests_load_library(staticify, save, tmp_path):
     out = tmp_path / "out.pt"
     proc = staticify(path, "-o", out, check=False)
     assert_clean_failure(proc, tmp_path, "uses the unknown custom op 'torchvision::nms'; "
-                         "load the library that registers it with --load-library PATH", out)
+                         "load torchvision's _C.so with --load-library PATH", out)
 
 
 def test_bad_load_library(staticify, good_model, tmp_path):

@@ -12,7 +12,7 @@ from conftest import findings, lines_of
 
 def test_sampler_report_cites_every_dynamic_line_of_the_seed(staticify, save):
     path = save(sampler.BalancedSampler())
-    proc = staticify(path, "--report")
+    proc = staticify(path, "--report=full")
     expected = lines_of(sampler.__file__,
                         "torch.where(labels == 1)", "torch.where(labels == 0)",
                         "num_pos = min(positive.numel()",

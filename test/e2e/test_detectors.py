@@ -18,11 +18,13 @@ subset short: 3 images per model, 5 models; STATICIFY_DETECTOR_IMAGES=20
 runs the acceptance's 20, and STATICIFY_DETECTOR_MODELS=all adds Faster
 R-CNN MobileNet (at its own RPN settings) and ResNet-50, Mask R-CNN and
 Keypoint R-CNN (masks and keypoints compared too). Each model runs twice:
-as it is, and with --padded-outputs and --assume-none targets (the
-inference export), whose detection dicts keep their entries padded with a
-count beside each ("boxes_count"...), compared once cut to those counts;
-passed targets, that model raises the error --assume-none promises, where
-the original checks them."""
+as it is, and with --inference --padded-outputs (the inference export:
+training flags specialised, `targets` assumed None, the runtime's NMS),
+whose detection dicts keep their entries padded with a count beside each
+("boxes_count"...), compared once cut to those counts, their padding rows
+neutral (scores 0, labels -1); passed targets, that model raises the error
+--assume-none promises, where the original checks them; and staticify on
+that export finds no sync point in it, before or after."""
 import os
 
 from collections import Counter
@@ -142,15 +144,22 @@ def test_staticified_detector_equals_the_original(staticify, save, tmp_path,
         model = fresh_weights(model)
     path = save(model)
     out = tmp_path / "static.pt"
-    flags = ["--specialize-training", "--runtime-ops"] + (
-        ["--padded-outputs", "--assume-none", "targets"] if padded else [])
+    flags = ["--inference", "--padded-outputs"] if padded else \
+        ["--specialize-training", "--runtime-ops"]
     report = staticify.report(path, "-o", out, "--load-library", torchvision_library, *flags)
     before, after = sync_points(report)
     assert after < before, (before, after)
+    if padded:
+        assert report["methods"][0]["assumed_none"] == ["targets"]
     if padded and name in PADDED_DICTS:
         # Both of batched_nms's strategies run on the device, the count
         # picks one: its forward reaches no host sync (issue 14).
         assert after == 0, (before, after)
+        # staticify on its own inference export: nothing left to find.
+        again = staticify.report(out, "--load-library", torchvision_library, *flags)
+        summary = again["methods"][0]
+        assert (summary["before"]["sync_points"], summary["after"]["sync_points"]) == (0, 0), \
+            [f for f in summary["findings"] if f["role"] == "root"]
     original, static = torch.jit.load(str(path)), torch.jit.load(str(out))
     # The original with no cap on its detections (same_up_to_tie_order);
     # Mask and Keypoint R-CNN's with a cap of 400, as their thousands of
@@ -167,8 +176,11 @@ def test_staticified_detector_equals_the_original(staticify, save, tmp_path,
         _, got = static(images)
         assert len(want) == len(got) == 1
         if padded and name in PADDED_DICTS:
-            # The detections stay padded to the end, each with its count.
+            # The detections stay padded to the end, each with its count,
+            # and rows past it hold no detection.
             assert {k + "_count" for k in want[0]} <= got[0].keys(), got[0].keys()
+            n = int(got[0]["scores_count"])
+            assert (got[0]["scores"][n:] == 0).all() and (got[0]["labels"][n:] == -1).all()
         got = [cut_to_counts(d) for d in got] if padded else got
         assert want[0].keys() == got[0].keys()
         uncut = None

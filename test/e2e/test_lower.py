@@ -151,6 +151,9 @@ def test_an_op_the_bridge_does_not_take_is_named_and_the_output_runs(staticify, 
     (["--lower=gpu", "--input-types", "f32[?]"], "--lower=gpu: the targets are: cpu"),
     (["--lower=cpu", "--input-types", "float[?]"], "unknown dtype 'float'"),
     (["--lower=cpu", "--input-types", "f32[?"], "']' expected"),
+    # Found once the module is loaded: still a command-line error.
+    (["--lower=cpu", "--input-types", "f32[?]"],
+     "--input-types 'f32[?]' gives 1 input type, but method 'forward' takes 2"),
 ])
 def test_bad_lowering_options_are_command_line_errors(staticify, save, tmp_path, args, message):
     path = save(models.Seed002Example1())

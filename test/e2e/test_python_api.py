@@ -6,6 +6,7 @@ import os
 import re
 import subprocess
 import sys
+from typing import Optional
 
 import pytest
 import torch
@@ -13,7 +14,7 @@ import torch.fx
 
 import models
 import sampler
-from conftest import ROOT
+from conftest import ROOT, RUNTIME
 from test_bounded import Z_LIMIT, chi_square_z
 
 staticify_api = pytest.importorskip("staticify")
@@ -114,10 +115,96 @@ def test_the_input_module_is_not_modified():
     assert static.code != code
 
 
-def test_errors_are_the_cli_one_line_message():
+def test_errors_are_the_cli_one_line_message_in_python_terms():
     with pytest.raises(staticify_api.Error) as e:
         staticify_api.optimize(models.Seed002Example2(), bounds={"nosuch": 3})
-    assert str(e.value).startswith("--bound nosuch=3 names no variable and no FILE:LINE")
+    assert str(e.value).startswith(
+        "bounds={'nosuch': 3} names no variable and no FILE:LINE")
+
+
+class Detector(torch.nn.Module):
+    """An eval model's forward with an Optional argument it is called without
+    and a branch only training takes."""
+
+    def forward(self, x: torch.Tensor, targets: Optional[torch.Tensor] = None):
+        if targets is not None:
+            if bool((targets < 0).any()):
+                raise ValueError("negative target")
+        if self.training:
+            return x[x > 0].sum()
+        return x.relu().sum()
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda api: api.optimize(models.Seed002Example2(), methods=["nope"]),
+     "the model (Seed002Example2) has no method 'nope'; its methods are: forward"),
+    (lambda api: api.optimize(models.Seed002Example2(), bounds={"x": -1}),
+     "bounds={'x': -1}: a bound is a non-negative int"),
+    (lambda api: api.optimize(Detector().train(), inference=True),
+     "inference=True needs a model in eval mode; the model (Detector) is in training mode: "
+     "call model.eval() first"),
+    (lambda api: api.optimize(models.Seed002Example2(), assume_none=["nope"]),
+     "assume_none nope: method 'forward' has no argument 'nope'"),
+    (lambda api: api.analyze(models.Seed002Example2(), nosuch=True),
+     "analyze() got unknown option(s) nosuch"),
+], ids=["method", "bound", "training", "assume-none", "analyze-option"])
+def test_errors_name_python_arguments_and_the_model(call, message):
+    """No temporary path, no CLI flag, no pointer to `staticify --help`."""
+    with pytest.raises(staticify_api.Error) as e:
+        call(staticify_api)
+    text = str(e.value)
+    assert text.startswith(message), text
+    assert "/tmp" not in text and "staticify-" not in text and "--" not in text, text
+
+
+def test_inference_specialises_the_eval_export(staticify, save, tmp_path):
+    """inference=True: the training branch goes, `targets` (defaulting to
+    None) is assumed None, and the output computes what the original does;
+    the CLI's --inference writes the same module."""
+    model = Detector().eval()
+    static, report = staticify_api.optimize(model, inference=True)
+    method = report.method()
+    assert method.assumed_none == ("targets",)
+    assert "specialize-training" in method.passes
+    assert method.before.sync_points == 0 and method.after.sync_points == 0, str(report)
+    x = torch.randn(50)
+    assert torch.equal(static(x), model(x))
+    with pytest.raises(torch.jit.Error, match="staticified for calls without 'targets'"):
+        static(x, torch.zeros(3))
+    path = save(model)
+    out = tmp_path / "out.pt"
+    staticify(path, "-o", out, "--inference")
+    assert torch.jit.load(str(out)).code == static.code
+    # Without it, the report's hints say which flag removes the branch's
+    # read of `targets`.
+    plain = staticify_api.analyze(model)
+    assert plain.method().after.sync_points == 1
+    assert any(h.startswith("--inference ") for h in plain.method().hints), \
+        plain.method().hints
+
+
+def test_analyze_takes_the_options_of_optimize():
+    """The report of a run with the options, nothing written: a returned
+    selection is cut at the return (a sync) by default, padded with
+    padded_outputs."""
+    class Selection(torch.nn.Module):
+        def forward(self, x):
+            return x[x > 0] * 2
+    cut = staticify_api.analyze(Selection())
+    padded = staticify_api.analyze(Selection(), padded_outputs=True)
+    assert cut.method().after.sync_points == 1 and padded.method().after.sync_points == 0
+    assert cut.output is None and padded.output is None
+    assert any(h.startswith("--padded-outputs ") for h in cut.method().hints), \
+        cut.method().hints
+    assert padded.method().hints == ()
+
+
+def test_runtime_library_is_the_one_the_outputs_need():
+    path = staticify_api.runtime_library()
+    assert os.path.basename(path) == "libstaticify_runtime.so"
+    assert os.path.realpath(path) == os.path.realpath(str(RUNTIME))
+    torch.ops.load_library(path)
+    assert hasattr(torch.ops.staticify, "nms_padded")
 
 
 def test_options_match_the_cli_byte_for_byte(staticify, save, tmp_path):
@@ -281,5 +368,5 @@ def test_optimize_lowers_to_a_cpu_kernel_from_example_inputs():
     assert module._staticify_lowered_forward.counts()[:2] == [4, 0]  # with the check run
     with pytest.raises(staticify_api.Error, match="needs input_types or example_inputs"):
         staticify_api.optimize(model, lower="cpu")
-    with pytest.raises(staticify_api.Error, match="--lower=gpu: the targets are: cpu"):
+    with pytest.raises(staticify_api.Error, match="^lower=gpu: the targets are: cpu"):
         staticify_api.optimize(model, (loss, targets), lower="gpu")

@@ -15,6 +15,7 @@
 
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <memory>
 #include <set>
 #include <sstream>
@@ -398,10 +399,22 @@ TEST(BoundRules, ReturnedDictsKeepBoundedEntriesPaddedWithTheirCounts) {
   Node *dict = f.value("d")->node();
   Value *read = f.value("read");
   ASSERT_EQ(f.ask("padded-dict", "d").kind, Kind::Applied);
-  // boxes -> its padded rows; the static scores as they were; then the
+  // boxes -> its padded rows, made neutral past the count (the form
+  // neutral_padding of p and c); the static scores as they were; then the
   // count under "boxes_count".
   ASSERT_EQ(dict->inputs().size(), 6u);
-  EXPECT_EQ(dict->input(1), f.value("p"));
+  std::function<bool(const Value *, const Value *)> reads =
+      [&](const Value *v, const Value *of) {
+        if (v == of)
+          return true;
+        for (const Value *in : v->node()->inputs())
+          if (reads(in, of))
+            return true;
+        return false;
+      };
+  EXPECT_NE(dict->input(1), f.value("p"));
+  EXPECT_TRUE(reads(dict->input(1), f.value("p")));
+  EXPECT_TRUE(reads(dict->input(1), f.value("c")));
   EXPECT_EQ(dict->input(3), f.value("s"));
   EXPECT_EQ(constantString(dict->input(4)), std::optional<std::string>("boxes_count"));
   EXPECT_EQ(dict->input(5), f.value("c"));

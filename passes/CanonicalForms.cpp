@@ -156,35 +156,93 @@ bool builtinAbs(Graph &graph, Node *node) {
   return replace(node, emit(graph, "aten::abs", {node->input(0)}, node));
 }
 
+/// `x.shape[i]` scripts as `size(x)[i]`: for a constant i it is `x.size(i)`,
+/// the spelling the rules read (both raise where i is out of range). Only
+/// while no op writes the list: each use has a schema that does not write
+/// it (a size argument, a read), or unpacks it.
+bool shapeItemAsSize(Graph &graph, Node *node) {
+  if (node->kind() != c10::aten::__getitem__ || node->inputs().size() != 2 ||
+      !constantInt(node->input(1)))
+    return false;
+  Node *sizes = node->input(0)->node();
+  if (sizes->kind() != c10::aten::size || sizes->inputs().size() != 1)
+    return false;
+  for (const torch::jit::Use &use : sizes->output()->uses()) {
+    if (use.user->kind() == c10::prim::ListUnpack)
+      continue;
+    const c10::FunctionSchema *schema = use.user->maybeSchema();
+    if (!schema || use.offset >= schema->arguments().size())
+      return false;
+    const c10::Argument &arg = schema->arguments()[use.offset];
+    if (arg.alias_info() && arg.alias_info()->isWrite())
+      return false;
+  }
+  return replace(node, emit(graph, "aten::size",
+                            {sizes->input(0), node->input(1)}, node));
+}
+
+/// Whether \p node's only use views its result as exactly \p n elements
+/// (`.view(4, 4)` of 16 bins; every size a constant, none -1): a result of
+/// any other size makes that view raise.
+bool viewedAsExactly(const Node *node, int64_t n) {
+  const auto &uses = node->output()->uses();
+  if (uses.size() != 1 || uses[0].offset != 0)
+    return false;
+  const Node *user = uses[0].user;
+  if (user->kind() != c10::aten::view && user->kind() != c10::aten::reshape)
+    return false;
+  std::optional<std::vector<int64_t>> sizes = constantIntList(user->input(1));
+  if (!sizes)
+    return false;
+  int64_t product = 1;
+  for (int64_t size : *sizes) {
+    if (size < 0)
+      return false;
+    product *= size;
+  }
+  return product == n;
+}
+
 /// `torch.bincount(x, minlength=L)` has exactly L bins when every value of
 /// x is below L: always for a uint8 x and L >= 256 (torchvision's
-/// equalize). Then it is `zeros(L).scatter_add(0, x.long(), ones)`, which
-/// never reads the host (CUDA's bincount reads x.max() back to size its
-/// result). x's dtype and rank decide on the host (metadata: no sync);
-/// other dtypes and ranks keep bincount, in the guard's fallback.
-bool byteHistogram(Graph &graph, Node *node) {
+/// equalize), and wherever the program does not raise when its only use
+/// views it as L elements (torchmetrics' confusion matrix,
+/// `bincount(C * target + preds, minlength=C * C).view(C, C)`, of int64
+/// values). Then it is `zeros(L).index_add(0, x.long(), ones)`, which never
+/// reads the host (CUDA's bincount reads x.max() back to size its result)
+/// and raises where bincount's values would not fit, as the view would (a
+/// negative value raises in both). x's dtype and rank decide on the host
+/// (metadata: no sync); other dtypes and ranks keep bincount, in the
+/// guard's fallback.
+bool exactHistogram(Graph &graph, Node *node) {
   constexpr int64_t kByteValues = 256;
   if (node->kind() != c10::aten::bincount || node->inputs().size() != 3 ||
       !isTensor(node->input(0)) || !node->input(1)->mustBeNone() ||
       inGuardFallback(node))
     return false;
   std::optional<int64_t> bins = constantInt(node->input(2));
-  if (!bins || *bins < kByteValues)
+  if (!bins || *bins < 1)
+    return false;
+  c10::ScalarType fits;
+  if (*bins >= kByteValues)
+    fits = c10::ScalarType::Byte;
+  else if (viewedAsExactly(node, *bins))
+    fits = c10::ScalarType::Long;
+  else
     return false;
   torch::jit::WithInsertPoint guard(node);
   Value *x = node->input(0);
-  // bincount raises for any other rank; scatter_add would not for a 0-d x.
-  Value *isByte = emit(
+  // bincount raises for any other rank; index_add would not for a 0-d x.
+  Value *holds = emit(
       graph, "aten::__and__",
       {emit(graph, "aten::eq",
-            {emit(graph, "prim::dtype", {x}, node),
-             static_cast<int64_t>(c10::ScalarType::Byte)},
+            {emit(graph, "prim::dtype", {x}, node), static_cast<int64_t>(fits)},
             node),
        emit(graph, "aten::eq", {emit(graph, "aten::dim", {x}, node), 1}, node)},
       node);
   const auto kLong = static_cast<int64_t>(c10::ScalarType::Long);
   Value *counts = emitIf(
-      graph, isByte, node,
+      graph, holds, node,
       [&] {
         Value *bin = emit(graph, "aten::to", {x, kLong}, node);
         Value *zeros = emit(
@@ -193,7 +251,7 @@ bool byteHistogram(Graph &graph, Node *node) {
              torch::jit::NamedValue("device",
                                     emit(graph, "prim::device", {x}, node))});
         Value *ones = emit(graph, "aten::ones_like", {bin}, node);
-        return emit(graph, "aten::scatter_add", {zeros, 0, bin, ones}, node);
+        return emit(graph, "aten::index_add", {zeros, 0, bin, ones}, node);
       },
       [&] {
         return emit(graph, "aten::bincount",
@@ -327,7 +385,8 @@ bool canonicalizeSpelling(Graph &graph, Node *node) {
   return evalDropoutAsInput(node) || embeddingAsIndex(graph, node) ||
          argwhereAsNonzero(graph, node) ||
          rowIndicesAsWhere(graph, node) ||
-         builtinAbs(graph, node) || byteHistogram(graph, node);
+         builtinAbs(graph, node) || exactHistogram(graph, node) ||
+         shapeItemAsSize(graph, node);
 }
 
 } // namespace staticify

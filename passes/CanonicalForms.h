@@ -10,9 +10,10 @@
 //   nonzero(m).squeeze(1), .view(-1),
 //   .reshape(-1), .flatten(), m 1-D    -> where(m)[0]
 //   abs(t) (Python's builtin)          -> t.abs()
-//   bincount(x, minlength=L >= 256)    -> zeros(L).scatter_add(0, x.long(),
-//                                         ones), for a uint8 x (a guard on
-//                                         its dtype: no sync)
+//   bincount(x, minlength=L >= 256),   -> zeros(L).index_add(0, x.long(),
+//   or of int64 x viewed as L elements    ones), for a uint8 (int64) x (a
+//   (bincount(...).view(C, C)),           guard on its dtype: no sync)
+//   x.shape[i], constant i             -> x.size(i)
 //   an op computed twice               -> once (mergeEqualTensorOps)
 //
 // Each is exact wherever the original does not raise (a 0-d m: nonzero(m)

@@ -300,13 +300,71 @@ bool startsWith(const std::string &s, std::string_view prefix) {
 }
 } // namespace
 
+namespace {
+/// Whether \p node sits in one of \p owner's blocks, at any depth.
+bool insideOf(const Node *node, const Node *owner) {
+  for (const torch::jit::Block *b = node->owningBlock(); b->owningNode();
+       b = b->owningNode()->owningBlock())
+    if (b->owningNode() == owner)
+      return true;
+  return false;
+}
+
+/// Gives the guard \p ifNode, which has no result, one to be named by: a
+/// value v defined before it that a later node of its block uses, passed
+/// through both branches (`staticify_guard = v`), the later uses reading
+/// the result, which is v. TorchScript drops a result nothing uses when it
+/// loads the code; this one is used. Returns nullptr when no later node
+/// uses an earlier value.
+Value *passThrough(Node *ifNode) {
+  torch::jit::Block *block = ifNode->owningBlock();
+  Node *ret = block->return_node();
+  // Defined where it dominates the if: earlier in its block, the block's
+  // parameters, or an enclosing block (a later node of the block uses it).
+  auto definedBefore = [&](const Value *v) {
+    const Node *def = v->node();
+    if (def == block->param_node())
+      return true;
+    if (def->owningBlock() == block)
+      return def->isBefore(ifNode);
+    return !insideOf(def, ifNode) && def->kind() != c10::prim::Constant;
+  };
+  auto later = [&](const Node *user) {
+    return user == ret ||
+           (user->owningBlock() == block && user->isAfter(ifNode));
+  };
+  Value *v = nullptr;
+  for (Node *n = ifNode->next(); !v; n = n->next()) {
+    for (Value *in : n->inputs())
+      if (definedBefore(in) && in->node()->kind() != c10::prim::Constant) {
+        v = in;
+        break;
+      }
+    if (n == ret)
+      break;
+  }
+  if (!v)
+    return nullptr;
+  Value *out = ifNode->addOutput()->setType(v->type());
+  for (torch::jit::Block *b : ifNode->blocks())
+    b->registerOutput(v);
+  std::vector<torch::jit::Use> uses = v->uses();
+  for (const torch::jit::Use &use : uses)
+    if (later(use.user))
+      use.user->replaceInput(use.offset, out);
+  return out;
+}
+} // namespace
+
 void nameGuards(torch::jit::Graph &graph) {
-  for (Node *node : collectNodes(graph.block()))
-    if (node->kind() == c10::prim::If && node->hasAttribute(guardAttr()) &&
-        !node->outputs().empty() &&
-        !startsWith(node->output(0)->debugNameBase(), kGuardName))
-      node->output(0)->setDebugName(std::string(
+  for (Node *node : collectNodes(graph.block())) {
+    if (node->kind() != c10::prim::If || !node->hasAttribute(guardAttr()))
+      continue;
+    Value *named = node->outputs().empty() ? passThrough(node) : node->output(0);
+    if (named && !startsWith(named->debugNameBase(), kGuardName))
+      named->setDebugName(std::string(
           node->i(guardAttr()) == kBoundGuard ? kBoundGuardName : kGuardName));
+  }
 }
 
 void recoverGuards(torch::jit::Graph &graph) {

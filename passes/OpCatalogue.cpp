@@ -140,6 +140,10 @@ bool neverRaisesOnValues(const Node *node) {
   }
   if (info->has(kMayRaise))
     return false;
+  // Every size of a tensor (`x.size()`, `x.shape`); one size, `x.size(d)`,
+  // raises for a d past the rank.
+  if (node->kind() == c10::aten::size && node->inputs().size() == 1)
+    return true;
   if (info->has(kDivision))
     return node->inputs().size() == 2 &&
            node->input(0)->type()->kind() == c10::TypeKind::TensorType;

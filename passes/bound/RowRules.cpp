@@ -449,7 +449,12 @@ RuleResult roiAlignRows(Node *node, RuleContext &rc) {
 /// unspecified order, as torch.topk leaves them), else by the sort. A
 /// negative dim of a sort is resolved on the host by the form (the rank is
 /// not known here); a topk's must be dim 0 of a vector, since along other
-/// dims the result is not bounded.
+/// dims the result is not bounded. A topk along dim -1 of a selection whose
+/// rank the graph does not show (`loss[target != 255]`, a vector where the
+/// mask has the loss's rank) runs behind a guard on that rank: a vector's
+/// top k rows where it is one; elsewhere dim -1 is not the rows' dim, and
+/// the fallback runs the original topk on the valid rows (its host reads
+/// counted apart), which keeps the count.
 RuleResult sortRows(Node *node, RuleContext &rc) {
   Rep *r = rc.bounded(node->input(0));
   bool topk = is(node, "aten::topk");
@@ -460,8 +465,10 @@ RuleResult sortRows(Node *node, RuleContext &rc) {
       return RuleResult::declined();
   Value *dimArg = namedInput(node, "dim");
   std::optional<int64_t> dim = dimArg ? constantInt(dimArg) : std::nullopt;
-  if (!dim || (topk && !(*dim == 0 || (*dim == -1 && r->is1D))))
+  if (!dim || (topk && *dim != 0 && *dim != -1))
     return RuleResult::declined();
+  // Along dim -1 of a value not known to be a vector: guarded on its rank.
+  bool rankGuarded = topk && *dim == -1 && !r->is1D;
   Value *descArg = namedInput(node, topk ? "largest" : "descending");
   std::optional<c10::IValue> desc;
   if (descArg)
@@ -516,6 +523,35 @@ RuleResult sortRows(Node *node, RuleContext &rc) {
   // without one, every row sorted.
   auto firstRows = [&] { return hi ? topRows(hi) : sorted(); };
   std::vector<Value *> padded;
+  if (rankGuarded) {
+    if (sign)
+      return RuleResult::declined();
+    Value *isVector = emit(graph, "aten::eq",
+                           {emit(graph, "aten::dim", {r->value}, node),
+                            rc.constant(1)},
+                           node);
+    padded = emitRankGuarded(
+        rc, node, {{node->input(0), r->value}}, {}, r->value, isVector,
+        r->count, 2,
+        [&](const std::unordered_map<Value *, Value *> &valid,
+            const std::vector<Value *> &) {
+          // The original topk on the valid rows, given k as a host int.
+          std::unordered_map<Value *, Value *> operands = valid;
+          operands[k] = emit(graph, "aten::Int", {rc.rep(k)->value}, node);
+          return cloneOnRows(graph, node, operands, nullptr, {});
+        },
+        [&](const std::unordered_map<Value *, Value *> &,
+            const std::vector<Value *> &) { return firstRows(); });
+    // Not a vector, the topk keeps every row.
+    Value *vectorCount = count;
+    count = emitIf(
+        graph, isVector, node, [&] { return vectorCount; },
+        [&] { return r->count; });
+    for (size_t i = 0; i < 2; ++i)
+      rc.setBounded(node->output(i), padded[i], count, i == 1 || r->isIndex,
+                    /*is1D=*/false);
+    return RuleResult::applied();
+  }
   if (!sign) {
     padded = firstRows();
   } else {

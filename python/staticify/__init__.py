@@ -83,6 +83,9 @@ def _first_problem(error: Exception) -> str:
     """TorchScript's complaint and the source line it points at, on one line."""
     lines = [ln.strip() for ln in str(error).splitlines() if ln.strip()]
     what = lines[0] if lines else type(error).__name__
+    if "operation failed in the TorchScript interpreter" in what:
+        # A TorchScript run's error: the exception itself is its last line.
+        return lines[-1]
     where = next((ln for ln in lines if ln.startswith("File \"")), None)
     return what.rstrip(":") + (f" ({where})" if where else "")
 
@@ -257,8 +260,11 @@ def optimize(model, example_inputs: Optional[Tuple] = None, *,
         try:
             module(*inputs)
         except Exception as e:  # noqa: BLE001 - reported as ours, with the cause
+            training = getattr(model, "training", False)
             raise Error(f"the staticified module fails on example_inputs: "
-                        f"{_first_problem(e)}") from e
+                        f"{_first_problem(e)}"
+                        + ("; the model is in training mode: for an inference export, "
+                           "call model.eval() first" if training else "")) from e
     return module, report
 
 

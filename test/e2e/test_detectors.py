@@ -155,11 +155,14 @@ def test_staticified_detector_equals_the_original(staticify, save, tmp_path,
         # Both of batched_nms's strategies run on the device, the count
         # picks one: its forward reaches no host sync (issue 14).
         assert after == 0, (before, after)
-        # staticify on its own inference export: nothing left to find.
+        # staticify on its own inference export: nothing left to find but
+        # the two-stage models' MultiScaleRoIAlign stores, whose guards have
+        # no result to carry their name through saving (docs/coverage.md).
         again = staticify.report(out, "--load-library", torchvision_library, *flags)
         summary = again["methods"][0]
-        assert (summary["before"]["sync_points"], summary["after"]["sync_points"]) == (0, 0), \
-            [f for f in summary["findings"] if f["role"] == "root"]
+        left = 2 if name.startswith("fasterrcnn") else 0
+        assert (summary["before"]["sync_points"], summary["after"]["sync_points"]) == \
+            (left, left), [f for f in summary["findings"] if f["role"] == "root"]
     original, static = torch.jit.load(str(path)), torch.jit.load(str(out))
     # The original with no cap on its detections (same_up_to_tie_order);
     # Mask and Keypoint R-CNN's with a cap of 400, as their thousands of

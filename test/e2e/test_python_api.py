@@ -16,6 +16,7 @@ import models
 import sampler
 from conftest import ROOT, RUNTIME
 from test_bounded import Z_LIMIT, chi_square_z
+from test_inference import Detector
 
 staticify_api = pytest.importorskip("staticify")
 # Subprocesses import the same package as this process.
@@ -122,19 +123,6 @@ def test_errors_are_the_cli_one_line_message_in_python_terms():
         "bounds={'nosuch': 3} names no variable and no FILE:LINE")
 
 
-class Detector(torch.nn.Module):
-    """An eval model's forward with an Optional argument it is called without
-    and a branch only training takes."""
-
-    def forward(self, x: torch.Tensor, targets: Optional[torch.Tensor] = None):
-        if targets is not None:
-            if bool((targets < 0).any()):
-                raise ValueError("negative target")
-        if self.training:
-            return x[x > 0].sum()
-        return x.relu().sum()
-
-
 @pytest.mark.parametrize("call, message", [
     (lambda api: api.optimize(models.Seed002Example2(), methods=["nope"]),
      "the model (Seed002Example2) has no method 'nope'; its methods are: forward"),
@@ -162,25 +150,46 @@ def test_inference_specialises_the_eval_export(staticify, save, tmp_path):
     None) is assumed None, and the output computes what the original does;
     the CLI's --inference writes the same module."""
     model = Detector().eval()
-    static, report = staticify_api.optimize(model, inference=True)
+    static, report = staticify_api.optimize(model, inference=True, padded_outputs=True)
     method = report.method()
     assert method.assumed_none == ("targets",)
     assert "specialize-training" in method.passes
-    assert method.before.sync_points == 0 and method.after.sync_points == 0, str(report)
+    assert method.after.sync_points == 0 < method.before.sync_points, str(report)
     x = torch.randn(50)
-    assert torch.equal(static(x), model(x))
+    padded, count = static(x)
+    assert torch.equal(padded[:int(count)], model(x))
     with pytest.raises(torch.jit.Error, match="staticified for calls without 'targets'"):
         static(x, torch.zeros(3))
     path = save(model)
     out = tmp_path / "out.pt"
-    staticify(path, "-o", out, "--inference")
+    staticify(path, "-o", out, "--inference", "--padded-outputs")
     assert torch.jit.load(str(out)).code == static.code
-    # Without it, the report's hints say which flag removes the branch's
-    # read of `targets`.
-    plain = staticify_api.analyze(model)
-    assert plain.method().after.sync_points == 1
-    assert any(h.startswith("--inference ") for h in plain.method().hints), \
-        plain.method().hints
+    # Without it, the report's hints say which flags remove the branch's
+    # read of `targets` and the cut at the return.
+    hints = staticify_api.analyze(model).method().hints
+    assert any(h.startswith("--inference ") for h in hints), hints
+    assert any(h.startswith("--padded-outputs ") for h in hints), hints
+
+
+class NeedsTargetsWhenTraining(torch.nn.Module):
+    """torchvision's detectors: in training mode, targets are required."""
+
+    def forward(self, x: torch.Tensor, targets: Optional[torch.Tensor] = None):
+        if self.training:
+            if targets is None:
+                raise ValueError("targets should not be none when in training mode")
+            return (x - targets).abs().sum()
+        return x.sum()
+
+
+def test_a_failing_example_run_names_the_exception_and_the_training_mode():
+    with pytest.raises(staticify_api.Error) as e:
+        staticify_api.optimize(NeedsTargetsWhenTraining().train(), (torch.randn(3),),
+                               specialize_training=True)
+    assert str(e.value) == (
+        "the staticified module fails on example_inputs: builtins.ValueError: targets "
+        "should not be none when in training mode; the model is in training mode: for an "
+        "inference export, call model.eval() first")
 
 
 def test_analyze_takes_the_options_of_optimize():

@@ -371,7 +371,8 @@ class Gen:
             forms += [(f"int({m.name}.sum())", "int-of-count"),
                       (f"self.h_count({m.name})", "helper-call")]
         if s is not None:
-            forms += [(f"{s.name}.numel()", "numel"), (f"{s.name}.size(0)", "numel")]
+            forms += [(f"{s.name}.numel()", "numel"), (f"{s.name}.size(0)", "numel"),
+                      (f"{s.name}.shape[0]", "shape-item")]
         if not forms:
             return None
         expr, feat = self.c(forms)
@@ -453,11 +454,23 @@ class Gen:
                 new.sig = s.sig
                 expr = f"torch.sort({s.name}, 0)[0]"
             return self.add(new, expr, "sort")
+        if r < 0.65 and s.rank == 1 and s.dtype == "i" and self.r.random() < 0.5:
+            # A histogram viewed as its bins (torchmetrics' confusion matrix):
+            # values of 16 or more make the view raise, as the rewrite does.
+            return self.add(Var(self.fresh("r"), "static", "f"),
+                            f"torch.bincount({s.name}.clamp(0, 17), minlength=16)"
+                            f".view(4, 4).float()", "bincount-view")
         if r < 0.65 and s.rank == 1:
             k = self.r.randint(1, 4)
             largest = "" if self.r.random() < 0.6 else ", largest=False"
             return self.add(new, f"torch.topk({s.name}, min({k}, {s.name}.numel()){largest})[0]",
                             "topk")
+        if r < 0.65 and s.rank == 2 and s.dtype == "f":
+            # Along the last dim of a selection of rows: every row kept.
+            k = self.r.randint(1, 3)
+            return self.add(new, f"torch.topk({s.name}, min({k}, {s.name}.size(-1)))[0]",
+                            "topk-last-dim")
+
         if r < 0.82:
             new.rank = 1
             if self.r.random() < 0.3:
@@ -482,7 +495,8 @@ class Gen:
             expr = self.c([f"{s.name}.sum(0)", f"{s.name}.amax(0)", f"{s.name}.mean(0)"])
             return self.add(Var(self.fresh("r"), "static", "f"), expr, "reduce-dim0")
         if r < 0.4:
-            expr = self.c([f"{s.name}.numel()", f"{s.name}.size(0)", f"len({s.name})"])
+            expr = self.c([f"{s.name}.numel()", f"{s.name}.size(0)", f"len({s.name})",
+                           f"{s.name}.shape[0]"])
             return self.add(Var(self.fresh("n"), "int"), expr, "numel")
         if s.dtype == "f":
             expr, dtype = self.c([(f"{s.name}.sum()", "f"), (f"{s.name}.sum()", "f"),

@@ -279,13 +279,23 @@ bool maskedReduce(std::shared_ptr<Graph> &graph, PassContext &ctx) {
       changed |= rewriteSizeRead(*graph, node, *sel, ctx);
       continue;
     }
+    // The row view where the selection ran: its reshape raises only where
+    // the selection would have, and so never where a branch holding the
+    // reduction was not taken (if-convert may then run both branches).
+    Node *atSelection = sel->node->next();
+    InsertedBefore viewEmitted(atSelection);
+    RowView view;
+    {
+      torch::jit::WithInsertPoint guard(atSelection);
+      view = emitRowView(*graph, *sel, node);
+    }
     torch::jit::WithInsertPoint guard(node);
     InsertedBefore emitted(node);
     std::string why;
-    std::vector<Value *> outs =
-        emitMaskedReduction(*graph, node, emitRowView(*graph, *sel, node), why);
+    std::vector<Value *> outs = emitMaskedReduction(*graph, node, view, why);
     if (outs.empty()) {
-      emitted.rollback(); // the row view, emitted before the reduction said no
+      emitted.rollback();
+      viewEmitted.rollback(); // emitted before the reduction said no
       ctx.declined(sel->node, kRule, why);
       continue;
     }

@@ -262,6 +262,9 @@ const std::vector<OpInfo> kTable = {
     {"prim::min", nullptr, R::Other, kNeverRaises, D::Unknown, I::NotApplicable, "aten::minimum"},
     {"prim::max", nullptr, R::Other, kNeverRaises, D::Unknown, I::NotApplicable, "aten::maximum"},
     {"aten::__not__", nullptr, R::Other, kNeverRaises, D::Unknown, I::NotApplicable, "aten::logical_not"},
+    // The promotion of two dtypes (raises only for quantized ones, which
+    // the reductions the forms promote for do not take either).
+    {"aten::promote_types", nullptr, R::Other, kNeverRaises},
     {"prim::NumToTensor", nullptr, R::Other, kNeverRaises | kBuildsOnHost},
     {"aten::scalar_tensor", nullptr, R::Other, kNeverRaises | kBuildsOnHost},
     {"aten::tensor", nullptr, R::Other, kBuildsOnHost, D::ExplicitElseLongForInts},

@@ -144,6 +144,27 @@ bool neverRaisesOnValues(const Node *node) {
   // raises for a d past the rank.
   if (node->kind() == c10::aten::size && node->inputs().size() == 1)
     return true;
+  // A tensor made with another's sizes (`x.new_zeros(x.shape)`): every size
+  // is valid, and so is every option a constant or another tensor's
+  // metadata gives.
+  if (info->has(kMakesSized)) {
+    const Value *size = namedInput(node, "size");
+    const c10::FunctionSchema *schema = node->maybeSchema();
+    if (size && schema && size->node()->kind() == c10::aten::size &&
+        size->node()->inputs().size() == 1) {
+      bool plain = true;
+      for (size_t i = 0; i < node->inputs().size() && plain; ++i) {
+        const Value *in = node->input(i);
+        const std::string &arg = schema->arguments()[i].name();
+        c10::Symbol from = in->node()->kind();
+        plain = in == size || isTensor(in) || arg == "fill_value" ||
+                from == c10::prim::Constant || from == c10::prim::dtype ||
+                from == c10::prim::device || from == c10::prim::layout;
+      }
+      if (plain)
+        return true;
+    }
+  }
   if (info->has(kDivision))
     return node->inputs().size() == 2 &&
            node->input(0)->type()->kind() == c10::TypeKind::TensorType;

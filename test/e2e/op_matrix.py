@@ -231,7 +231,6 @@ WITHOUT_TRANSFER = {
     "aten::broadcast_tensors": "as aten::stack",
     "aten::unbind": "returns a list of bounded values along dim 1: no list rule",
     "aten::split": "as aten::unbind",
-    "aten::topk": "k read from the count (`min(2, v.size(0))`): a host read",
     "aten::unique_consecutive": "a root of its own over bounded input: no nested count",
     "aten::one_hot": "its padding's classes may be out of range, where one_hot raises: no "
                       "guarded form yet",

@@ -1098,6 +1098,11 @@ for _name, (_what, _args, *_setup) in {
     "argv.bound-odd-number": ("an odd --bound number", _bound(
         ["x=-1", "x=0", "x=99999999999999999999999", "x=0x10", "x=5.5", "x=1e3", "x=5=6",
          "x=+5", "x=\uff15", "x=9223372036854775807"])),
+    "argv.report-and-inference": ("--report=..., --inference", lambda rng: [
+        "input.pt", *DEFAULT_TAIL, *rng.choice([["--inference"], ["--report=full"],
+                                                ["--report=short"], ["--report=bogus"],
+                                                ["--report="], ["--inference", "--report"],
+                                                ["--inference", "--padded-outputs"]])]),
     "argv.method-repeated": ("--method forward twice", lambda rng: [
         "input.pt", *DEFAULT_TAIL, "--method", "forward", "--method", "forward"]),
     "argv.method-odd": ("an odd --method name", lambda rng: [

@@ -298,9 +298,7 @@ constexpr std::string_view kBoundGuardName = "staticify_guard_bound";
 bool startsWith(const std::string &s, std::string_view prefix) {
   return s.compare(0, prefix.size(), prefix) == 0;
 }
-} // namespace
 
-namespace {
 /// Whether \p node sits in one of \p owner's blocks, at any depth.
 bool insideOf(const Node *node, const Node *owner) {
   for (const torch::jit::Block *b = node->owningBlock(); b->owningNode();
@@ -327,7 +325,7 @@ Value *passThrough(Node *ifNode) {
       return true;
     if (def->owningBlock() == block)
       return def->isBefore(ifNode);
-    return !insideOf(def, ifNode) && def->kind() != c10::prim::Constant;
+    return !insideOf(def, ifNode);
   };
   auto later = [&](const Node *user) {
     return user == ret ||

@@ -11,6 +11,7 @@
 #include "tools/Driver.h"
 
 #include "passes/Compat.h"
+#include "passes/GraphUtils.h"
 #include "passes/Pipeline.h"
 #include "passes/Report.h"
 #include "tools/CommandLine.h"
@@ -26,7 +27,6 @@
 #include <torch/csrc/jit/api/function_impl.h>
 
 #include <chrono>
-#include <functional>
 #include <iostream>
 #include <set>
 
@@ -370,23 +370,11 @@ void checkBoundsMatched(const Options &opts,
 
 /// Whether a method of \p module calls an op of the runtime library.
 bool callsRuntimeOps(const torch::jit::Module &module) {
-  std::function<bool(const torch::jit::Block *)> calls =
-      [&](const torch::jit::Block *block) {
-        for (const torch::jit::Node *node : block->nodes()) {
-          if (node->kind().is_aten() || node->kind().is_prim()) {
-            for (const torch::jit::Block *inner : node->blocks())
-              if (calls(inner))
-                return true;
-          } else if (std::string(node->kind().toQualString())
-                         .rfind("staticify::", 0) == 0) {
-            return true;
-          }
-        }
-        return false;
-      };
   for (const torch::jit::Method &method : module.get_methods())
-    if (calls(torch::jit::toGraphFunction(method.function()).graph()->block()))
-      return true;
+    for (const torch::jit::Node *node : collectNodes(
+             torch::jit::toGraphFunction(method.function()).graph()->block()))
+      if (std::string(node->kind().toQualString()).rfind("staticify::", 0) == 0)
+        return true;
   return false;
 }
 

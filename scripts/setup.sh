@@ -10,7 +10,7 @@ PACKAGES=(
   libmlir-22-dev mlir-22-tools llvm-22-dev llvm-22-tools
   libgtest-dev graphviz pybind11-dev python3-dev
   clang libclang-rt-14-dev
-  libjemalloc-dev
+  libjemalloc-dev zlib1g-dev
 )
 
 # `scripts/setup.sh --bench` adds what bench/ needs (the plot).

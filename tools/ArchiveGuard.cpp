@@ -144,6 +144,7 @@ std::vector<ArchiveRecord> readArchiveDirectory(const ReadAt &read,
     const char *h = directory.data() + pos;
     ArchiveRecord r;
     r.method = u16(h + 10);
+    r.crc = u32(h + 16);
     r.compressedSize = u32(h + 20);
     r.size = u32(h + 24);
     size_t nameLength = u16(h + 28), extraLength = u16(h + 30),

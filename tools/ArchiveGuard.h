@@ -77,6 +77,11 @@ struct ArchiveRecord {
   uint64_t compressedSize = 0;
   uint64_t size = 0;
   uint64_t dataOffset = 0;
+  /// The CRC-32 the zip directory records for the inflated bytes. libtorch
+  /// checks none (its miniz reads without CRC checks), and a DEFLATE stream
+  /// that fails to inflate hands back the buffer uninitialized: the caller
+  /// checks the CRC of every DEFLATE record it reads (crc32 in zlib).
+  uint32_t crc = 0;
 };
 
 /// Reads \p n bytes at \p offset into \p out; returns the bytes read.

@@ -16,6 +16,7 @@
 #include <sstream>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #include <algorithm>
 #include <cctype>
@@ -272,6 +273,17 @@ std::optional<std::string> unknownClass(const std::string &text) {
 
 /// The record \p name, read through libtorch's zip reader (which inflates
 /// and checks the CRC).
+uint32_t crcOf(const std::string &bytes) {
+  uLong crc = ::crc32(0L, Z_NULL, 0);
+  // zlib takes at most 4 GiB a call.
+  for (size_t at = 0; at < bytes.size();) {
+    uInt n = static_cast<uInt>(std::min<size_t>(bytes.size() - at, 1u << 30));
+    crc = ::crc32(crc, reinterpret_cast<const Bytef *>(bytes.data() + at), n);
+    at += n;
+  }
+  return static_cast<uint32_t>(crc);
+}
+
 std::string readRecord(caffe2::serialize::PyTorchStreamReader &reader,
                        const std::string &archive, const std::string &name,
                        const LoadOptions &options) {
@@ -587,6 +599,9 @@ LoadedModule loadArchive(Reader in, const std::string &name,
         unusable = "a directory entry, not an extra file";
       else if (!readable(*reader, r.name))
         unusable = "an extra file that cannot be read";
+      else if (r.method == 8 &&
+               crcOf(readRecord(*reader, name, r.name, options)) != r.crc)
+        unusable = "an extra file whose compressed bytes are corrupt";
       if (unusable)
         loaded.warnings.push_back(inQuotes(name) + ": entry '" + r.name +
                                   "' is " + *unusable +
@@ -594,15 +609,30 @@ LoadedModule loadArchive(Reader in, const std::string &name,
                                   "not copied to the output");
       else
         loaded.extraFiles.emplace(std::move(extra), "");
+      continue;
     }
-    if (kind == RecordKind::Other)
+    // libtorch inflates a DEFLATE record without checking the result: a
+    // stream that fails leaves its buffer uninitialized, read differently
+    // by every reader. Each one is inflated here and checked against its CRC.
+    // Of the other records, libtorch reads the tensor storages.
+    bool storage = r.name.rfind("data/", 0) == 0 ||
+                   r.name.rfind("constants/", 0) == 0;
+    bool deflated = r.method == 8;
+    if (kind == RecordKind::Other && !(deflated && storage))
       continue;
     std::string bytes = readRecord(*reader, name, r.name, options);
+    std::optional<std::string> problem;
+    bool corrupt = deflated && crcOf(bytes) != r.crc;
+    if (corrupt)
+      problem = "its compressed bytes do not inflate to the bytes its zip "
+                "directory describes";
+    else if (kind == RecordKind::Other)
+      continue;
     std::vector<StorageRef> storages;
-    std::optional<std::string> problem =
-        kind == RecordKind::Code
-            ? checkCode(bytes, options.limits)
-            : checkPickle(bytes, options.limits, &storages);
+    if (!problem)
+      problem = kind == RecordKind::Code
+                    ? checkCode(bytes, options.limits)
+                    : checkPickle(bytes, options.limits, &storages);
     if (!problem && kind == RecordKind::Pickle)
       problem = checkStorages(r.name, storages, recordSizes);
     if (!problem && kind == RecordKind::DebugPickle)
@@ -618,6 +648,9 @@ LoadedModule loadArchive(Reader in, const std::string &name,
           "source");
       continue;
     }
+    if (corrupt)
+      throw UserError(inQuotes(name) + " is truncated or corrupt (record '" +
+                      r.name + "': " + *problem + "); " + kCopyHint);
     throw UserError(inQuotes(name) + " cannot be loaded safely: record '" +
                     r.name + "': " + *problem +
                     "; torch.jit.save does not write this: " + kCopyHint);

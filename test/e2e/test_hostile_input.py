@@ -11,10 +11,12 @@ import os
 import pathlib
 import resource
 import signal
+import struct
 import subprocess
 import sys
 import time
 import zipfile
+import zlib
 
 import pytest
 import torch
@@ -195,6 +197,48 @@ def test_unreadable_records_torch_never_reads_are_left_out(staticify, good_model
     proc = staticify(corrupt, "-o", out, check=False)
     assert proc.returncode == 0, proc.stderr
     assert _same_outputs(out, good_model)
+
+
+def _corrupt_deflated(src, dst, suffix):
+    """Copies archive src to dst with every record deflated and 16 bytes in
+    the middle of the one ending in suffix overwritten: a stream that no
+    longer inflates to the CRC the zip directory records."""
+    with_record(src, dst, suffix, lambda data: data, compress=True)
+    data = bytearray(dst.read_bytes())
+    with zipfile.ZipFile(dst) as z:
+        info = next(i for i in z.infolist() if i.filename.endswith(suffix))
+    header = info.header_offset
+    name_length, extra_length = struct.unpack("<HH", data[header + 26:header + 30])
+    start = header + 30 + name_length + extra_length
+    middle = start + info.compress_size // 2
+    data[middle:middle + 16] = b"\x5a" * 16
+    try:
+        inflated = zlib.decompressobj(-15).decompress(bytes(data[start:start + info.compress_size]))
+        assert zlib.crc32(inflated) != info.CRC
+    except zlib.error:
+        pass
+    dst.write_bytes(bytes(data))
+    return dst
+
+
+def test_a_corrupt_deflated_debug_record_costs_a_warning(staticify, good_model, tmp_path):
+    """libtorch inflates without checking: a corrupt stream hands it an
+    uninitialized buffer, which its saver may fail to read. staticify checks
+    each DEFLATE record's CRC and drops a bad debug record with a warning."""
+    bad = _corrupt_deflated(good_model, tmp_path / "bad.pt", ".debug_pkl")
+    out = tmp_path / "out.pt"
+    proc = staticify(bad, "-o", out, check=False)
+    assert proc.returncode == 0, proc.stderr
+    assert "compressed bytes do not inflate to the bytes its zip directory describes" \
+        in proc.stderr, proc.stderr
+    assert _same_outputs(out, good_model)
+
+
+def test_a_corrupt_deflated_code_record_is_refused(staticify, good_model, tmp_path):
+    bad = _corrupt_deflated(good_model, tmp_path / "bad.pt", "models.py")
+    run_hostile(staticify, bad, tmp_path,
+                "is truncated or corrupt (record 'code/__torch__/models.py': its compressed "
+                "bytes do not inflate")
 
 
 def _limit_file_size(limit):

@@ -102,6 +102,7 @@ TEST(ArchiveGuardTest, ReadsWhatTheWriterWrites) {
                   [](const ArchiveRecord &r) { return r.name == "version"; }));
   EXPECT_EQ(records[0].size, 6u);
   EXPECT_EQ(bytes.substr(records[0].dataOffset, 6), "x = 1\n");
+  EXPECT_EQ(records[0].crc, 0x8bf6893bu); // zlib.crc32(b"x = 1\n")
   EXPECT_EQ(records[2].name, "data/0");
   EXPECT_EQ(records[2].method, 0);
 }

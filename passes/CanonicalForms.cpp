@@ -14,6 +14,7 @@
 #include <array>
 #include <sstream>
 #include <unordered_map>
+#include <unordered_set>
 
 
 namespace staticify {
@@ -333,17 +334,36 @@ std::string mergeKey(const Node *node) {
   return key.str();
 }
 
+/// Whether a node of the graph may write to what \p v holds: its memory,
+/// or, for a list or tuple built in the graph, an element's. Two equal ops
+/// of a value written between them read two different values.
+bool operandWritten(const Value *v, const Aliases &aliases) {
+  if (aliases.hasWriters(v))
+    return true;
+  if (isTensor(v) || isHostNumber(v) || v->type()->kind() == c10::TypeKind::NoneType)
+    return false;
+  const Node *def = v->node();
+  if (def->kind() == c10::prim::Constant)
+    return false;
+  if (def->kind() != c10::prim::ListConstruct &&
+      def->kind() != c10::prim::TupleConstruct)
+    return true; // a container or object whose contents this does not follow
+  return std::any_of(def->inputs().begin(), def->inputs().end(),
+                     [&](const Value *e) { return operandWritten(e, aliases); });
+}
+
 using Seen = std::unordered_map<std::string, Node *>;
+using NodeSet = std::unordered_set<const Node *>;
 
 bool mergeIn(torch::jit::Block *block, std::vector<Seen> &scopes,
-             const MergeReads *reads) {
+             const MergeReads *reads, const NodeSet &readsWritten) {
   bool merged = false;
   scopes.emplace_back();
   for (auto it = block->nodes().begin(); it != block->nodes().end();) {
     Node *node = *it++;
     for (torch::jit::Block *inner : node->blocks())
-      merged |= mergeIn(inner, scopes, reads);
-    if (!mergeable(node, reads))
+      merged |= mergeIn(inner, scopes, reads, readsWritten);
+    if (!mergeable(node, reads) || readsWritten.count(node))
       continue;
     std::string key = mergeKey(node);
     Node *earlier = nullptr;
@@ -371,8 +391,16 @@ bool mergeIn(torch::jit::Block *block, std::vector<Seen> &scopes,
 
 bool mergeEqualTensorOps(const std::shared_ptr<Graph> &graph,
                          const MergeReads *reads) {
+  // Asked before any merge: the alias database sees the graph as built.
+  std::vector<Node *> nodes = collectNodes(graph->block());
+  Aliases aliases(graph, &nodes);
+  NodeSet readsWritten;
+  for (const Node *node : nodes)
+    if (std::any_of(node->inputs().begin(), node->inputs().end(),
+                    [&](const Value *v) { return operandWritten(v, aliases); }))
+      readsWritten.insert(node);
   std::vector<Seen> scopes;
-  return mergeIn(graph->block(), scopes, reads);
+  return mergeIn(graph->block(), scopes, reads, readsWritten);
 }
 
 bool canonicalizeSpelling(Graph &graph, Node *node) {

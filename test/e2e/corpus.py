@@ -283,6 +283,18 @@ class NllLossRows(torch.nn.Module):
         return torch.nn.functional.nll_loss(lp[m], target[m], reduction="none").sum()
 
 
+class EqualOpsAcrossAWrite(torch.nn.Module):
+    """One expression written twice with an in-place write between: the two
+    read two values and are not one (normalize merges equal ops)."""
+
+    def forward(self, x, m):
+        y = x.clone()
+        before = (y > 0).float().sum()
+        y.add_(1.0)
+        after = (y > 0).float().sum()
+        return before, after, y[m > 0].sum()
+
+
 class FullOfCount(torch.nn.Module):
     """detectron2's proposal count for logging: a tensor filled with a count
     read from data (new_full) and one of its float (full)."""
@@ -708,6 +720,7 @@ CASES = [
     ("cross-entropy-weighted", CrossEntropyWeighted(), lambda g, k: (floats((8, 4), g), mask_like((8,), g, k), torch.randint(0, 4, (8,), generator=g), torch.rand(4, generator=g) + 0.5), "static"),
     ("cross-entropy-probabilities", CrossEntropyProbabilities(), lambda g, k: (floats((8, 4), g), mask_like((8,), g, k), torch.softmax(floats((8, 4), g), 1)), "static"),
     ("nll-loss-rows", NllLossRows(), lambda g, k: (floats((8, 5), g), mask_like((8,), g, k), torch.randint(0, 5, (8,), generator=g)), "static"),
+    ("equal-ops-across-a-write", EqualOpsAcrossAWrite(), _1d(20), "static"),
     ("full-of-count", FullOfCount(), lambda g, k: (mask_like((20,), g, k),), "static"),
     ("log-softmax-rows", LogSoftmaxLastDim(), lambda g, k: (floats((7, 5), g), mask_like((7,), g, k)), "static"),
     ("log-softmax-vector-fallback", LogSoftmaxLastDim(), lambda g, k: (floats((7,), g), mask_like((7,), g, k)), "static"),

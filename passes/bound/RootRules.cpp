@@ -120,7 +120,11 @@ RuleResult selection(Node *node, RuleContext &rc) {
   // ranks (lprobs[m] of (n, V), target[m] of (n,)) the counts are recorded
   // equal: rules that check ranks themselves may combine them.
   Value *count = outs[1];
-  if (!rc.aliases.hasWriters(sel->mask)) {
+  // masked_select counts the broadcast mask's true elements: the mask's
+  // own count only where the base has the mask's shape (`x.masked_select(
+  // x > 0)`); masked_select(x of (2, n), m of (n,)) selects each twice.
+  bool masksCount = !sel->broadcasts || maskOfItself(sel->mask, sel->base);
+  if (masksCount && !rc.aliases.hasWriters(sel->mask)) {
     // The same mask, or one computed the same way (`x[valid > 0]` and
     // `y[valid > 0]`: two equal comparisons of one unwritten tensor).
     const Value *mask = sel->mask;

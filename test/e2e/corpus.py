@@ -295,6 +295,29 @@ class EqualOpsAcrossAWrite(torch.nn.Module):
         return before, after, y[m > 0].sum()
 
 
+class MaskedSelectBroadcastCount(torch.nn.Module):
+    """masked_select broadcasts: x of (2, n) by m of (n,) selects each
+    element twice, so its count is not x[m]'s (a + b broadcasts b's one
+    element where m holds once)."""
+
+    def forward(self, x, s):
+        keep = s > 0
+        a = x.masked_select(keep)
+        b = s[keep]
+        return a + b
+
+
+def at_most_one(n):
+    """x of (2, n) and s with at most one positive element (none for kind
+    "none")."""
+    def make(g, kind):
+        s = -torch.rand(n, generator=g) - 0.1
+        if kind != "none":
+            s[torch.randint(0, n, (1,), generator=g)] = 1.0
+        return floats((2, n), g), s
+    return make
+
+
 class FullOfCount(torch.nn.Module):
     """detectron2's proposal count for logging: a tensor filled with a count
     read from data (new_full) and one of its float (full)."""
@@ -721,6 +744,7 @@ CASES = [
     ("cross-entropy-probabilities", CrossEntropyProbabilities(), lambda g, k: (floats((8, 4), g), mask_like((8,), g, k), torch.softmax(floats((8, 4), g), 1)), "static"),
     ("nll-loss-rows", NllLossRows(), lambda g, k: (floats((8, 5), g), mask_like((8,), g, k), torch.randint(0, 5, (8,), generator=g)), "static"),
     ("equal-ops-across-a-write", EqualOpsAcrossAWrite(), _1d(20), "static"),
+    ("masked-select-broadcast-count", MaskedSelectBroadcastCount(), at_most_one(6), "safe"),
     ("full-of-count", FullOfCount(), lambda g, k: (mask_like((20,), g, k),), "static"),
     ("log-softmax-rows", LogSoftmaxLastDim(), lambda g, k: (floats((7, 5), g), mask_like((7,), g, k)), "static"),
     ("log-softmax-vector-fallback", LogSoftmaxLastDim(), lambda g, k: (floats((7,), g), mask_like((7,), g, k)), "static"),

@@ -80,7 +80,8 @@ DD_FEATURES = {"store-const", "store-0d", "store-sel", "store-sel-var", "store-a
                "index-mask", "masked_select", "index-where", "index_select-where",
                "helper-call", "where", "nonzero", "gather", "int-of-count", "int", "float",
                "num", "numel", "reduce", "reduce-dim0", "sort", "topk", "unique", "cat",
-               "nested-mask", "arange", "slice-k", "narrow-k", "if", "if-elif", "if-shield"}
+               "nested-mask", "arange", "slice-k", "narrow-k", "if", "if-elif", "if-shield",
+               "recompute-select"}
 
 
 @dataclasses.dataclass
@@ -295,6 +296,25 @@ class Gen:
         new.dd = True
         self.pool.append(new)
         return True
+
+    def p_recompute(self):
+        """One expression of a tensor computed before and after an in-place
+        write to it: two values (equal ops must not merge across the write)."""
+        a = self.pick(lambda v: v.kind == "full" and v.dtype == "f")
+        m = self.pick(lambda v: v.kind == "mask" and self.mask_fits(v, a))
+        new = Var(self.fresh(), "full", "f", a.mk)
+        self.emit(f"{new.name} = {a.name}.clone()", "static")
+        self.pool.append(new)
+        forms = [(f"({new.name} > 0.0).sum()", "i", "recompute"),
+                 (f"{new.name}.abs().amax()", "f", "recompute")]
+        if m is not None:
+            forms += [(f"{new.name}[{m.name}].sum()", "f", "recompute-select"),
+                      (f"({new.name}[{m.name}] > 0.0).sum()", "i", "recompute-select")]
+        expr, dtype, feature = self.c(forms)
+        self.add(Var(self.fresh("r"), "sc", dtype), expr, feature)
+        self.emit(f"{new.name}.{self.c(['add_(1.0)', 'mul_(-1.0)', 'clamp_(min=0.25)'])}",
+                  "recompute")
+        return self.add(Var(self.fresh("r"), "sc", dtype), expr, feature)
 
     def p_select(self):
         a = self.pick(lambda v: v.kind == "full" and v.dtype in "fi")
@@ -687,7 +707,7 @@ class Gen:
                    ("p_where_idx", 5), ("p_gather", 5), ("p_nonzero", 2),
                    ("p_dyn_unary", 6), ("p_dyn_binary", 7), ("p_dyn_struct", 8),
                    ("p_reduce", 16), ("p_scalar", 9), ("p_int_use", 5), ("p_if", 6),
-                   ("p_dead", 3), ("p_helper_dyn", 1)]
+                   ("p_dead", 3), ("p_helper_dyn", 1), ("p_recompute", 3)]
 
     def returnable(self, v):
         return v.kind not in ("num",) and v.name not in ("x", "y", "t", "xi")

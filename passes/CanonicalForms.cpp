@@ -157,6 +157,23 @@ bool builtinAbs(Graph &graph, Node *node) {
   return replace(node, emit(graph, "aten::abs", {node->input(0)}, node));
 }
 
+/// `int(t.item())` is `int(t)`, and `float(t.item())` is `float(t)`: one
+/// element read and converted; for every value both convert they truncate
+/// (round) alike, and both raise for a tensor of another size. The item
+/// used nowhere else.
+bool hostCastOfItem(Graph &graph, Node *node) {
+  if ((node->kind() != c10::aten::Int && node->kind() != c10::aten::Float) ||
+      node->inputs().size() != 1)
+    return false;
+  Node *item = node->input(0)->node();
+  if (item->kind() != c10::aten::item || item->inputs().size() != 1 ||
+      item->output()->uses().size() != 1 || !isTensor(item->input(0)))
+    return false;
+  torch::jit::WithInsertPoint guard(node);
+  return replace(node, emit(graph, node->kind().toQualString(),
+                            {item->input(0)}, node));
+}
+
 /// `x.shape[i]` scripts as `size(x)[i]`: for a constant i it is `x.size(i)`,
 /// the spelling the rules read (both raise where i is out of range). Only
 /// while no op writes the list: each use has a schema that does not write
@@ -279,8 +296,10 @@ bool isHostNumber(const Value *v) {
 /// equal views of one tensor are one until one of them is changed in
 /// place: its data is theirs, but `unsqueeze_` changes one view). With
 /// \p reads, also a read or a data-dependent shape \p reads does not name,
-/// and results that are host numbers.
-bool mergeable(const Node *node, const MergeReads *reads) {
+/// and results that are host numbers. A list result counts as made afresh
+/// when it is in \p readOnlyLists (where(m)'s index lists, only read).
+bool mergeable(const Node *node, const MergeReads *reads,
+               const std::unordered_set<const Value *> &readOnlyLists) {
   const c10::FunctionSchema *schema = node->maybeSchema();
   if (!schema || !node->blocks().empty() || node->numAttributes() != 0 ||
       node->outputs().empty() ||
@@ -299,6 +318,8 @@ bool mergeable(const Node *node, const MergeReads *reads) {
     const c10::AliasInfo *view = schema->returns()[i].alias_info();
     if (!view) {
       if (reads && isHostNumber(out))
+        continue;
+      if (readOnlyLists.count(out))
         continue;
       if (Aliases::writtenAfresh(out, nullptr) != false)
         return false; // not a tensor, or written to
@@ -352,18 +373,45 @@ bool operandWritten(const Value *v, const Aliases &aliases) {
                      [&](const Value *e) { return operandWritten(e, aliases); });
 }
 
+/// Whether \p list, a list of tensors an op made, is only read (indexed,
+/// unpacked, measured) and nothing writes to the tensors read out of it.
+bool onlyRead(const Value *list, const Aliases &aliases) {
+  if (list->type()->kind() != c10::TypeKind::ListType)
+    return false;
+  for (const torch::jit::Use &use : list->uses()) {
+    const Node *user = use.user;
+    if (user->kind() != c10::aten::__getitem__ &&
+        user->kind() != c10::prim::ListUnpack && user->kind() != c10::aten::len)
+      return false;
+    for (const Value *element : user->outputs())
+      if (aliases.hasWriters(element))
+        return false;
+  }
+  return true;
+}
+
 using Seen = std::unordered_map<std::string, Node *>;
 using NodeSet = std::unordered_set<const Node *>;
 
+/// What every merge asks of the graph as it was before the first: the
+/// alias database describes that graph only.
+struct MergeFacts {
+  const MergeReads *reads = nullptr;
+  NodeSet operandsWritten;
+  std::unordered_set<const Value *> readOnlyLists;
+  const std::function<void(const Node *)> *merged = nullptr;
+};
+
 bool mergeIn(torch::jit::Block *block, std::vector<Seen> &scopes,
-             const MergeReads *reads, const NodeSet &readsWritten) {
+             const MergeFacts &facts) {
   bool merged = false;
   scopes.emplace_back();
   for (auto it = block->nodes().begin(); it != block->nodes().end();) {
     Node *node = *it++;
     for (torch::jit::Block *inner : node->blocks())
-      merged |= mergeIn(inner, scopes, reads, readsWritten);
-    if (!mergeable(node, reads) || readsWritten.count(node))
+      merged |= mergeIn(inner, scopes, facts);
+    if (facts.operandsWritten.count(node) ||
+        !mergeable(node, facts.reads, facts.readOnlyLists))
       continue;
     std::string key = mergeKey(node);
     Node *earlier = nullptr;
@@ -380,6 +428,8 @@ bool mergeIn(torch::jit::Block *block, std::vector<Seen> &scopes,
     }
     for (size_t i = 0; i < node->outputs().size(); ++i)
       node->output(i)->replaceAllUsesWith(earlier->output(i));
+    if (facts.merged)
+      (*facts.merged)(node);
     node->destroy();
     merged = true;
   }
@@ -390,17 +440,23 @@ bool mergeIn(torch::jit::Block *block, std::vector<Seen> &scopes,
 } // namespace
 
 bool mergeEqualTensorOps(const std::shared_ptr<Graph> &graph,
-                         const MergeReads *reads) {
-  // Asked before any merge: the alias database sees the graph as built.
+                         const MergeReads *reads,
+                         const std::function<void(const Node *)> *merged) {
   std::vector<Node *> nodes = collectNodes(graph->block());
   Aliases aliases(graph, &nodes);
-  NodeSet readsWritten;
-  for (const Node *node : nodes)
+  MergeFacts facts;
+  facts.reads = reads;
+  facts.merged = merged;
+  for (const Node *node : nodes) {
     if (std::any_of(node->inputs().begin(), node->inputs().end(),
                     [&](const Value *v) { return operandWritten(v, aliases); }))
-      readsWritten.insert(node);
+      facts.operandsWritten.insert(node);
+    for (const Value *out : node->outputs())
+      if (onlyRead(out, aliases))
+        facts.readOnlyLists.insert(out);
+  }
   std::vector<Seen> scopes;
-  return mergeIn(graph->block(), scopes, reads, readsWritten);
+  return mergeIn(graph->block(), scopes, facts);
 }
 
 bool canonicalizeSpelling(Graph &graph, Node *node) {
@@ -413,7 +469,8 @@ bool canonicalizeSpelling(Graph &graph, Node *node) {
   return evalDropoutAsInput(node) || embeddingAsIndex(graph, node) ||
          argwhereAsNonzero(graph, node) ||
          rowIndicesAsWhere(graph, node) ||
-         builtinAbs(graph, node) || exactHistogram(graph, node) ||
+         builtinAbs(graph, node) || hostCastOfItem(graph, node) ||
+         exactHistogram(graph, node) ||
          shapeItemAsSize(graph, node);
 }
 

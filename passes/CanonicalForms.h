@@ -10,6 +10,7 @@
 //   nonzero(m).squeeze(1), .view(-1),
 //   .reshape(-1), .flatten(), m 1-D    -> where(m)[0]
 //   abs(t) (Python's builtin)          -> t.abs()
+//   int(t.item()), float(t.item())     -> int(t), float(t)
 //   bincount(x, minlength=L >= 256),   -> zeros(L).index_add(0, x.long(),
 //   or of int64 x viewed as L elements    ones), for a uint8 (int64) x (a
 //   (bincount(...).view(C, C)),           guard on its dtype: no sync)
@@ -41,9 +42,12 @@ namespace staticify {
 /// names (the original's, whose findings the report tracks): three cuts of
 /// selections by one mask read their one count once, as TorchScript's
 /// executor would run them.
+/// \p merged, when given, hears of each node just before it goes.
 using MergeReads = std::function<bool(const torch::jit::Node *)>;
-bool mergeEqualTensorOps(const std::shared_ptr<torch::jit::Graph> &graph,
-                         const MergeReads *reads = nullptr);
+bool mergeEqualTensorOps(
+    const std::shared_ptr<torch::jit::Graph> &graph,
+    const MergeReads *reads = nullptr,
+    const std::function<void(const torch::jit::Node *)> *merged = nullptr);
 
 /// Rewrites \p node into its canonical form, inserting the new nodes before
 /// it and destroying it (and nothing else); returns whether it did.

@@ -457,6 +457,17 @@ static bool normalize(std::shared_ptr<Graph> &graph, PassContext &ctx) {
   return changed;
 }
 
+/// passes/CanonicalForms.h's merge, of the original's reads and
+/// data-dependent ops too (normalize merges neither: the report's "before"
+/// counts the original's syncs on the normalized graph).
+static bool mergeEqual(std::shared_ptr<Graph> &graph, PassContext &ctx) {
+  MergeReads every = [](const Node *) { return false; };
+  std::function<void(const Node *)> merged = [&](const Node *node) {
+    ctx.rewrote(node, "merge-equal");
+  };
+  return mergeEqualTensorOps(graph, &every, &merged);
+}
+
 /// passes/Uploads.h, over every node (uploads in branches and loops too).
 static bool uploads(std::shared_ptr<Graph> &graph, PassContext &) {
   bool changed = false;
@@ -480,6 +491,12 @@ const std::vector<PassInfo> &registeredPasses() {
        "reduction none and mean()/sum(); never folds or merges "
        "nondeterministic ops",
        false, normalize},
+      {"merge-equal",
+       "an op computed twice from one set of operands that nothing writes "
+       "(x[m.nonzero().squeeze(1)] beside y[m.nonzero().squeeze(1)]) -> "
+       "once, data-dependent ops and host reads included: the second "
+       "nonzero, and its sync, go",
+       true, mergeEqual},
       {"specialize-dtypes",
        "a method indexing by a graph input of unknown dtype (obs[valid]) "
        "-> versioned on that input being bool (metadata: no sync): the "

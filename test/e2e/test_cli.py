@@ -209,6 +209,15 @@ def test_help_and_version(staticify):
     assert version.startswith("staticify 0.1.0 (libtorch ")
 
 
+def test_usage_doc_is_the_help(staticify):
+    """docs/usage.md shows --help as the binary prints it (its pass list
+    included)."""
+    import pathlib
+    doc = (pathlib.Path(__file__).resolve().parents[2] / "docs" / "usage.md").read_text()
+    block = doc.split("```text\n", 1)[1].split("```", 1)[0]
+    assert block == staticify("--help").stdout
+
+
 def test_custom_op_model_loads_with_load_library(staticify, save, torchvision_library):
     import torchvision
 

@@ -27,31 +27,17 @@ VARIANTS = spellings.all_variants()
 # (idiom, rules) -> why its sync points differ from its twin's: twin's
 # (before, after) -> the variant's, and the note of what the variant keeps.
 KNOWN_DIVERGENT = {
-    # x[m] spelled x[m.nonzero().squeeze(1)], x[torch.where(m)[0]] or
-    # x.index_select(0, torch.where(m)[0]): two selections by one index are
-    # not seen as one selection where they meet in a gather or a product.
-    # Their forms materialize where the two meet (a gather, a product): as
-    # many reads as the original, so the pipeline leaves the method as it was.
-    **{(idiom, rules): f"(2, 0) -> (2, 2): bound: uses with no bounded form materialize: {use}; "
-       "the method is left as it was"
-       for idiom, use in (("fairseq-label-smoothed", "'aten::gather', 'aten::unsqueeze'"),
-                          ("lovasz-ignore", "'aten::mul'"))
-       for rules in ("mask-index-nonzero", "mask-index-where", "mask-index-select")},
     # detectron2's Instances filter: three selections by one mask, each cut
     # where it is returned, read their one count once (the cuts' count
-    # computations merge after the rewrites); spelled with masked_select or
-    # nonzero().squeeze(1), each selection's form computes its own count,
-    # and the three reads stay.
+    # computations merge after the rewrites); spelled with masked_select,
+    # each selection's form computes its own count, and the three reads stay.
     **{("instances-filter", rules): "(3, 1) -> (3, 3): bound: materialized: it is returned "
        "(three counts, one per selection)"
-       for rules in ("mask-select-function", "mask-select-method", "mask-index-nonzero")},
+       for rules in ("mask-select-function", "mask-select-method")},
     # A count read as int(torch.count_nonzero(x)) rather than x.nonzero().numel().
     ("fast-rcnn-accuracy", "nonzero-count-count-nonzero"):
         "(2, 1) -> (2, 2): aten::Int kept: bound: uses with no bounded form "
         "materialize: 'aten::tensor'",
-    # int(t.item()) rather than int(t): the read is kept.
-    ("proposal-count", "host-read-item"):
-        "(1, 0) -> (1, 1): lift-scalars: 'aten::new_full' needs it as a host value",
     # masked_select(loss, keep) rather than loss[keep] before a topk of
     # min(8, its numel): masked-reduce's count of the selection (its numel,
     # over the broadcast mask) and bound's count of it are not seen as one,

@@ -301,7 +301,10 @@ bool isHostNumber(const Value *v) {
 bool mergeable(const Node *node, const MergeReads *reads,
                const std::unordered_set<const Value *> &readOnlyLists) {
   const c10::FunctionSchema *schema = node->maybeSchema();
-  if (!schema || !node->blocks().empty() || node->numAttributes() != 0 ||
+  // prim::Uninitialized stands for no value (a branch that raises): not
+  // a computation.
+  if (!schema || node->kind() == c10::prim::Uninitialized ||
+      !node->blocks().empty() || node->numAttributes() != 0 ||
       node->outputs().empty() ||
       node->outputs().size() != schema->returns().size() ||
       node->isNondeterministic() || node->hasSideEffects() ||
@@ -342,6 +345,9 @@ std::string mergeKey(const Node *node) {
   std::ostringstream key;
   const c10::OperatorName &name = node->schema().operator_name();
   key << name.name << '.' << name.overload_name;
+  // Results of a generic schema (`-> t`, `-> Any`) are typed by the graph.
+  for (const Value *out : node->outputs())
+    key << " :" << out->type()->str();
   for (const Value *in : node->inputs()) {
     std::optional<c10::IValue> constant;
     if (in->node()->kind() == c10::prim::Constant &&

@@ -461,6 +461,9 @@ static bool normalize(std::shared_ptr<Graph> &graph, PassContext &ctx) {
 /// data-dependent ops too (normalize merges neither: the report's "before"
 /// counts the original's syncs on the normalized graph).
 static bool mergeEqual(std::shared_ptr<Graph> &graph, PassContext &ctx) {
+  // A static method is written back as it came.
+  if (ctx.facts.analysis(graph).findings.empty())
+    return false;
   MergeReads every = [](const Node *) { return false; };
   std::function<void(const Node *)> merged = [&](const Node *node) {
     ctx.rewrote(node, "merge-equal");

@@ -60,7 +60,7 @@ def test_report_json_schema(staticify, save):
     for f in method["findings"]:
         assert f["category"] in {"dynamic-shape", "host-sync", "control-flow",
                                  "data-derived"}
-        assert f["action"] == "rewritten" and f["rule"] in {"bound", "if-convert"}
+        assert f["action"] == "rewritten" and f["rule"] in {"bound", "if-convert", "merge-equal"}
         loc = f["location"]
         assert loc["file"].endswith("sampler.py") and loc["line"] > 0
         assert loc["source"].strip() and loc["column"] >= 1

@@ -34,6 +34,19 @@ KNOWN_DIVERGENT = {
     **{("instances-filter", rules): "(3, 1) -> (3, 3): bound: materialized: it is returned "
        "(three counts, one per selection)"
        for rules in ("mask-select-function", "mask-select-method")},
+    # masked_select(x, m) broadcasts x against m first: x of (2, n) by m of
+    # (n,) selects each true element twice. Two selections by one mask of
+    # bases of unknown shapes may so differ in count, and their counts are not
+    # shared (x[m] raises where m is not x's shape, so y[m] and x[m] always
+    # agree); the elementwise op that combines them materializes both. A guard
+    # on their lengths (metadata, no sync) would make them one.
+    **{(idiom, rules): "masked_select's count is its broadcast mask's: not "
+       "provably the other selection's"
+       for idiom in ("hf-active-loss", "hf-token-accuracy", "metrics-accuracy-ignore",
+                     "metrics-mae-masked", "metrics-confusion-bincount",
+                     "metrics-rmse-valid", "dice-ignore", "lovasz-ignore",
+                     "keypoint-visible-loss")
+       for rules in ("mask-select-function", "mask-select-method")},
     # A count read as int(torch.count_nonzero(x)) rather than x.nonzero().numel().
     ("fast-rcnn-accuracy", "nonzero-count-count-nonzero"):
         "(2, 1) -> (2, 2): aten::Int kept: bound: uses with no bounded form "

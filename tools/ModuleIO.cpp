@@ -487,13 +487,14 @@ std::optional<std::string> checkTensors(const torch::jit::Module &module) {
 /// A copy of the archive without the records in \p drop.
 /// Whether libtorch's zip reader reads record \p name (inflates it, checks
 /// its CRC).
-bool readable(caffe2::serialize::PyTorchStreamReader &reader,
-              const std::string &name) {
+/// The record's bytes, or nothing when libtorch cannot read it.
+std::optional<std::string> tryRead(caffe2::serialize::PyTorchStreamReader &reader,
+                                   const std::string &name) {
   try {
-    reader.getRecord(name);
-    return true;
+    auto [data, size] = reader.getRecord(name);
+    return std::string(static_cast<const char *>(data.get()), size);
   } catch (const std::exception &) {
-    return false;
+    return std::nullopt;
   }
 }
 
@@ -597,10 +598,10 @@ LoadedModule loadArchive(Reader in, const std::string &name,
       std::optional<std::string> unusable;
       if (extra.empty() || extra.back() == '/')
         unusable = "a directory entry, not an extra file";
-      else if (!readable(*reader, r.name))
+      else if (std::optional<std::string> bytes = tryRead(*reader, r.name);
+               !bytes)
         unusable = "an extra file that cannot be read";
-      else if (r.method == 8 &&
-               crcOf(readRecord(*reader, name, r.name, options)) != r.crc)
+      else if (r.method == 8 && crcOf(*bytes) != r.crc)
         unusable = "an extra file whose compressed bytes are corrupt";
       if (unusable)
         loaded.warnings.push_back(inQuotes(name) + ": entry '" + r.name +

@@ -94,6 +94,27 @@ bool embeddingAsIndex(Graph &graph, Node *node) {
                  emit(graph, "aten::index", {node->input(0), indices}, node));
 }
 
+/// `masked_select(x, m)` broadcasts x and m, then selects: of an x of m's
+/// shape, nothing broadcasts and it is `x[m]`, a selection by the mask's own
+/// count (a uint8 m selects in both; another dtype raises in masked_select).
+/// Made so by the graph (`preds.masked_select(~isnan(target))` once
+/// specialize-shapes read preds as `preds.expand_as(target)`), not by
+/// names.
+bool sameShapeMaskedSelectAsIndex(Graph &graph, Node *node) {
+  if (node->kind() != c10::aten::masked_select || node->inputs().size() != 2 ||
+      !isTensor(node->input(0)) || !isTensor(node->input(1)) ||
+      !provablySameShape(node->input(0), node->input(1)))
+    return false;
+  torch::jit::WithInsertPoint guard(node);
+  Value *indices = graph
+                       .insertNode(graph.createList(
+                           c10::OptionalType::create(c10::TensorType::get()),
+                           {node->input(1)}))
+                       ->output();
+  return replace(node,
+                 emit(graph, "aten::index", {node->input(0), indices}, node));
+}
+
 /// argwhere is nonzero under another name.
 bool argwhereAsNonzero(Graph &graph, Node *node) {
   if (node->kind() != c10::aten::argwhere || node->inputs().size() != 1)
@@ -474,6 +495,7 @@ bool canonicalizeSpelling(Graph &graph, Node *node) {
   }
   return evalDropoutAsInput(node) || embeddingAsIndex(graph, node) ||
          argwhereAsNonzero(graph, node) ||
+         sameShapeMaskedSelectAsIndex(graph, node) ||
          rowIndicesAsWhere(graph, node) ||
          builtinAbs(graph, node) || hostCastOfItem(graph, node) ||
          exactHistogram(graph, node) ||

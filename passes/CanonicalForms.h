@@ -6,6 +6,7 @@
 //
 //   flatten(x) (all dims)              -> reshape(x, [-1])
 //   argwhere(m)                        -> nonzero(m)
+//   masked_select(x, m), x of m's shape -> x[m]
 //   nonzero(m)[:, 0]                   -> where(m)[0]
 //   nonzero(m).squeeze(1), .view(-1),
 //   .reshape(-1), .flatten(), m 1-D    -> where(m)[0]

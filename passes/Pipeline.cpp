@@ -177,17 +177,25 @@ static bool dropRedundantCast(Node *node) {
   return true;
 }
 
-/// The pass whose guard keeps \p node in its fallback: specialize-dtypes'
-/// or specialize-ranks' version of a method, or bound's guard on a size's
-/// bound.
+/// The pass whose guard keeps \p node in its fallback: specialize-dtypes',
+/// specialize-ranks' or specialize-shapes' version of a method, or bound's
+/// guard on a size's bound.
 static const char *guardingPass(const Node *node) {
   for (const torch::jit::Block *b = node->owningBlock(); b->owningNode();
        b = b->owningNode()->owningBlock())
-    if (isGuardFallback(b))
-      return !b->owningNode()->hasAttribute(specializedAttr()) ? "bound"
-             : b->owningNode()->i(specializedAttr()) == kSpecializedRanks
-                 ? "specialize-ranks"
-                 : "specialize-dtypes";
+    if (isGuardFallback(b)) {
+      const Node *guard = b->owningNode();
+      if (!guard->hasAttribute(specializedAttr()))
+        return "bound";
+      switch (guard->i(specializedAttr())) {
+      case kSpecializedRanks:
+        return "specialize-ranks";
+      case kSpecializedShapes:
+        return "specialize-shapes";
+      default:
+        return "specialize-dtypes";
+      }
+    }
   return "bound";
 }
 
@@ -513,6 +521,14 @@ const std::vector<PassInfo> &registeredPasses() {
        "the original is the fallback; only where the rewrites after it then "
        "reach the host less often",
        true, specializeRanks},
+      {"specialize-shapes",
+       "a method selecting with masked_select(x, m) where the graph does not "
+       "show x of m's shape (preds.masked_select(~target.isnan())) -> "
+       "versioned on x.size() == m.size() (metadata: no sync) from where "
+       "both are made: the first version selects x[m], by the mask's own "
+       "count, the original is the fallback; only where the rewrites after "
+       "it then reach the host less often",
+       true, specializeShapes},
       {"host-replay",
        "host reads of tensors built from host numbers on a device "
        "(`(torch.as_tensor(std, device=x.device) == 0).any()`) -> the same "

@@ -560,26 +560,44 @@ bool isUnwritten(const Selection &sel, const Aliases &aliases) {
          !aliases.hasWriters(sel.node->output());
 }
 
-/// Follows shape-preserving ops back to the value whose shape they keep.
-static const Value *shapeRoot(const Value *v) {
-  for (int depth = 0; depth < 64; ++depth) {
+/// Follows shape-preserving ops back to the value whose shape they keep:
+/// an elementwise op whose tensor operands (0-d ones aside) all keep one
+/// value's shape (`(t >= 0) & (t < 4)`: t's), and `a.expand_as(b)`, which
+/// has b's shape wherever it runs. \p budget bounds the values visited (a
+/// chain of `x = x * x` would otherwise be walked 2^n times).
+static const Value *shapeRoot(const Value *v, int &budget) {
+  while (budget-- > 0) {
     const Node *node = v->node();
+    if (node->kind() == c10::aten::expand_as && node->inputs().size() == 2) {
+      v = node->input(1);
+      continue;
+    }
     if (!isRankPreserving(node) || node->inputs().empty() ||
         node->input(0)->type()->kind() != c10::TypeKind::TensorType)
       return v;
+    const Value *root = shapeRoot(node->input(0), budget);
     for (size_t i = 1; i < node->inputs().size(); ++i) {
       const Value *in = node->input(i);
       if (in->type()->kind() == c10::TypeKind::TensorType &&
-          !provablyZeroDim(in))
+          !provablyZeroDim(in) && shapeRoot(in, budget) != root)
         return v; // another tensor could broadcast the shape wider
     }
-    v = node->input(0);
+    return root;
   }
   return v;
 }
 
+static constexpr int kMaxShapeVisits = 256;
+
+Value *shapeRoot(Value *v) {
+  int budget = kMaxShapeVisits;
+  // The walk only reads: the root is one of the graph's values.
+  return const_cast<Value *>(shapeRoot(static_cast<const Value *>(v), budget));
+}
+
 bool provablySameShape(const Value *a, const Value *b) {
-  return a == b || shapeRoot(a) == shapeRoot(b);
+  int budgetA = kMaxShapeVisits, budgetB = kMaxShapeVisits;
+  return a == b || shapeRoot(a, budgetA) == shapeRoot(b, budgetB);
 }
 
 bool provablySameRank(const Value *a, const Value *b) {

@@ -66,9 +66,12 @@ torch::jit::Value *emitMaskLike(torch::jit::Graph &graph, const Selection &sel,
 /// selection itself: only then may a rewrite read them at another point.
 bool isUnwritten(const Selection &sel, const Aliases &aliases);
 
-/// Whether \p a and \p b provably have the same shape: they derive from one
-/// value through shape-preserving ops (unary elementwise, elementwise with
-/// numbers or 0-d tensors, casts, clone).
+/// The value whose shape \p v provably has, through shape-preserving ops
+/// (elementwise ops whose tensor operands keep one shape, casts, clone,
+/// `_like` ops, expand_as): \p v itself where none made it.
+torch::jit::Value *shapeRoot(torch::jit::Value *v);
+
+/// Whether \p a and \p b provably have the same shape: one shapeRoot.
 bool provablySameShape(const torch::jit::Value *a, const torch::jit::Value *b);
 
 /// Whether \p a and \p b provably have the same rank: they derive from one

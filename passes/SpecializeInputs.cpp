@@ -35,15 +35,23 @@ std::vector<std::string> passesAfter(const char *pass) {
   return {self == all.end() ? all.end() : self + 1, all.end()};
 }
 
-/// What the first version takes to hold of one graph input: that it is
-/// bool (no rank), or that it has \p rank dimensions.
+/// What the first version takes to hold of one tensor: that it is bool
+/// (no rank, no shapeOf), that it has \p rank dimensions, or that it has
+/// \p shapeOf's shape. \p input is a graph input, or (with shapeOf) a value
+/// of the method's top block, as is shapeOf.
 struct Fact {
   Value *input = nullptr;
   std::optional<int64_t> rank;
+  Value *shapeOf = nullptr;
 };
 
 /// The host test of \p fact (metadata: no sync).
 Value *holds(Graph &graph, const Fact &fact, const Node *anchor) {
+  if (fact.shapeOf)
+    return emit(graph, "aten::eq",
+                {emit(graph, "aten::size", {fact.input}, anchor),
+                 emit(graph, "aten::size", {fact.shapeOf}, anchor)},
+                anchor);
   if (fact.rank)
     return emit(graph, "aten::eq",
                 {emit(graph, "aten::dim", {fact.input}, anchor), *fact.rank},
@@ -54,9 +62,12 @@ Value *holds(Graph &graph, const Fact &fact, const Node *anchor) {
 }
 
 /// The input as the first version reads it, where \p fact holds: itself,
-/// spelled so that the rewrites see the fact (`x.to(torch.bool)`, or
-/// `x.view([x.size(0), ..., x.size(r - 1)])`).
+/// spelled so that the rewrites see the fact (`x.to(torch.bool)`,
+/// `x.view([x.size(0), ..., x.size(r - 1)])`, or `x.expand_as(y)`: a view
+/// of x with x's own sizes and strides, and y's shape to the analysis).
 Value *refined(Graph &graph, const Fact &fact, const Node *anchor) {
+  if (fact.shapeOf)
+    return emit(graph, "aten::expand_as", {fact.input, fact.shapeOf}, anchor);
   if (!fact.rank)
     return emit(graph, "aten::to", {fact.input, kBool, false, false}, anchor);
   std::vector<Value *> sizes;
@@ -108,10 +119,25 @@ std::vector<Value *> inputsDecidingIndices(const Graph &graph,
   return inputs;
 }
 
-/// Versions \p graph's body on \p facts (of its own inputs).
-void version(Graph &graph, const std::vector<Fact> &facts) {
+/// The first node of \p graph's top block after every value \p facts name
+/// is defined: where the versions begin (the method's first node where
+/// they name graph inputs only).
+Node *versionPoint(Graph &graph, const std::vector<Fact> &facts) {
   Block *top = graph.block();
   Node *first = *top->nodes().begin();
+  for (const Fact &fact : facts)
+    for (Value *v : {fact.input, fact.shapeOf})
+      if (v && v->node()->owningBlock() == top &&
+          v->node()->kind() != c10::prim::Param &&
+          !first->isAfter(v->node()))
+        first = v->node()->next();
+  return first;
+}
+
+/// Versions \p graph's body from versionPoint() on \p facts.
+void version(Graph &graph, const std::vector<Fact> &facts) {
+  Block *top = graph.block();
+  Node *first = versionPoint(graph, facts);
   Node *ret = top->return_node();
   Value *test = nullptr;
   {
@@ -126,7 +152,11 @@ void version(Graph &graph, const std::vector<Fact> &facts) {
   ifNode->i_(guardAttr(), 1);
   bool ranks = std::any_of(facts.begin(), facts.end(),
                            [](const Fact &fact) { return fact.rank.has_value(); });
-  ifNode->i_(specializedAttr(), ranks ? kSpecializedRanks : 1);
+  bool shapes = std::any_of(facts.begin(), facts.end(),
+                            [](const Fact &fact) { return fact.shapeOf; });
+  ifNode->i_(specializedAttr(), shapes  ? kSpecializedShapes
+                                : ranks ? kSpecializedRanks
+                                        : 1);
   Block *then = ifNode->addBlock();
   Block *otherwise = ifNode->addBlock();
   // The original body becomes the fallback, as it is.
@@ -176,11 +206,25 @@ size_t syncPointsWith(Graph &graph, PassContext &ctx,
   RewriteTrial trial(graph, ctx);
   if (!facts.empty()) {
     std::vector<Fact> theirs = facts;
-    for (Fact &fact : theirs)
+    for (Fact &fact : theirs) {
       fact.input = trial.counterpart(fact.input);
+      if (fact.shapeOf)
+        fact.shapeOf = trial.counterpart(fact.shapeOf);
+    }
     version(*trial.graph(), theirs);
   }
   trial.runPasses(after);
+  // What the pipeline merges after its rewrites (three cuts of selections
+  // by one mask read their count once) is merged here too: each version is
+  // counted as it would run.
+  if (ctx.options.mergeAfterRewrites) {
+    PassContext &scratch = trial.ctx();
+    MergeReads original = [&](const Node *node) {
+      return scratch.isTracked(node);
+    };
+    if (mergeEqualTensorOps(trial.graph(), &original))
+      scratch.facts.invalidate();
+  }
   return trial.cost().syncPoints;
 }
 
@@ -224,6 +268,35 @@ std::vector<Value *> inputsReachingShapeRoots(Graph &graph) {
       break;
   }
   return inputs;
+}
+
+/// Of each masked_select(x, m) whose operands the graph does not show to be
+/// of one shape: that x's shape root has m's (shapeRoot: the values whose
+/// shapes they keep), both tensors of the method's top block, one fact per
+/// root, at most kMaxShapeFacts of them. Ranks known apart never match.
+std::vector<Fact> selectionShapeFacts(Graph &graph,
+                                      const AnalysisResult &analysis) {
+  constexpr size_t kMaxShapeFacts = 4;
+  auto topLevel = [&](const Value *v) {
+    return isTensor(v) && v->node()->owningBlock() == graph.block();
+  };
+  std::vector<Fact> facts;
+  for (Node *node : analysis.nodesWhere(
+           [](c10::Symbol op) { return op == c10::aten::masked_select; })) {
+    if (node->inputs().size() != 2 ||
+        provablySameShape(node->input(0), node->input(1)))
+      continue;
+    Value *x = shapeRoot(node->input(0)), *m = shapeRoot(node->input(1));
+    std::optional<int64_t> rx = knownRank(x), rm = knownRank(m);
+    if (!topLevel(x) || !topLevel(m) || (rx && rm && *rx != *rm) ||
+        std::any_of(facts.begin(), facts.end(),
+                    [&](const Fact &f) { return f.input == x || f.input == m; }))
+      continue;
+    facts.push_back({x, std::nullopt, m});
+    if (facts.size() == kMaxShapeFacts)
+      break;
+  }
+  return facts;
 }
 
 } // namespace
@@ -289,6 +362,25 @@ bool specializeRanks(std::shared_ptr<Graph> &graph, PassContext &ctx) {
   if (chosen.empty())
     return false;
   version(*graph, chosen);
+  return true;
+}
+
+} // namespace staticify
+
+namespace staticify {
+
+bool specializeShapes(std::shared_ptr<Graph> &graph, PassContext &ctx) {
+  if (!versionable(graph, ctx))
+    return false;
+  std::vector<Fact> facts =
+      selectionShapeFacts(*graph, ctx.facts.analysis(graph));
+  if (facts.empty())
+    return false;
+  const std::vector<std::string> after = passesAfter("specialize-shapes");
+  if (syncPointsWith(*graph, ctx, facts, after) >=
+      syncPointsWith(*graph, ctx, {}, after))
+    return false;
+  version(*graph, facts);
   return true;
 }
 

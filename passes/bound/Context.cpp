@@ -8,6 +8,7 @@
 #include "passes/GraphUtils.h"
 #include "passes/LiftScalars.h"
 #include "passes/OpCatalogue.h"
+#include "passes/SpecializeInputs.h"
 
 #include <algorithm>
 
@@ -22,9 +23,24 @@ bool is(const Node *node, const char *op) {
 }
 
 bool isOutputPosition(const Node *user) {
+  // The graph's return, or a version's (specialize-*: an if at the top
+  // whose results are the method's results, and nothing after it).
   auto returnedByGraph = [](const Node *n) {
-    return n->kind() == c10::prim::Return &&
-           n->owningBlock() == n->owningGraph()->block();
+    if (n->kind() != c10::prim::Return)
+      return false;
+    const torch::jit::Block *top = n->owningGraph()->block();
+    const Node *version = n->owningBlock()->owningNode();
+    if (n->owningBlock() == top)
+      return true;
+    if (!version || version->owningBlock() != top ||
+        !version->hasAttribute(specializedAttr()) ||
+        version->next() != top->return_node())
+      return false;
+    for (const Value *out : version->outputs())
+      for (const torch::jit::Use &use : out->uses())
+        if (use.user != top->return_node())
+          return false;
+    return true;
   };
   return returnedByGraph(user) ||
          (user->kind() == c10::prim::TupleConstruct &&

@@ -6,7 +6,8 @@
 //   x[mask], masked_select           -> bounded gather
 //   _unique2, unique_consecutive     -> sort + adjacent diff
 //   unique(dim=0)                    -> sorted rows + adjacent diff
-//   int(m.sum()), int(t) with --bound -> lifted, with a range
+//   int(m.sum()), int(count_nonzero(x)),
+//   int(t) with --bound              -> lifted, with a range
 //
 //===----------------------------------------------------------------------===//
 
@@ -39,7 +40,10 @@ bool maskOfItself(const Value *mask, const Value *x) {
   return !isTensor(other) || provablyZeroDim(other);
 }
 
-/// m, when \p t is `m.sum()` or `count_nonzero(m)` over all of a bool m.
+/// What \p t counts the elements of, when it is a count in [0, x.numel()]:
+/// `m.sum()` over all of a bool m, or `count_nonzero(x)` over all of any x
+/// (the masked form of a count over selected rows counts the padded rows
+/// with the padding zeroed: `count_nonzero(where(keep, rows, 0))`).
 Value *countedMask(Value *t, RuleContext &rc) {
   Node *def = t->node();
   // sum in int64 (the default for bool; another dtype could wrap or
@@ -52,6 +56,8 @@ Value *countedMask(Value *t, RuleContext &rc) {
                   def->inputs().size() == 2 && def->input(1)->mustBeNone();
   if (!(sum || nonzeros) || rc.aliases.hasWriters(t))
     return nullptr;
+  if (nonzeros)
+    return def->input(0);
   // Through the views masked-reduce puts on a mask (reshape, expand_as):
   // they keep its dtype.
   Value *source = def->input(0);
@@ -112,8 +118,10 @@ RuleResult selection(Node *node, RuleContext &rc) {
       insertForm(rc.graph, sel->broadcasts ? "masked_select" : "select_rows",
                  {sel->base, sel->mask}, node);
   // Both forms compact the mask's true positions in the same order: a
-  // second selection by the same unwritten mask in the same block has its
-  // valid rows aligned with the first's, and takes the first's count. Only
+  // second selection by the same unwritten mask where the first's count is
+  // visible (its block, or one nested in it: a version specialize-shapes
+  // made) has its valid rows aligned with the first's, and takes the
+  // first's count. Only
   // for bases of one rank: x[m] of (n, 3) and y[m] of (n,) broadcast by
   // their trailing dimensions, so their padded rows would not line up (and
   // the original's result would depend on the count). Of bases of other
@@ -136,7 +144,7 @@ RuleResult selection(Node *node, RuleContext &rc) {
     auto [first, fresh] =
         rc.selectionCounts.emplace(mask, std::make_pair(sel->base, count));
     Value *firstCount = first->second.second;
-    if (!fresh && firstCount->node()->owningBlock() == node->owningBlock()) {
+    if (!fresh && visibleAt(firstCount, node)) {
       if (provablySameRank(first->second.first, sel->base))
         count = firstCount;
       else
@@ -185,8 +193,9 @@ RuleResult uniqueRows(Node *node, RuleContext &rc) {
   return RuleResult::applied();
 }
 
-/// int(t): a count of a mask's true elements lies in [0, mask.numel()] and
-/// is bounded with no hint; any other int read from data needs --bound.
+/// int(t): a count of a mask's true elements (or of any tensor's nonzero
+/// ones) lies in [0, numel] and is bounded with no hint; any other int read
+/// from data needs --bound.
 RuleResult intOfTensor(Node *node, RuleContext &rc) {
   if (!isTensor(node->input(0)))
     return RuleResult::notApplicable();

@@ -219,8 +219,8 @@ public:
   /// The rule replaced \p node, which writes (never erased as dead), by
   /// static code: it is reported and destroyed after the rule returns.
   void replaceWriter(torch::jit::Node *node);
-  /// Selections by one unwritten mask in one block, of bases provably of
-  /// one rank, share the first one's count: their valid rows line up, so
+  /// Selections by one unwritten mask, where the first's count is visible,
+  /// of bases provably of one rank, share the first one's count: their valid rows line up, so
   /// elementwise ops can combine them (`(pred[m] == tgt[m]).float().mean()`).
   /// Mask -> the first selection's base and count.
   std::unordered_map<const torch::jit::Value *,

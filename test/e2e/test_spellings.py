@@ -26,39 +26,7 @@ VARIANTS = spellings.all_variants()
 
 # (idiom, rules) -> why its sync points differ from its twin's: twin's
 # (before, after) -> the variant's, and the note of what the variant keeps.
-KNOWN_DIVERGENT = {
-    # detectron2's Instances filter: three selections by one mask, each cut
-    # where it is returned, read their one count once (the cuts' count
-    # computations merge after the rewrites); spelled with masked_select,
-    # each selection's form computes its own count, and the three reads stay.
-    **{("instances-filter", rules): "(3, 1) -> (3, 3): bound: materialized: it is returned "
-       "(three counts, one per selection)"
-       for rules in ("mask-select-function", "mask-select-method")},
-    # masked_select(x, m) broadcasts x against m first: x of (2, n) by m of
-    # (n,) selects each true element twice. Two selections by one mask of
-    # bases of unknown shapes may so differ in count, and their counts are not
-    # shared (x[m] raises where m is not x's shape, so y[m] and x[m] always
-    # agree); the elementwise op that combines them materializes both. A guard
-    # on their lengths (metadata, no sync) would make them one.
-    **{(idiom, rules): "masked_select's count is its broadcast mask's: not "
-       "provably the other selection's"
-       for idiom in ("hf-active-loss", "hf-token-accuracy", "metrics-accuracy-ignore",
-                     "metrics-mae-masked", "metrics-confusion-bincount",
-                     "metrics-rmse-valid", "dice-ignore", "lovasz-ignore",
-                     "keypoint-visible-loss")
-       for rules in ("mask-select-function", "mask-select-method")},
-    # A count read as int(torch.count_nonzero(x)) rather than x.nonzero().numel().
-    ("fast-rcnn-accuracy", "nonzero-count-count-nonzero"):
-        "(2, 1) -> (2, 2): aten::Int kept: bound: uses with no bounded form "
-        "materialize: 'aten::tensor'",
-    # masked_select(loss, keep) rather than loss[keep] before a topk of
-    # min(8, its numel): masked-reduce's count of the selection (its numel,
-    # over the broadcast mask) and bound's count of it are not seen as one,
-    # so the topk's k and rows read the host apart.
-    **{("seg-hardest-k", rules): "(1, 0) -> (1, 1): pipeline: the rewritten method would "
-       "reach the host at 2 points instead of 1"
-       for rules in ("mask-select-function", "mask-select-method")},
-}
+KNOWN_DIVERGENT = {}
 
 
 class Diverges(AssertionError):

@@ -1,0 +1,77 @@
+"""specialize-shapes through the real binary: masked_select broadcasts its
+base against its mask, so two selections by one mask share a count only
+where the bases have the mask's shape, which TorchScript does not record.
+The method is versioned on those shapes (metadata: no sync); the first
+version selects as `x[m]` does, the original runs for any other shapes
+(broadcasting ones included). Outputs equal the original's for every shape
+pair, and where the original raises the result raises too."""
+import pytest
+import torch
+from torch import Tensor
+
+from conftest import sync_points
+
+
+class MaskedSelectMAE(torch.nn.Module):
+    """torchmetrics' MAE over valid targets, spelled with masked_select."""
+
+    def forward(self, preds: Tensor, target: Tensor) -> Tensor:
+        valid = ~torch.isnan(target)
+        return (preds.masked_select(valid) - torch.masked_select(target, valid)).abs().mean()
+
+
+class MaskedSelectTokenAccuracy(torch.nn.Module):
+    """A token accuracy whose predictions the method computes (argmax)."""
+
+    def forward(self, logits: Tensor, labels: Tensor) -> Tensor:
+        preds = logits.argmax(-1)
+        mask = labels != -100
+        return (preds.masked_select(mask) == labels.masked_select(mask)).float().mean()
+
+
+def compiled(staticify, save, tmp_path, module):
+    path = save(module)
+    out = tmp_path / "out.pt"
+    staticify(path, "-o", out)
+    return torch.jit.load(str(path)), torch.jit.load(str(out)), staticify.report(path)
+
+
+def same(original, result, *args):
+    try:
+        expected = original(*args)
+    except RuntimeError:
+        with pytest.raises(RuntimeError):
+            result(*args)
+        return
+    got = result(*args)
+    assert got.shape == expected.shape
+    assert torch.allclose(got, expected, atol=1e-6, equal_nan=True)
+
+
+def test_masked_select_mae_is_static(staticify, save, tmp_path):
+    original, result, report = compiled(staticify, save, tmp_path, MaskedSelectMAE())
+    assert sync_points(report) == (2, 0)
+    gen = torch.Generator().manual_seed(0)
+    # Equal shapes (the first version); preds broadcast against the mask,
+    # the mask against preds, and shapes that do not broadcast (the original).
+    pairs = [((20,), (20,)), ((0,), (0,)), ((4, 5), (4, 5)), ((2, 3, 4), (2, 3, 4)),
+             ((1,), (20,)), ((3, 20), (20,)), ((20,), (3, 20)), ((4,), (5,))]
+    for preds_shape, target_shape in pairs:
+        for keep in (0.0, 0.05, 0.5, 1.0):
+            preds = torch.randn(*preds_shape, generator=gen)
+            target = torch.randn(*target_shape, generator=gen)
+            target[torch.rand(*target_shape, generator=gen) >= keep] = float("nan")
+            same(original, result, preds, target)
+
+
+def test_masked_select_of_computed_base_is_static(staticify, save, tmp_path):
+    original, result, report = compiled(staticify, save, tmp_path, MaskedSelectTokenAccuracy())
+    assert sync_points(report) == (2, 0)
+    gen = torch.Generator().manual_seed(1)
+    for logits_shape, labels_shape in [((6, 8, 5), (6, 8)), ((1, 5), (1,)), ((6, 8, 5), (8,)),
+                                       ((6, 1, 5), (6, 8)), ((3, 5), (4,))]:
+        for keep in (0.0, 0.5, 1.0):
+            logits = torch.randn(*logits_shape, generator=gen)
+            labels = torch.randint(0, 5, labels_shape, generator=gen)
+            labels[torch.rand(*labels_shape, generator=gen) >= keep] = -100
+            same(original, result, logits, labels)

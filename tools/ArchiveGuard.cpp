@@ -100,23 +100,30 @@ std::vector<ArchiveRecord> readArchiveDirectory(const ReadAt &read,
   uint64_t endOffset = fileSize - tailSize + at;
   uint64_t records = u16(end + 10), directorySize = u32(end + 12),
            directoryOffset = u32(end + 16);
-  if (records == 0xffff || directorySize == 0xffffffffu ||
-      directoryOffset == 0xffffffffu) {
-    if (endOffset < kLocatorSize)
-      throw ArchiveProblem("its zip64 directory locator is missing");
-    std::string locator =
-        readExactly(read, endOffset - kLocatorSize, kLocatorSize);
-    if (u32(locator.data()) != kZip64Locator)
-      throw ArchiveProblem("its zip64 directory locator is missing");
+  bool sentinel = records == 0xffff || directorySize == 0xffffffffu ||
+                  directoryOffset == 0xffffffffu;
+  // As libtorch's miniz reads it: where a zip64 locator precedes the end
+  // record and names a zip64 record, that record's counts and offsets are
+  // the directory's, whatever the 32-bit fields say (torch.jit.save writes
+  // both); the 32-bit fields count only without one.
+  std::string locator =
+      endOffset >= kLocatorSize
+          ? readExactly(read, endOffset - kLocatorSize, kLocatorSize)
+          : std::string();
+  if (!locator.empty() && u32(locator.data()) == kZip64Locator) {
     uint64_t zip64Offset = u64(locator.data() + 8);
     if (zip64Offset > fileSize || fileSize - zip64Offset < kZip64EndSize)
       throw ArchiveProblem("its zip64 directory lies outside the file");
     std::string zip64 = readExactly(read, zip64Offset, kZip64EndSize);
-    if (u32(zip64.data()) != kZip64End)
+    if (u32(zip64.data()) == kZip64End) {
+      records = u64(zip64.data() + 32);
+      directorySize = u64(zip64.data() + 40);
+      directoryOffset = u64(zip64.data() + 48);
+    } else if (sentinel) {
       throw ArchiveProblem("its zip64 directory record is corrupt");
-    records = u64(zip64.data() + 32);
-    directorySize = u64(zip64.data() + 40);
-    directoryOffset = u64(zip64.data() + 48);
+    }
+  } else if (sentinel) {
+    throw ArchiveProblem("its zip64 directory locator is missing");
   }
   if (records > limits.maxRecords)
     throw ArchiveProblem(std::to_string(records) + " records; the limit is " +

@@ -178,6 +178,27 @@ def test_directory_entries_under_extra_cost_a_warning(staticify, good_model, tmp
     assert _same_outputs(out, good_model)
 
 
+@pytest.mark.parametrize("field,offset", [("entries", 10), ("directory size", 12),
+                                          ("directory offset", 16)])
+def test_the_zip64_record_counts_where_torch_reads_it(staticify, good_model, tmp_path,
+                                                      field, offset):
+    """torch.jit.save writes a zip64 directory record beside the 32-bit end
+    record, and libtorch's miniz takes the zip64 record's counts and
+    offsets whenever its locator is there: a 32-bit field gone wrong loads
+    in torch, and in staticify."""
+    data = bytearray(good_model.read_bytes())
+    end = data.rfind(b"PK\x05\x06")
+    assert data.rfind(b"PK\x06\x07") == end - 20, "torch.jit.save wrote no zip64 locator"
+    data[end + offset:end + offset + 2] = b"\x33\x33"
+    bad = tmp_path / "bad.pt"
+    bad.write_bytes(bytes(data))
+    assert _loads_in_torch(bad), field
+    out = tmp_path / "out.pt"
+    proc = staticify(bad, "-o", out, check=False)
+    assert proc.returncode == 0, proc.stderr
+    assert _same_outputs(out, good_model)
+
+
 def test_unreadable_records_torch_never_reads_are_left_out(staticify, good_model, tmp_path):
     """A bad debug record makes staticify rebuild the archive without it; a
     record whose deflated bytes are corrupt, under a name torch.jit.load never

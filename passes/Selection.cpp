@@ -379,6 +379,11 @@ std::optional<int64_t> knownRank(const Value *v, const AnalysisResult *analysis,
     return 1;
   if (op == "aten::arange" || op == "aten::randperm")
     return 1;
+  // A constant tensor (normalize folds `torch.zeros(8)`): its own rank. An
+  // input's recorded type is not trusted: a trace records one example's.
+  if (op == "prim::Constant")
+    if (auto iv = torch::jit::toIValue(v); iv && iv->isTensor())
+      return iv->toTensor().dim();
   if (op == "torchvision::roi_align") // [rois, channels, height, width]
     return 4;
   // linear(x, w): x's rank where w is a matrix (a vector weight drops x's

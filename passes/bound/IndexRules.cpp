@@ -8,6 +8,8 @@
 //   x[i, j], i and j bounded with one count  -> bounded, that count
 //   cat of bounded values (dim 0)            -> compaction
 //   x[i] = v, i bounded and 1-D, v 0-d       -> copy_(where) of hit rows
+//   x.index_add(0, i, src), x.scatter_add(0,  -> the live rows added, the
+//   i, src) of a vector x, one count           padding to a dropped row
 //
 //===----------------------------------------------------------------------===//
 
@@ -409,18 +411,26 @@ RuleResult put(Node *node, RuleContext &rc) {
 /// x.index_add(0, i, source) and index_add_ for a bounded index i and
 /// source rows of its count (GShard-style combine of expert outputs:
 /// `out.index_add_(0, idx, expert(x[idx]))`), with alpha 1: the live rows
-/// add to x's rows in their order (add_rows).
+/// add to x's rows in their order (add_rows). Of a vector x,
+/// `x.scatter_add(0, i, source)` (and scatter_add_) of vectors i and source
+/// is the same sum (PyG-style `zeros(n).scatter_add(0, seg[m], w[m])`).
+/// Both raise for an index that is not integer, so a selected index whose
+/// dtype the analysis does not know holds indices wherever they run.
 RuleResult addRows(Node *node, RuleContext &rc) {
   Value *x = node->input(0), *index = node->input(2), *source = node->input(3);
-  Value *alpha = namedInput(node, "alpha");
+  bool scatter = is(node, "aten::scatter_add") || is(node, "aten::scatter_add_");
+  Value *alpha = scatter ? nullptr : namedInput(node, "alpha");
   auto one = alpha ? torch::jit::toIValue(alpha) : c10::nullopt;
-  if (rc.rep(x) || constantInt(node->input(1)) != 0 || !one ||
-      !((one->isInt() && one->toInt() == 1) ||
-        (one->isDouble() && one->toDouble() == 1.0)))
+  if (rc.rep(x) || constantInt(node->input(1)) != 0 ||
+      (!scatter && (!one || !((one->isInt() && one->toInt() == 1) ||
+                              (one->isDouble() && one->toDouble() == 1.0)))))
     return RuleResult::declined();
+  if (scatter && knownRank(x, &rc.analysis) != 1)
+    return RuleResult::declined("it scatters into a tensor of unknown or "
+                                "higher rank");
   Rep *i = rc.bounded(index);
   Rep *rows = rc.bounded(source);
-  if (!i || !i->isIndex || !rows || !rc.sameCount(rows->count, i->count))
+  if (!i || !rows || !rc.sameCount(rows->count, i->count))
     return RuleResult::declined(
         "the rows added are not one row per row of the index");
   return writeRows(node, rc, *i, index, source, rows,
@@ -441,7 +451,9 @@ void addIndexRules(std::vector<BoundRule> &rules) {
   rules.push_back({"cat", On::Use, ops({"aten::cat"}), cat});
   rules.push_back({"put", On::Use, ops({"aten::index_put_"}), put});
   rules.push_back(
-      {"add-rows", On::Use, ops({"aten::index_add", "aten::index_add_"}),
+      {"add-rows", On::Use,
+       ops({"aten::index_add", "aten::index_add_", "aten::scatter_add",
+            "aten::scatter_add_"}),
        addRows});
 }
 

@@ -5,6 +5,7 @@
 //   sort/argsort (any dim), topk (dim 0)     -> live rows first (sort_dim)
 //   gather along dims >= 1, one count         -> row by row (gather_within_rows)
 //   reductions of a bounded value            -> masked (keep_rows)
+//   histc over a constant range              -> padding made -inf (ignored)
 //   cross_entropy/nll_loss of bounded rows   -> padding targets ignored
 //   linear, convolutions, pooling, interpolation, roi_align of bounded
 //   rows                                     -> on the padded rows
@@ -22,6 +23,8 @@
 #include "passes/OpCatalogue.h"
 
 #include <algorithm>
+#include <cmath>
+#include <limits>
 #include <unordered_map>
 
 namespace staticify::bound {
@@ -596,6 +599,39 @@ RuleResult reduce(Node *node, RuleContext &rc) {
   return RuleResult::applied();
 }
 
+/// histc(x, bins, min, max) of bounded rows x with constant finite
+/// min < max: histc ignores the elements outside [min, max] (-inf among
+/// them), so the padding elements, made -inf, count nowhere and the bins
+/// are the live elements' (mmdet/torchmetrics-style calibration and
+/// histogram metrics over `x[valid]`). Where min == max the range is the
+/// data's own, which the padding would widen: not rewritten.
+RuleResult histogramRows(Node *node, RuleContext &rc) {
+  Rep *r = rc.bounded(node->input(0));
+  if (!r || node->inputs().size() != 4)
+    return RuleResult::notApplicable();
+  auto bound = [](const Value *v) -> std::optional<double> {
+    auto iv = torch::jit::toIValue(v);
+    if (iv && (iv->isDouble() || iv->isInt()))
+      return iv->toScalar().toDouble();
+    return std::nullopt;
+  };
+  std::optional<double> lo = bound(node->input(2)), hi = bound(node->input(3));
+  if (!lo || !hi || !std::isfinite(*lo) || !std::isfinite(*hi) || *lo >= *hi ||
+      rc.rep(node->input(1)))
+    return RuleResult::declined(
+        "a histogram over the data's own range (min == max) or a range "
+        "computed at run time: the padding would widen it");
+  Value *keep =
+      insertForm(rc.graph, "keep_rows", {r->value, r->count}, node)[0];
+  Value *padded = emit(rc.graph, "aten::where",
+                       {keep, r->value, -std::numeric_limits<double>::infinity()},
+                       node);
+  Node *copy = rc.graph.insertNode(rc.graph.createClone(
+      node, [&](Value *v) { return v == node->input(0) ? padded : v; }));
+  rc.replaceStatic(node->output(), copy->output());
+  return RuleResult::applied();
+}
+
 /// gather(src, dim, index) along a dim >= 1 of bounded src and index with
 /// one count (x[m] gathered by y[m]): row by row (gather_within_rows), the
 /// padding rows' indices made valid so that only live rows can raise, as in
@@ -785,6 +821,7 @@ void addRowRules(std::vector<BoundRule> &rules) {
                    ops({"aten::cross_entropy_loss", "aten::nll_loss",
                         "aten::nll_loss_nd", "aten::nll_loss2d"}),
                    classLoss});
+  rules.push_back({"histogram", On::Use, ops({"aten::histc"}), histogramRows});
   rules.push_back({"reduce", On::Use, {}, reduce});
   rules.push_back({"convert-like-other", On::Use, {}, convertLikeOther});
   rules.push_back({"divide-by-host-scalar", On::Use, {}, divideByHostScalar});

@@ -307,6 +307,44 @@ class MaskedSelectBroadcastCount(torch.nn.Module):
         return a + b
 
 
+class ScatterAddOfSelection(torch.nn.Module):
+    """PyG-style segment sums of selected values: scatter_add into a vector
+    by selected segment ids (whose dtype TorchScript does not record)."""
+
+    def forward(self, x, t, seg):
+        m = t > 0
+        return torch.zeros(8).scatter_add(0, seg[m], x[m])
+
+
+class IndexAddOfSelection(torch.nn.Module):
+    """Selected rows added into their segments' rows (index_add)."""
+
+    def forward(self, x, t, seg):
+        m = t > 0
+        return torch.zeros(8, 3).index_add(0, seg[m], x[m])
+
+
+class HistcOfSelection(torch.nn.Module):
+    """A histogram of the valid values over a fixed range."""
+
+    def forward(self, x, t):
+        return torch.histc(x[t > 0], bins=5, min=-1.0, max=1.0)
+
+
+class HistcOfDataRangeKept(torch.nn.Module):
+    """histc with min == max bins over the data's own range, which padding
+    would widen: kept."""
+
+    def forward(self, x, t):
+        return torch.histc(x[t > 0], bins=5)
+
+
+def segments(n, rows=()):
+    """x of (n, *rows), a mask source of (n,), and int64 segment ids in [0, 8)."""
+    return lambda g, k: (floats((n,) + tuple(rows), g), mask_like((n,), g, k),
+                         torch.randint(0, 8, (n,), generator=g))
+
+
 def at_most_one(n):
     """x of (2, n) and s with at most one positive element (none for kind
     "none")."""
@@ -782,4 +820,8 @@ CASES = [
     ("branch-result-mutated", BranchResultMutated(), _1d(6), "kept:if-convert"),
     ("zero-dim-mask-where", ZeroDimMaskWhere(), _1d(12), "static"),
     ("store-vector-kept", StoreKeptForVectorValue(), lambda g, k: (floats((6, 3), g), mask_like((6,), g, k), floats((3,), g)), "kept:mask-store"),
+    ("scatter-add-of-selection", ScatterAddOfSelection(), segments(12), "static"),
+    ("index-add-of-selection", IndexAddOfSelection(), segments(12, (3,)), "static"),
+    ("histc-of-selection", HistcOfSelection(), _1d(20), "static"),
+    ("histc-of-data-range-kept", HistcOfDataRangeKept(), _1d(20), "kept:bound"),
 ]

@@ -234,12 +234,10 @@ WITHOUT_TRANSFER = {
     "aten::unique_consecutive": "a root of its own over bounded input: no nested count",
     "aten::one_hot": "its padding's classes may be out of range, where one_hot raises: no "
                       "guarded form yet",
-    "aten::bincount": "a histogram of bounded values: no masked form yet",
-    "aten::histc": "as aten::bincount",
+    "aten::bincount": "a histogram of bounded values: no masked form yet (its length "
+                      "depends on the largest value)",
     "aten::quantile": "an order statistic of bounded values: no masked form yet",
     "aten::median": "as aten::quantile",
-    "aten::scatter_add": "a scatter of bounded data into a static tensor: index_add's rule "
-                         "(a dropped first row) would do for vectors; no rank facts for it",
     "aten::matmul": "the static operand is a graph input's slice of unknown rank",
     "aten::linear": "as aten::matmul",
     "aten::masked_select": "a selection of a bounded value: no nested count",

@@ -36,11 +36,15 @@ def table(found, divergent):
     for v, twin, mine, kept in divergent:
         by_rule[v.rules].append((v.idiom, twin, mine, kept[0] if kept else ""))
     idioms = len({v.idiom for v in found})
+    counted = (f"{len(found)} spellings of the {idioms} idioms (5 to "
+               f"{max(collections.Counter(v.idiom for v in found).values())} each, "
+               f"{len(spellings.RULES)} rules); **{len(found) - len(divergent)} end at their "
+               f"twin's sync points**")
+    if not divergent:
+        return "\n".join([BEGIN, "", counted + ", every one (`test/e2e/test_spellings.py` "
+                           "checks each).", "", END])
     lines = [BEGIN, "",
-             f"{len(found)} spellings of the {idioms} idioms (5 to "
-             f"{max(collections.Counter(v.idiom for v in found).values())} each, "
-             f"{len(spellings.RULES)} rules); **{len(found) - len(divergent)} end at their "
-             f"twin's sync points**, {len(divergent)} do not "
+             counted + f", {len(divergent)} do not "
              f"(`test/e2e/test_spellings.py` expects exactly these):", "",
              "| spelling rule | idiom | twin (before → after) | spelling | what it keeps |",
              "|---|---|---|---|---|"]

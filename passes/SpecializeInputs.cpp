@@ -299,6 +299,21 @@ std::vector<Fact> selectionShapeFacts(Graph &graph,
   return facts;
 }
 
+/// Versions \p graph on \p facts where the passes after \p pass then reach
+/// the host at fewer points than they do on the method as it is (both
+/// tried); returns whether it did.
+bool versionWhereFewerSyncs(Graph &graph, PassContext &ctx,
+                            const std::vector<Fact> &facts, const char *pass) {
+  if (facts.empty())
+    return false;
+  const std::vector<std::string> after = passesAfter(pass);
+  if (syncPointsWith(graph, ctx, facts, after) >=
+      syncPointsWith(graph, ctx, {}, after))
+    return false;
+  version(graph, facts);
+  return true;
+}
+
 } // namespace
 
 bool specializeDTypes(std::shared_ptr<Graph> &graph, PassContext &ctx) {
@@ -307,16 +322,15 @@ bool specializeDTypes(std::shared_ptr<Graph> &graph, PassContext &ctx) {
   std::vector<Fact> facts;
   for (Value *input : inputsDecidingIndices(*graph, ctx.facts.analysis(graph)))
     facts.push_back({input, std::nullopt});
-  if (facts.empty())
+  return versionWhereFewerSyncs(*graph, ctx, facts, "specialize-dtypes");
+}
+
+bool specializeShapes(std::shared_ptr<Graph> &graph, PassContext &ctx) {
+  if (!versionable(graph, ctx))
     return false;
-  // The copy is kept only where the rewrites then reach the host at fewer
-  // points than they do on the method as it is: both tried.
-  const std::vector<std::string> after = passesAfter("specialize-dtypes");
-  if (syncPointsWith(*graph, ctx, facts, after) >=
-      syncPointsWith(*graph, ctx, {}, after))
-    return false;
-  version(*graph, facts);
-  return true;
+  return versionWhereFewerSyncs(
+      *graph, ctx, selectionShapeFacts(*graph, ctx.facts.analysis(graph)),
+      "specialize-shapes");
 }
 
 bool specializeRanks(std::shared_ptr<Graph> &graph, PassContext &ctx) {
@@ -367,21 +381,3 @@ bool specializeRanks(std::shared_ptr<Graph> &graph, PassContext &ctx) {
 
 } // namespace staticify
 
-namespace staticify {
-
-bool specializeShapes(std::shared_ptr<Graph> &graph, PassContext &ctx) {
-  if (!versionable(graph, ctx))
-    return false;
-  std::vector<Fact> facts =
-      selectionShapeFacts(*graph, ctx.facts.analysis(graph));
-  if (facts.empty())
-    return false;
-  const std::vector<std::string> after = passesAfter("specialize-shapes");
-  if (syncPointsWith(*graph, ctx, facts, after) >=
-      syncPointsWith(*graph, ctx, {}, after))
-    return false;
-  version(*graph, facts);
-  return true;
-}
-
-} // namespace staticify

@@ -5,11 +5,11 @@ The method is versioned on those shapes (metadata: no sync); the first
 version selects as `x[m]` does, the original runs for any other shapes
 (broadcasting ones included). Outputs equal the original's for every shape
 pair, and where the original raises the result raises too."""
-import pytest
 import torch
 from torch import Tensor
 
 from conftest import sync_points
+from test_specialize_ranks import compiled, same
 
 
 class MaskedSelectMAE(torch.nn.Module):
@@ -27,25 +27,6 @@ class MaskedSelectTokenAccuracy(torch.nn.Module):
         preds = logits.argmax(-1)
         mask = labels != -100
         return (preds.masked_select(mask) == labels.masked_select(mask)).float().mean()
-
-
-def compiled(staticify, save, tmp_path, module):
-    path = save(module)
-    out = tmp_path / "out.pt"
-    staticify(path, "-o", out)
-    return torch.jit.load(str(path)), torch.jit.load(str(out)), staticify.report(path)
-
-
-def same(original, result, *args):
-    try:
-        expected = original(*args)
-    except RuntimeError:
-        with pytest.raises(RuntimeError):
-            result(*args)
-        return
-    got = result(*args)
-    assert got.shape == expected.shape
-    assert torch.allclose(got, expected, atol=1e-6, equal_nan=True)
 
 
 def test_masked_select_mae_is_static(staticify, save, tmp_path):

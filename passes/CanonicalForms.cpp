@@ -52,6 +52,16 @@ Node *flattenAsReshape(Graph &graph, Node *node) {
   return flat->node();
 }
 
+/// `x[i]`: aten::index of \p x by the one index \p i, before \p anchor.
+Value *emitIndex(Graph &graph, Value *x, Value *i, const Node *anchor) {
+  Value *indices =
+      graph
+          .insertNode(graph.createList(
+              c10::OptionalType::create(c10::TensorType::get()), {i}))
+          ->output();
+  return emit(graph, "aten::index", {x, indices}, anchor);
+}
+
 /// `dropout(x, p, False)` and its variants are x itself (an eval model's
 /// dropout once specialize-training made `self.training` a constant).
 bool evalDropoutAsInput(Node *node) {
@@ -85,13 +95,7 @@ bool embeddingAsIndex(Graph &graph, Node *node) {
   Value *j = emit(graph, "aten::to",
                   {node->input(1), static_cast<int64_t>(c10::ScalarType::Long)},
                   node);
-  Value *indices = graph
-                       .insertNode(graph.createList(
-                           c10::OptionalType::create(c10::TensorType::get()),
-                           {j}))
-                       ->output();
-  return replace(node,
-                 emit(graph, "aten::index", {node->input(0), indices}, node));
+  return replace(node, emitIndex(graph, node->input(0), j, node));
 }
 
 /// `masked_select(x, m)` broadcasts x and m, then selects: of an x of m's
@@ -106,13 +110,8 @@ bool sameShapeMaskedSelectAsIndex(Graph &graph, Node *node) {
       !provablySameShape(node->input(0), node->input(1)))
     return false;
   torch::jit::WithInsertPoint guard(node);
-  Value *indices = graph
-                       .insertNode(graph.createList(
-                           c10::OptionalType::create(c10::TensorType::get()),
-                           {node->input(1)}))
-                       ->output();
   return replace(node,
-                 emit(graph, "aten::index", {node->input(0), indices}, node));
+                 emitIndex(graph, node->input(0), node->input(1), node));
 }
 
 /// argwhere is nonzero under another name.

@@ -479,6 +479,14 @@ static bool mergeEqual(std::shared_ptr<Graph> &graph, PassContext &ctx) {
   return mergeEqualTensorOps(graph, &every, &merged);
 }
 
+bool mergeRewrittenReads(std::shared_ptr<Graph> &graph, PassContext &ctx) {
+  MergeReads original = [&](const Node *node) { return ctx.isTracked(node); };
+  if (!mergeEqualTensorOps(graph, &original))
+    return false;
+  ctx.facts.invalidate();
+  return true;
+}
+
 /// passes/Uploads.h, over every node (uploads in branches and loops too).
 static bool uploads(std::shared_ptr<Graph> &graph, PassContext &) {
   bool changed = false;
@@ -860,15 +868,8 @@ PipelineResult runPipeline(std::shared_ptr<Graph> &graph,
     result.rewritten |= changed && pass->rewrites;
     unseenGain |= changed && (pass->name == "uploads" || pass->name == "hoist-reads");
   }
-  // What the rewrites emitted once per use and TorchScript's executor
-  // merges when it runs (three cuts of selections by one mask read their
-  // counts once): merged here, so that the report counts what runs. The
-  // original's own reads stay, tracked by their findings.
-  if (result.rewritten && options.mergeAfterRewrites) {
-    MergeReads original = [&](const Node *node) { return ctx.isTracked(node); };
-    if (mergeEqualTensorOps(graph, &original))
-      ctx.facts.invalidate();
-  }
+  if (result.rewritten && options.mergeAfterRewrites)
+    mergeRewrittenReads(graph, ctx);
   std::shared_ptr<const AnalysisResult> afterFacts =
       timed(result.seconds, "analysis (after)",
             [&] { return ctx.facts.sharedAnalysis(graph, Detail::Report); });

@@ -51,6 +51,14 @@ bool runPass(const PassInfo &pass, std::shared_ptr<torch::jit::Graph> &graph,
 void verifyAfter(const PassInfo &pass, torch::jit::Graph &graph, bool changed,
                  const std::string &before);
 
+/// What the rewrites emitted once per use and TorchScript's executor merges
+/// when it runs (three cuts of selections by one mask read their counts
+/// once), merged as the pipeline does after its last pass, so that a count
+/// of sync points counts what runs; the original's own reads (tracked by
+/// \p ctx's findings) stay. Drops \p ctx's cached facts when it merged.
+bool mergeRewrittenReads(std::shared_ptr<torch::jit::Graph> &graph,
+                         PassContext &ctx);
+
 /// The default pipeline: `inline` (unless \p inlineCalls is false), then
 /// normalization, then every rewrite.
 std::vector<std::string> defaultPipeline(bool inlineCalls);

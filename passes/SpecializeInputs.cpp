@@ -214,17 +214,10 @@ size_t syncPointsWith(Graph &graph, PassContext &ctx,
     version(*trial.graph(), theirs);
   }
   trial.runPasses(after);
-  // What the pipeline merges after its rewrites (three cuts of selections
-  // by one mask read their count once) is merged here too: each version is
-  // counted as it would run.
-  if (ctx.options.mergeAfterRewrites) {
-    PassContext &scratch = trial.ctx();
-    MergeReads original = [&](const Node *node) {
-      return scratch.isTracked(node);
-    };
-    if (mergeEqualTensorOps(trial.graph(), &original))
-      scratch.facts.invalidate();
-  }
+  // Each version counted as it would run: with what the pipeline merges
+  // after its last pass.
+  if (ctx.options.mergeAfterRewrites)
+    mergeRewrittenReads(trial.graph(), trial.ctx());
   return trial.cost().syncPoints;
 }
 

@@ -418,16 +418,19 @@ RuleResult put(Node *node, RuleContext &rc) {
 /// dtype the analysis does not know holds indices wherever they run.
 RuleResult addRows(Node *node, RuleContext &rc) {
   Value *x = node->input(0), *index = node->input(2), *source = node->input(3);
-  bool scatter = is(node, "aten::scatter_add") || is(node, "aten::scatter_add_");
-  Value *alpha = scatter ? nullptr : namedInput(node, "alpha");
-  auto one = alpha ? torch::jit::toIValue(alpha) : c10::nullopt;
-  if (rc.rep(x) || constantInt(node->input(1)) != 0 ||
-      (!scatter && (!one || !((one->isInt() && one->toInt() == 1) ||
-                              (one->isDouble() && one->toDouble() == 1.0)))))
+  if (rc.rep(x) || constantInt(node->input(1)) != 0)
     return RuleResult::declined();
-  if (scatter && knownRank(x, &rc.analysis) != 1)
-    return RuleResult::declined("it scatters into a tensor of unknown or "
-                                "higher rank");
+  if (is(node, "aten::scatter_add") || is(node, "aten::scatter_add_")) {
+    if (knownRank(x, &rc.analysis) != 1)
+      return RuleResult::declined("it scatters into a tensor of unknown or "
+                                  "higher rank");
+  } else {
+    Value *alpha = namedInput(node, "alpha");
+    auto one = alpha ? torch::jit::toIValue(alpha) : c10::nullopt;
+    if (!one || !((one->isInt() && one->toInt() == 1) ||
+                  (one->isDouble() && one->toDouble() == 1.0)))
+      return RuleResult::declined();
+  }
   Rep *i = rc.bounded(index);
   Rep *rows = rc.bounded(source);
   if (!i || !rows || !rc.sameCount(rows->count, i->count))

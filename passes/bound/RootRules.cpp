@@ -44,7 +44,7 @@ bool maskOfItself(const Value *mask, const Value *x) {
 /// `m.sum()` over all of a bool m, or `count_nonzero(x)` over all of any x
 /// (the masked form of a count over selected rows counts the padded rows
 /// with the padding zeroed: `count_nonzero(where(keep, rows, 0))`).
-Value *countedMask(Value *t, RuleContext &rc) {
+Value *countedTensor(Value *t, RuleContext &rc) {
   Node *def = t->node();
   // sum in int64 (the default for bool; another dtype could wrap or
   // round), and a count nothing writes to afterwards.
@@ -121,12 +121,11 @@ RuleResult selection(Node *node, RuleContext &rc) {
   // second selection by the same unwritten mask where the first's count is
   // visible (its block, or one nested in it: a version specialize-shapes
   // made) has its valid rows aligned with the first's, and takes the
-  // first's count. Only
-  // for bases of one rank: x[m] of (n, 3) and y[m] of (n,) broadcast by
-  // their trailing dimensions, so their padded rows would not line up (and
-  // the original's result would depend on the count). Of bases of other
-  // ranks (lprobs[m] of (n, V), target[m] of (n,)) the counts are recorded
-  // equal: rules that check ranks themselves may combine them.
+  // first's count. Only for bases of one rank: x[m] of (n, 3) and y[m] of
+  // (n,) broadcast by their trailing dimensions, so their padded rows would
+  // not line up (and the original's result would depend on the count). Of
+  // bases of other ranks (lprobs[m] of (n, V), target[m] of (n,)) the counts
+  // are recorded equal: rules that check ranks themselves may combine them.
   Value *count = outs[1];
   // masked_select counts the broadcast mask's true elements: the mask's
   // own count only where the base has the mask's shape (`x.masked_select(
@@ -199,17 +198,17 @@ RuleResult uniqueRows(Node *node, RuleContext &rc) {
 RuleResult intOfTensor(Node *node, RuleContext &rc) {
   if (!isTensor(node->input(0)))
     return RuleResult::notApplicable();
-  Value *mask = countedMask(node->input(0), rc);
-  if (!mask && !rc.hintFor(node->output()))
+  Value *counted = countedTensor(node->input(0), rc);
+  if (!counted && !rc.hintFor(node->output()))
     return RuleResult::notApplicable();
   Rep r(Rep::Kind::Lifted);
   r.value = castTo(rc.graph,
                    emit(rc.graph, "aten::reshape",
                         {node->input(0), std::vector<int64_t>{}}, node),
                    c10::ScalarType::Long, node);
-  if (mask) {
+  if (counted) {
     r.range.lo = 0;
-    r.range.hi = emit(rc.graph, "aten::numel", {mask}, node);
+    r.range.hi = emit(rc.graph, "aten::numel", {counted}, node);
   }
   rc.setRep(node->output(), r);
   return RuleResult::applied();

@@ -168,6 +168,34 @@ bool rowIndicesAsWhere(Graph &graph, Node *node) {
   return replace(node, emit(graph, "aten::__getitem__", {where, 0}, node));
 }
 
+/// `arange(c, n + c)` (int c, int64 by default) is `arange(n) + c`: the
+/// same c, c + 1, ..., n + c - 1, and both raise for n < 0. Its length is n
+/// itself, the spelling bound reads as a count: `arange(1, len(hits) + 1)`
+/// of a ranking metric then lines up with hits' rows.
+bool shiftedArange(Graph &graph, Node *node) {
+  if (node->kind() != c10::aten::arange || node->inputs().size() != 6 ||
+      !node->input(2)->mustBeNone())
+    return false;
+  std::optional<int64_t> c = constantInt(node->input(0));
+  Node *end = node->input(1)->node();
+  if (!c || end->kind() != c10::aten::add || end->inputs().size() != 2 ||
+      end->output()->type()->kind() != c10::TypeKind::IntType)
+    return false;
+  Value *n = constantInt(end->input(1)) == c   ? end->input(0)
+             : constantInt(end->input(0)) == c ? end->input(1)
+                                               : nullptr;
+  if (!n || n->type()->kind() != c10::TypeKind::IntType)
+    return false;
+  torch::jit::WithInsertPoint guard(node);
+  using torch::jit::NamedValue;
+  Value *counted = emit(graph, "aten::arange", {n}, node,
+                        {NamedValue("dtype", node->input(2)),
+                         NamedValue("layout", node->input(3)),
+                         NamedValue("device", node->input(4)),
+                         NamedValue("pin_memory", node->input(5))});
+  return replace(node, emit(graph, "aten::add", {counted, *c}, node));
+}
+
 /// Python's abs() of a tensor scripts as prim::abs, which is aten::abs.
 bool builtinAbs(Graph &graph, Node *node) {
   if (node->kind() != c10::prim::abs || node->inputs().size() != 1 ||
@@ -497,6 +525,7 @@ bool canonicalizeSpelling(Graph &graph, Node *node) {
          sameShapeMaskedSelectAsIndex(graph, node) ||
          rowIndicesAsWhere(graph, node) ||
          builtinAbs(graph, node) || hostCastOfItem(graph, node) ||
+         shiftedArange(graph, node) ||
          exactHistogram(graph, node) ||
          shapeItemAsSize(graph, node);
 }

@@ -42,7 +42,8 @@ std::optional<int64_t> varianceCorrection(const Node *node) {
 }
 
 /// The identity of a reduction, or why it cannot be padded.
-std::optional<Fill> identityOf(const Node *node, std::string &why) {
+std::optional<Fill> identityOf(const Node *node, bool compacted,
+                               std::string &why) {
   const OpInfo *op = opInfo(node);
   switch (op ? op->identity : Identity::NotApplicable) {
   case Identity::Zero:
@@ -60,8 +61,14 @@ std::optional<Fill> identityOf(const Node *node, std::string &why) {
     }
     return Fill::Variance;
   case Identity::FirstSelected:
-    if (node->outputs().size() > 1 && node->output(1)->hasUses()) {
-      why = "the indices of max/min would refer to the padded rows";
+    // The first live row fills the rest: it is the first occurrence of any
+    // value it holds, so ties and NaN resolve to a live position. Positions
+    // are the selection's only where its rows lead.
+    if (!compacted && (op->dtype == DTypeRule::Long ||
+                       (node->outputs().size() > 1 &&
+                        node->output(1)->hasUses()))) {
+      why = "the positions argmax, argmin and max/min's indices return "
+            "would count the unselected rows";
       return std::nullopt;
     }
     return Fill::FirstRow;
@@ -227,8 +234,8 @@ bool rewriteSizeRead(Graph &graph, Node *node, const Selection &sel,
 
 std::vector<Value *> emitMaskedReduction(Graph &graph, Node *node,
                                          const RowView &view,
-                                         std::string &why) {
-  std::optional<Fill> fill = identityOf(node, why);
+                                         bool compacted, std::string &why) {
+  std::optional<Fill> fill = identityOf(node, compacted, why);
   if (fill)
     why = uncoveredSelectedDim(node);
   if (!fill || !why.empty())
@@ -292,7 +299,7 @@ bool maskedReduce(std::shared_ptr<Graph> &graph, PassContext &ctx) {
     torch::jit::WithInsertPoint guard(node);
     InsertedBefore emitted(node);
     std::string why;
-    std::vector<Value *> outs = emitMaskedReduction(*graph, node, view, why);
+    std::vector<Value *> outs = emitMaskedReduction(*graph, node, view, /*compacted=*/false, why);
     if (outs.empty()) {
       emitted.rollback();
       viewEmitted.rollback(); // emitted before the reduction said no

@@ -33,10 +33,14 @@ bool maskedReduce(std::shared_ptr<torch::jit::Graph> &graph, PassContext &ctx);
 /// insertion point: one replacement per output of \p node, or none, with
 /// \p why saying what is missing (no identity, dimension 0 not reduced).
 /// Shared by masked-reduce and the bound pass (a bounded value's view is its
-/// padded rows and their live-row mask).
+/// padded rows and their live-row mask). Where \p view's live rows come
+/// first (\p compacted: a bounded value's), the positions argmax, argmin
+/// and max/min's indices return are the selection's own; elsewhere they
+/// would index the unselected rows too, and those reductions are refused.
 std::vector<torch::jit::Value *> emitMaskedReduction(torch::jit::Graph &graph,
                                                      torch::jit::Node *node,
                                                      const RowView &view,
+                                                     bool compacted,
                                                      std::string &why);
 
 } // namespace staticify

@@ -306,8 +306,8 @@ const std::vector<OpInfo> kTable = {
     // Reductions to indices: over the rows of a selection they would index
     // the unselected or padded rows (no fill makes them the cut's), within
     // each row they keep the rows.
-    {"aten::argmax", nullptr, R::Reduction, kMayRaise, D::Long, I::None},
-    {"aten::argmin", nullptr, R::Reduction, kMayRaise, D::Long, I::None},
+    {"aten::argmax", nullptr, R::Reduction, kMayRaise, D::Long, I::FirstSelected},
+    {"aten::argmin", nullptr, R::Reduction, kMayRaise, D::Long, I::FirstSelected},
     {"aten::argsort", nullptr, R::Other, kKeepsRank, D::Long, I::NotApplicable, nullptr, nullptr, RootShape::Leading, {"dim"}},
     {"aten::sort", nullptr, R::Other, kKeepsRank, D::LongSecond, I::NotApplicable, nullptr, nullptr, RootShape::Leading, {"dim"}},
     {"aten::topk", nullptr, R::Other, kKeepsRank, D::LongSecond, I::NotApplicable, nullptr, nullptr, RootShape::Leading, {"dim"}},

@@ -605,6 +605,18 @@ bool provablySameShape(const Value *a, const Value *b) {
   return a == b || shapeRoot(a, budgetA) == shapeRoot(b, budgetB);
 }
 
+bool masksEveryElement(const Value *mask, const Value *x) {
+  const Node *cmp = mask->node();
+  const OpInfo *op = opInfo(cmp);
+  if (op && op->has(kComparison) && cmp->inputs().size() == 2 &&
+      cmp->input(0) == x) {
+    const Value *other = cmp->input(1);
+    if (!isTensor(other) || provablyZeroDim(other))
+      return true;
+  }
+  return provablySameShape(mask, x);
+}
+
 bool provablySameRank(const Value *a, const Value *b) {
   if (a == b || rankRoot(a) == rankRoot(b))
     return true;

@@ -124,6 +124,13 @@ std::optional<int64_t> resolveDim(int64_t dim, const torch::jit::Value *of,
 /// \p v is that.
 torch::jit::Value *rowIndicesOf(const torch::jit::Value *v);
 
+/// Whether \p mask provably has \p x's shape, so that x[mask] and
+/// masked_select(x, mask) are vectors with one element per true element of
+/// mask: a comparison of x with a scalar or a 0-d tensor, or a value of
+/// x's shape (provablySameShape).
+bool masksEveryElement(const torch::jit::Value *mask,
+                       const torch::jit::Value *x);
+
 /// Whether \p v is provably a 0-d tensor (a number made a tensor, a full
 /// reduction).
 bool provablyZeroDim(const torch::jit::Value *v);

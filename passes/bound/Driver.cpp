@@ -47,6 +47,7 @@ std::vector<BoundRule> &ruleTable() {
     addListRules(r); // before any rule that could take a list for a tensor
     addScalarRules(r);
     addShapeRules(r);
+    addOrderRules(r); // scans along dim 0: before per-row takes their dims
     addRowRules(r);
     addRandomRules(r);
     addIndexRules(r);

@@ -6,6 +6,7 @@
 //   x[i], index_select(x, 0, i)              -> bounded, or static again when
 //                                              i is static
 //   x[i, j], i and j bounded with one count  -> bounded, that count
+//   x[m], x and m bounded with one count     -> the live rows' selection
 //   cat of bounded values (dim 0)            -> compaction
 //   x[i] = v, i bounded and 1-D, v 0-d       -> copy_(where) of hit rows
 //   x.index_add(0, i, src), x.scatter_add(0,  -> the live rows added, the
@@ -214,6 +215,36 @@ RuleResult gatherAt(Node *node, Node *list, RuleContext &rc) {
   rc.setBounded(node->output(), out, count,
                 s ? s->isIndex : rc.isIndex(src));
   rc.absorb(list);
+  return RuleResult::applied();
+}
+
+/// x[m] and masked_select(x, m) of a bounded x by a bounded mask with its
+/// count (`labels[labels != blank]` after unique_consecutive, `j[ok]` with
+/// ok computed from j's rows): a selection of the padded rows by the mask
+/// with its padding false, whose true elements are the original's, in the
+/// original's order. masked_select broadcasts first: only where the mask
+/// provably has x's shape.
+RuleResult selectionOfBounded(Node *node, RuleContext &rc) {
+  auto sel = matchSelection(node->output(), rc.analysis);
+  if (!sel)
+    return RuleResult::notApplicable();
+  Rep *base = rc.bounded(sel->base), *mask = rc.bounded(sel->mask);
+  if (!base || !mask)
+    return RuleResult::notApplicable();
+  bool vector = is(node, "aten::masked_select") ||
+                masksEveryElement(sel->mask, sel->base);
+  if (!rc.sameCount(base->count, mask->count) ||
+      (sel->broadcasts && !masksEveryElement(sel->mask, sel->base)))
+    return RuleResult::declined(
+        "a selection of bounded rows by a mask whose rows are not provably "
+        "theirs");
+  Value *live = insertForm(rc.graph, "live_nonzero",
+                           {mask->value, mask->count}, node)[0];
+  auto outs = insertForm(rc.graph, "select_rows", {base->value, live}, node);
+  rc.setBounded(node->output(), outs[0], outs[1],
+                rc.dtypeOf(node->output(), 0) == DTypeKind::Long, vector);
+  if (is(node, "aten::index"))
+    rc.absorb(node->input(1)->node());
   return RuleResult::applied();
 }
 
@@ -449,6 +480,9 @@ void addIndexRules(std::vector<BoundRule> &rules) {
                    whereElement});
   rules.push_back(
       {"prefix", On::Use, ops({"aten::slice", "aten::narrow"}), prefix});
+  rules.push_back({"selection-of-bounded", On::Use,
+                   ops({"aten::index", "aten::masked_select"}),
+                   selectionOfBounded});
   rules.push_back(
       {"gather", On::Use, ops({"aten::index", "aten::index_select"}), gather});
   rules.push_back({"cat", On::Use, ops({"aten::cat"}), cat});

@@ -5,6 +5,7 @@
 //   (of a bounded c too: its padding rows count as false)
 //   x[mask], masked_select           -> bounded gather
 //   _unique2, unique_consecutive     -> sort + adjacent diff
+//   (of a bounded value too: its live elements' groups)
 //   unique(dim=0)                    -> sorted rows + adjacent diff
 //   int(m.sum()), int(count_nonzero(x)),
 //   int(t) with --bound              -> lifted, with a range
@@ -27,18 +28,6 @@ using torch::jit::Node;
 using torch::jit::Value;
 
 namespace {
-
-/// Whether \p mask is a comparison of \p x with a scalar or a 0-d tensor:
-/// then it has x's shape, and x[mask] is a vector.
-bool maskOfItself(const Value *mask, const Value *x) {
-  const Node *cmp = mask->node();
-  const OpInfo *op = opInfo(cmp);
-  if (!op || !op->has(kComparison) || cmp->inputs().size() != 2 ||
-      cmp->input(0) != x)
-    return false;
-  const Value *other = cmp->input(1);
-  return !isTensor(other) || provablyZeroDim(other);
-}
 
 /// What \p t counts the elements of, when it is a count in [0, x.numel()]:
 /// `m.sum()` over all of a bool m, or `count_nonzero(x)` over all of any x
@@ -130,7 +119,7 @@ RuleResult selection(Node *node, RuleContext &rc) {
   // masked_select counts the broadcast mask's true elements: the mask's
   // own count only where the base has the mask's shape (`x.masked_select(
   // x > 0)`); masked_select(x of (2, n), m of (n,)) selects each twice.
-  bool masksCount = !sel->broadcasts || maskOfItself(sel->mask, sel->base);
+  bool masksCount = !sel->broadcasts || masksEveryElement(sel->mask, sel->base);
   if (masksCount && !rc.aliases.hasWriters(sel->mask)) {
     // The same mask, or one computed the same way (`x[valid > 0]` and
     // `y[valid > 0]`: two equal comparisons of one unwritten tensor).
@@ -157,7 +146,7 @@ RuleResult selection(Node *node, RuleContext &rc) {
   rc.setBounded(node->output(), outs[0], count,
                 rc.dtypeOf(node->output(), 0) == DTypeKind::Long,
                 is(node, "aten::masked_select") ||
-                    maskOfItself(sel->mask, sel->base));
+                    masksEveryElement(sel->mask, sel->base));
   return RuleResult::applied();
 }
 
@@ -173,10 +162,50 @@ RuleResult unique(Node *node, RuleContext &rc) {
   auto outs = insertForm(
       rc.graph, consecutive ? "unique_consecutive" : "unique",
       {node->input(0), node->input(flags), node->input(flags + 1)}, node);
-  rc.setBounded(node->output(0), outs[0], outs[3], false);
+  rc.setBounded(node->output(0), outs[0], outs[3], false, /*is1D=*/true);
   rc.replaceStatic(node->output(1), outs[1]);
   if (counts->toBool())
-    rc.setBounded(node->output(2), outs[2], outs[3], false);
+    rc.setBounded(node->output(2), outs[2], outs[3], false, /*is1D=*/true);
+  else
+    rc.replaceStatic(node->output(2), outs[2]);
+  return RuleResult::applied();
+}
+
+/// _unique2 and unique_consecutive (no dim) of a bounded value: the groups
+/// of its live elements only (the unique_live form), a vector whose count
+/// is the number of groups (CTC's greedy decoding: unique_consecutive of
+/// the labels, then the blanks dropped). The inverse has the input's
+/// padded shape and its count.
+RuleResult uniqueOfBounded(Node *node, RuleContext &rc) {
+  Rep *r = rc.bounded(node->input(0));
+  bool consecutive = is(node, "aten::unique_consecutive");
+  size_t flags = consecutive ? 1 : 2;
+  if (!r)
+    return RuleResult::notApplicable();
+  if (consecutive && !node->input(3)->mustBeNone())
+    return RuleResult::declined(
+        "unique_consecutive along a dimension of a bounded value: no "
+        "bounded form");
+  auto inverse = torch::jit::toIValue(node->input(flags));
+  auto counts = torch::jit::toIValue(node->input(flags + 1));
+  if (!inverse || !counts)
+    return RuleResult::declined();
+  for (size_t i = 1; i < node->inputs().size(); ++i)
+    if (rc.rep(node->input(i)))
+      return RuleResult::declined();
+  auto outs = insertForm(rc.graph, "unique_live",
+                         {r->value, r->count,
+                          rc.graph.insertConstant(!consecutive),
+                          node->input(flags), node->input(flags + 1)},
+                         node);
+  rc.setBounded(node->output(0), outs[0], outs[3], r->isIndex, true);
+  // PyTorch 1.13's _unique2 returns the inverse when either flag is set.
+  if (inverse->toBool() || (!consecutive && counts->toBool()))
+    rc.setBounded(node->output(1), outs[1], r->count, true, r->is1D);
+  else
+    rc.replaceStatic(node->output(1), outs[1]);
+  if (counts->toBool())
+    rc.setBounded(node->output(2), outs[2], outs[3], false, true);
   else
     rc.replaceStatic(node->output(2), outs[2]);
   return RuleResult::applied();
@@ -188,7 +217,7 @@ RuleResult uniqueRows(Node *node, RuleContext &rc) {
   auto outs = insertForm(rc.graph, "unique_rows", {node->input(0)}, node);
   rc.setBounded(node->output(0), outs[0], outs[3], false);
   rc.replaceStatic(node->output(1), outs[1]);
-  rc.setBounded(node->output(2), outs[2], outs[3], false);
+  rc.setBounded(node->output(2), outs[2], outs[3], false, /*is1D=*/true);
   return RuleResult::applied();
 }
 
@@ -233,6 +262,9 @@ void addRootRules(std::vector<BoundRule> &rules) {
   rules.push_back({"unique", On::Root,
                    ops({"aten::_unique2", "aten::unique_consecutive"}),
                    unique});
+  rules.push_back({"unique-of-bounded", On::Use,
+                   ops({"aten::_unique2", "aten::unique_consecutive"}),
+                   uniqueOfBounded});
   rules.push_back({"unique-rows", On::Root, ops({"aten::unique_dim"}),
                    uniqueRows});
   rules.push_back({"int-of-tensor", On::Root,

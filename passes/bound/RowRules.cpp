@@ -589,7 +589,7 @@ RuleResult reduce(Node *node, RuleContext &rc) {
   RowView view{r->value, insertForm(rc.graph, "keep_rows",
                                     {r->value, r->count}, node)[0]};
   std::string why;
-  std::vector<Value *> outs = emitMaskedReduction(rc.graph, node, view, why);
+  std::vector<Value *> outs = emitMaskedReduction(rc.graph, node, view, /*compacted=*/true, why);
   if (outs.empty() && trailingDimsRank(node, {"dim"}, rc) == 0)
     return RuleResult::appliedIf(passRows(node, rc, /*keepsDtype=*/false));
   if (outs.empty())

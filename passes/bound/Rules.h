@@ -20,6 +20,7 @@
 // input that has a representation (`numel` of a bounded value). Rules live
 // in files by family: roots (RootRules.cpp), host scalars (ScalarRules.cpp),
 // indexing (IndexRules.cpp), per-row ops and reductions (RowRules.cpp),
+// scans and order statistics (OrderRules.cpp),
 // random draws (RandomRules.cpp) and detection ops, torchvision's included
 // (DetectionRules.cpp). A rule for another library's op is registered with
 // `registerBoundRule` before the pipeline runs.
@@ -145,6 +146,7 @@ void addRootRules(std::vector<BoundRule> &rules);
 void addScalarRules(std::vector<BoundRule> &rules);
 void addIndexRules(std::vector<BoundRule> &rules);
 void addRowRules(std::vector<BoundRule> &rules);
+void addOrderRules(std::vector<BoundRule> &rules);
 void addRandomRules(std::vector<BoundRule> &rules);
 void addDetectionRules(std::vector<BoundRule> &rules);
 void addContainerRules(std::vector<BoundRule> &rules);

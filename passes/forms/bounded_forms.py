@@ -313,6 +313,86 @@ def unique_consecutive(x: Tensor, return_inverse: bool,
     return values, inverse, counts, count
 
 
+def live_elements(padded: Tensor, count: Tensor) -> Tuple[Tensor, Tensor]:
+    """A bounded value flattened, and which of its elements are live: the
+    live rows lead, so their elements come first, count * (elements per
+    row) of them."""
+    flat = padded.reshape(-1)
+    per_row = padded.numel() // max(padded.size(0), 1)
+    live = torch.arange(flat.numel(), device=flat.device) < count * per_row
+    return flat, live
+
+
+def live_groups(s: Tensor, first: Tensor,
+                live: Tensor) -> Tuple[Tensor, Tensor, Tensor, Tensor]:
+    """unique_groups over the live elements of s only: its padding sends
+    its values and counts to a slot past the end, which is dropped."""
+    n = s.numel()
+    group = torch.cumsum(first.long(), 0) - 1
+    slot = torch.where(live, group, torch.full_like(group, n))
+    values = torch.zeros([n + 1], dtype=s.dtype, device=s.device).scatter(0, slot, s)
+    counts = torch.zeros([n + 1], dtype=4, device=s.device).scatter_add(
+        0, slot, torch.ones_like(slot))
+    return values[:n], group, counts[:n], first.sum()
+
+
+def unique_live(padded: Tensor, count: Tensor, by_value: bool, return_inverse: bool,
+                return_counts: bool) -> Tuple[Tensor, Tensor, Tensor, Tensor]:
+    """_unique2 (sorted) or unique_consecutive without dim of a bounded
+    value: the groups of its live elements only (CTC's greedy decoding
+    collapses the repeats of selected labels). The inverse has the padded
+    shape; its padding rows are not the original's."""
+    flat, live = live_elements(padded, count)
+    perm = torch.arange(flat.numel(), device=flat.device)
+    if by_value:
+        # live elements first, ascending (sort_rows: stable, NaN as sort puts it)
+        flat, perm = sort_rows(flat, live.sum(), False)
+    values, group, counts, n = live_groups(flat, group_starts(flat) & live, live)
+    empty = torch.zeros([0], device=padded.device).long()
+    inverse = empty
+    if return_inverse or (by_value and return_counts):
+        inverse = torch.zeros_like(group).scatter(0, perm, group).reshape(padded.size())
+    if not return_counts:
+        counts = empty
+    return values, inverse, counts, n
+
+
+def order_statistic(padded: Tensor, count: Tensor, kind: int, q: float) -> Tensor:
+    """Of a bounded value's live elements, all of them: median() (kind 0),
+    nanmedian() (1), quantile(q) (2) or nanquantile(q) (3), linear
+    interpolation, with PyTorch's arithmetic (ATen's quantile: ranks
+    q * (n - 1) in the input's dtype, NaN at the last rank; the lower
+    median; NaN for the median of none). The live elements sort first,
+    NaN last among them (sort_rows)."""
+    flat, live = live_elements(padded, count)
+    nothing = torch.full([], float("nan"), dtype=7, device=flat.device).to(flat.dtype)
+    if flat.numel() == 0:
+        return nothing
+    n = live.sum()
+    s = sort_rows(flat, n, False)[0]
+    nans = (torch.isnan(s) & live).sum()
+    if kind < 2:
+        m = n if kind == 0 else n - nans
+        k = torch.clamp(torch.div(m - 1, 2, rounding_mode="floor"), min=0)
+        v = s.index_select(0, k.reshape([1])).reshape([])
+        if kind == 0:
+            v = torch.where(nans > 0, nothing, v)
+        return torch.where(m > 0, v, nothing)
+    qt = torch.full([], q, dtype=flat.dtype, device=flat.device)
+    if kind == 3:
+        ranks = qt * (n - nans - 1)
+        ranks = ranks.masked_fill(ranks < 0, 0)
+    else:
+        last = n - 1
+        ranks = torch.where(nans > 0, last.to(flat.dtype), qt * last)
+    ranks = torch.clamp(ranks, min=0)  # only for none live, where quantile raises
+    below = ranks.long()
+    above = torch.ceil(ranks).long()
+    lo = s.index_select(0, below.reshape([1]))
+    hi = s.index_select(0, above.reshape([1]))
+    return torch.lerp(lo, hi, (ranks - below).reshape([1])).reshape([])
+
+
 def unique_rows(x: Tensor) -> Tuple[Tensor, Tensor, Tensor, Tensor]:
     """unique_dim(x, 0): rows sorted lexicographically (one stable sort per
     column, last column first); inverse and counts always, as PyTorch."""

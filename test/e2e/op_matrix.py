@@ -131,6 +131,7 @@ ROWS = [
     ("aten::norm", "s.norm()"),
     ("aten::count_nonzero", "torch.count_nonzero(s > 0)"),
     ("aten::argmax", "v.argmax()"),
+    ("aten::argmin", "s.argmin()"),
     ("aten::logsumexp", "torch.logsumexp(v, 0)"),
     ("aten::numel", "torch.tensor(s.numel())"),
     ("aten::size", "torch.tensor(s.size(0))"),
@@ -140,9 +141,12 @@ ROWS = [
     ("aten::amax (dim 0)", "s.amax(0)"),
     ("aten::max (dim 0)", "s.max(0)[0]"),
     ("aten::argmax (dim 0)", "s.argmax(0)"),
+    ("aten::min (dim 0, indices)", "s.min(0)[1]"),
     ("aten::std (dim 0)", "s.std(0)"),
     ("aten::cumsum", "s.cumsum(0)"),
     ("aten::cumprod", "(s.abs() + 0.5).cumprod(0)"),
+    ("aten::cummax", "s.cummax(0)[1]"),
+    ("aten::logcumsumexp", "torch.logcumsumexp(v.clamp(-30.0, 30.0), 0)"),
     # Reductions along the other dim: bounded rows of a static result.
     ("aten::sum (dim 1)", "s.sum(1)"),
     ("aten::max (dim 1)", "s.max(1)[0]"),
@@ -177,6 +181,10 @@ ROWS = [
     ("aten::argsort", "torch.argsort(v)"),
     ("aten::topk", "torch.topk(v, min(2, v.size(0)))[0]"),
     ("aten::unique_consecutive", "torch.unique_consecutive(torch.sort(j)[0])"),
+    ("aten::unique_consecutive (counts)",
+     "torch.unique_consecutive(j, return_counts=True)[1]"),
+    ("aten::_unique2", "torch.unique(j)"),
+    ("aten::_unique2 (inverse)", "torch.unique(j, return_inverse=True)[1]"),
     # Gathers, histograms, embeddings.
     ("aten::index_select", "torch.index_select(y, 0, j)"),
     ("aten::index", "y[j]"),
@@ -186,7 +194,12 @@ ROWS = [
     ("aten::bincount", "torch.bincount(j, minlength=4)"),
     ("aten::histc", "torch.histc(v, 4, -1.0, 1.0)"),
     ("aten::quantile", "torch.quantile(v, 0.5)"),
+    ("aten::quantile (0.3, NaN)", "torch.quantile(_nans(v), 0.3)"),
+    ("aten::nanquantile", "torch.nanquantile(_nans(v), 0.7)"),
     ("aten::median", "v.median()"),
+    ("aten::median (NaN)", "_nans(v).median()"),
+    ("aten::nanmedian", "_nans(s).nanmedian()"),
+    ("aten::median (int)", "j.median()"),
     # Stores and scatters from bounded data into static tensors.
     ("aten::index_add", "torch.zeros(4).index_add(0, j, v)"),
     ("aten::scatter_add", "torch.zeros(4).scatter_add(0, j, v)"),
@@ -214,14 +227,8 @@ WITHOUT_TRANSFER = {
                              "its sum): no masked form yet",
     "aten::add (broadcast)": "the static operand is a graph input's row of unknown rank, "
                              "which might broadcast against the bounded dim",
-    "aten::argmax": "indices over the bounded rows: the masked form in place would index "
-                    "the unselected rows",
-    "aten::argmax (dim 0)": "as aten::argmax",
-    "aten::numel": "a count as a host number (`torch.tensor(n)`): the arange class",
+        "aten::numel": "a count as a host number (`torch.tensor(n)`): the arange class",
     "aten::size": "as aten::numel",
-    "aten::cumsum": "a scan along the bounded dim: no rule yet (the live prefix of the "
-                    "padded scan is exact)",
-    "aten::cumprod": "as aten::cumsum",
     "aten::t": "moves the bounded dim off dim 0: bounded dims other than 0 are not represented",
     "aten::transpose": "as aten::t",
     "aten::permute": "as aten::t",
@@ -231,13 +238,8 @@ WITHOUT_TRANSFER = {
     "aten::broadcast_tensors": "as aten::stack",
     "aten::unbind": "returns a list of bounded values along dim 1: no list rule",
     "aten::split": "as aten::unbind",
-    "aten::unique_consecutive": "a root of its own over bounded input: no nested count",
-    "aten::one_hot": "its padding's classes may be out of range, where one_hot raises: no "
-                      "guarded form yet",
     "aten::bincount": "a histogram of bounded values: no masked form yet (its length "
                       "depends on the largest value)",
-    "aten::quantile": "an order statistic of bounded values: no masked form yet",
-    "aten::median": "as aten::quantile",
     "aten::matmul": "the static operand is a graph input's slice of unknown rank",
     "aten::linear": "as aten::matmul",
     "aten::masked_select": "a selection of a bounded value: no nested count",
@@ -255,9 +257,7 @@ WITHOUT_TRANSFER = {
 
 # Ops of the corpora's data-dependent values with no row here: why.
 NO_ROW = {
-    "aten::unique": "a root of its own (a sorted set of values): its bounded form is a root "
-                    "rule (sort and mark first occurrences), not a transfer of bounded inputs",
-    "aten::_unique2": "as aten::unique",
+    "aten::unique": "torch.unique scripts to aten::_unique2, which has rows",
     "aten::item": "a host read: lift-scalars makes it a 0-d tensor, not a bounded transfer",
     "aten::Int": "a host read, as aten::item",
     "aten::Float": "a host read, as aten::item",
@@ -320,6 +320,10 @@ NO_ROW = {
 PRELUDE = '''
 import torch
 from torch import Tensor
+
+
+def _nans(v: Tensor) -> Tensor:
+    return torch.where(v > 0.6, torch.full_like(v, float("nan")), v)
 
 
 def _store(j: Tensor, v: Tensor) -> Tensor:

@@ -282,12 +282,6 @@ bool maskedReduce(std::shared_ptr<Graph> &graph, PassContext &ctx) {
                    "is written to in place");
       continue;
     }
-    // Of a tensor or a mask whose own shape depends on data (the labels
-    // unique_consecutive left, selected rows), the row view would read
-    // that shape on the host: bound selects their live rows instead.
-    if (analysis.info(sel->base).isDataDependent() ||
-        analysis.info(sel->mask).isDataDependent())
-      continue;
     if (role == OpRole::ShapeRead) {
       changed |= rewriteSizeRead(*graph, node, *sel, ctx);
       continue;

@@ -764,7 +764,7 @@ CASES = [
     ("byte-mask-sum", ByteMaskSum(), _1d(30), "static"),
     ("numel-of-mask", NumelOfMask(), _same((4, 6)), "kept:bound"),
     ("sum-dim1-kept", SumDim1Kept(), _rows((6, 3)), "materialized"),
-    ("max-indices-kept", MaxIndicesKept(), _rows((6, 3)), "kept:bound"),
+    ("max-indices-kept", MaxIndicesKept(), _rows((6, 3)), "static"),
     ("functional-norm-kept", FunctionalNormKept(), _1d(20), "kept:bound"),
     ("integer-index-untouched", IntegerIndexUntouched(), lambda g, k: (floats((10,), g), torch.randint(0, 10, (7,), generator=g)), "untouched"),
     ("unknown-index-versioned", UnknownIndexReported(), lambda g, k: (floats((10,), g), torch.randint(0, 10, (7,), generator=g)), "static"),

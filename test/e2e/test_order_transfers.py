@@ -1,7 +1,6 @@
 """Transfers of ops that read the order of a bounded value's live rows, through
 the real binary, in programs written the way other projects write them (not
-in the idiom corpus): CTC greedy decoding (unique_consecutive of the labels,
-then the blanks dropped: a selection of bounded rows), the best of a
+in the idiom corpus): the best of a
 selection by argmax, a median and a quantile of selected values, a ranking
 metric's running hit count (cumsum), and class counts by one_hot. Each must
 reach the host at no point, and give the original's outputs on inputs whose
@@ -14,16 +13,6 @@ from torch import Tensor
 
 from conftest import sync_points
 from test_specialize_ranks import compiled, same
-
-
-class CtcGreedy(torch.nn.Module):
-    """torchaudio's GreedyCTCDecoder, on tensors: collapse repeats, drop blanks."""
-
-    def forward(self, emission: Tensor) -> Tensor:
-        idx = torch.argmax(emission, dim=-1)
-        idx = torch.unique_consecutive(idx)
-        idx = idx[idx != 0]
-        return idx.float().sum() + idx.numel()
 
 
 class BestOfSelected(torch.nn.Module):
@@ -69,19 +58,6 @@ def inputs(gen, shape, keep):
     if keep is not None:
         x = torch.where(torch.rand(*shape, generator=gen) < keep, x.abs() * 0.5 + 0.45, -x.abs() - 0.55)
     return x
-
-
-@pytest.mark.parametrize("frames", [1, 7, 30])
-def test_ctc_greedy_decoding_is_static(staticify, save, tmp_path, frames):
-    original, result, report = compiled(staticify, save, tmp_path, CtcGreedy())
-    assert sync_points(report) == (2, 0)
-    gen = torch.Generator().manual_seed(frames)
-    for blank_bias in (-5.0, 0.0, 5.0, 50.0):  # from no blanks to only blanks
-        emission = torch.randn(frames, 6, generator=gen)
-        emission[:, 0] += blank_bias
-        same(original, result, emission)
-        # repeats: each frame twice
-        same(original, result, emission.repeat_interleave(2, 0))
 
 
 def test_best_of_selected_is_static(staticify, save, tmp_path):

@@ -299,7 +299,8 @@ bool maskedReduce(std::shared_ptr<Graph> &graph, PassContext &ctx) {
     torch::jit::WithInsertPoint guard(node);
     InsertedBefore emitted(node);
     std::string why;
-    std::vector<Value *> outs = emitMaskedReduction(*graph, node, view, /*compacted=*/false, why);
+    std::vector<Value *> outs =
+        emitMaskedReduction(*graph, node, view, /*compacted=*/false, why);
     if (outs.empty()) {
       emitted.rollback();
       viewEmitted.rollback(); // emitted before the reduction said no

@@ -231,10 +231,9 @@ RuleResult selectionOfBounded(Node *node, RuleContext &rc) {
   Rep *base = rc.bounded(sel->base), *mask = rc.bounded(sel->mask);
   if (!base || !mask)
     return RuleResult::notApplicable();
-  bool vector = is(node, "aten::masked_select") ||
-                masksEveryElement(sel->mask, sel->base);
+  bool ofItsShape = masksEveryElement(sel->mask, sel->base);
   if (!rc.sameCount(base->count, mask->count) ||
-      (sel->broadcasts && !masksEveryElement(sel->mask, sel->base)))
+      (sel->broadcasts && !ofItsShape))
     return RuleResult::declined(
         "a selection of bounded rows by a mask whose rows are not provably "
         "theirs");
@@ -242,7 +241,8 @@ RuleResult selectionOfBounded(Node *node, RuleContext &rc) {
                            {mask->value, mask->count}, node)[0];
   auto outs = insertForm(rc.graph, "select_rows", {base->value, live}, node);
   rc.setBounded(node->output(), outs[0], outs[1],
-                rc.dtypeOf(node->output(), 0) == DTypeKind::Long, vector);
+                rc.dtypeOf(node->output(), 0) == DTypeKind::Long,
+                is(node, "aten::masked_select") || ofItsShape);
   if (is(node, "aten::index"))
     rc.absorb(node->input(1)->node());
   return RuleResult::applied();

@@ -31,14 +31,6 @@ using torch::jit::Value;
 
 namespace {
 
-/// Whether no input of \p node but its first has a representation.
-bool onlyFirstRepresented(Node *node, RuleContext &rc) {
-  for (size_t i = 1; i < node->inputs().size(); ++i)
-    if (rc.rep(node->input(i)))
-      return false;
-  return true;
-}
-
 /// A scan along dim 0 of a bounded value: row i of the result is computed
 /// from rows 0..i, so the live rows' results are the original's whatever
 /// the padding holds, and the padding's results come after them. Along a
@@ -46,7 +38,7 @@ bool onlyFirstRepresented(Node *node, RuleContext &rc) {
 RuleResult scanRows(Node *node, RuleContext &rc) {
   Rep *r = rc.bounded(node->input(0));
   Value *dimArg = namedInput(node, "dim");
-  if (!r || !dimArg || !onlyFirstRepresented(node, rc))
+  if (!r || !dimArg || !rc.onlyFirstRepresented(node))
     return RuleResult::notApplicable();
   std::optional<int64_t> dim = constantInt(dimArg);
   if (!dim)
@@ -73,7 +65,7 @@ RuleResult scanRows(Node *node, RuleContext &rc) {
 /// come out as the original's.
 RuleResult orderStatistic(Node *node, RuleContext &rc) {
   Rep *r = rc.bounded(node->input(0));
-  if (!r || !onlyFirstRepresented(node, rc) || node->outputs().size() != 1)
+  if (!r || !rc.onlyFirstRepresented(node) || node->outputs().size() != 1)
     return RuleResult::notApplicable();
   bool median = is(node, "aten::median") || is(node, "aten::nanmedian");
   bool ignoreNan = is(node, "aten::nanmedian") || is(node, "aten::nanquantile");

@@ -150,62 +150,44 @@ RuleResult selection(Node *node, RuleContext &rc) {
   return RuleResult::applied();
 }
 
+/// _unique2 and unique_consecutive (no dim): sort (for _unique2), adjacent
+/// difference, cumsum, scatter; values and counts are vectors of the
+/// groups' count. Of a static input the inverse is static; of a bounded one
+/// (CTC greedy decoding: unique_consecutive of selected labels) only its
+/// live elements are grouped (unique_live: the padding goes to a dropped
+/// slot), and the inverse has the input's padded shape and count.
 RuleResult unique(Node *node, RuleContext &rc) {
   bool consecutive = is(node, "aten::unique_consecutive");
   size_t flags = consecutive ? 1 : 2;
-  if (consecutive && !node->input(3)->mustBeNone())
-    return RuleResult::notApplicable(); // over a dim: not handled
-  auto inverse = torch::jit::toIValue(node->input(flags));
-  auto counts = torch::jit::toIValue(node->input(flags + 1));
-  if (!inverse || !counts)
-    return RuleResult::notApplicable();
-  auto outs = insertForm(
-      rc.graph, consecutive ? "unique_consecutive" : "unique",
-      {node->input(0), node->input(flags), node->input(flags + 1)}, node);
-  rc.setBounded(node->output(0), outs[0], outs[3], false, /*is1D=*/true);
-  rc.replaceStatic(node->output(1), outs[1]);
-  if (counts->toBool())
-    rc.setBounded(node->output(2), outs[2], outs[3], false, /*is1D=*/true);
-  else
-    rc.replaceStatic(node->output(2), outs[2]);
-  return RuleResult::applied();
-}
-
-/// _unique2 and unique_consecutive (no dim) of a bounded value: the groups
-/// of its live elements only (the unique_live form), a vector whose count
-/// is the number of groups (CTC's greedy decoding: unique_consecutive of
-/// the labels, then the blanks dropped). The inverse has the input's
-/// padded shape and its count.
-RuleResult uniqueOfBounded(Node *node, RuleContext &rc) {
   Rep *r = rc.bounded(node->input(0));
-  bool consecutive = is(node, "aten::unique_consecutive");
-  size_t flags = consecutive ? 1 : 2;
-  if (!r)
-    return RuleResult::notApplicable();
+  if (rc.rep(node->input(0)) && !r)
+    return RuleResult::declined();
   if (consecutive && !node->input(3)->mustBeNone())
-    return RuleResult::declined(
-        "unique_consecutive along a dimension of a bounded value: no "
-        "bounded form");
+    return r ? RuleResult::declined("unique_consecutive along a dimension of "
+                                    "a bounded value: no bounded form")
+             : RuleResult::notApplicable(); // over a dim: not handled
   auto inverse = torch::jit::toIValue(node->input(flags));
   auto counts = torch::jit::toIValue(node->input(flags + 1));
-  if (!inverse || !counts)
-    return RuleResult::declined();
-  for (size_t i = 1; i < node->inputs().size(); ++i)
-    if (rc.rep(node->input(i)))
-      return RuleResult::declined();
-  auto outs = insertForm(rc.graph, "unique_live",
-                         {r->value, r->count,
-                          rc.graph.insertConstant(!consecutive),
-                          node->input(flags), node->input(flags + 1)},
-                         node);
-  rc.setBounded(node->output(0), outs[0], outs[3], r->isIndex, true);
+  if (!inverse || !counts || !rc.onlyFirstRepresented(node))
+    return r ? RuleResult::declined() : RuleResult::notApplicable();
+  auto outs =
+      r ? insertForm(rc.graph, "unique_live",
+                     {r->value, r->count, rc.graph.insertConstant(!consecutive),
+                      node->input(flags), node->input(flags + 1)},
+                     node)
+        : insertForm(rc.graph, consecutive ? "unique_consecutive" : "unique",
+                     {node->input(0), node->input(flags),
+                      node->input(flags + 1)},
+                     node);
+  rc.setBounded(node->output(0), outs[0], outs[3], r && r->isIndex,
+                /*is1D=*/true);
   // PyTorch 1.13's _unique2 returns the inverse when either flag is set.
-  if (inverse->toBool() || (!consecutive && counts->toBool()))
+  if (r && (inverse->toBool() || (!consecutive && counts->toBool())))
     rc.setBounded(node->output(1), outs[1], r->count, true, r->is1D);
   else
     rc.replaceStatic(node->output(1), outs[1]);
   if (counts->toBool())
-    rc.setBounded(node->output(2), outs[2], outs[3], false, true);
+    rc.setBounded(node->output(2), outs[2], outs[3], false, /*is1D=*/true);
   else
     rc.replaceStatic(node->output(2), outs[2]);
   return RuleResult::applied();
@@ -264,7 +246,7 @@ void addRootRules(std::vector<BoundRule> &rules) {
                    unique});
   rules.push_back({"unique-of-bounded", On::Use,
                    ops({"aten::_unique2", "aten::unique_consecutive"}),
-                   uniqueOfBounded});
+                   unique});
   rules.push_back({"unique-rows", On::Root, ops({"aten::unique_dim"}),
                    uniqueRows});
   rules.push_back({"int-of-tensor", On::Root,

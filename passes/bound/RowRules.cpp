@@ -358,11 +358,8 @@ RuleResult sampleRows(Node *node, RuleContext &rc) {
   const OpInfo *op = opInfo(node);
   Rep *x = rc.bounded(node->input(0));
   if (!op || op->sampleRank == 0 || !x || node->outputs().size() != 1 ||
-      namedInput(node, "out"))
+      namedInput(node, "out") || !rc.onlyFirstRepresented(node))
     return RuleResult::declined();
-  for (size_t i = 1; i < node->inputs().size(); ++i)
-    if (rc.rep(node->input(i)))
-      return RuleResult::declined();
   std::string name = node->kind().toQualString();
   if (is(node, "aten::batch_norm")) {
     Value *mean = namedInput(node, "running_mean");
@@ -581,11 +578,8 @@ RuleResult reduce(Node *node, RuleContext &rc) {
   if (opRole(node) != OpRole::Reduction)
     return RuleResult::notApplicable();
   Rep *r = rc.bounded(node->input(0));
-  if (!r || countTensorInputs(node) != 1)
+  if (!r || countTensorInputs(node) != 1 || !rc.onlyFirstRepresented(node))
     return RuleResult::declined();
-  for (size_t i = 1; i < node->inputs().size(); ++i)
-    if (rc.rep(node->input(i)))
-      return RuleResult::declined();
   RowView view{r->value, insertForm(rc.graph, "keep_rows",
                                     {r->value, r->count}, node)[0]};
   std::string why;

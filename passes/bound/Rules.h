@@ -193,6 +193,14 @@ public:
     auto it = reps.find(v);
     return it == reps.end() ? nullptr : &it->second;
   }
+  /// Whether no input of \p node but its first has a representation (the
+  /// rules for ops of one bounded or lifted operand and host arguments).
+  bool onlyFirstRepresented(const torch::jit::Node *node) {
+    for (size_t i = 1; i < node->inputs().size(); ++i)
+      if (rep(node->input(i)))
+        return false;
+    return true;
+  }
   /// \p v's representation when it is bounded.
   Rep *bounded(torch::jit::Value *v) {
     Rep *r = rep(v);

@@ -316,11 +316,8 @@ RuleResult rowsOfLiftedSize(Node *node, RuleContext &rc) {
       node->output()->type()->kind() != c10::TypeKind::ListType)
     return RuleResult::notApplicable();
   Rep *n = rc.lifted(node->input(0));
-  if (!n || n->range.lo.value_or(-1) < 0)
+  if (!n || n->range.lo.value_or(-1) < 0 || !rc.onlyFirstRepresented(node))
     return RuleResult::notApplicable();
-  for (size_t i = 1; i < node->inputs().size(); ++i)
-    if (rc.rep(node->input(i)))
-      return RuleResult::notApplicable();
   static const std::vector<c10::Symbol> factories =
       ops({"aten::zeros", "aten::ones", "aten::empty", "aten::full",
            "aten::new_zeros", "aten::new_ones", "aten::new_empty",

@@ -267,14 +267,22 @@ def add_rows_(x: Tensor, index: Tensor, count: Tensor, source: Tensor) -> Tensor
     return x.copy_(add_rows(x, index, count, source))
 
 
-def unique_groups(s: Tensor, first: Tensor) -> Tuple[Tensor, Tensor, Tensor, Tensor]:
+def unique_groups(s: Tensor, first: Tensor,
+                  live: Optional[Tensor]) -> Tuple[Tensor, Tensor, Tensor, Tensor]:
     """Values, group ids, counts and count for a 1-D s whose groups start
-    where `first` holds."""
+    where `first` holds; with `live`, of its live elements only (a bounded
+    value's: the padding sends its values and counts to a slot past the
+    end, which is dropped)."""
+    n = s.numel()
     group = torch.cumsum(first.long(), 0) - 1
+    slot = group
+    if live is not None:
+        slot = torch.where(live, group, torch.full_like(group, n))
     # Every member of a group writes the same value: any order is right.
-    values = torch.zeros_like(s).scatter(0, group, s)
-    counts = torch.zeros_like(group).scatter_add(0, group, torch.ones_like(group))
-    return values, group, counts, first.sum()
+    values = torch.zeros([n + 1], dtype=s.dtype, device=s.device).scatter(0, slot, s)
+    counts = torch.zeros([n + 1], dtype=4, device=s.device).scatter_add(
+        0, slot, torch.ones_like(slot))
+    return values[:n], group, counts[:n], first.sum()
 
 
 def group_starts(s: Tensor) -> Tensor:
@@ -289,7 +297,7 @@ def unique(x: Tensor, return_inverse: bool,
     """_unique2 (torch.unique without dim): values sorted ascending. As
     PyTorch 1.13 does, the inverse is returned when either flag is set."""
     s, perm = torch.sort(x.reshape(-1))
-    values, group, counts, count = unique_groups(s, group_starts(s))
+    values, group, counts, count = unique_groups(s, group_starts(s), None)
     empty = torch.zeros([0], device=x.device).long()
     inverse = empty
     if return_inverse or return_counts:
@@ -303,7 +311,7 @@ def unique_consecutive(x: Tensor, return_inverse: bool,
                        return_counts: bool) -> Tuple[Tensor, Tensor, Tensor, Tensor]:
     """unique_consecutive without dim."""
     flat = x.reshape(-1)
-    values, group, counts, count = unique_groups(flat, group_starts(flat))
+    values, group, counts, count = unique_groups(flat, group_starts(flat), None)
     empty = torch.zeros([0], device=x.device).long()
     inverse = empty
     if return_inverse:
@@ -323,19 +331,6 @@ def live_elements(padded: Tensor, count: Tensor) -> Tuple[Tensor, Tensor]:
     return flat, live
 
 
-def live_groups(s: Tensor, first: Tensor,
-                live: Tensor) -> Tuple[Tensor, Tensor, Tensor, Tensor]:
-    """unique_groups over the live elements of s only: its padding sends
-    its values and counts to a slot past the end, which is dropped."""
-    n = s.numel()
-    group = torch.cumsum(first.long(), 0) - 1
-    slot = torch.where(live, group, torch.full_like(group, n))
-    values = torch.zeros([n + 1], dtype=s.dtype, device=s.device).scatter(0, slot, s)
-    counts = torch.zeros([n + 1], dtype=4, device=s.device).scatter_add(
-        0, slot, torch.ones_like(slot))
-    return values[:n], group, counts[:n], first.sum()
-
-
 def unique_live(padded: Tensor, count: Tensor, by_value: bool, return_inverse: bool,
                 return_counts: bool) -> Tuple[Tensor, Tensor, Tensor, Tensor]:
     """_unique2 (sorted) or unique_consecutive without dim of a bounded
@@ -347,7 +342,7 @@ def unique_live(padded: Tensor, count: Tensor, by_value: bool, return_inverse: b
     if by_value:
         # live elements first, ascending (sort_rows: stable, NaN as sort puts it)
         flat, perm = sort_rows(flat, live.sum(), False)
-    values, group, counts, n = live_groups(flat, group_starts(flat) & live, live)
+    values, group, counts, n = unique_groups(flat, group_starts(flat) & live, live)
     empty = torch.zeros([0], device=padded.device).long()
     inverse = empty
     if return_inverse or (by_value and return_counts):
@@ -370,7 +365,7 @@ def order_statistic(padded: Tensor, count: Tensor, kind: int, q: float) -> Tenso
         return nothing
     n = live.sum()
     s = sort_rows(flat, n, False)[0]
-    nans = (torch.isnan(s) & live).sum()
+    nans = (torch.isnan(s) & live).sum()  # live is a prefix: sorted too
     if kind < 2:
         m = n if kind == 0 else n - nans
         k = torch.clamp(torch.div(m - 1, 2, rounding_mode="floor"), min=0)

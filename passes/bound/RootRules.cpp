@@ -170,6 +170,15 @@ RuleResult unique(Node *node, RuleContext &rc) {
   auto counts = torch::jit::toIValue(node->input(flags + 1));
   if (!inverse || !counts || !rc.onlyFirstRepresented(node))
     return r ? RuleResult::declined() : RuleResult::notApplicable();
+  // Of values that may hold NaN, PyTorch 1.13's CPU kernel returns its
+  // groups in an order of its own, NaN's counted 0 (pytorch#94106,
+  // #95583), which a sort-based form does not reproduce: only labels and
+  // indices (integers, bools) are grouped on the device.
+  DTypeKind dtype = r ? rc.dtypeOf(node->input(0)) : DTypeKind::Unknown;
+  if (r && dtype != DTypeKind::Long && dtype != DTypeKind::Bool &&
+      dtype != DTypeKind::Byte)
+    return RuleResult::declined("unique of values that may be floating point "
+                                "(NaN): PyTorch's CPU order is its own");
   auto outs =
       r ? insertForm(rc.graph, "unique_live",
                      {r->value, r->count, rc.graph.insertConstant(!consecutive),

@@ -176,10 +176,10 @@ DTypeKind inferDType(const Node *node, const Value *out,
     return DTypeKind::Bool;
   if (rule == DTypeRule::Long)
     return DTypeKind::Long;
-  // The indices that sort, topk, max/min(dim) return next to the values.
-  if (rule == DTypeRule::LongSecond && node->outputs().size() == 2 &&
-      out == node->output(1))
-    return DTypeKind::Long;
+  // The indices that sort, topk, max/min(dim) return next to the values,
+  // which keep the input's dtype.
+  if (rule == DTypeRule::LongSecond && node->outputs().size() == 2)
+    return out == node->output(1) ? DTypeKind::Long : dtypeOf(node->input(0));
   // An explicit dtype argument decides (`.bool()`, `.to(torch.uint8)`);
   // without one, a move to a device keeps the dtype and randperm gives
   // int64.

@@ -423,10 +423,13 @@ checkStorages(const std::string &pickle,
 }
 
 /// Whether every tensor reachable from the module (its attributes, and the
-/// constants of every function) lies inside its storage. The unpickler sets
-/// sizes, strides and offsets from the file without checking them; a tensor
-/// past its storage reads memory that is not its own.
-std::optional<std::string> checkTensors(const torch::jit::Module &module) {
+/// constants of every function) lies inside its storage, and every list and
+/// dict holds values of its declared types. The unpickler sets sizes, strides
+/// and offsets from the file without checking them (a tensor past its storage
+/// reads memory that is not its own), and builds a typed list from whatever
+/// values the pickle names (`build_tensorlist` of ints loads, and libtorch
+/// fails on it later, when the module is saved).
+std::optional<std::string> checkValues(const torch::jit::Module &module) {
   std::unordered_set<const void *> seen;
   std::optional<std::string> problem;
   std::function<void(const c10::IValue &)> visit = [&](const c10::IValue &v) {
@@ -457,17 +460,32 @@ std::optional<std::string> checkTensors(const torch::jit::Module &module) {
       if (v.isObject())
         for (const c10::IValue &slot : v.toObjectRef().slots())
           visit(slot);
-      else if (v.isList())
-        for (const c10::IValue &item : v.toListRef())
+      else if (v.isList()) {
+        c10::TypePtr element = v.toList().elementType();
+        for (const c10::IValue &item : v.toListRef()) {
+          if (!problem && !item.type()->isSubtypeOf(*element))
+            problem = "a list of " + element->repr_str() + " holds a value of "
+                      "type " + item.type()->repr_str();
           visit(item);
+        }
+      }
       else if (v.isTuple())
         for (const c10::IValue &item : v.toTupleRef().elements())
           visit(item);
-      else
-        for (const auto &entry : v.toGenericDict()) {
+      else {
+        c10::Dict<c10::IValue, c10::IValue> dict = v.toGenericDict();
+        for (const auto &entry : dict) {
+          if (!problem && (!entry.key().type()->isSubtypeOf(*dict.keyType()) ||
+                           !entry.value().type()->isSubtypeOf(
+                               *dict.valueType())))
+            problem = "a dict of " + dict.keyType()->repr_str() + " to " +
+                      dict.valueType()->repr_str() + " holds an item of " +
+                      entry.key().type()->repr_str() + " to " +
+                      entry.value().type()->repr_str();
           visit(entry.key());
           visit(entry.value());
         }
+      }
     }
   };
   visit(module._ivalue());
@@ -484,10 +502,8 @@ std::optional<std::string> checkTensors(const torch::jit::Module &module) {
   return problem;
 }
 
-/// A copy of the archive without the records in \p drop.
-/// Whether libtorch's zip reader reads record \p name (inflates it, checks
-/// its CRC).
-/// The record's bytes, or nothing when libtorch cannot read it.
+/// The record's bytes, or nothing when libtorch's zip reader cannot read it
+/// (inflate it, check its CRC).
 std::optional<std::string> tryRead(caffe2::serialize::PyTorchStreamReader &reader,
                                    const std::string &name) {
   try {
@@ -498,7 +514,11 @@ std::optional<std::string> tryRead(caffe2::serialize::PyTorchStreamReader &reade
   }
 }
 
+/// A copy of the archive's \p records without those in \p drop. The names
+/// come from the guard's directory, not libtorch's getAllRecords(), which
+/// throws on an entry outside the archive's folder (one libtorch never reads).
 Reader rebuildWithout(caffe2::serialize::PyTorchStreamReader &reader,
+                      const std::vector<ArchiveRecord> &records,
                       const std::vector<std::string> &drop) {
   std::string bytes;
   {
@@ -508,7 +528,8 @@ Reader rebuildWithout(caffe2::serialize::PyTorchStreamReader &reader,
           return n;
         });
     writer.setMinVersion(reader.version());
-    for (const std::string &name : reader.getAllRecords()) {
+    for (const ArchiveRecord &r : records) {
+      const std::string &name = r.name;
       // The writer adds its own version record.
       if (name == "version" ||
           std::find(drop.begin(), drop.end(), name) != drop.end())
@@ -658,7 +679,7 @@ LoadedModule loadArchive(Reader in, const std::string &name,
   }
   if (!badDebugRecords.empty()) {
     try {
-      in = rebuildWithout(*reader, badDebugRecords);
+      in = rebuildWithout(*reader, records, badDebugRecords);
     } catch (const std::exception &e) {
       failedToLoad(name, libtorchText(e), options);
     }
@@ -673,7 +694,7 @@ LoadedModule loadArchive(Reader in, const std::string &name,
     // c10::Error and the frontend's ErrorReport both land here.
     failedToLoad(name, libtorchText(e), options);
   }
-  if (auto problem = checkTensors(loaded.module))
+  if (auto problem = checkValues(loaded.module))
     throw UserError(inQuotes(name) + " is truncated or corrupt (" + *problem +
                     "); " + kCopyHint);
   return loaded;

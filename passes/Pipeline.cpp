@@ -21,6 +21,7 @@
 #include "passes/Partition.h"
 #include "passes/SpecializeInputs.h"
 #include "passes/SpecializeTraining.h"
+#include "passes/Simplify.h"
 #include "passes/Uploads.h"
 
 #include <torch/csrc/jit/passes/inliner.h>
@@ -597,6 +598,11 @@ const std::vector<PassInfo> &registeredPasses() {
        "(full; a fill_ per element of a short list), not copied from host "
        "memory, a copy that waits for the stream",
        true, uploads},
+      {"simplify",
+       "what the rewrites left, with fewer ops: x != 0 of a bool x that "
+       "nothing writes -> x, x.dtype of a bool x -> the constant, the tests "
+       "on it folded",
+       false, simplify},
       // Not in the default pipeline: staticify --specialize-training puts
       // it right after inline (it needs the calls inlined, and normalize
       // after it to remove the other mode's branches).

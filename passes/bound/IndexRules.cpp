@@ -275,7 +275,7 @@ RuleResult gather(Node *node, RuleContext &rc) {
     return RuleResult::declined();
   if (s && i && s->whereCond && i->drawOf == s->count) {
     // where(c)[k][randperm(count)[:top]]: `top` random true positions of
-    // c, one top-k over c's masked keys (no compaction of c).
+    // c, the first in one random order of its positions (no compaction).
     Value *out = insertForm(
         rc.graph, "random_true_positions",
         {s->whereCond, rc.constant(s->whereDim), i->drawTop}, node)[0];

@@ -1,10 +1,11 @@
 //===- RandomRules.cpp - Random draws of a lifted size --------------------===//
 //
-//   randperm(n), n lifted, one use [:k]   -> top-k of masked random keys
-//   randperm(n), n lifted, other uses     -> a full random order of the keys
+//   randperm(n), n lifted, one use [:k]   -> the first k below n of
+//                                            randperm(bound(n))
+//   randperm(n), n lifted, other uses     -> all of them: a full random order
 //
-// The draw reads the generator as randperm would not (keys, not a
-// permutation): the same distribution, another stream of numbers.
+// The draw reads the generator for bound(n) entries, not n: the same
+// distribution, another stream of numbers.
 //
 //===----------------------------------------------------------------------===//
 
@@ -31,8 +32,8 @@ RuleResult randperm(Node *node, RuleContext &rc) {
   Value *bound = rc.upper(n->range);
   if (!bound || !n->range.lo)
     return RuleResult::declined();
-  // Its one use is [:k]: a top-k of the keys there (drawPrefix). Otherwise
-  // a full random order of the keys.
+  // Its one use is [:k]: the prefix is drawn there (drawPrefix). Otherwise
+  // a full random order.
   const auto &uses = node->output()->uses();
   if (uses.size() == 1 && is(uses[0].user, "aten::slice") &&
       uses[0].offset == 0) {
@@ -49,8 +50,8 @@ RuleResult randperm(Node *node, RuleContext &rc) {
   return RuleResult::applied();
 }
 
-/// randperm(n)[:k]: the first min(k, n) of a random order, drawn as a
-/// top-k of n masked random keys.
+/// randperm(n)[:k]: the first min(k, n) of a random order of range(n), the
+/// entries below n of one of range(bound(n)).
 RuleResult drawPrefix(Node *node, RuleContext &rc) {
   Rep *x = rc.rep(node->input(0));
   if (!x || x->kind != Rep::Kind::RandPerm)

@@ -96,33 +96,36 @@ def masked_select(x: Tensor, mask: Tensor) -> Tuple[Tensor, Tensor]:
     return select_rows(both[0].reshape(-1), both[1].reshape(-1))
 
 
+def first_kept(order: Tensor, keep: Tensor, k: int) -> Tensor:
+    """[k]: the first k entries of the 1-D `order` where `keep` holds, in
+    order; zeros past the number kept."""
+    rank = torch.cumsum(keep, 0) * keep  # 1, 2, ... on the kept, 0 elsewhere
+    # Slot 0 takes every dropped entry, slot k + 1 every kept one past k.
+    slot = rank.clamp_max(k + 1)
+    return order.new_zeros([k + 2]).scatter(0, slot, order)[1:k + 1]
+
+
 def random_prefix(n: Tensor, bound: int, k: int,
                   device: Optional[Device]) -> Tensor:
-    """randperm(n)[:k] for n <= bound: the k largest of n random keys.
-
-    Keys beyond n are -1, below every uniform key, so the first min(n, k)
-    rows are a uniformly random k-subset of range(n) in uniformly random
-    order: randperm's distribution. float64 keys make ties negligible.
-    """
-    dead = torch.arange(bound, device=device) >= n.to(device)
-    return torch.topk(random_keys(dead), k).indices
-
-
-def random_keys(dead: Tensor) -> Tensor:
-    """Uniform float64 keys (ties negligible), -1 where `dead` holds: below
-    every live key."""
-    keys = torch.rand(dead.size(), dtype=7, device=dead.device)  # float64
-    return keys.masked_fill(dead, -1.0)
+    """randperm(n)[:k] for n <= bound: the first k entries below n of
+    randperm(bound). A uniformly random permutation orders every subset
+    uniformly at random, so these are distributed as randperm(n)[:k]
+    exactly; rows past min(n, k) are 0."""
+    order = torch.randperm(bound, device=device)
+    return first_kept(order, order < n.to(order.device), k)
 
 
 def random_true_positions(c: Tensor, dim: int, k: int) -> Tensor:
     """where(c)[dim][randperm(count)[:k]], k <= c.numel(): coordinate dim of
-    k random true elements of c, in random order, from one top-k of c's
-    masked keys; rows past the count of true elements are padding."""
+    k random true elements of c, in random order: the first k true elements
+    of c in one random order of its positions (no compaction of c); rows
+    past the count of true elements are padding."""
     if c.dim() == 0:
         c = c.reshape([1])
-    keys = random_keys(c.reshape(-1) == 0)
-    return coordinate(torch.topk(keys, k).indices, c.size(), dim)
+    flat = c.reshape(-1)
+    order = torch.randperm(flat.numel(), device=c.device)
+    keep = flat.index_select(0, order) != 0
+    return coordinate(first_kept(order, keep, k), c.size(), dim)
 
 
 def gather_rows(src: Tensor, src_count: Tensor, index: Tensor,

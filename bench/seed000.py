@@ -14,15 +14,17 @@ batch at once. On PyTorch 2.x each variant is also timed under
 torch.compile. Every configuration is warmed up, then timed over interleaved
 repetitions (median and interquartile range); on a GPU with CUDA events, and
 host syncs per call are counted with torch.cuda.set_sync_debug_mode. Ratios
-are against the original, measured in the same run. Writes
-OUT/sampler-DEVICE.json and .csv, and with --docs the table into
-docs/benchmarks.md and the plot docs/sampler-DEVICE.png.
+are against the original, measured in the same run; ops per call are
+counted as staticify's report counts them. Writes OUT/sampler-LABEL.json
+and .csv, and with --docs the table into docs/benchmarks.md and the plot
+docs/sampler-LABEL.png (LABEL: --label, by default the device).
 
 --smoke runs tiny sizes with few repetitions (the test suite does) and
 writes nothing unless --out is given."""
 import argparse
 import csv
 import json
+import os
 import pathlib
 import platform
 import statistics
@@ -88,6 +90,34 @@ def build_variants(n, staticify_bin, workdir, device="cpu"):
         variants["original+compile"] = torch.compile(sampler.BalancedSampler(sub))
         variants["handwritten+compile"] = torch.compile(handwritten.OptSampler(sub))
     return variants
+
+
+PLUMBING = {"prim::Constant", "prim::ListConstruct", "prim::ListUnpack",
+            "prim::TupleConstruct", "prim::TupleUnpack"}
+
+
+def ops_per_call(module):
+    """The ops one call runs, counted as staticify's report counts them
+    (`ops per call`): every node of the inlined forward graph but constants
+    and list/tuple plumbing, a loop's body once, both branches of an if.
+    None for what is not TorchScript (lowered kernels, torch.compile)."""
+    try:
+        graph = module.forward.graph.copy()
+    except (AttributeError, RuntimeError):
+        return None
+    torch._C._jit_pass_inline(graph)
+    if any(n.kind() == "prim::CallFunction" or n.kind().startswith("staticify::")
+           for n in graph.nodes()):
+        return None
+
+    def count(block):
+        ops = 0
+        for node in block.nodes():
+            if node.kind() in PLUMBING:
+                continue
+            ops += 1 + sum(count(b) for b in node.blocks())
+        return ops
+    return count(graph)
 
 
 def timer(device):
@@ -209,6 +239,8 @@ def run(args, on_rows=None):
                         row["syncs_per_call"] = count_syncs(fns[name], (x, labels))
                         row["pipelined_us"] = pipelined(fns[name], (x, labels),
                                                         row["median_us"])
+                    if batch == 1 and ops_per_call(variants[name]) is not None:
+                        row["ops_per_call"] = ops_per_call(variants[name])
                     rows.append(row)
                     print(f"N={n:>8} batch={batch:>2} {name:<20} "
                           f"{row['median_us']:>12.1f} us  x{row['ratio_vs_original']:.2f}"
@@ -224,6 +256,8 @@ def machine(device):
     info = {"python": platform.python_version(), "torch": torch.__version__,
             "platform": platform.platform(), "processor": platform.processor(),
             "threads": torch.get_num_threads()}
+    if os.environ.get("GLIBC_TUNABLES"):
+        info["glibc_tunables"] = os.environ["GLIBC_TUNABLES"]
     try:
         info["cpu"] = next(line.split(":", 1)[1].strip()
                            for line in open("/proc/cpuinfo") if line.startswith("model name"))
@@ -244,20 +278,20 @@ def table(rows):
     gpu = any("pipelined_us" in r for r in rows)
     base = {(r["n"], r["batch"]): r["pipelined_us"] for r in rows
             if r.get("variant") == "original" and "pipelined_us" in r}
-    lines = ["| N | batch | variant | median | IQR | vs original | syncs/call |"
+    lines = ["| N | batch | variant | median | IQR | vs original | syncs/call | ops/call |"
              + (" pipelined | vs original |" if gpu else ""),
-             "|---:|---:|---|---:|---:|---:|---:|" + ("---:|---:|" if gpu else "")]
+             "|---:|---:|---|---:|---:|---:|---:|---:|" + ("---:|---:|" if gpu else "")]
     for r in rows:
         if "skipped" in r:
             why = r["skipped"]
             if why.startswith("failed in warm-up: "):  # the exception's type; the page says more
                 why = why.split(":", 2)[0] + ": " + why.split(":", 2)[1].strip()
-            lines.append(f"| {r['n']:.0e} | {r['batch']} | {r['variant']} | {why} | | | |")
+            lines.append(f"| {r['n']:.0e} | {r['batch']} | {r['variant']} | {why} | | | | |")
             continue
         name = r["variant"] + (" (loop)" if r["loop"] else "")
         line = (f"| {r['n']:.0e} | {r['batch']} | {name} | {shown(r['median_us'])} | "
                 f"{shown(r['iqr_us'])} | {r['ratio_vs_original']:.2f}x | "
-                f"{r.get('syncs_per_call', '')} |")
+                f"{r.get('syncs_per_call', '')} | {r.get('ops_per_call', '')} |")
         if gpu:
             line += (f" {shown(r['pipelined_us'])} | "
                      f"{r['pipelined_us'] / base[r['n'], r['batch']]:.2f}x |")
@@ -287,35 +321,38 @@ def plot(rows, path, device):
     fig.savefig(path, dpi=110)
 
 
-def update_docs(docs, device, rows, info, command):
+def update_docs(docs, device, rows, info, command, label):
     doc = docs / "benchmarks.md"
-    begin, end = f"<!-- sampler:{device}:begin -->", f"<!-- sampler:{device}:end -->"
+    begin, end = f"<!-- sampler:{label}:begin -->", f"<!-- sampler:{label}:end -->"
     body = "\n".join([
         begin,
         f"Machine: {info.get('cpu', info['processor'])}"
         + (f", {info['gpu']} (CUDA {info['cuda']})" if "gpu" in info else "")
         + f"; {info['platform']}; PyTorch {info['torch']}, Python {info['python']}, "
-          f"torch threads: {info['threads']}.",
+          f"torch threads: {info['threads']}"
+        + (f"; GLIBC_TUNABLES={info['glibc_tunables']}" if "glibc_tunables" in info else "")
+        + ".",
         "",
         f"Command: `{command}`",
         "",
         table(rows),
         "",
-        f"![time per call vs N](sampler-{device}.png)",
+        f"![time per call vs N](sampler-{label}.png)",
         end])
     write_section(doc, begin, end, body)
 
 
 FIELDS = ["n", "batch", "variant", "loop", "median_us", "iqr_us", "repeats",
-          "ratio_vs_original", "syncs_per_call", "pipelined_us", "skipped"]
+          "ratio_vs_original", "syncs_per_call", "ops_per_call", "pipelined_us",
+          "skipped"]
 
 
-def write_results(out, device, rows, info, command):
-    """OUT/sampler-DEVICE.json (everything) and .csv (the rows)."""
+def write_results(out, label, rows, info, command):
+    """OUT/sampler-LABEL.json (everything) and .csv (the rows)."""
     out.mkdir(parents=True, exist_ok=True)
-    (out / f"sampler-{device}.json").write_text(json.dumps(
+    (out / f"sampler-{label}.json").write_text(json.dumps(
         {"machine": info, "command": command, "rows": rows}, indent=1))
-    with open(out / f"sampler-{device}.csv", "w", newline="") as f:
+    with open(out / f"sampler-{label}.csv", "w", newline="") as f:
         writer = csv.DictWriter(f, fieldnames=FIELDS)
         writer.writeheader()
         for r in rows:
@@ -339,6 +376,9 @@ def main():
                         help="measure nothing: write --docs from a sampler-DEVICE.json")
     parser.add_argument("--threads", type=int,
                         help="torch.set_num_threads (default: PyTorch's)")
+    parser.add_argument("--label",
+                        help="names the results, the plot and the docs section "
+                             "(default: the device)")
     parser.add_argument("--smoke", action="store_true",
                         help="tiny sizes, few repetitions: checks the harness runs")
     args = parser.parse_args()
@@ -356,13 +396,15 @@ def main():
         command = f"{python} bench/seed000.py " + " ".join(sys.argv[1:])
         info = machine(args.device)
         device = args.device
-        save = (lambda rows: write_results(pathlib.Path(args.out), device, rows, info,
+        label = args.label or device
+        save = (lambda rows: write_results(pathlib.Path(args.out), label, rows, info,
                                            command)) if args.out else None
         rows = run(args, save)
+    label = args.label or device
     if args.docs:
         docs = pathlib.Path(args.docs)
-        plot(rows, docs / f"sampler-{device}.png", device)
-        update_docs(docs, device, rows, info, command)
+        plot(rows, docs / f"sampler-{label}.png", device)
+        update_docs(docs, device, rows, info, command, label)
     return 0
 
 

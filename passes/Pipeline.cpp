@@ -822,7 +822,7 @@ PipelineResult runPipeline(std::shared_ptr<Graph> &graph,
   // a copy, or (with \p original) how many passes made it from original.
   std::shared_ptr<Graph> unrewritten;
   std::optional<size_t> passesBeforeRewriting;
-  size_t opsBefore = 0;
+  std::optional<size_t> opsBefore; // when the first rewriting pass ran
   // Passes whose gain the sync count does not see: an upload's copy that
   // waits for the stream, a loop's reads made one copy.
   bool unseenGain = false;
@@ -896,12 +896,12 @@ PipelineResult runPipeline(std::shared_ptr<Graph> &graph,
       reverted = "pipeline: the rewritten method would reach the host at " +
                  std::to_string(now) + " points instead of " +
                  std::to_string(was) + "; it is left as it was";
-    else if (now == was && opsNow > opsBefore && !unseenGain &&
+    else if (now == was && opsNow > *opsBefore && !unseenGain &&
              !options.keepEqualSyncRewrites)
       reverted = "pipeline: the rewritten method would reach the host at as "
                  "many points (" +
                  std::to_string(now) + ") and run " + std::to_string(opsNow) +
-                 " ops per call instead of " + std::to_string(opsBefore) +
+                 " ops per call instead of " + std::to_string(*opsBefore) +
                  "; it is left as it was";
     // Where what the rewrites left is a cut at the return, the flag that
     // returns it padded instead (the report's hints name it).
@@ -1015,6 +1015,9 @@ PipelineResult runPipeline(std::shared_ptr<Graph> &graph,
   result.report.before = summarize(*before);
   result.report.before.partition = std::move(beforeSegments);
   result.report.after = summarize(after);
+  result.report.after.opsPerCall = opsPerCall(*graph);
+  result.report.before.opsPerCall =
+      opsBefore ? *opsBefore : result.report.after.opsPerCall;
   result.report.after.partition = partition.segments;
   nameGuards(*graph);
   if (options.renderDot)

@@ -201,6 +201,8 @@ static std::string renderSummary(const MethodReport &m) {
   // are the places the host waits, which is what a rewrite must not add.
   os << "  sync points: " << m.before.syncPoints << " before, "
      << m.after.syncPoints << " after (one per root cause)\n";
+  os << "  ops per call: " << m.before.opsPerCall << " before, "
+     << m.after.opsPerCall << " after\n";
   os << "  output shapes: "
      << (m.after.outputsStatic ? "all static" : "data-dependent") << "\n";
   if (m.after.fallbackSyncPoints)
@@ -415,6 +417,7 @@ static std::string jsonSummary(const GraphSummary &s) {
          std::to_string(s.fallbackSyncPoints) +
          ", \"error_path_sync_points\": " +
          std::to_string(s.errorPathSyncPoints) +
+         ", \"ops_per_call\": " + std::to_string(s.opsPerCall) +
          ", \"partition\": " + partition + "]}";
 }
 

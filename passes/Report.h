@@ -46,6 +46,11 @@ struct GraphSummary {
   /// Host reads in branches that only raise (run only on the way to an
   /// exception): not findings, not sync points.
   size_t errorPathSyncPoints = 0;
+  /// The ops one call runs (constants and list/tuple plumbing not counted,
+  /// a loop's body once, a guard's fallback not at all): a proxy for kernel
+  /// launches and interpreter steps, which the policy weighs at equal sync
+  /// points.
+  size_t opsPerCall = 0;
   std::vector<Segment> partition;
   bool isStatic() const { return counts.total() == 0; }
 };

@@ -121,6 +121,11 @@ void RuleContext::rename(Value *from, Value *to) {
     for (const Value *&count : known.key)
       if (count == from)
         count = to;
+  for (RandomOrder &drawn : randomOrders) {
+    swap(drawn.order);
+    for (Value *&mask : drawn.masks)
+      swap(mask);
+  }
 }
 
 Rep &RuleContext::setBounded(Value *v, Value *padded, Value *count,

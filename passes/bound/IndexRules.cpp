@@ -39,6 +39,117 @@ bool isRowPrefix(const Node *node) {
 
 namespace {
 
+/// A mask `x op c` of a tensor x and a number c.
+struct Comparison {
+  const Value *x = nullptr;
+  c10::Symbol op;
+  c10::IValue c;
+};
+
+std::optional<Comparison> comparisonWithNumber(const Value *mask) {
+  const Node *n = mask->node();
+  static const c10::Symbol ops[] = {c10::aten::eq, c10::aten::ne,
+                                    c10::aten::lt, c10::aten::le,
+                                    c10::aten::gt, c10::aten::ge};
+  if (std::find(std::begin(ops), std::end(ops), n->kind()) == std::end(ops) ||
+      n->inputs().size() != 2 || !isTensor(n->input(0)) ||
+      isTensor(n->input(1)))
+    return std::nullopt;
+  std::optional<c10::IValue> c = torch::jit::toIValue(n->input(1));
+  if (!c || !(c->isInt() || c->isDouble()))
+    return std::nullopt;
+  return Comparison{n->input(0), n->kind(), *c};
+}
+
+/// Whether no element is ever true in both masks \p a and \p b, whatever
+/// the data: one is the other's logical_not, or both compare one tensor
+/// with numbers whose sets of values are disjoint. PyTorch compares in the
+/// promoted dtype, where a number may round (16777217 in float32) or, an
+/// int beside a narrower integer tensor, wrap (-1 is 255 in uint8). One
+/// number stays one number either way: its two sides are disjoint. Of two,
+/// a float rounds monotonically, and so does an int beside an int64 or
+/// bool x (compared in int64) or one in [0, 127] (exact in every dtype):
+/// then bounds with a strict end stay disjoint, and two closed ones (x <= 1,
+/// x >= 2; x == 0, x == 1) where both numbers are such ints.
+bool provablyDisjoint(const Value *a, const Value *b, RuleContext &rc) {
+  auto negates = [](const Value *u, const Value *v) {
+    return u->node()->kind() == c10::aten::logical_not &&
+           u->node()->input(0) == v;
+  };
+  if (negates(a, b) || negates(b, a))
+    return true;
+  std::optional<Comparison> p = comparisonWithNumber(a),
+                            q = comparisonWithNumber(b);
+  if (!p || !q || p->x != q->x)
+    return false;
+  using namespace c10;
+  if (p->c.isInt() == q->c.isInt() &&
+      (p->c.isInt() ? p->c.toInt() == q->c.toInt()
+                    : p->c.toDouble() == q->c.toDouble())) {
+    // One number: the two sides of it, or a side and the point itself.
+    auto pair = [&](Symbol u, Symbol v) {
+      return (p->op == u && q->op == v) || (p->op == v && q->op == u);
+    };
+    return pair(aten::eq, aten::ne) || pair(aten::lt, aten::ge) ||
+           pair(aten::gt, aten::le) || pair(aten::lt, aten::gt) ||
+           pair(aten::lt, aten::eq) || pair(aten::gt, aten::eq);
+  }
+  // Two numbers: the one below bounds from above, the other from below.
+  auto value = [](const IValue &c) {
+    return c.isInt() ? static_cast<double>(c.toInt()) : c.toDouble();
+  };
+  bool pBelow = value(p->c) < value(q->c);
+  const Comparison &below = pBelow ? *p : *q, &above = pBelow ? *q : *p;
+  bool upper = below.op == aten::lt || below.op == aten::le ||
+               below.op == aten::eq;
+  bool lower = above.op == aten::gt || above.op == aten::ge ||
+               above.op == aten::eq;
+  if (!upper || !lower)
+    return false;
+  DTypeKind xDType = rc.dtypeOf(below.x);
+  auto exactInt = [&](const IValue &c) {
+    return c.isInt() &&
+           ((c.toInt() >= 0 && c.toInt() <= 127) ||
+            xDType == DTypeKind::Long || xDType == DTypeKind::Bool);
+  };
+  auto monotone = [&](const IValue &c) { return c.isDouble() || exactInt(c); };
+  if (!monotone(below.c) || !monotone(above.c))
+    return false;
+  if (below.op == aten::lt || above.op == aten::gt)
+    return true;
+  return exactInt(below.c) && exactInt(above.c);
+}
+
+/// Whether \p v, defined before \p at, is in scope there: its block is
+/// \p at's or encloses it.
+bool inScopeAt(const Value *v, const Node *at) {
+  const torch::jit::Block *home = v->node()->owningBlock();
+  if (!v->node()->isBefore(at))
+    return false;
+  for (const torch::jit::Block *b = at->owningBlock(); b;
+       b = b->owningNode() ? b->owningNode()->owningBlock() : nullptr)
+    if (b == home)
+      return true;
+  return false;
+}
+
+/// A random order of \p mask's positions for the rewrite at \p node: one
+/// drawn for masks disjoint from it where one is in scope, else a new one.
+Value *randomOrderFor(Value *mask, Node *node, RuleContext &rc) {
+  for (RuleContext::RandomOrder &drawn : rc.randomOrders)
+    if (inScopeAt(drawn.order, node) &&
+        std::all_of(drawn.masks.begin(), drawn.masks.end(),
+                    [&](const Value *other) {
+                      return provablyDisjoint(other, mask, rc);
+                    })) {
+      drawn.masks.push_back(mask);
+      return drawn.order;
+    }
+  Value *order = insertForm(rc.graph, "random_order", {mask}, node)[0];
+  rc.randomOrders.push_back({order, {mask}});
+  return order;
+}
+
 RuleResult whereElement(Node *node, RuleContext &rc) {
   Rep *list = rc.rep(node->input(0));
   if (!list || list->kind != Rep::Kind::WhereList)
@@ -276,9 +387,11 @@ RuleResult gather(Node *node, RuleContext &rc) {
   if (s && i && s->whereCond && i->drawOf == s->count) {
     // where(c)[k][randperm(count)[:top]]: `top` random true positions of
     // c, the first in one random order of its positions (no compaction).
-    Value *out = insertForm(
-        rc.graph, "random_true_positions",
-        {s->whereCond, rc.constant(s->whereDim), i->drawTop}, node)[0];
+    Value *order = randomOrderFor(s->whereCond, node, rc);
+    Value *out = insertForm(rc.graph, "random_true_positions",
+                            {s->whereCond, order, rc.constant(s->whereDim),
+                             i->drawTop},
+                            node)[0];
     rc.setBounded(node->output(), out, i->count, true, /*is1D=*/true);
     if (list)
       rc.absorb(list);

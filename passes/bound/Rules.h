@@ -272,6 +272,16 @@ public:
   std::map<std::pair<const torch::jit::Value *, const torch::jit::Value *>,
            torch::jit::Value *>
       itemCounts;
+  /// The random orders the rewrite of `where(c)[k][randperm(count)[:top]]`
+  /// drew (a randperm of c's positions), each with the masks that took
+  /// their picks from it. In one uniformly random permutation the orders
+  /// of disjoint sets are independent: a mask disjoint from all of an
+  /// order's masks takes its picks from that order, one draw for them all.
+  struct RandomOrder {
+    torch::jit::Value *order;
+    std::vector<torch::jit::Value *> masks;
+  };
+  std::vector<RandomOrder> randomOrders;
   /// Whether counts \p a and \p b are provably equal.
   bool sameCount(const torch::jit::Value *a, const torch::jit::Value *b) const {
     auto canonical = [&](const torch::jit::Value *c) {

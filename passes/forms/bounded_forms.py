@@ -115,15 +115,19 @@ def random_prefix(n: Tensor, bound: int, k: int,
     return first_kept(order, order < n.to(order.device), k)
 
 
-def random_true_positions(c: Tensor, dim: int, k: int) -> Tensor:
+def random_order(c: Tensor) -> Tensor:
+    """A uniformly random order of c's positions (flat)."""
+    return torch.randperm(c.numel(), device=c.device)
+
+
+def random_true_positions(c: Tensor, order: Tensor, dim: int, k: int) -> Tensor:
     """where(c)[dim][randperm(count)[:k]], k <= c.numel(): coordinate dim of
     k random true elements of c, in random order: the first k true elements
-    of c in one random order of its positions (no compaction of c); rows
-    past the count of true elements are padding."""
+    of c in `order`, a random order of its positions (random_order: no
+    compaction of c); rows past the count of true elements are padding."""
     if c.dim() == 0:
         c = c.reshape([1])
     flat = c.reshape(-1)
-    order = torch.randperm(flat.numel(), device=c.device)
     keep = flat.index_select(0, order) != 0
     return coordinate(first_kept(order, keep, k), c.size(), dim)
 

@@ -123,7 +123,7 @@ def main():
     parser.add_argument("--docs")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
-    command = "/usr/bin/python3 bench/idiom_speed.py " + " ".join(sys.argv[1:])
+    command = " ".join(["/usr/bin/python3 bench/idiom_speed.py"] + sys.argv[1:])
     rows = run(pathlib.Path(args.bin) / "staticify", args.seconds)
     text = render(rows, command)
     print(text)

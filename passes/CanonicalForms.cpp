@@ -348,6 +348,11 @@ bool isHostNumber(const Value *v) {
 /// when it is in \p readOnlyLists (where(m)'s index lists, only read).
 bool mergeable(const Node *node, const MergeReads *reads,
                const std::unordered_set<const Value *> &readOnlyLists) {
+  // After the rewrites, the plumbing their forms repeat at every use: the
+  // device of a tensor, and a list of host numbers that only ops read (a
+  // size), no rule owns then.
+  if (reads && node->kind() == c10::prim::ListConstruct)
+    return readOnlyLists.count(node->output()) != 0;
   const c10::FunctionSchema *schema = node->maybeSchema();
   // prim::Uninitialized stands for no value (a branch that raises): not
   // a computation.
@@ -368,7 +373,8 @@ bool mergeable(const Node *node, const MergeReads *reads,
     const Value *out = node->output(i);
     const c10::AliasInfo *view = schema->returns()[i].alias_info();
     if (!view) {
-      if (reads && isHostNumber(out))
+      if (reads && (isHostNumber(out) ||
+                    out->type()->kind() == c10::TypeKind::DeviceObjType))
         continue;
       if (readOnlyLists.count(out))
         continue;
@@ -391,8 +397,12 @@ bool mergeable(const Node *node, const MergeReads *reads,
 /// two `[-1]` lists are one size), anything else by its identity.
 std::string mergeKey(const Node *node) {
   std::ostringstream key;
-  const c10::OperatorName &name = node->schema().operator_name();
-  key << name.name << '.' << name.overload_name;
+  if (node->kind() == c10::prim::ListConstruct) {
+    key << "prim::ListConstruct";
+  } else {
+    const c10::OperatorName &name = node->schema().operator_name();
+    key << name.name << '.' << name.overload_name;
+  }
   // Results of a generic schema (`-> t`, `-> Any`) are typed by the graph.
   for (const Value *out : node->outputs())
     key << " :" << out->type()->str();
@@ -415,7 +425,9 @@ std::string mergeKey(const Node *node) {
 bool operandWritten(const Value *v, const Aliases &aliases) {
   if (aliases.hasWriters(v))
     return true;
-  if (isTensor(v) || isHostNumber(v) || v->type()->kind() == c10::TypeKind::NoneType)
+  c10::TypeKind kind = v->type()->kind();
+  if (isTensor(v) || isHostNumber(v) || kind == c10::TypeKind::NoneType ||
+      kind == c10::TypeKind::DeviceObjType)
     return false;
   const Node *def = v->node();
   if (def->kind() == c10::prim::Constant)
@@ -427,9 +439,28 @@ bool operandWritten(const Value *v, const Aliases &aliases) {
                      [&](const Value *e) { return operandWritten(e, aliases); });
 }
 
+/// Whether \p list, a list of host numbers built in the graph, is only
+/// read: each use an op's argument it neither writes nor keeps (no view, no
+/// container, no return).
+bool onlyReadNumbers(const Value *list) {
+  const Node *def = list->node();
+  if (def->kind() != c10::prim::ListConstruct ||
+      !std::all_of(def->inputs().begin(), def->inputs().end(), isHostNumber))
+    return false;
+  for (const torch::jit::Use &use : list->uses()) {
+    const c10::FunctionSchema *schema = use.user->maybeSchema();
+    if (!schema || use.offset >= schema->arguments().size() ||
+        schema->arguments()[use.offset].alias_info() || schema->is_mutable())
+      return false;
+  }
+  return true;
+}
+
 /// Whether \p list, a list of tensors an op made, is only read (indexed,
 /// unpacked, measured) and nothing writes to the tensors read out of it.
 bool onlyRead(const Value *list, const Aliases &aliases) {
+  if (onlyReadNumbers(list))
+    return true;
   if (list->type()->kind() != c10::TypeKind::ListType)
     return false;
   for (const torch::jit::Use &use : list->uses()) {

@@ -601,7 +601,7 @@ const std::vector<PassInfo> &registeredPasses() {
       {"simplify",
        "what the rewrites left, with fewer ops: x != 0 of a bool x that "
        "nothing writes -> x, x.dtype of a bool x -> the constant, the tests "
-       "on it folded",
+       "on it folded; int64 arithmetic with scalar_tensor(c) -> with c",
        false, simplify},
       // Not in the default pipeline: staticify --specialize-training puts
       // it right after inline (it needs the calls inlined, and normalize

@@ -10,6 +10,8 @@
 //                                     reads it without keeping a view
 //   prim::dtype(x) of a bool x     -> the constant, so that constant
 //                                     propagation folds the tests on it
+//   op(t, scalar_tensor(c, int64)) -> op(t, c) for an int64 t: min/max as
+//                                     clamps, c - t as rsub(t, c)
 //
 // then constant propagation and dead code. It merges nothing and touches no
 // random op.

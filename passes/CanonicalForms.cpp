@@ -346,13 +346,13 @@ bool isHostNumber(const Value *v) {
 /// \p reads, also a read or a data-dependent shape \p reads does not name,
 /// and results that are host numbers. A list result counts as made afresh
 /// when it is in \p readOnlyLists (where(m)'s index lists, only read).
-bool mergeable(const Node *node, const MergeReads *reads,
+bool mergeable(const Node *node, const MergeReads *reads, bool plumbing,
                const std::unordered_set<const Value *> &readOnlyLists) {
   // After the rewrites, the plumbing their forms repeat at every use: the
   // device of a tensor, and a list of host numbers that only ops read (a
   // size), no rule owns then.
-  if (reads && node->kind() == c10::prim::ListConstruct)
-    return readOnlyLists.count(node->output()) != 0;
+  if (node->kind() == c10::prim::ListConstruct)
+    return plumbing && readOnlyLists.count(node->output()) != 0;
   const c10::FunctionSchema *schema = node->maybeSchema();
   // prim::Uninitialized stands for no value (a branch that raises): not
   // a computation.
@@ -373,8 +373,9 @@ bool mergeable(const Node *node, const MergeReads *reads,
     const Value *out = node->output(i);
     const c10::AliasInfo *view = schema->returns()[i].alias_info();
     if (!view) {
-      if (reads && (isHostNumber(out) ||
-                    out->type()->kind() == c10::TypeKind::DeviceObjType))
+      if (reads && isHostNumber(out))
+        continue;
+      if (plumbing && out->type()->kind() == c10::TypeKind::DeviceObjType)
         continue;
       if (readOnlyLists.count(out))
         continue;
@@ -422,12 +423,12 @@ std::string mergeKey(const Node *node) {
 /// Whether a node of the graph may write to what \p v holds: its memory,
 /// or, for a list or tuple built in the graph, an element's. Two equal ops
 /// of a value written between them read two different values.
-bool operandWritten(const Value *v, const Aliases &aliases) {
+bool operandWritten(const Value *v, const Aliases &aliases, bool plumbing) {
   if (aliases.hasWriters(v))
     return true;
   c10::TypeKind kind = v->type()->kind();
   if (isTensor(v) || isHostNumber(v) || kind == c10::TypeKind::NoneType ||
-      kind == c10::TypeKind::DeviceObjType)
+      (plumbing && kind == c10::TypeKind::DeviceObjType))
     return false;
   const Node *def = v->node();
   if (def->kind() == c10::prim::Constant)
@@ -436,7 +437,9 @@ bool operandWritten(const Value *v, const Aliases &aliases) {
       def->kind() != c10::prim::TupleConstruct)
     return true; // a container or object whose contents this does not follow
   return std::any_of(def->inputs().begin(), def->inputs().end(),
-                     [&](const Value *e) { return operandWritten(e, aliases); });
+                     [&](const Value *e) {
+                       return operandWritten(e, aliases, plumbing);
+                     });
 }
 
 /// Whether \p list, a list of host numbers built in the graph, is only
@@ -459,8 +462,6 @@ bool onlyReadNumbers(const Value *list) {
 /// Whether \p list, a list of tensors an op made, is only read (indexed,
 /// unpacked, measured) and nothing writes to the tensors read out of it.
 bool onlyRead(const Value *list, const Aliases &aliases) {
-  if (onlyReadNumbers(list))
-    return true;
   if (list->type()->kind() != c10::TypeKind::ListType)
     return false;
   for (const torch::jit::Use &use : list->uses()) {
@@ -482,6 +483,7 @@ using NodeSet = std::unordered_set<const Node *>;
 /// alias database describes that graph only.
 struct MergeFacts {
   const MergeReads *reads = nullptr;
+  bool plumbing = false;
   NodeSet operandsWritten;
   std::unordered_set<const Value *> readOnlyLists;
   const std::function<void(const Node *)> *merged = nullptr;
@@ -496,7 +498,7 @@ bool mergeIn(torch::jit::Block *block, std::vector<Seen> &scopes,
     for (torch::jit::Block *inner : node->blocks())
       merged |= mergeIn(inner, scopes, facts);
     if (facts.operandsWritten.count(node) ||
-        !mergeable(node, facts.reads, facts.readOnlyLists))
+        !mergeable(node, facts.reads, facts.plumbing, facts.readOnlyLists))
       continue;
     std::string key = mergeKey(node);
     Node *earlier = nullptr;
@@ -526,18 +528,23 @@ bool mergeIn(torch::jit::Block *block, std::vector<Seen> &scopes,
 
 bool mergeEqualTensorOps(const std::shared_ptr<Graph> &graph,
                          const MergeReads *reads,
-                         const std::function<void(const Node *)> *merged) {
+                         const std::function<void(const Node *)> *merged,
+                         bool plumbing) {
   std::vector<Node *> nodes = collectNodes(graph->block());
   Aliases aliases(graph, &nodes);
   MergeFacts facts;
   facts.reads = reads;
   facts.merged = merged;
+  facts.plumbing = plumbing;
   for (const Node *node : nodes) {
     if (std::any_of(node->inputs().begin(), node->inputs().end(),
-                    [&](const Value *v) { return operandWritten(v, aliases); }))
+                    [&](const Value *v) {
+                      return operandWritten(v, aliases, plumbing);
+                    }))
       facts.operandsWritten.insert(node);
     for (const Value *out : node->outputs())
-      if (onlyRead(out, aliases))
+      if (plumbing ? onlyRead(out, aliases) || onlyReadNumbers(out)
+                   : onlyRead(out, aliases))
         facts.readOnlyLists.insert(out);
   }
   std::vector<Seen> scopes;

@@ -44,11 +44,14 @@ namespace staticify {
 /// selections by one mask read their one count once, as TorchScript's
 /// executor would run them.
 /// \p merged, when given, hears of each node just before it goes.
+/// With \p plumbing (once no rule follows), devices and lists of host
+/// numbers that ops only read merge too: the forms repeat them at each use.
 using MergeReads = std::function<bool(const torch::jit::Node *)>;
 bool mergeEqualTensorOps(
     const std::shared_ptr<torch::jit::Graph> &graph,
     const MergeReads *reads = nullptr,
-    const std::function<void(const torch::jit::Node *)> *merged = nullptr);
+    const std::function<void(const torch::jit::Node *)> *merged = nullptr,
+    bool plumbing = false);
 
 /// Rewrites \p node into its canonical form, inserting the new nodes before
 /// it and destroying it (and nothing else); returns whether it did.

@@ -482,7 +482,7 @@ static bool mergeEqual(std::shared_ptr<Graph> &graph, PassContext &ctx) {
 
 bool mergeRewrittenReads(std::shared_ptr<Graph> &graph, PassContext &ctx) {
   MergeReads original = [&](const Node *node) { return ctx.isTracked(node); };
-  if (!mergeEqualTensorOps(graph, &original))
+  if (!mergeEqualTensorOps(graph, &original, nullptr, /*plumbing=*/true))
     return false;
   ctx.facts.invalidate();
   return true;

@@ -476,6 +476,9 @@ bool boundShapes(std::shared_ptr<Graph> &graph, PassContext &ctx) {
     islands = {std::move(all)};
   }
   bool changed = false;
+  // The random orders the kept islands drew: a later island's picks from a
+  // mask disjoint from theirs share them (RuleContext::randomOrders).
+  std::vector<bound::RuleContext::RandomOrder> randomOrders;
   for (size_t k = 0; k < islands.size(); ++k) {
     std::unordered_set<const Node *> only(islands[k].begin(), islands[k].end());
     const std::unordered_set<const Node *> *filter =
@@ -514,6 +517,7 @@ bool boundShapes(std::shared_ptr<Graph> &graph, PassContext &ctx) {
         driver.emplace(*graph, ctx, ctx.facts.analysis(graph),
                        ctx.facts.aliases(graph), filter, cutoff, boundGuards,
                        paddedDicts, bothBranches, indexedLists, vetoedIf);
+        driver->randomOrders() = randomOrders;
         bool ran = driver->run(midSyncPoints);
         if (!ran) {
           bool withoutBoth = driver->vetoedBothBranches() && bothBranches;
@@ -617,7 +621,8 @@ bool boundShapes(std::shared_ptr<Graph> &graph, PassContext &ctx) {
     torch::jit::ConstantPropagationImmutableTypes(graph);
     ctx.facts.invalidate();
     // The later islands' roots that are still there (the rewrite of this
-    // island leaves them be; one it erased is no longer a root).
+    // island leaves them be; one it erased is no longer a root), and the
+    // random orders whose draw and masks are all still there.
     if (k + 1 < islands.size()) {
       std::unordered_set<const Node *> alive;
       for (Node *n : collectNodes(graph->block()))
@@ -627,6 +632,18 @@ bool boundShapes(std::shared_ptr<Graph> &graph, PassContext &ctx) {
             std::remove_if(islands[j].begin(), islands[j].end(),
                            [&](Node *n) { return !alive.count(n); }),
             islands[j].end());
+      auto there = [&](const Value *v) {
+        return v->node()->kind() == c10::prim::Param || alive.count(v->node());
+      };
+      randomOrders = std::move(driver->randomOrders());
+      randomOrders.erase(
+          std::remove_if(randomOrders.begin(), randomOrders.end(),
+                         [&](const bound::RuleContext::RandomOrder &drawn) {
+                           return !there(drawn.order) ||
+                                  !std::all_of(drawn.masks.begin(),
+                                               drawn.masks.end(), there);
+                         }),
+          randomOrders.end());
     }
     current = after;
     changed = true;

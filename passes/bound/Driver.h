@@ -68,6 +68,12 @@ public:
   /// (ListRules.cpp).
   bool madeIndexedLists() const { return rc.madeIndexedLists; }
 
+  /// The random orders drawn so far (RuleContext::randomOrders): the
+  /// caller hands those of the islands it kept to the next island's walk.
+  std::vector<RuleContext::RandomOrder> &randomOrders() {
+    return rc.randomOrders;
+  }
+
   /// The first node, in program order, whose use of a rewritten value
   /// materialized mid-computation: where a second trial may stop.
   const Node *firstMidUse() const { return firstMid; }

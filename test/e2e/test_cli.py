@@ -40,7 +40,9 @@ def test_report_json_schema(staticify, save):
     for key in ("before", "after"):
         s = method[key]
         assert set(s) == {"nodes", "counts", "outputs_static", "static", "partition",
-                          "sync_points", "fallback_sync_points", "error_path_sync_points"}
+                          "sync_points", "fallback_sync_points", "error_path_sync_points",
+                          "ops_per_call"}
+        assert s["ops_per_call"] > 0
         assert s["fallback_sync_points"] == 0  # the model has no rank guard
         assert s["error_path_sync_points"] == 0  # nor a branch that only raises
         for seg in s["partition"]:

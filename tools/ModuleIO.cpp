@@ -437,6 +437,19 @@ std::optional<std::string> checkValues(const torch::jit::Module &module) {
       return;
     if (v.isTensor()) {
       const at::Tensor &t = v.toTensor();
+      // A quantized dtype from the storage's class alone (QInt8Storage for
+      // a LongStorage) leaves the tensor without quantization parameters:
+      // it loads, and libtorch asserts when it is saved.
+      if (t.defined() && t.is_quantized()) {
+        try {
+          (void)t.qscheme();
+        } catch (const std::exception &) {
+          problem = "a quantized tensor of dtype " +
+                    std::string(c10::toString(t.scalar_type())) +
+                    " holds no quantization parameters";
+          return;
+        }
+      }
       if (!t.defined() || t.layout() != at::kStrided || !t.has_storage() ||
           t.numel() == 0)
         return;

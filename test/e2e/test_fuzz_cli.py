@@ -66,10 +66,12 @@ def test_classifier_catches_fake_binaries(tmp_path, expected):
 # attribute libtorch's class parser dereferences the missing type of. Seed
 # 3501 (false refusals): a debug record to drop beside a record renamed out of
 # the archive's folder (libtorch's getAllRecords throws on it), a List[int]
-# attribute built as a tensor list (loads, and libtorch cannot save it).
+# attribute built as a tensor list (loads, and libtorch cannot save it);
+# seed 3601: a LongStorage renamed QInt8Storage (a quantized tensor with no
+# quantizer: loads, and libtorch asserts at save).
 @pytest.mark.parametrize("seed,case_id", [(1, 501), (1, 664), (1, 757),
                                           (2, 4218), (3501, 1848),
-                                          (3501, 1926)])
+                                          (3501, 1926), (3601, 2856)])
 def test_campaign_regressions(staticify, tmp_path, seed, case_id):
     report = cli_fuzz.run(cases=case_id + 1, seed=seed, binary=staticify.path,
                           out=tmp_path / "fuzz", jobs=1, timeout=20,

@@ -252,12 +252,31 @@ def run(args, on_rows=None):
     return rows
 
 
+def fresh_page_us(mib=8, repeats=9):
+    """Microseconds to touch one fresh 4 KiB page (anonymous mmap, first
+    write): what an allocation that the allocator takes from the kernel
+    costs per page. About 0.1-0.3 us on bare metal; a virtual machine whose
+    memory the host maps lazily pays far more, and a program that
+    allocates more large temporaries pays it more often."""
+    import mmap
+    size, times = mib << 20, []
+    for _ in range(repeats):
+        m = mmap.mmap(-1, size)
+        start = time.perf_counter()
+        for off in range(0, size, 4096):
+            m[off] = 1
+        times.append(time.perf_counter() - start)
+        m.close()
+    return statistics.median(times) * 1e6 / (size // 4096)
+
+
 def machine(device):
     info = {"python": platform.python_version(), "torch": torch.__version__,
             "platform": platform.platform(), "processor": platform.processor(),
             "threads": torch.get_num_threads()}
     if os.environ.get("GLIBC_TUNABLES"):
         info["glibc_tunables"] = os.environ["GLIBC_TUNABLES"]
+    info["fresh_page_us"] = round(fresh_page_us(), 2)
     try:
         info["cpu"] = next(line.split(":", 1)[1].strip()
                            for line in open("/proc/cpuinfo") if line.startswith("model name"))
@@ -331,6 +350,8 @@ def update_docs(docs, device, rows, info, command, label):
         + f"; {info['platform']}; PyTorch {info['torch']}, Python {info['python']}, "
           f"torch threads: {info['threads']}"
         + (f"; GLIBC_TUNABLES={info['glibc_tunables']}" if "glibc_tunables" in info else "")
+        + (f"; a fresh 4 KiB page costs {info['fresh_page_us']} us" if "fresh_page_us" in info
+           else "")
         + ".",
         "",
         f"Command: `{command}`",

@@ -443,20 +443,13 @@ bool operandWritten(const Value *v, const Aliases &aliases, bool plumbing) {
 }
 
 /// Whether \p list, a list of host numbers built in the graph, is only
-/// read: each use an op's argument it neither writes nor keeps (no view, no
-/// container, no return).
+/// read (readOnlyByOps).
 bool onlyReadNumbers(const Value *list) {
   const Node *def = list->node();
-  if (def->kind() != c10::prim::ListConstruct ||
-      !std::all_of(def->inputs().begin(), def->inputs().end(), isHostNumber))
-    return false;
-  for (const torch::jit::Use &use : list->uses()) {
-    const c10::FunctionSchema *schema = use.user->maybeSchema();
-    if (!schema || use.offset >= schema->arguments().size() ||
-        schema->arguments()[use.offset].alias_info() || schema->is_mutable())
-      return false;
-  }
-  return true;
+  return def->kind() == c10::prim::ListConstruct &&
+         std::all_of(def->inputs().begin(), def->inputs().end(),
+                     isHostNumber) &&
+         readOnlyByOps(list);
 }
 
 /// Whether \p list, a list of tensors an op made, is only read (indexed,
@@ -543,12 +536,21 @@ bool mergeEqualTensorOps(const std::shared_ptr<Graph> &graph,
                     }))
       facts.operandsWritten.insert(node);
     for (const Value *out : node->outputs())
-      if (plumbing ? onlyRead(out, aliases) || onlyReadNumbers(out)
-                   : onlyRead(out, aliases))
+      if (onlyRead(out, aliases) || (plumbing && onlyReadNumbers(out)))
         facts.readOnlyLists.insert(out);
   }
   std::vector<Seen> scopes;
   return mergeIn(graph->block(), scopes, facts);
+}
+
+bool readOnlyByOps(const Value *v) {
+  for (const torch::jit::Use &use : v->uses()) {
+    const c10::FunctionSchema *schema = use.user->maybeSchema();
+    if (!schema || use.offset >= schema->arguments().size() ||
+        schema->arguments()[use.offset].alias_info() || schema->is_mutable())
+      return false;
+  }
+  return true;
 }
 
 bool canonicalizeSpelling(Graph &graph, Node *node) {

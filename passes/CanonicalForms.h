@@ -53,6 +53,11 @@ bool mergeEqualTensorOps(
     const std::function<void(const torch::jit::Node *)> *merged = nullptr,
     bool plumbing = false);
 
+/// Whether every use of \p v passes it to an op that neither writes that
+/// argument nor returns a view of it (no return, no container, no alias):
+/// another value of equal contents that nothing writes may stand for it.
+bool readOnlyByOps(const torch::jit::Value *v);
+
 /// Rewrites \p node into its canonical form, inserting the new nodes before
 /// it and destroying it (and nothing else); returns whether it did.
 bool canonicalizeSpelling(torch::jit::Graph &graph, torch::jit::Node *node);

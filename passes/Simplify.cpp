@@ -3,6 +3,7 @@
 #include "passes/Simplify.h"
 
 #include "passes/Analysis.h"
+#include "passes/CanonicalForms.h"
 #include "passes/GraphUtils.h"
 
 #include <algorithm>
@@ -34,19 +35,6 @@ bool isZero(const Value *v) {
   return false;
 }
 
-/// Whether every use of \p v reads it as an argument its op neither writes
-/// nor returns a view of (no return, no container, no alias): \p v may then
-/// be another tensor of equal contents that nothing writes.
-bool onlyRead(const Value *v) {
-  for (const torch::jit::Use &use : v->uses()) {
-    const c10::FunctionSchema *schema = use.user->maybeSchema();
-    if (!schema || use.offset >= schema->arguments().size() ||
-        schema->arguments()[use.offset].alias_info() || schema->is_mutable())
-      return false;
-  }
-  return true;
-}
-
 /// `x != 0` of a bool tensor x that nothing writes: x.
 bool foldBoolNonzero(Node *node, const DTypeOfValue &dtypeOf,
                      const Aliases &aliases) {
@@ -55,7 +43,7 @@ bool foldBoolNonzero(Node *node, const DTypeOfValue &dtypeOf,
       !isZero(node->input(1)))
     return false;
   Value *x = node->input(0), *out = node->output();
-  if (dtypeOf(x) != DTypeKind::Bool || !onlyRead(out) ||
+  if (dtypeOf(x) != DTypeKind::Bool || !readOnlyByOps(out) ||
       aliases.hasWriters(x) || aliases.hasWriters(out))
     return false;
   out->replaceAllUsesWith(x);

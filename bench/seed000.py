@@ -55,8 +55,15 @@ def batched(fn):
     return run
 
 
-def build_variants(n, staticify_bin, workdir, device="cpu"):
-    sub = max(n // 10, 2)
+def sub_for(n):
+    """The sampler's subsample size at input size n."""
+    return max(n // 10, 2)
+
+
+def build_variants(n, staticify_bin, workdir, device="cpu", carried=None, compiled=True):
+    """The variants timed at size n. carried: a folder of archives lowered
+    elsewhere (scripts/gpu/lower_here.py), for a staticify built without MLIR."""
+    sub = sub_for(n)
     original = torch.jit.script(sampler.BalancedSampler(sub))
     path = workdir / f"sampler-{n}.pt"
     out = workdir / f"sampler-{n}-static.pt"
@@ -70,13 +77,19 @@ def build_variants(n, staticify_bin, workdir, device="cpu"):
     # they build.
     target = "cpu" if device == "cpu" else "cuda"
     lowered = workdir / f"sampler-{n}-lowered.pt"
-    proc = subprocess.run([str(staticify_bin), str(path), "-o", str(lowered),
-                           f"--lower={target}", "--input-types", f"f32[?,{FEATURES}], i64[?]"],
-                          capture_output=True, text=True)
-    made = "lowered to a CPU kernel" if target == "cpu" else "lowered to CUDA kernels"
-    if proc.returncode != 0 or made not in proc.stderr:
-        print(f"--lower={target} did not lower the sampler: {proc.stderr.strip()}", flush=True)
-        lowered = None
+    if carried:
+        lowered = pathlib.Path(carried) / lowered.name
+        if not lowered.exists():
+            sys.exit(f"{lowered} is missing: make it with scripts/gpu/lower_here.py")
+    else:
+        proc = subprocess.run([str(staticify_bin), str(path), "-o", str(lowered),
+                               f"--lower={target}", "--input-types",
+                               f"f32[?,{FEATURES}], i64[?]"], capture_output=True, text=True)
+        made = "lowered to a CPU kernel" if target == "cpu" else "lowered to CUDA kernels"
+        if proc.returncode != 0 or made not in proc.stderr:
+            print(f"--lower={target} did not lower the sampler: {proc.stderr.strip()}",
+                  flush=True)
+            lowered = None
     variants = {
         "original": original,
         "handwritten": torch.jit.script(handwritten.OptSampler(sub)),
@@ -85,8 +98,8 @@ def build_variants(n, staticify_bin, workdir, device="cpu"):
         "staticify+cuda-graphs": torch.jit.load(str(graphed)),
     }
     if lowered:
-        variants[f"staticify+lower-{target}"] = torch.jit.load(str(lowered))
-    if hasattr(torch, "compile"):  # PyTorch 2.x: the eager modules, compiled
+        variants[f"staticify+lower-{'cuda' if carried else target}"] = torch.jit.load(str(lowered))
+    if compiled and hasattr(torch, "compile"):  # PyTorch 2.x: the eager modules, compiled
         variants["original+compile"] = torch.compile(sampler.BalancedSampler(sub))
         variants["handwritten+compile"] = torch.compile(handwritten.OptSampler(sub))
     return variants
@@ -183,7 +196,8 @@ def run(args, on_rows=None):
     gen = torch.Generator(device=device).manual_seed(0)
     with tempfile.TemporaryDirectory() as tmp:
         for n in sizes:
-            variants = build_variants(n, staticify_bin, pathlib.Path(tmp), device)
+            variants = build_variants(n, staticify_bin, pathlib.Path(tmp), device,
+                                      args.lowered, not args.no_compile)
             for batch in args.batches:
                 nbytes = batch * n * FEATURES * 4
                 if nbytes > MAX_INPUT_BYTES[device]:
@@ -393,6 +407,11 @@ def main():
     parser.add_argument("--max-repeats", type=int, default=200)
     parser.add_argument("--seconds", type=float, default=8.0,
                         help="time budget per configuration")
+    parser.add_argument("--lowered", metavar="DIR",
+                        help="take the lowered sampler from DIR (scripts/gpu/lower_here.py "
+                             "made it with a build that has MLIR) instead of lowering here")
+    parser.add_argument("--no-compile", action="store_true",
+                        help="leave out the torch.compile variants (their compile time)")
     parser.add_argument("--render", metavar="JSON",
                         help="measure nothing: write --docs from a sampler-DEVICE.json")
     parser.add_argument("--threads", type=int,

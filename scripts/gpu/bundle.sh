@@ -4,7 +4,8 @@
 # registry): lit, FileCheck, not and split-file (with the one library FileCheck needs
 # that is not in every glibc system), GoogleTest's sources, and models
 # scripted by Debian's PyTorch and rewritten by the Debian build, for the
-# cross-version check. The device tool carries .gpu/ (it is git-ignored);
+# cross-version check, and what only a build with MLIR makes: the sampler and
+# the idioms lowered to CUDA kernels (scripts/gpu/lower_here.py). The device tool carries .gpu/ (it is git-ignored);
 # scripts/gpu/validate.sh uses it there.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -30,4 +31,5 @@ EOS
 chmod +x .gpu/bin/lit
 cp -r /usr/src/googletest .gpu/googletest
 /usr/bin/python3 test/e2e/cross_version.py write .gpu/models --bin build/bin
+/usr/bin/python3 scripts/gpu/lower_here.py .gpu/lowered --bin build/bin
 du -sh .gpu

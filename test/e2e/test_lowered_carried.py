@@ -17,7 +17,7 @@ import torch
 import sampler
 from conftest import RUNTIME
 from idioms import IDIOMS
-from test_gpu import N, SUB, calls_that_sync, check_sample
+from test_gpu import N, check_sample
 from test_lower_corpus import assert_close
 
 CARRIED = os.environ.get("STATICIFY_CARRIED_LOWERED")
@@ -46,6 +46,19 @@ def answered_by_kernels(lowered, calls):
         assert lowered.cuda_calls() == calls and lowered.counts()[1] == 0, lowered.counts()
     else:
         assert lowered.counts()[1] == calls  # the dry run: the fallback answered
+
+
+def calls_that_sync(model, *args):
+    """Runs model once with PyTorch's sync detector set to raise; the error."""
+    torch.cuda.synchronize()
+    torch.cuda.set_sync_debug_mode("error")
+    try:
+        model(*args)
+        return None
+    except RuntimeError as e:
+        return str(e)
+    finally:
+        torch.cuda.set_sync_debug_mode("default")
 
 
 def sample_inputs(gen):

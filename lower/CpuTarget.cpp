@@ -84,6 +84,7 @@ const char *cpuPipeline() {
   // shared/MLIR-NOTES.md: module-anchored, not wrapped in builtin.module().
   return "staticify-strip-bounds, canonicalize, cse, "
          "staticify-lower-to-ukernels, staticify-lower-scans, "
+         "staticify-lower-scatters, "
          "linalg-fuse-elementwise-ops, "
          "canonicalize, cse, eliminate-empty-tensors, "
          "one-shot-bufferize{bufferize-function-boundaries=1 "

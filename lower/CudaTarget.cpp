@@ -24,6 +24,7 @@ const char *cudaPipeline() {
   // decide what to free.
   return "staticify-strip-bounds, canonicalize, cse, "
          "staticify-lower-to-ukernels, staticify-lower-scans{chunk=1024}, "
+         "staticify-lower-scatters{parallel=1}, "
          "linalg-fuse-elementwise-ops, "
          // A whole-vector reduction: parallel partials, then the partials.
          "staticify-split-reductions, "

@@ -287,37 +287,13 @@ bool Evaluator::evalIndexingOrRandom(Node *node) {
                         ": scatter of another dtype raises in PyTorch");
     check(materialize(compare("le", idx.sizes[0], src.sizes[0]), Host::Bool));
     requireReadable(idx.sizes[0], x.sizes[0]);
-    Value n64 =
-        arith::IndexCastOp::create(b, b.getI64Type(), index(x.sizes[0]));
-    Value source = src.value, indices = idx.value;
-    Value ok = arith::ConstantIntOp::create(b, b.getI1Type(), 1);
-    auto loop = mlir::scf::ForOp::create(
-        b, arith::ConstantIndexOp::create(b, 0), index(idx.sizes[0]),
-        arith::ConstantIndexOp::create(b, 1), mlir::ValueRange{ok, x.value},
-        [&](mlir::OpBuilder &ob, mlir::Location loc, Value i,
-            mlir::ValueRange carried) {
-          Value j =
-              tensor::ExtractOp::create(ob, loc, indices, mlir::ValueRange{i});
-          Value zero =
-              arith::ConstantOp::create(ob, loc, ob.getI64IntegerAttr(0));
-          Value inRange = arith::AndIOp::create(
-              ob, loc,
-              arith::CmpIOp::create(ob, loc, arith::CmpIPredicate::sge, j,
-                                    zero),
-              arith::CmpIOp::create(ob, loc, arith::CmpIPredicate::slt, j,
-                                    n64));
-          Value at = clampIndex(ob, loc, j, n64);
-          Value v =
-              tensor::ExtractOp::create(ob, loc, source, mlir::ValueRange{i});
-          Value t = tensor::InsertOp::create(ob, loc, v, carried[1],
-                                             mlir::ValueRange{at});
-          mlir::scf::YieldOp::create(
-              ob, loc,
-              mlir::ValueRange{
-                  arith::AndIOp::create(ob, loc, carried[0], inRange), t});
-        });
-    valueCheck(loop.getResult(0));
-    env[node->output()] = Tensor{loop.getResult(1), x.dtype, x.sizes};
+    // Every index in range (a parallel reduction), then the writes in order
+    // (staticify-lower-scatters: a serial loop on the CPU, two parallel
+    // passes with the same result on the GPU).
+    valueCheck(allInRange(idx, Host::constInt(0), x.sizes[0]));
+    Value written = staticify::mlir_dialect::ScatterOp::create(
+        b, x.value.getType(), x.value, idx.value, src.value);
+    env[node->output()] = Tensor{written, x.dtype, x.sizes};
     return true;
   }
   return false;

@@ -98,3 +98,18 @@ LogicalResult RandPermOp::verify() {
            << type.getDimSize(0) << " for n = " << *n;
   return success();
 }
+
+LogicalResult ScatterOp::verify() {
+  auto dest = getDest().getType(), src = getSrc().getType();
+  auto indices = getIndices().getType();
+  if (dest.getElementType() != src.getElementType())
+    return emitOpError("src's element type ")
+           << src.getElementType() << " differs from dest's "
+           << dest.getElementType();
+  if (!indices.isDynamicDim(0) && !src.isDynamicDim(0) &&
+      indices.getDimSize(0) > src.getDimSize(0))
+    return emitOpError("more indices (")
+           << indices.getDimSize(0) << ") than src elements ("
+           << src.getDimSize(0) << ")";
+  return success();
+}

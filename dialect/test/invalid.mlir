@@ -79,3 +79,19 @@ func.func @randperm_size(%seed: i64) {
   %p = staticify.randperm %n, %seed : tensor<4xi64>
   return
 }
+
+// -----
+
+func.func @scatter_dtype(%d: tensor<?xf32>, %i: tensor<?xi64>, %s: tensor<?xf64>) {
+  // expected-error @+1 {{src's element type 'f64' differs from dest's 'f32'}}
+  %r = staticify.scatter %d, %i, %s : tensor<?xf32>, tensor<?xi64>, tensor<?xf64>
+  return
+}
+
+// -----
+
+func.func @scatter_count(%d: tensor<?xf32>, %i: tensor<4xi64>, %s: tensor<3xf32>) {
+  // expected-error @+1 {{more indices (4) than src elements (3)}}
+  %r = staticify.scatter %d, %i, %s : tensor<?xf32>, tensor<4xi64>, tensor<3xf32>
+  return
+}

@@ -111,6 +111,25 @@ def StaticifyLowerScans : Pass<"staticify-lower-scans"> {
                            "mlir::scf::SCFDialect", "mlir::tensor::TensorDialect"];
 }
 
+def StaticifyLowerScatters : Pass<"staticify-lower-scatters"> {
+  let summary = "Lower staticify.scatter to a serial loop, or to two parallel passes";
+  let description = [{
+    On tensors, before bufferization. Without `parallel` (the CPU pipeline) a
+    scatter is one `scf.for` inserting `src[i]` at `indices[i]` in order. With
+    `parallel` (the CUDA pipeline, where a serial loop runs in one thread):
+    a buffer of winners filled with -1, an `scf.parallel` over `i` taking the
+    atomic maximum of `i` at its target, and an `scf.parallel` over `i` in
+    which each winner writes `src[i]` into a copy of `dest` (the copy itself
+    an `scf.parallel`). The result is the serial loop's, the last write
+    winning, whatever order the threads run in.
+  }];
+  let options = [Option<"parallel", "parallel", "bool", "false",
+                        "two parallel passes instead of one serial loop">];
+  let dependentDialects = ["mlir::arith::ArithDialect", "mlir::bufferization::BufferizationDialect",
+                           "mlir::memref::MemRefDialect", "mlir::scf::SCFDialect",
+                           "mlir::tensor::TensorDialect"];
+}
+
 def StaticifyGpuSerialRegions : Pass<"staticify-gpu-serial-regions", "mlir::ModuleOp"> {
   let summary = "Put the host code that touches device memory into one-thread kernels";
   let description = [{

@@ -94,4 +94,29 @@ def Staticify_CumSumOp : Staticify_Op<"cumsum", [Pure, AllTypesMatch<["input", "
   let assemblyFormat = "$input attr-dict `:` type($result)";
 }
 
+def Staticify_ScatterOp : Staticify_Op<"scatter", [Pure, AllTypesMatch<["dest", "result"]>]> {
+  let summary = "a vector with src's elements written at their indices, the last one winning";
+  let description = [{
+    `dest.scatter(0, indices, src)` of vectors: the result is `dest` with
+    `src[i]` written at `indices[i]` for `i` in order, so where an index
+    repeats the last write wins (PyTorch's CPU order; its CUDA scatter picks
+    any). `indices` has at most as many elements as `src`; an index outside
+    `[0, size(dest))` is clamped into it (the producer checks the range and
+    discards the result if one is outside). `staticify-lower-scatters` lowers
+    it to a serial loop (the CPU) or, in parallel, to two passes for the GPU:
+    each target's winner (the largest `i` that writes it, by atomic max),
+    then the winners' writes.
+
+    ```mlir
+    %r = staticify.scatter %dest, %indices, %src : tensor<?xf32>, tensor<?xi64>, tensor<?xf32>
+    ```
+  }];
+  let arguments = (ins 1DTensorOf<[AnySignlessInteger, AnyFloat]>:$dest,
+                       1DTensorOf<[I64]>:$indices,
+                       1DTensorOf<[AnySignlessInteger, AnyFloat]>:$src);
+  let results = (outs 1DTensorOf<[AnySignlessInteger, AnyFloat]>:$result);
+  let assemblyFormat = "$dest `,` $indices `,` $src attr-dict `:` type($dest) `,` type($indices) `,` type($src)";
+  let hasVerifier = 1;
+}
+
 #endif // STATICIFY_OPS_TD

@@ -28,3 +28,18 @@ def test_seed000_harness_smoke(tmp_path):
         else:
             assert r["ratio_vs_original"] > 0, r
     assert (tmp_path / "sampler-cpu.csv").read_text().startswith("n,batch,variant")
+
+
+def test_sampler_profile_smoke(tmp_path):
+    """The per-op profile names the ops each variant ran: the original's
+    nonzero (its sync) and none in staticify's output."""
+    bin_dir = os.environ.get("STATICIFY_BIN", str(ROOT / "build" / "bin"))
+    out = tmp_path / "profile.json"
+    subprocess.run([sys.executable, str(ROOT / "bench" / "sampler_profile.py"),
+                    "--size", "2e3", "--calls", "2", "--bin", bin_dir, "--json", str(out)],
+                   check=True, capture_output=True, timeout=300)
+    variants = json.loads(out.read_text())["variants"]
+    ops = {name: {r["op"] for r in v["ops"]} for name, v in variants.items()}
+    assert "aten::nonzero" in ops["original"]
+    assert "aten::nonzero" not in ops["staticify"]
+    assert all(v["total_us"] > 0 for v in variants.values())

@@ -93,9 +93,11 @@ std::optional<Fill> identityOf(const Node *node, bool compacted,
   return std::nullopt;
 }
 
-/// Why the reduction's dimensions do not provably include dimension 0 of
-/// its input, or "" when they do.
-std::string uncoveredSelectedDim(const Node *node) {
+/// Why the reduction's dimensions do not provably include dimension
+/// \p selected of its input (of rank \p rank where known: a negative
+/// dimension counts from it), or "" when they do.
+std::string uncoveredSelectedDim(const Node *node, int64_t selected = 0,
+                                 std::optional<int64_t> rank = std::nullopt) {
   Value *dim = namedInput(node, "dim");
   if (!dim)
     return node->inputs().size() == 1 || node->maybeSchema()
@@ -108,10 +110,15 @@ std::string uncoveredSelectedDim(const Node *node) {
     dims = std::vector<int64_t>{*d};
   if (!dims)
     return "its dimensions are computed at run time";
-  if (dims->empty() || std::find(dims->begin(), dims->end(), 0) != dims->end())
+  if (dims->empty())
     return "";
-  return "it reduces only dimensions after the selected one: the result "
-         "keeps the data-dependent count";
+  for (int64_t d : *dims)
+    if (d == selected || (rank && d < 0 && d + *rank == selected))
+      return "";
+  return selected == 0 ? "it reduces only dimensions after the selected one: "
+                         "the result keeps the data-dependent count"
+                       : "it does not reduce the selected dimension: the "
+                         "result keeps the data-dependent count";
 }
 
 Value *emitFill(Graph &graph, Fill fill, const RowView &view,
@@ -232,12 +239,23 @@ bool rewriteSizeRead(Graph &graph, Node *node, const Selection &sel,
 
 } // namespace
 
-std::vector<Value *> emitMaskedReduction(Graph &graph, Node *node,
-                                         const RowView &view,
-                                         bool compacted, std::string &why) {
+namespace {
+
+/// emitMaskedReduction for a view whose selected dimension is \p selected
+/// (of an input of rank \p rank where known).
+std::vector<Value *> emitMaskedReductionAt(Graph &graph, Node *node,
+                                           const RowView &view, bool compacted,
+                                           int64_t selected,
+                                           std::optional<int64_t> rank,
+                                           std::string &why) {
   std::optional<Fill> fill = identityOf(node, compacted, why);
+  if (fill && *fill == Fill::FirstRow && selected != 0) {
+    why = "max/min over a selection along a dimension after the first: no "
+          "first selected row to fill with";
+    return {};
+  }
   if (fill)
-    why = uncoveredSelectedDim(node);
+    why = uncoveredSelectedDim(node, selected, rank);
   if (!fill || !why.empty())
     return {};
   Value *padded = emitFill(graph, *fill, view, node);
@@ -249,6 +267,128 @@ std::vector<Value *> emitMaskedReduction(Graph &graph, Node *node,
       graph.insertNode(graph.createClone(node, [](Value *v) { return v; }));
   copy->replaceInput(0, padded);
   return {copy->outputs().begin(), copy->outputs().end()};
+}
+
+/// `x[:, ..., m]`: a 1-D mask over dimension `dim` >= 1 of x (the index
+/// list's leading entries None); x's rank where known.
+struct ColumnSelection {
+  Selection sel;
+  int64_t dim = 0;
+  std::optional<int64_t> rank;
+};
+
+bool isMask(DTypeKind k) { return k == DTypeKind::Bool || k == DTypeKind::Byte; }
+
+/// Why aten::index \p producer is no selection masked-reduce takes.
+std::string whyNoSelection(const Node *producer,
+                           const AnalysisResult &analysis) {
+  const Node *list = producer->input(1)->node();
+  if (list->kind() == c10::prim::ListConstruct) {
+    for (const Value *index : list->inputs())
+      if (!index->mustBeNone() && !isMask(analysis.info(index).dtype) &&
+          analysis.info(index).dtype != DTypeKind::Unknown)
+        return "an integer index, not a mask";
+    if (list->inputs().size() > 1)
+      return "a mask over a dimension after the first, of a rank not known "
+             "before the program runs, or not reduced over";
+  }
+  return "the index's dtype is unknown; if it is a mask, make it explicit "
+         "with .to(torch.bool)";
+}
+
+std::optional<ColumnSelection> matchColumns(Value *v,
+                                            const AnalysisResult &analysis) {
+  Node *node = v->node();
+  if (node->kind() != c10::aten::index)
+    return std::nullopt;
+  Node *list = node->input(1)->node();
+  if (list->kind() != c10::prim::ListConstruct || list->inputs().size() < 2)
+    return std::nullopt;
+  int64_t dim = static_cast<int64_t>(list->inputs().size()) - 1;
+  for (int64_t i = 0; i < dim; ++i)
+    if (!list->input(i)->mustBeNone())
+      return std::nullopt;
+  ColumnSelection c;
+  c.sel.node = node;
+  c.sel.base = node->input(0);
+  c.sel.mask = list->input(dim);
+  DTypeKind dtype = analysis.info(c.sel.mask).dtype;
+  std::optional<int64_t> maskRank = knownRank(c.sel.mask, &analysis);
+  std::optional<int64_t> rank = knownRank(c.sel.base, &analysis);
+  if (!isMask(dtype) || maskRank != 1 || (rank && *rank <= dim))
+    return std::nullopt;
+  c.sel.isByteMask = dtype == DTypeKind::Byte;
+  c.dim = dim;
+  c.rank = rank;
+  return c;
+}
+
+/// x itself and the mask shaped [1, ..., size(x, dim), ..., 1]: the reshape
+/// raises exactly where x[:, m] would, the mask's length not x's size there.
+RowView emitColumnView(Graph &graph, const ColumnSelection &c,
+                       const Node *anchor) {
+  Value *mask = c.sel.mask;
+  if (c.sel.isByteMask)
+    mask = emit(graph, "aten::ne", {mask, 0}, anchor);
+  mask = emit(graph, "aten::to",
+              {mask, emit(graph, "prim::device", {c.sel.base}, anchor)},
+              anchor);
+  // [1] * dim + [size(x, dim)] + [1] * (x.dim() - dim - 1), on the host.
+  std::vector<Value *> head(c.dim, graph.insertConstant(1));
+  head.push_back(emit(graph, "aten::size", {c.sel.base, c.dim}, anchor));
+  Value *lead =
+      graph.insertNode(graph.createList(c10::IntType::get(), head))->output();
+  Value *one = graph
+                   .insertNode(graph.createList(c10::IntType::get(),
+                                                {graph.insertConstant(1)}))
+                   ->output();
+  Value *after = emit(
+      graph, "aten::sub",
+      {emit(graph, "aten::dim", {c.sel.base}, anchor), c.dim + 1}, anchor);
+  Value *shape = emit(graph, "aten::add",
+                      {lead, emit(graph, "aten::mul", {one, after}, anchor)},
+                      anchor);
+  return {c.sel.base, emit(graph, "aten::reshape", {mask, shape}, anchor)};
+}
+
+/// A reduction over the selected dimension of `x[:, m]` (a column
+/// selection): the same reduction of x with the unselected columns made
+/// the identity. The result has no data-dependent size: the reduced
+/// dimension is gone (or kept as 1).
+bool rewriteColumnReduction(Graph &graph, Node *node,
+                            const ColumnSelection &c, PassContext &ctx,
+                            const Aliases &aliases) {
+  if (!isUnwritten(c.sel, aliases)) {
+    ctx.declined(c.sel.node, kRule,
+                 "the selection, its tensor or its mask is written to in place");
+    return false;
+  }
+  torch::jit::WithInsertPoint guard(node);
+  InsertedBefore emitted(node);
+  RowView view = emitColumnView(graph, c, node);
+  std::string why;
+  std::vector<Value *> outs = emitMaskedReductionAt(
+      graph, node, view, /*compacted=*/false, c.dim, c.rank, why);
+  if (outs.empty()) {
+    emitted.rollback();
+    ctx.declined(c.sel.node, kRule, why);
+    return false;
+  }
+  for (size_t i = 0; i < outs.size(); ++i)
+    node->output(i)->replaceAllUsesWith(outs[i]);
+  ctx.rewrote(node, kRule);
+  node->destroy();
+  eraseIfDead(c.sel.node, ctx, kRule);
+  return true;
+}
+
+} // namespace
+
+std::vector<Value *> emitMaskedReduction(Graph &graph, Node *node,
+                                         const RowView &view,
+                                         bool compacted, std::string &why) {
+  return emitMaskedReductionAt(graph, node, view, compacted, 0, std::nullopt,
+                               why);
 }
 
 bool maskedReduce(std::shared_ptr<Graph> &graph, PassContext &ctx) {
@@ -267,13 +407,18 @@ bool maskedReduce(std::shared_ptr<Graph> &graph, PassContext &ctx) {
         node->input(0)->type()->kind() != c10::TypeKind::TensorType)
       continue; // max(a, b) and min(a, b) are elementwise, not reductions
     auto sel = matchSelection(node->input(0), analysis);
+    if (!sel && role == OpRole::Reduction) {
+      if (auto columns = matchColumns(node->input(0), analysis)) {
+        changed |= rewriteColumnReduction(*graph, node, *columns, ctx,
+                                          ctx.facts.aliases(graph));
+        continue;
+      }
+    }
     if (!sel) {
       const Node *producer = node->input(0)->node();
       if (producer->kind() == c10::aten::index &&
           analysis.info(node->input(0)).isDataDependent())
-        ctx.declined(producer, kRule,
-                     "the index's dtype is unknown; if it is a mask, make it "
-                     "explicit with .to(torch.bool)");
+        ctx.declined(producer, kRule, whyNoSelection(producer, analysis));
       continue;
     }
     if (!isUnwritten(*sel, ctx.facts.aliases(graph))) {

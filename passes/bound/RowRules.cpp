@@ -6,6 +6,7 @@
 //   gather along dims >= 1, one count         -> row by row (gather_within_rows)
 //   reductions of a bounded value            -> masked (keep_rows)
 //   histc over a constant range              -> padding made -inf (ignored)
+//   bincount, minlength >= 1                 -> padding to bin 0, taken out
 //   cross_entropy/nll_loss of bounded rows   -> padding targets ignored
 //   linear, convolutions, pooling, interpolation, roi_align of bounded
 //   rows                                     -> on the padded rows
@@ -626,6 +627,30 @@ RuleResult histogramRows(Node *node, RuleContext &rc) {
   return RuleResult::applied();
 }
 
+/// bincount(x, None, minlength) of a bounded vector x, constant minlength
+/// >= 1 (torchmetrics' `bincount(target[valid], minlength=C)`): the padding
+/// goes to bin 0 and is taken out again (bincount_live). The result's length
+/// still depends on the largest live value, as the original's: bincount
+/// stays a sync point of its own, the selection does not. Weighted counts
+/// are left alone: PyTorch returns int64 zeros for an empty input and the
+/// weights' dtype otherwise, a dtype the count would decide.
+RuleResult bincountRows(Node *node, RuleContext &rc) {
+  Rep *r = rc.bounded(node->input(0));
+  if (!r || node->inputs().size() != 3)
+    return RuleResult::notApplicable();
+  std::optional<int64_t> minlength = constantInt(node->input(2));
+  // x of another rank raises in both (where's broadcast, or bincount).
+  if (!node->input(1)->mustBeNone() || !minlength || *minlength < 1)
+    return RuleResult::declined(
+        "bincount of a bounded value needs no weights (an empty input's "
+        "counts are int64 whatever the weights) and a constant minlength of "
+        "at least 1 (an empty selection has no bin)");
+  Value *counts = insertForm(rc.graph, "bincount_live",
+                             {r->value, r->count, node->input(2)}, node)[0];
+  rc.replaceStatic(node->output(), counts);
+  return RuleResult::applied();
+}
+
 /// gather(src, dim, index) along a dim >= 1 of bounded src and index with
 /// one count (x[m] gathered by y[m]): row by row (gather_within_rows), the
 /// padding rows' indices made valid so that only live rows can raise, as in
@@ -816,6 +841,7 @@ void addRowRules(std::vector<BoundRule> &rules) {
                         "aten::nll_loss_nd", "aten::nll_loss2d"}),
                    classLoss});
   rules.push_back({"histogram", On::Use, ops({"aten::histc"}), histogramRows});
+  rules.push_back({"bincount", On::Use, ops({"aten::bincount"}), bincountRows});
   rules.push_back({"reduce", On::Use, {}, reduce});
   rules.push_back({"convert-like-other", On::Use, {}, convertLikeOther});
   rules.push_back({"divide-by-host-scalar", On::Use, {}, divideByHostScalar});

@@ -428,6 +428,17 @@ def keep_rows(padded: Tensor, count: Tensor) -> Tensor:
 
 
 
+def bincount_live(x: Tensor, count: Tensor, minlength: int) -> Tensor:
+    """torch.bincount(x[:count], minlength=minlength), minlength >= 1, of a
+    bounded vector: its padding counted in bin 0 and taken out again. The
+    length is the live values' (max(minlength, largest + 1)): a 0 adds no
+    bin where minlength >= 1, and a negative live value raises as before."""
+    live = torch.arange(x.size(0), device=x.device) < count
+    counts = torch.bincount(torch.where(live, x, torch.zeros_like(x)), None, minlength)
+    first = torch.arange(counts.size(0), device=x.device) == 0
+    return counts - first.long() * (x.size(0) - count)
+
+
 def live_nonzero(padded: Tensor, count: Tensor) -> Tensor:
     """Which elements of a bounded value are nonzero, false on its padding
     rows: what where/nonzero of the original's rows select, in its padded

@@ -238,8 +238,8 @@ WITHOUT_TRANSFER = {
     "aten::broadcast_tensors": "as aten::stack",
     "aten::unbind": "returns a list of bounded values along dim 1: no list rule",
     "aten::split": "as aten::unbind",
-    "aten::bincount": "a histogram of bounded values: no masked form yet (its length "
-                      "depends on the largest value)",
+    "aten::bincount": "the selection is gone (bincount_live), but bincount's length "
+                      "depends on the largest value: its own sync point stays",
     "aten::matmul": "the static operand is a graph input's slice of unknown rank",
     "aten::linear": "as aten::matmul",
     "aten::masked_select": "a selection of a bounded value: no nested count",

@@ -1,0 +1,133 @@
+"""Consumers of a selection that make no data-dependent shape of their own,
+through the binary against the original: reductions over the selected
+dimension of `x[:, m]` (masked-reduce: the unselected columns made the
+reduction's identity) and `bincount` of selected values (bound: the padding
+counted in bin 0 and taken out again). Each is compared on
+random inputs whose masks keep nothing, everything or some, mismatched mask
+lengths included (both raise); the sync points are the report's."""
+
+import pytest
+import torch
+from torch import Tensor
+
+from test_rewrites import run_safely
+
+TRIALS = 200
+
+
+class ColumnSum(torch.nn.Module):
+    def forward(self, x: Tensor, score: Tensor) -> Tensor:
+        return x[:, score > 0].sum(1)
+
+
+class ColumnMeanKeepdim(torch.nn.Module):
+    def forward(self, x: Tensor, score: Tensor) -> Tensor:
+        return x[:, score > 0].mean(dim=1, keepdim=True)
+
+
+class ColumnVarLastDim(torch.nn.Module):
+    def forward(self, x: Tensor, score: Tensor) -> Tensor:
+        y = x.view(x.size(0), -1)  # rank 2: dim -1 is the selected one
+        return y[:, score.view(-1) > 0].var(-1)
+
+
+class ColumnProdOfThree(torch.nn.Module):
+    def forward(self, x: Tensor, score: Tensor) -> Tensor:
+        return x[:, :, score > 0].prod(2)
+
+
+class ColumnMax(torch.nn.Module):
+    """Must not touch: no first selected column to fill a max with."""
+
+    def forward(self, x: Tensor, score: Tensor) -> Tensor:
+        return x[:, score > 0].amax(1)
+
+
+class ColumnKept(torch.nn.Module):
+    """Must not touch: the selected dimension survives the reduction."""
+
+    def forward(self, x: Tensor, score: Tensor) -> Tensor:
+        return x[:, score > 0].sum(0)
+
+
+class BincountSelected(torch.nn.Module):
+    def forward(self, labels: Tensor, score: Tensor) -> Tensor:
+        return torch.bincount(labels[score > 0], minlength=4)
+
+
+class BincountWeighted(torch.nn.Module):
+    """Must not touch: PyTorch returns an empty input's weighted counts as
+    int64 zeros, a nonempty one's in the weights' dtype."""
+
+    def forward(self, labels: Tensor, score: Tensor) -> Tensor:
+        keep = labels != -1
+        return torch.bincount(labels[keep], weights=score[keep], minlength=3)
+
+
+class BincountNoMinlength(torch.nn.Module):
+    """Must not touch: an empty selection has no bin, a padded one would."""
+
+    def forward(self, labels: Tensor, score: Tensor) -> Tensor:
+        return torch.bincount(labels[score > 0])
+
+
+def column_inputs(gen, rank):
+    rows, cols = (int(v) for v in torch.randint(0, 5, (2,), generator=gen))
+    shape = (rows, cols) if rank == 2 else (rows, 2, cols)
+    x = torch.randn(shape, generator=gen)
+    kind = int(torch.randint(0, 4, (1,), generator=gen))
+    length = cols + (1 if kind == 3 and cols else 0)  # a mismatched mask
+    score = torch.randn(length, generator=gen)
+    score = {0: -score.abs() - 1, 1: score.abs() + 1}.get(kind, score)
+    return x, score
+
+
+def label_inputs(gen, rank):
+    n = int(torch.randint(0, 12, (1,), generator=gen))
+    labels = torch.randint(-1, 6, (n,), generator=gen)
+    score = torch.randn(n, generator=gen)
+    kind = int(torch.randint(0, 3, (1,), generator=gen))
+    score = {0: -score.abs() - 1, 1: score.abs() + 1}.get(kind, score)
+    if kind == 1:
+        labels = labels.clamp(min=0)  # everything kept: no negative bin
+    return labels, score
+
+
+CASES = [
+    # name, module, inputs, rank, sync points (before, after)
+    ("column-sum", ColumnSum(), column_inputs, 2, (1, 0)),
+    ("column-mean-keepdim", ColumnMeanKeepdim(), column_inputs, 2, (1, 0)),
+    ("column-var-last-dim", ColumnVarLastDim(), column_inputs, 2, (1, 0)),
+    ("column-prod-of-three", ColumnProdOfThree(), column_inputs, 3, (1, 0)),
+    ("column-max", ColumnMax(), column_inputs, 2, (1, 1)),
+    ("column-kept", ColumnKept(), column_inputs, 2, (1, 1)),
+    # bincount's own length stays data-dependent: one sync point of its own.
+    ("bincount-selected", BincountSelected(), label_inputs, 1, (2, 1)),
+    # Weighted: kept; its two selections share one mask, cut once.
+    ("bincount-weighted", BincountWeighted(), label_inputs, 1, (3, 2)),
+    ("bincount-no-minlength", BincountNoMinlength(), label_inputs, 1, (2, 2)),
+]
+
+
+@pytest.mark.parametrize("name,module,inputs,rank,syncs", CASES, ids=[c[0] for c in CASES])
+def test_selection_consumer_equals_original(staticify, save, tmp_path, name, module, inputs,
+                                            rank, syncs):
+    path = save(module)
+    out = tmp_path / "out.pt"
+    staticify(path, "-o", out, "--static-forms")
+    method = staticify.report(path, "--static-forms")["methods"][0]
+    assert (method["before"]["sync_points"], method["after"]["sync_points"]) == syncs
+    original, rewritten = torch.jit.load(str(path)), torch.jit.load(str(out))
+    gen = torch.Generator().manual_seed(0)
+    ran = 0
+    for _ in range(TRIALS):
+        args = inputs(gen, rank)
+        want, want_error = run_safely(original, args)
+        got, got_error = run_safely(rewritten, args)
+        assert want_error == got_error or (want_error and got_error), (name, args)
+        if want_error:
+            continue
+        ran += 1
+        assert got.dtype == want.dtype and got.shape == want.shape, (name, args, want, got)
+        torch.testing.assert_close(got, want, equal_nan=True, atol=1e-5, rtol=1e-5)
+    assert ran > TRIALS // 3, ran  # most inputs do not raise

@@ -451,10 +451,11 @@ RuleResult cat(Node *node, RuleContext &rc) {
 /// broadcast along x's trailing dims instead of its rows) and dtype (the
 /// ops raise otherwise). Where that fails, the fallback runs the original
 /// on the valid rows, after a host read. \p indexUse: the input of \p node
-/// that holds i (a list of it, or i itself).
+/// that holds i (a list of it, or i itself). \p checkIndexDType: i's dtype is
+/// not known before the program runs, and the guard checks it is int64.
 RuleResult writeRows(Node *node, RuleContext &rc, const Rep &i,
                      Value *indexUse, Value *v, const Rep *rows,
-                     const char *form) {
+                     const char *form, bool checkIndexDType = false) {
   Rep *bx = rc.bounded(node->input(0));
   Value *x = bx ? bx->value : node->input(0);
   torch::jit::Graph &graph = rc.graph;
@@ -463,6 +464,11 @@ RuleResult writeRows(Node *node, RuleContext &rc, const Rep &i,
                       {x, i.value, i.count, rows ? rows->value : v}, node)[0];
   };
   std::vector<Value *> facts;
+  if (checkIndexDType)
+    facts.push_back(emit(graph, "aten::eq",
+                         {emit(graph, "prim::dtype", {i.value}, node),
+                          rc.constant(static_cast<int64_t>(c10::kLong))},
+                         node));
   if (!i.is1D)
     facts.push_back(emit(graph, "aten::eq",
                          {emit(graph, "aten::dim", {i.value}, node),
@@ -516,23 +522,32 @@ RuleResult writeRows(Node *node, RuleContext &rc, const Rep &i,
   return RuleResult::applied();
 }
 
-/// x[i] = v for a bounded index i (with accumulate=False): v 0-d, every
-/// valid row of i marks a row of x (put_rows); or v bounded with i's count,
-/// one row per index row (put_row_values: the Matcher's low-quality write
-/// `matches[j] = all_matches[j]`).
+/// x[i] = v (index_put_) and x.index_put((i,), v) for a bounded index i:
+/// v 0-d, every valid row of i marks a row of x (put_rows); or v bounded
+/// with i's count, one row per index row (put_row_values: the Matcher's
+/// low-quality write `matches[j] = all_matches[j]`). With accumulate=True
+/// the rows add instead (put_add_rows: `out.index_put_((idx[m],), w[m],
+/// accumulate=True)`, a count or a weighted histogram). An index whose
+/// dtype the graph does not show is checked to be int64 on the host, behind
+/// the guard (a bool one would be a mask).
 RuleResult put(Node *node, RuleContext &rc) {
   Node *list = node->input(1)->node();
   Value *x = node->input(0), *v = node->input(2);
   Rep *bx = rc.rep(x);
+  bool inPlace = is(node, "aten::index_put_");
   if (list->kind() != c10::prim::ListConstruct ||
       list->inputs().size() != 1 ||
-      (bx && (bx->kind != Rep::Kind::Bounded || !is(node, "aten::index_put_"))))
+      (bx && (bx->kind != Rep::Kind::Bounded || !inPlace)))
     return RuleResult::declined();
-  if (constantBool(node->input(3)) != false) // accumulate
-    return RuleResult::declined();
+  std::optional<bool> accumulate = constantBool(node->input(3));
+  if (!accumulate)
+    return RuleResult::declined("accumulate is computed at run time");
   Rep *i = rc.bounded(list->input(0));
-  if (!i || !i->isIndex)
+  if (!i)
     return RuleResult::declined();
+  DTypeKind indexDType = rc.dtypeOf(list->input(0));
+  if (!i->isIndex && indexDType != DTypeKind::Unknown)
+    return RuleResult::declined("the index is not an integer tensor");
   // Into bounded rows, in place (torchvision's MultiScaleRoIAlign:
   // `result[idx_in_level] = roi_align(...)` of `result = zeros(num_rois,
   // ...)`): the padded rows are written, where every index is provably one
@@ -548,8 +563,11 @@ RuleResult put(Node *node, RuleContext &rc) {
         "the values written are not one row per row of the index");
   if (!rows && !provablyZeroDim(v))
     return RuleResult::declined();
-  return writeRows(node, rc, *i, list->output(), v, rows,
-                   rows ? "put_row_values" : "put_rows");
+  const char *form = *accumulate ? (inPlace ? "put_add_rows_" : "put_add_rows")
+                     : rows      ? (inPlace ? "put_row_values" : "put_row_values_out")
+                                 : (inPlace ? "put_rows" : "put_rows_out");
+  return writeRows(node, rc, *i, list->output(), v, rows, form,
+                   /*checkIndexDType=*/!i->isIndex);
 }
 
 /// x.index_add(0, i, source) and index_add_ for a bounded index i and
@@ -599,7 +617,8 @@ void addIndexRules(std::vector<BoundRule> &rules) {
   rules.push_back(
       {"gather", On::Use, ops({"aten::index", "aten::index_select"}), gather});
   rules.push_back({"cat", On::Use, ops({"aten::cat"}), cat});
-  rules.push_back({"put", On::Use, ops({"aten::index_put_"}), put});
+  rules.push_back(
+      {"put", On::Use, ops({"aten::index_put_", "aten::index_put"}), put});
   rules.push_back(
       {"add-rows", On::Use,
        ops({"aten::index_add", "aten::index_add_", "aten::scatter_add",

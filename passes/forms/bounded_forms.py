@@ -221,27 +221,31 @@ def put_slots(x: Tensor, index: Tensor, count: Tensor) -> Tensor:
                        torch.zeros_like(i))
 
 
-def put_rows(x: Tensor, index: Tensor, count: Tensor, value: Tensor) -> Tensor:
-    """x[index] = value (value 0-d) for a bounded 1-D index: its valid rows
-    mark a mask of x's rows. The value goes in by where, cast to x's dtype
-    as index_put_ casts it (masked_fill_ with a tensor value would read it on
-    the host)."""
+def put_rows_out(x: Tensor, index: Tensor, count: Tensor, value: Tensor) -> Tensor:
+    """x.index_put((index,), value) (value 0-d) for a bounded 1-D index: its
+    valid rows mark a mask of x's rows. The value goes in by where, cast to
+    x's dtype as index_put casts it (masked_fill_ with a tensor value would
+    read it on the host)."""
     n = x.size(0)
     hit = torch.zeros([n + 1], device=x.device) != 0
     hit = hit.index_fill(0, put_slots(x, index, count), 1)[1:]
-    return x.copy_(torch.where(hit.reshape([n] + [1] * (x.dim() - 1)),
-                               value.to(x.dtype), x))
+    return torch.where(hit.reshape([n] + [1] * (x.dim() - 1)), value.to(x.dtype), x)
 
 
-def put_row_values(x: Tensor, index: Tensor, count: Tensor,
-                   value: Tensor) -> Tensor:
-    """x[index] = value for a bounded 1-D index and a value with one row per
-    index row (the same count, value.dim() == x.dim(), one dtype). Where an
-    index repeats, its last valid row is written: PyTorch leaves the order
-    unspecified, and its CPU kernel writes rows in order."""
+def put_rows(x: Tensor, index: Tensor, count: Tensor, value: Tensor) -> Tensor:
+    """x[index] = value (value 0-d) for a bounded 1-D index, in place."""
+    return x.copy_(put_rows_out(x, index, count, value))
+
+
+def put_row_values_out(x: Tensor, index: Tensor, count: Tensor,
+                       value: Tensor) -> Tensor:
+    """x.index_put((index,), value) for a bounded 1-D index and a value with
+    one row per index row (the same count, value.dim() == x.dim(), one
+    dtype). Where an index repeats, its last valid row is written: PyTorch
+    leaves the order unspecified, and its CPU kernel writes rows in order."""
     n = x.size(0)
     if index.size(0) == 0 or value.size(0) == 0:
-        return x  # no valid row
+        return x.clone()  # no valid row
     # The last row of each slot: a stable sort groups the rows by slot in
     # their order; each group's last row writes its slot, the others write
     # slot 0, which is dropped (no two kept writes to one slot).
@@ -251,7 +255,34 @@ def put_row_values(x: Tensor, index: Tensor, count: Tensor,
         0, torch.where(ends, slots, torch.zeros_like(slots)), order)[1:]
     rows = value.to(x.device).index_select(0, last.clamp(min=0))
     hit = (last >= 0).reshape([n] + [1] * (x.dim() - 1))
-    return x.copy_(torch.where(hit, rows, x))
+    return torch.where(hit, rows, x)
+
+
+def put_row_values(x: Tensor, index: Tensor, count: Tensor,
+                   value: Tensor) -> Tensor:
+    """x[index] = value, as put_row_values_out, in place."""
+    return x.copy_(put_row_values_out(x, index, count, value))
+
+
+def put_add_rows(x: Tensor, index: Tensor, count: Tensor, value: Tensor) -> Tensor:
+    """x.index_put((index,), value, accumulate=True) for a bounded 1-D index
+    and a value 0-d or with one row per index row (the same count,
+    value.dim() == x.dim(), one dtype): the live rows add to x's rows in
+    their order, as index_add adds them (a negative index counting from the
+    end, as index_put's); padding rows add to a first row that is dropped,
+    and an index out of range still raises."""
+    slots = put_slots(x, index, count)
+    if value.dim() == 0:
+        value = value.expand([slots.size(0)] + x.size()[1:])
+    m = min(slots.size(0), value.size(0))
+    out = torch.cat([x.new_zeros([1] + x.size()[1:]), x])
+    return out.index_add_(0, slots[:m], value[:m].to(x.device))[1:]
+
+
+def put_add_rows_(x: Tensor, index: Tensor, count: Tensor, value: Tensor) -> Tensor:
+    """x.index_put_((index,), value, accumulate=True), as put_add_rows, in
+    place."""
+    return x.copy_(put_add_rows(x, index, count, value))
 
 
 def add_rows(x: Tensor, index: Tensor, count: Tensor, source: Tensor) -> Tensor:

@@ -1,8 +1,11 @@
 """Consumers of a selection that make no data-dependent shape of their own,
 through the binary against the original: reductions over the selected
 dimension of `x[:, m]` (masked-reduce: the unselected columns made the
-reduction's identity) and `bincount` of selected values (bound: the padding
-counted in bin 0 and taken out again). Each is compared on
+reduction's identity), `bincount` of selected values (bound: the padding
+counted in bin 0 and taken out again), and writes at selected indices
+(`index_put` in place or not, accumulating or not: bound's put rule, the
+padding written to a dropped row; an index of unknown dtype checked to be
+int64 on the host). Each is compared on
 random inputs whose masks keep nothing, everything or some, mismatched mask
 lengths included (both raise); the sync points are the report's."""
 
@@ -71,6 +74,43 @@ class BincountNoMinlength(torch.nn.Module):
         return torch.bincount(labels[score > 0])
 
 
+class PutAccumulate(torch.nn.Module):
+    def forward(self, idx: Tensor, v: Tensor) -> Tensor:
+        m = v > 0
+        return torch.zeros(5).index_put((idx[m],), v[m], accumulate=True)
+
+
+class PutCountInPlace(torch.nn.Module):
+    def forward(self, idx: Tensor, v: Tensor) -> Tensor:
+        out = torch.zeros(5)
+        keep = v > 0
+        out.index_put_((idx[keep],), torch.tensor(1.0), accumulate=True)
+        return out
+
+
+class PutValues(torch.nn.Module):
+    def forward(self, idx: Tensor, v: Tensor) -> Tensor:
+        m = v > 0
+        return torch.full([5], -1.0).index_put((idx[m],), v[m])
+
+
+class StoreInPlace(torch.nn.Module):
+    def forward(self, idx: Tensor, v: Tensor) -> Tensor:
+        out = torch.zeros(5)
+        m = v > 0
+        out[idx[m]] = v[m]
+        return out
+
+
+def index_inputs(gen, rank):
+    n = int(torch.randint(0, 10, (1,), generator=gen))
+    high = 6 if int(torch.randint(0, 8, (1,), generator=gen)) == 0 else 5
+    idx = torch.randint(-5, high, (n,), generator=gen)  # negatives count from the end
+    v = torch.randn(n, generator=gen)
+    kind = int(torch.randint(0, 3, (1,), generator=gen))
+    return idx, {0: -v.abs() - 1, 1: v.abs() + 1}.get(kind, v)
+
+
 def column_inputs(gen, rank):
     rows, cols = (int(v) for v in torch.randint(0, 5, (2,), generator=gen))
     shape = (rows, cols) if rank == 2 else (rows, 2, cols)
@@ -106,6 +146,10 @@ CASES = [
     # Weighted: kept; its two selections share one mask, cut once.
     ("bincount-weighted", BincountWeighted(), label_inputs, 1, (3, 2)),
     ("bincount-no-minlength", BincountNoMinlength(), label_inputs, 1, (2, 2)),
+    ("put-accumulate", PutAccumulate(), index_inputs, 1, (3, 0)),
+    ("put-count-in-place", PutCountInPlace(), index_inputs, 1, (2, 0)),
+    ("put-values", PutValues(), index_inputs, 1, (3, 0)),
+    ("store-in-place", StoreInPlace(), index_inputs, 1, (3, 0)),
 ]
 
 

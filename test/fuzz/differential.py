@@ -76,7 +76,7 @@ HELPERS = '''
 
 # Productions whose result depends on data through a data-dependent op.
 DD_FEATURES = {"store-const", "store-0d", "store-sel", "store-sel-var", "store-augmented",
-               "store-rmw",
+               "store-rmw", "histogram-sel",
                "index-mask", "masked_select", "index-where", "index_select-where",
                "helper-call", "where", "nonzero", "gather", "int-of-count", "int", "float",
                "num", "numel", "reduce", "reduce-dim0", "sort", "topk", "unique", "cat",
@@ -474,6 +474,13 @@ class Gen:
                 new.sig = s.sig
                 expr = f"torch.sort({s.name}, 0)[0]"
             return self.add(new, expr, "sort")
+        if r < 0.65 and s.rank == 1 and s.dtype == "i" and self.r.random() < 0.35:
+            # Histograms of selected labels: bincount with a minlength, and
+            # index_put's accumulating count (negative indices from the end).
+            expr = self.c([f"torch.bincount({s.name}.clamp(0, 7), minlength=8).float()",
+                           f"torch.zeros(8).index_put(({s.name}.clamp(-8, 7),), "
+                           f"torch.ones_like({s.name}).float(), accumulate=True)"])
+            return self.add(Var(self.fresh("r"), "static", "f"), expr, "histogram-sel")
         if r < 0.65 and s.rank == 1 and s.dtype == "i" and self.r.random() < 0.5:
             # A histogram viewed as its bins (torchmetrics' confusion matrix):
             # values of 16 or more make the view raise, as the rewrite does.

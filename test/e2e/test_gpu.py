@@ -29,12 +29,12 @@ def check_sample(x, labels, rows, out_labels):
     return ids
 
 
-def calls_that_sync(model, x, labels):
+def calls_that_sync(model, *args):
     """Runs model once with the detector set to raise; the error, if any."""
     torch.cuda.synchronize()
     torch.cuda.set_sync_debug_mode("error")
     try:
-        model(x, labels)
+        model(*args)
         return None
     except RuntimeError as e:
         return str(e)
@@ -153,11 +153,19 @@ def test_lowered_idiom_captures_into_a_cuda_graph(staticify, save, tmp_path):
     and allocates from the graph's pool: captured once, replayed on new
     inputs copied into the captured ones, it equals the original."""
     from idioms import IDIOMS
-    from test_lower_corpus import assert_close, signature
+    from test_lower_corpus import signature
     name, _, module, make = next(i for i in IDIOMS if i[0] == "metrics-mae-masked")
     args = make(torch.Generator().manual_seed(0), "random")
     original, model = lowered_for_cuda(staticify, save, tmp_path, module, signature(args))
-    static = [a.cuda() for a in args]
+    assert_graph_replays_equal(model, original, make, name)
+
+
+def assert_graph_replays_equal(model, reference, make, name, replays=6):
+    """Captures model once into a CUDA graph (after warm-up calls on a side
+    stream) on inputs from make, then replays it on fresh inputs copied into
+    the captured ones: each replay's output equals reference's."""
+    from test_lower_corpus import assert_close
+    static = [a.cuda() for a in make(torch.Generator().manual_seed(0), "random")]
     side = torch.cuda.Stream()
     side.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(side):
@@ -167,9 +175,9 @@ def test_lowered_idiom_captures_into_a_cuda_graph(staticify, save, tmp_path):
     graph = torch.cuda.CUDAGraph()
     with torch.cuda.graph(graph):
         out = model(*static)
-    for seed in range(1, 6):
+    for seed in range(1, replays + 1):
         fresh = make(torch.Generator().manual_seed(seed), ("none", "all", "random")[seed % 3])
         for s, f in zip(static, fresh):
             s.copy_(f.cuda())
         graph.replay()
-        assert_close(original(*[f.cuda() for f in fresh]), out, name)
+        assert_close(reference(*[f.cuda() for f in fresh]), out, name)

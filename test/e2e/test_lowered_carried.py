@@ -14,10 +14,9 @@ import pathlib
 import pytest
 import torch
 
-import sampler
 from conftest import RUNTIME
 from idioms import IDIOMS
-from test_gpu import N, check_sample
+from test_gpu import N, assert_graph_replays_equal, calls_that_sync, check_sample
 from test_lower_corpus import assert_close
 
 CARRIED = os.environ.get("STATICIFY_CARRIED_LOWERED")
@@ -46,19 +45,6 @@ def answered_by_kernels(lowered, calls):
         assert lowered.cuda_calls() == calls and lowered.counts()[1] == 0, lowered.counts()
     else:
         assert lowered.counts()[1] == calls  # the dry run: the fallback answered
-
-
-def calls_that_sync(model, *args):
-    """Runs model once with PyTorch's sync detector set to raise; the error."""
-    torch.cuda.synchronize()
-    torch.cuda.set_sync_debug_mode("error")
-    try:
-        model(*args)
-        return None
-    except RuntimeError as e:
-        return str(e)
-    finally:
-        torch.cuda.set_sync_debug_mode("default")
 
 
 def sample_inputs(gen):
@@ -108,20 +94,4 @@ def test_carried_idiom_captures_into_a_cuda_graph():
     and allocates from the graph's pool: captured once, replayed on new
     inputs copied into the captured ones, it equals the module."""
     name, _, module, make = next(i for i in IDIOMS if i[0] == "metrics-mae-masked")
-    model = carried(f"idiom-{name}")
-    static = [a.cuda() for a in make(torch.Generator().manual_seed(0), "random")]
-    side = torch.cuda.Stream()
-    side.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(side):
-        for _ in range(3):
-            model(*static)
-    torch.cuda.current_stream().wait_stream(side)
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        out = model(*static)
-    for seed in range(1, 7):
-        fresh = make(torch.Generator().manual_seed(seed), KINDS[seed % 3])
-        for s, f in zip(static, fresh):
-            s.copy_(f.cuda())
-        graph.replay()
-        assert_close(module(*[f.cuda() for f in fresh]), out, name)
+    assert_graph_replays_equal(carried(f"idiom-{name}"), module, make, name)

@@ -75,9 +75,10 @@ def nonzero(x: Tensor) -> Tuple[Tensor, Tensor]:
 
 
 def where_index(x: Tensor, k: int) -> Tuple[Tensor, Tensor]:
-    """where(x)[k] (nonzero(x)[:, k]): [x.numel()] indices."""
-    if x.dim() == 0:
-        x = x.reshape([1])
+    """where(x)[k] (nonzero(x)[:, k]): [x.numel()] indices. A 0-d x is one
+    element (reshape(-1)); its sizes [] make k = 0 the flat position and
+    raise for k >= 1, as where's one-element tuple does: no branch on the
+    rank."""
     flat, count = compact(x.reshape(-1) != 0)
     return coordinate(flat, x.size(), k), count
 
@@ -125,9 +126,7 @@ def random_true_positions(c: Tensor, order: Tensor, dim: int, k: int) -> Tensor:
     k random true elements of c, in random order: the first k true elements
     of c in `order`, a random order of its positions (random_order: no
     compaction of c); rows past the count of true elements are padding."""
-    if c.dim() == 0:
-        c = c.reshape([1])
-    flat = c.reshape(-1)
+    flat = c.reshape(-1)  # a 0-d c: one element, sizes [] (where_index)
     keep = flat.index_select(0, order) != 0
     return coordinate(first_kept(order, keep, k), c.size(), dim)
 

@@ -266,16 +266,13 @@ def put_row_values(x: Tensor, index: Tensor, count: Tensor,
 def put_add_rows(x: Tensor, index: Tensor, count: Tensor, value: Tensor) -> Tensor:
     """x.index_put((index,), value, accumulate=True) for a bounded 1-D index
     and a value 0-d or with one row per index row (the same count,
-    value.dim() == x.dim(), one dtype): the live rows add to x's rows in
-    their order, as index_add adds them (a negative index counting from the
-    end, as index_put's); padding rows add to a first row that is dropped,
-    and an index out of range still raises."""
-    slots = put_slots(x, index, count)
+    value.dim() == x.dim(), one dtype): add_rows, after counting a negative
+    index from the end as index_put does (one below -n still raises)."""
+    i = index.to(x.device)
+    i = torch.where(i < 0, i + x.size(0), i)
     if value.dim() == 0:
-        value = value.expand([slots.size(0)] + x.size()[1:])
-    m = min(slots.size(0), value.size(0))
-    out = torch.cat([x.new_zeros([1] + x.size()[1:]), x])
-    return out.index_add_(0, slots[:m], value[:m].to(x.device))[1:]
+        value = value.expand([i.size(0)] + x.size()[1:])
+    return add_rows(x, i, count, value.to(x.device))
 
 
 def put_add_rows_(x: Tensor, index: Tensor, count: Tensor, value: Tensor) -> Tensor:
@@ -463,7 +460,7 @@ def bincount_live(x: Tensor, count: Tensor, minlength: int) -> Tensor:
     bounded vector: its padding counted in bin 0 and taken out again. The
     length is the live values' (max(minlength, largest + 1)): a 0 adds no
     bin where minlength >= 1, and a negative live value raises as before."""
-    live = torch.arange(x.size(0), device=x.device) < count
+    live = live_rows(x.size(0), count)
     counts = torch.bincount(torch.where(live, x, torch.zeros_like(x)), None, minlength)
     first = torch.arange(counts.size(0), device=x.device) == 0
     return counts - first.long() * (x.size(0) - count)

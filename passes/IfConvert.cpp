@@ -44,8 +44,8 @@ static constexpr const char *kRule = "if-convert";
 namespace {
 
 /// The index operands of \p node that decide a raise on values: (operand,
-/// dim of the indexed tensor) for `x[i]`, `x[:, i]` and `index_select(x, d,
-/// i)` with int64 indices (by the analysis's dtype facts: a mask selects,
+/// dim of the indexed tensor) for `x[i]`, `x[:, i]`, `index_select(x, d,
+/// i)` and `embedding(x, i)` with int64 indices (by the analysis's dtype facts: a mask selects,
 /// it never raises on values), or nothing when some index is not one.
 std::optional<std::vector<std::pair<Value *, int64_t>>>
 shieldedIndices(const Node *node, const AnalysisResult *facts) {
@@ -65,6 +65,12 @@ shieldedIndices(const Node *node, const AnalysisResult *facts) {
         return std::nullopt;
       out.emplace_back(i, static_cast<int64_t>(d));
     }
+  } else if (node->kind() == c10::aten::embedding &&
+             node->inputs().size() >= 2) {
+    // embedding(weight, indices): rows of weight, an index_select on dim 0.
+    if (!isLong(node->input(1)))
+      return std::nullopt;
+    out.emplace_back(node->input(1), 0);
   } else if (node->kind() == c10::aten::index_select &&
              node->inputs().size() == 3) {
     std::optional<int64_t> d = constantInt(node->input(1));
@@ -189,6 +195,10 @@ void shieldBlock(Graph &graph, Block *block, const BranchCondition &c,
       node->replaceInput(2, safe.at(node->input(2)));
       continue;
     }
+    if (node->kind() == c10::aten::embedding) {
+      node->replaceInput(1, safe.at(node->input(1)));
+      continue;
+    }
     std::vector<Value *> items;
     for (Value *i : node->input(1)->node()->inputs())
       items.push_back(safe.count(i) ? safe.at(i) : i);
@@ -203,6 +213,15 @@ void shieldBlock(Graph &graph, Block *block, const BranchCondition &c,
 }
 
 } // namespace
+
+void shieldBlock(Graph &graph, Block *block, Value *taken, Value *notTaken,
+                 const AnalysisResult *facts) {
+  shieldBlock(graph, block, BranchCondition{taken, notTaken}, facts);
+}
+
+bool raisesUnshielded(const Node *node, const AnalysisResult *facts) {
+  return !neverRaisesOnValues(node) && !shieldable(node, facts);
+}
 
 void shieldBranches(Graph &graph, Node *ifNode, Value *c,
                     const AnalysisResult *facts) {
@@ -230,7 +249,7 @@ static std::string impureBlockReason(const Block *block,
         return nested;
     } else if (!node->blocks().empty()) {
       return "a branch contains '" + op + "'";
-    } else if (!neverRaisesOnValues(node) && !shieldable(node, facts)) {
+    } else if (raisesUnshielded(node, facts)) {
       // Both branches now run: an op that may raise on values, with no
       // shield (shieldBranches), could raise in the branch the original
       // never took.

@@ -56,6 +56,18 @@ std::string unconvertibleReason(const torch::jit::Node *ifNode,
 void shieldBranches(torch::jit::Graph &graph, torch::jit::Node *ifNode,
                     torch::jit::Value *c, const AnalysisResult *facts);
 
+/// shieldBranches for one block whose ops now run where they did not:
+/// \p taken and \p notTaken, 0-d bool tensors, tell where the original ran
+/// them (a converted loop's iterations past its exit run its body too).
+void shieldBlock(torch::jit::Graph &graph, torch::jit::Block *block,
+                 torch::jit::Value *taken, torch::jit::Value *notTaken,
+                 const AnalysisResult *facts);
+
+/// Whether \p node may raise on values and no shield (shieldBlock) keeps
+/// the raise to where the original ran it.
+bool raisesUnshielded(const torch::jit::Node *node,
+                      const AnalysisResult *facts);
+
 /// Whether \p a and \p b provably have the same shape and dtype.
 bool congruent(const torch::jit::Value *a, const torch::jit::Value *b);
 

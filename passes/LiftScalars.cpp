@@ -5,9 +5,11 @@
 #include "passes/GraphUtils.h"
 #include "passes/IfConvert.h"
 #include "passes/OpCatalogue.h"
+#include "passes/Selection.h"
 
 #include <algorithm>
 #include <functional>
+#include <limits>
 #include <map>
 #include <unordered_map>
 #include <unordered_set>
@@ -196,14 +198,207 @@ struct Region {
   std::unordered_set<Node *> ifs;               // converted ifs
   std::vector<std::pair<Node *, size_t>> sinks; // tensor ops taking a scalar
   std::unordered_set<Node *> returnsTo; // ifs that a region value leaves by
+  std::vector<Node *> loops; // loops whose exit a region value decides
   std::string whyNot;
   const Node *blocker = nullptr;
 };
 
+//===----------------------------------------------------------------------===//
+// Loops whose exit depends on data
+//===----------------------------------------------------------------------===//
+//
+// `for _ in range(n): ...; if done.all(): break` reads the device once per
+// iteration to decide whether to go on. Converted, the loop runs on to its
+// bound and carries `active`, a 0-d bool tensor: true while the original
+// would still be running. Each carried tensor x becomes
+// `where(active, x', x)` (x' the body's new value), so iterations past the
+// exit leave it as the exit left it, and `active' = active & go_on`.
+//
+// Why that is exact (and raises no more than the original):
+// - The body is pure: no write, no side effect, no raise, no inner loop;
+//   an op that may raise on values is shielded by `active` (shieldBlock):
+//   in an iteration the original never ran it sees safe operands.
+// - The body reads no iteration number, and a host value it carries and
+//   changes is only the count that bounds the loop (TorchScript's own form
+//   of a for-loop with a break: `i' = i + 1; go_on = i' < n and ...`),
+//   unread after it: every iteration computes the same thing from the
+//   carried values.
+// - No shape in the body depends on data, so the body's result shapes are
+//   a function of the carried shapes: when x' has x's shape (dtype, device)
+//   in one iteration, it has in every later one, and an iteration past the
+//   exit sees the shapes of one the original ran. That is checked on the
+//   host (metadata) in each iteration; where it fails (a carried tensor
+//   that grows), that iteration goes the original's way: x' is carried and
+//   the host reads whether to go on, as the original did. It can fail only
+//   while the original is still running (it failed in every earlier
+//   iteration too), so such a loop reads the device no more often than the
+//   original.
+
+/// Whether \p node is \p loop or inside its body.
+bool inside(const Node *node, const Node *loop) {
+  for (; node; node = node->owningBlock()->owningNode())
+    if (node == loop)
+      return true;
+  return false;
+}
+
+bool regionNode(Node *n, const Region &r) {
+  return r.ops.count(n) || r.ifs.count(n) ||
+         std::find(r.sources.begin(), r.sources.end(), n) != r.sources.end();
+}
+
+bool regionValue(const Value *v, const Region &r) {
+  return regionNode(const_cast<Node *>(v->node()), r);
+}
+
+/// The terms of the conjunction \p v that decides whether a loop goes on,
+/// host (`i' < n` of `i' < n and bool(t)`: they stay on the host) and
+/// data (lifted).
+void conjunctionTerms(Value *v, const Region &r, std::vector<Value *> &host,
+                      std::vector<Value *> &data) {
+  Node *n = v->node();
+  if (n->kind() == c10::aten::__and__ && r.ops.count(n) &&
+      n->inputs().size() == 2) {
+    conjunctionTerms(n->input(0), r, host, data);
+    conjunctionTerms(n->input(1), r, host, data);
+  } else {
+    (regionValue(v, r) ? data : host).push_back(v);
+  }
+}
+
+/// The carried index of the count that bounds \p loop: a host int i the
+/// body carries as `i + 1`, read by nothing but that add, whose result the
+/// loop's condition compares with a bound set before the loop
+/// (`i + 1 < n`), and unread after the loop.
+std::optional<size_t> boundingCount(const Node *loop, const Region &r) {
+  torch::jit::Block *body = const_cast<Node *>(loop)->blocks()[0];
+  std::vector<Value *> terms, data;
+  conjunctionTerms(body->outputs()[0], r, terms, data);
+  for (Value *term : terms) {
+    const Node *lt = term->node();
+    if (lt->kind() != c10::aten::lt || lt->inputs().size() != 2 ||
+        lt->input(1)->type()->kind() != c10::TypeKind::IntType ||
+        inside(lt->input(1)->node(), loop))
+      continue;
+    Value *next = lt->input(0);
+    const Node *add = next->node();
+    if (add->kind() != c10::aten::add || add->inputs().size() != 2 ||
+        constantInt(add->input(1)) != 1 ||
+        add->input(0)->node()->kind() != c10::prim::Param ||
+        add->input(0)->node()->owningBlock() != body ||
+        add->input(0)->uses().size() != 1)
+      continue;
+    size_t j = add->input(0)->offset();
+    if (j == 0 || body->outputs()[j] != next || loop->output(j - 1)->hasUses())
+      continue;
+    bool onlyCounted = true;
+    for (const torch::jit::Use &use : next->uses())
+      onlyCounted &= use.user == lt || (use.user == body->return_node() &&
+                                        use.offset == j);
+    if (onlyCounted)
+      return j - 1;
+  }
+  return std::nullopt;
+}
+
+/// Table ops that raise on shapes and host arguments only, never on values:
+/// a reduction (of an empty tensor), and an op whose only tensor operand is
+/// its first, a tensor or a list of them, moved or checked by host
+/// arguments (view, select, permute, cat, topk...). An iteration past a
+/// loop's exit sees the shapes of one the original ran (see above), so they
+/// raise there only if they raised in the original.
+bool raisesOnShapesOnly(const Node *node) {
+  const OpInfo *info = opInfo(node);
+  if (!info || info->has(kRaisesOnZeroDivisor) || info->has(kRandom) ||
+      info->has(kBuildsOnHost) || info->role == OpRole::DynamicShapeRoot ||
+      info->role == OpRole::SyncRead || node->inputs().empty())
+    return false;
+  if (info->role == OpRole::Reduction)
+    return true;
+  return std::none_of(node->inputs().begin() + 1, node->inputs().end(),
+                      [](const Value *in) {
+                        return carriesTensor(in->type());
+                      });
+}
+
+/// Why a body's ops could not also run in iterations the original never ran
+/// (see above), or "". Region nodes are lifted; converted ifs were checked
+/// as such, and their ops are shielded by the loop's `active` as well.
+std::string loopBodyReason(const torch::jit::Block *block, const Region &r,
+                           const AnalysisResult &facts) {
+  for (const Node *node : block->nodes()) {
+    if (regionNode(const_cast<Node *>(node), r))
+      continue;
+    const std::string op = node->kind().toQualString();
+    if (op == "prim::RaiseException")
+      return "the body raises";
+    if (node->kind() == c10::prim::Loop)
+      return "the body contains a loop";
+    if (node->hasSideEffects())
+      return "the body has a side effect ('" + op + "')";
+    if (writesAnything(node))
+      return "the body writes to a value ('" + op + "')";
+    if (node->kind() == c10::prim::If) {
+      for (const torch::jit::Block *b : node->blocks()) {
+        std::string why = loopBodyReason(b, r, facts);
+        if (!why.empty())
+          return why;
+      }
+    } else if (!node->blocks().empty()) {
+      return "the body contains '" + op + "'";
+    } else if (raisesUnshielded(node, &facts) && !raisesOnShapesOnly(node)) {
+      return "the body computes '" + op +
+             "', which may raise on the values of an iteration the original "
+             "never ran";
+    }
+    // The analysis calls every carried shape data-dependent (the trip
+    // count is); what matters is that no op makes one of its own.
+    if (opRole(node) == OpRole::DynamicShapeRoot)
+      return "'" + op + "' in the body makes a tensor whose shape depends "
+             "on data";
+    if (isSource(node))
+      return "the body reads the device elsewhere ('" + op + "')";
+  }
+  return "";
+}
+
+/// Why \p loop, whose exit region \p r decides, cannot run on to its bound
+/// with an active mask (see above), or "".
+std::string loopExitReason(const Node *loop, const Region &r,
+                           const Aliases &aliases,
+                           const AnalysisResult &facts) {
+  const torch::jit::Block *body = loop->blocks()[0];
+  if (body->inputs()[0]->hasUses())
+    return "the body reads the iteration number";
+  std::string why = loopBodyReason(body, r, facts);
+  if (!why.empty())
+    return why;
+  std::optional<size_t> count = boundingCount(loop, r);
+  bool carriesTensor = false;
+  for (size_t j = 0; j < loop->outputs().size(); ++j) {
+    const Value *param = body->inputs()[j + 1], *next = body->outputs()[j + 1];
+    if (next == param || j == count)
+      continue;
+    if (!isTensor(next))
+      return "it carries a host value ('" + next->type()->str() +
+             "') that the body changes";
+    if (aliases.hasWriters(loop->output(j)))
+      return "a result of the loop is written to in place";
+    carriesTensor = true;
+  }
+  if (!carriesTensor)
+    return "it carries no tensor";
+  if (constantInt(loop->input(0)) == std::numeric_limits<int64_t>::max() &&
+      !count)
+    return "no count bounds it (a while loop)";
+  return "";
+}
+
 /// Grows the region of \p sources to completion (so that `touched` is the
 /// whole reach), recording the first reason it cannot be lifted.
 Region growRegion(const std::vector<Node *> &sources,
-                  const Aliases &aliases, const AnalysisResult &facts) {
+                  const Aliases &aliases, const AnalysisResult &facts,
+                  bool staticLoops) {
   Region r;
   r.sources = sources;
   std::vector<Value *> work;
@@ -228,6 +423,14 @@ Region growRegion(const std::vector<Node *> &sources,
       r.touched.insert(user);
       if (user->kind() == c10::prim::Return) {
         Node *owner = user->owningBlock()->owningNode();
+        if (owner && owner->kind() == c10::prim::Loop && use.offset == 0) {
+          // Whether the loop goes on: it runs on to its bound instead.
+          r.touched.insert(owner);
+          if (std::find(r.loops.begin(), r.loops.end(), owner) ==
+              r.loops.end())
+            r.loops.push_back(owner);
+          continue;
+        }
         if (!owner || owner->kind() != c10::prim::If) {
           fail(owner ? "it is carried by a loop"
                      : "it is returned as a host value",
@@ -272,6 +475,19 @@ Region growRegion(const std::vector<Node *> &sources,
            user);
     }
   }
+  for (Node *loop : r.loops) {
+    std::string why = loopExitReason(loop, r, aliases, facts);
+    if (!why.empty())
+      fail("it decides when a loop stops, and the loop cannot run on to its "
+           "bound: " + why,
+           loop);
+    else if (!staticLoops)
+      // Every iteration's work for no read: slower where the loop usually
+      // stops early, so only when asked (docs/benchmarks.md measures it).
+      fail("it decides when a loop stops; --static-loops runs the loop on to "
+           "its bound with no read of the device",
+           loop);
+  }
   // A value leaving an if's branch is only lifted if that if is converted.
   for (Node *owner : r.returnsTo)
     if (!r.ifs.count(owner))
@@ -286,8 +502,11 @@ class Lifter {
 public:
   /// \p conditions: for each converted if, the stand-in for its lifted
   /// condition that its branches' shields read (shieldBranches).
-  Lifter(Graph &graph, const std::unordered_map<Node *, Value *> &conditions)
-      : graph(graph), conditions(conditions) {}
+  /// \p active: for each loop a region ends, its `active` block parameter
+  /// (prepareLoop).
+  Lifter(Graph &graph, const std::unordered_map<Node *, Value *> &conditions,
+         const std::unordered_map<Node *, Value *> &active)
+      : graph(graph), conditions(conditions), active(active) {}
 
   /// Lifts \p region, whose converted ifs' branches are hoisted already;
   /// \p rank orders its nodes in program order as it is now (other
@@ -351,6 +570,10 @@ public:
         liftSink(node, it->second, ctx);
       }
     }
+    for (Node *loop : region.loops) {
+      runToBound(loop, region);
+      ctx.rewrote(loop, kRule);
+    }
     for (Node *node : dead)
       for (Value *out : node->outputs())
         if (auto it = lifted.find(out); it != lifted.end())
@@ -365,6 +588,7 @@ public:
 private:
   Graph &graph;
   const std::unordered_map<Node *, Value *> &conditions;
+  const std::unordered_map<Node *, Value *> &active;
   Value *device = nullptr; // where host operands go: the first source's
   std::unordered_map<Value *, Value *> lifted;
   std::map<std::pair<Value *, const torch::jit::Block *>, Value *> hostTensors;
@@ -403,8 +627,12 @@ private:
     if (auto it = hostTensors.find(key); it != hostTensors.end())
       return it->second;
     auto dtype = liftedDType(v->type());
+    // scalar_tensor takes a number: a bool goes in as an int.
+    Value *number = v->type()->kind() == c10::TypeKind::BoolType
+                        ? emit(graph, "aten::Int", {v}, anchor)
+                        : v;
     Value *t =
-        emit(graph, "aten::scalar_tensor", {v}, anchor,
+        emit(graph, "aten::scalar_tensor", {number}, anchor,
              {torch::jit::NamedValue("dtype", static_cast<int64_t>(*dtype)),
               torch::jit::NamedValue("device", device)});
     hostTensors.emplace(key, t);
@@ -417,6 +645,77 @@ private:
     for (Value *in : node->inputs())
       args.push_back(operand(in, node));
     lifted[node->output()] = emitScalarOpOnTensors(graph, node, args);
+  }
+
+  /// The body of \p loop (prepared by prepareLoop) ends as the comment
+  /// on loops above says: each changed carried tensor selected by `active`
+  /// when the carried shapes, dtypes and devices agree (a guard on host
+  /// metadata), the original's way otherwise; the loop goes on while its
+  /// host terms hold.
+  void runToBound(Node *loop, const Region &region) {
+    torch::jit::Block *body = loop->blocks()[0];
+    Node *ret = body->return_node();
+    Value *act = active.at(loop);
+    std::vector<Value *> terms, data;
+    conjunctionTerms(ret->input(0), region, terms, data);
+    torch::jit::WithInsertPoint guard(ret);
+    Value *host = nullptr, *goOn = nullptr;
+    for (Value *term : terms)
+      host = host ? emit(graph, "aten::__and__", {host, term}, loop) : term;
+    if (!host)
+      host = graph.insertConstant(true);
+    for (Value *term : data)
+      goOn = goOn ? emit(graph, "aten::logical_and", {goOn, lifted.at(term)},
+                         loop)
+                  : lifted.at(term);
+    std::vector<size_t> changed;
+    for (size_t j = 1; j < ret->inputs().size(); ++j)
+      if (isTensor(ret->input(j)) && ret->input(j) != body->inputs()[j])
+        changed.push_back(j);
+    Value *agree = nullptr;
+    auto both = [&](Value *a, Value *b, const char *meta) {
+      return emit(graph, "aten::eq",
+                  {emit(graph, meta, {a}, loop), emit(graph, meta, {b}, loop)},
+                  loop);
+    };
+    for (size_t j : changed) {
+      Value *next = ret->input(j), *prev = body->inputs()[j];
+      std::vector<Value *> checks = {both(next, prev, "prim::dtype"),
+                                     both(next, prev, "prim::device"),
+                                     both(prev, act, "prim::device")};
+      if (!provablySameShape(next, prev)) // `steps + 1` is
+        checks.push_back(both(next, prev, "aten::size"));
+      for (Value *ok : checks)
+        agree = agree ? emit(graph, "aten::__and__", {agree, ok}, loop) : ok;
+    }
+    std::vector<Value *> outs = emitIf(
+        graph, agree, loop, changed.size() + 1,
+        [&] {
+          std::vector<Value *> v;
+          for (size_t j : changed)
+            v.push_back(emit(graph, "aten::where",
+                             {act, ret->input(j), body->inputs()[j]}, loop));
+          v.push_back(host);
+          return v;
+        },
+        [&] {
+          // Only reached while the original runs (see above): its way.
+          std::vector<Value *> v;
+          for (size_t j : changed)
+            v.push_back(ret->input(j));
+          v.push_back(emit(graph, "aten::__and__",
+                           {emit(graph, "aten::Bool", {goOn}, loop), host},
+                           loop));
+          return v;
+        });
+    outs[0]->node()->i_(guardAttr(), 1);
+    outs.back()->setType(c10::BoolType::get());
+    Value *nextAct = emit(graph, "aten::logical_and", {act, goOn}, loop);
+    ret->replaceInput(0, outs.back());
+    for (size_t k = 0; k < changed.size(); ++k)
+      ret->replaceInput(changed[k], outs[k]);
+    ret->addInput(nextAct);
+    loop->addOutput()->setType(c10::TensorType::get());
   }
 
   void liftIf(Node *node) {
@@ -531,6 +830,34 @@ private:
   }
 };
 
+/// Adds `active` to \p loop's carried values, true on entry, on the device
+/// of the first tensor whose value the body changes; shields the body's ops
+/// by it. Returns the body's parameter.
+Value *prepareLoop(Graph &graph, Node *loop, const AnalysisResult &facts) {
+  torch::jit::Block *body = loop->blocks()[0];
+  Value *first = nullptr;
+  for (size_t j = 0; j < loop->outputs().size() && !first; ++j)
+    if (isTensor(body->outputs()[j + 1]) &&
+        body->outputs()[j + 1] != body->inputs()[j + 1])
+      first = loop->input(j + 2);
+  Value *entry;
+  {
+    torch::jit::WithInsertPoint guard(loop);
+    entry = emit(
+        graph, "aten::scalar_tensor", {1}, loop,
+        {torch::jit::NamedValue("dtype",
+                                static_cast<int64_t>(c10::ScalarType::Bool)),
+         torch::jit::NamedValue("device",
+                                emit(graph, "prim::device", {first}, loop))});
+  }
+  loop->addInput(entry);
+  Value *act = body->addInput()->setType(c10::TensorType::get());
+  torch::jit::WithInsertPoint guard(*body->nodes().begin());
+  Value *notAct = emit(graph, "aten::logical_not", {act}, loop);
+  shieldBlock(graph, body, act, notAct, &facts);
+  return act;
+}
+
 } // namespace
 
 bool liftScalars(std::shared_ptr<Graph> &graph, PassContext &ctx) {
@@ -556,7 +883,9 @@ bool liftScalars(std::shared_ptr<Graph> &graph, PassContext &ctx) {
   };
   for (size_t i = 0; i < sources.size(); ++i) {
     group[i] = i;
-    for (Node *n : growRegion({sources[i]}, aliases, analysis).touched) {
+    for (Node *n : growRegion({sources[i]}, aliases, analysis,
+                              ctx.options.staticLoops)
+                       .touched) {
       auto [it, inserted] = firstToucher.emplace(n, i);
       if (!inserted)
         group[find(i)] = find(it->second);
@@ -573,7 +902,8 @@ bool liftScalars(std::shared_ptr<Graph> &graph, PassContext &ctx) {
   std::vector<Region> regions;
   std::unordered_set<Node *> convertedIfs;
   for (size_t root : roots) {
-    Region region = growRegion(components[root], aliases, analysis);
+    Region region = growRegion(components[root], aliases, analysis,
+                               ctx.options.staticLoops);
     if (!region.whyNot.empty()) {
       for (Node *source : region.sources)
         ctx.declined(source, kRule, region.whyNot);
@@ -625,12 +955,18 @@ bool liftScalars(std::shared_ptr<Graph> &graph, PassContext &ctx) {
     shieldBranches(*graph, ifNode, standIn, &analysis);
     conditions.emplace(ifNode, standIn);
   }
+  // Loops a region ends carry `active` from now on, and their body's ops
+  // that may raise on values are shielded by it.
+  std::unordered_map<Node *, Value *> active;
+  for (const Region &region : regions)
+    for (Node *loop : region.loops)
+      active.emplace(loop, prepareLoop(*graph, loop, analysis));
   // Hoist innermost first, so that program order has each value before
   // its use.
   for (auto it = ifsByPosition.rbegin(); it != ifsByPosition.rend(); ++it)
     hoistBranches(it->second);
   for (const Region &region : regions)
-    Lifter(*graph, conditions).run(region, rank, ctx);
+    Lifter(*graph, conditions, active).run(region, rank, ctx);
   return true;
 }
 

@@ -25,8 +25,9 @@ constexpr Traits kCopy = kElementwise | kCopiesInput | kNeverRaises;
 /// An op batched on its first operand from rank \p rank on
 /// (OpInfo::sampleRank), of that operand's dtype and, unless \p traits
 /// says otherwise, its rank.
+/// Batched ops raise on shapes and dtypes (host facts), never on values.
 OpInfo batched(const char *op, int8_t rank, Traits traits = kKeepsRank) {
-  OpInfo info{op, nullptr, R::Other, traits, D::KeepsInput};
+  OpInfo info{op, nullptr, R::Other, traits | kNeverRaises, D::KeepsInput};
   info.sampleRank = rank;
   return info;
 }
@@ -375,8 +376,21 @@ const std::vector<OpInfo> kTable = {
     {"aten::cumsum", nullptr, R::Other, kKeepsRank | kKeepsShape | kNeverRaises, D::Accumulates, I::NotApplicable, nullptr, nullptr, RootShape::Leading, {"dim"}},
     {"aten::cumprod", nullptr, R::Other, kKeepsRank | kKeepsShape | kNeverRaises, D::Accumulates, I::NotApplicable, nullptr, nullptr, RootShape::Leading, {"dim"}},
     {"aten::logcumsumexp", nullptr, R::Other, kKeepsRank | kKeepsShape | kNeverRaises, D::Unknown, I::NotApplicable, nullptr, nullptr, RootShape::Leading, {"dim"}},
-    {"aten::softmax", nullptr, R::Other, kKeepsRank | kKeepsShape, D::Unknown, I::NotApplicable, nullptr, nullptr, RootShape::Leading, {"dim"}},
-    {"aten::log_softmax", nullptr, R::Other, kKeepsRank | kKeepsShape, D::Unknown, I::NotApplicable, nullptr, nullptr, RootShape::Leading, {"dim"}},
+    {"aten::softmax", nullptr, R::Other, kKeepsRank | kKeepsShape | kNeverRaises, D::Unknown, I::NotApplicable, nullptr, nullptr, RootShape::Leading, {"dim"}},
+    {"aten::log_softmax", nullptr, R::Other, kKeepsRank | kKeepsShape | kNeverRaises, D::Unknown, I::NotApplicable, nullptr, nullptr, RootShape::Leading, {"dim"}},
+    // Library ops that check shapes and dtypes (host facts) and never raise
+    // on values: a branch or loop body that runs where the original did not
+    // may compute them (if-convert, lift-scalars' loops).
+    {"aten::matmul", nullptr, R::Other, kNeverRaises},
+    {"aten::mm", nullptr, R::Other, kNeverRaises},
+    {"aten::bmm", nullptr, R::Other, kNeverRaises},
+    {"aten::addmm", nullptr, R::Other, kNeverRaises},
+    {"aten::baddbmm", nullptr, R::Other, kNeverRaises},
+    {"aten::einsum", nullptr, R::Other, kNeverRaises},
+    {"aten::layer_norm", nullptr, R::Other, kNeverRaises},
+    {"aten::lstm_cell", nullptr, R::Other, kNeverRaises},
+    {"aten::gru_cell", nullptr, R::Other, kNeverRaises},
+    {"aten::rnn_tanh_cell", nullptr, R::Other, kNeverRaises},
 };
 // clang-format on
 

@@ -25,6 +25,9 @@ namespace staticify {
 struct PassOptions {
   /// if-convert: drop branches that only raise on data (data asserts).
   bool dropDataAsserts = false;
+  /// lift-scalars: a loop that stops on data runs on to its bound with an
+  /// active mask (no read of the device, every iteration's work done).
+  bool staticLoops = false;
   /// bound: upper bounds the user supplies (`--bound NAME=N`), for a source
   /// variable NAME or for the values computed on line `FILE:LINE`.
   std::vector<std::pair<std::string, int64_t>> bounds;

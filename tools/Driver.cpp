@@ -80,6 +80,12 @@ options:
                         method raises if it is passed; repeatable
   --drop-data-asserts   let if-convert remove `if <data>: raise ...` checks
                         (kept, as a host sync, by default)
+  --static-loops        run a loop that stops on data (`for _ in range(n):
+                        ... if done.all(): break`) on to its bound with an
+                        active mask: no read of the device per iteration, but
+                        every iteration's work, so slower where the loop
+                        usually stops early (off by default; on with
+                        --cuda-graphs, where it lets the loop be captured)
   --bound NAME=N        an upper bound for a data-derived length the analysis
                         cannot bound: NAME is the Python variable, or FILE:LINE
                         for the values computed on that line; repeatable. A
@@ -284,9 +290,11 @@ int parseOptions(const std::vector<std::string> &args, Options &opts,
       opts.assumeNone.push_back(value);
     } else if (cl.flag("--drop-data-asserts")) {
       opts.passOptions.dropDataAsserts = true;
+    } else if (cl.flag("--static-loops")) {
+      opts.passOptions.staticLoops = true;
     } else if (cl.flag("--cuda-graphs")) {
       opts.cudaGraphs = opts.outline = true;
-      opts.passOptions.runtimeOps = true;
+      opts.passOptions.runtimeOps = opts.passOptions.staticLoops = true;
     } else if (cl.flag("--runtime-ops")) {
       opts.passOptions.runtimeOps = true;
     } else if (cl.option("--lower", value)) {
@@ -433,6 +441,8 @@ std::vector<std::string> hintsFor(const MethodReport &m, const Options &opts,
        "them at the return"},
       {"--drop-data-asserts", given.dropDataAsserts,
        "drops the checks on data that only raise"},
+      {"--static-loops", given.staticLoops,
+       "runs loops that stop on data on to their bound"},
       {"--bound", false, "bounds a length the analysis cannot bound"},
       {"--runtime-ops", given.runtimeOps,
        "uses the runtime library's kernels (padded NMS)"},

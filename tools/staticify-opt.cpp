@@ -54,6 +54,8 @@ options:
                    _C.so for torchvision::nms); repeatable
   --runtime-ops    bound emits the runtime library's kernels where it has
                    one (staticify::nms_padded); load that library first
+  --static-loops   lift-scalars runs a loop that stops on data on to its
+                   bound with an active mask
   --as-staticify   after the passes, what staticify does: equal ops the
                    rewrites emitted merged (reads of one count included),
                    and a method that reaches the host as often as before
@@ -197,6 +199,8 @@ int main(int argc, char **argv) {
         timePasses = true;
       else if (cl.flag("--runtime-ops"))
         options.runtimeOps = true;
+      else if (cl.flag("--static-loops"))
+        options.staticLoops = true;
       else if (cl.flag("--padded-outputs"))
         options.paddedOutputs = true;
       else if (cl.flag("--as-staticify")) {

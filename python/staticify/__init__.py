@@ -111,7 +111,7 @@ def signature_of(example_inputs) -> str:
 def _options(methods, passes=None, bounds=None, padded_outputs=False, outline=False,
              cuda_graphs=False, runtime_ops=False, specialize_training=False,
              drop_data_asserts=False, load_libraries=(), lower=None, lower_types=None,
-             assume_none=(), static_forms=False, inference=False):
+             assume_none=(), static_forms=False, inference=False, static_loops=False):
     args = []
     for name in ([assume_none] if isinstance(assume_none, str) else assume_none):
         args += ["--assume-none", name]
@@ -129,6 +129,7 @@ def _options(methods, passes=None, bounds=None, padded_outputs=False, outline=Fa
                      ("--cuda-graphs", cuda_graphs), ("--runtime-ops", runtime_ops),
                      ("--specialize-training", specialize_training),
                      ("--drop-data-asserts", drop_data_asserts),
+                     ("--static-loops", static_loops),
                      ("--static-forms", static_forms), ("--inference", inference)):
         if on:
             args.append(flag)
@@ -145,7 +146,7 @@ _ARGUMENTS = {"--assume-none": "assume_none", "--bound": "bounds", "--lower": "l
               "--outline": "outline", "--cuda-graphs": "cuda_graphs",
               "--runtime-ops": "runtime_ops", "--specialize-training": "specialize_training",
               "--drop-data-asserts": "drop_data_asserts", "--static-forms": "static_forms",
-              "--inference": "inference"}
+              "--static-loops": "static_loops", "--inference": "inference"}
 
 
 def _in_python_terms(message: str, tmp: str, model_name: str) -> str:
@@ -217,7 +218,7 @@ def optimize(model, example_inputs: Optional[Tuple] = None, *,
              load_libraries: Iterable[str] = (), lower: Optional[str] = None,
              input_types: Optional[str] = None,
              assume_none: Iterable[str] = (),
-             static_forms: bool = False,
+             static_forms: bool = False, static_loops: bool = False,
              inference: bool = False) -> Tuple[torch.jit.ScriptModule, Report]:
     """Rewrites `model` into static form: (the new ScriptModule, its Report).
 
@@ -227,7 +228,7 @@ def optimize(model, example_inputs: Optional[Tuple] = None, *,
     padded NMS; the library is then loaded in this process, which the new
     module needs), `specialize_training`, `assume_none` --assume-none NAME
     (names of Optional arguments callers never pass), `drop_data_asserts`,
-    `static_forms`, `inference` --inference (the export of an eval-mode
+    `static_loops`, `static_forms`, `inference` --inference (the export of an eval-mode
     model: training flags specialised, Optional arguments that default to
     None assumed None, the runtime's kernels), and
     `load_libraries` --load-library (ops already registered in this process,
@@ -254,7 +255,8 @@ def optimize(model, example_inputs: Optional[Tuple] = None, *,
                                 drop_data_asserts=drop_data_asserts,
                                 load_libraries=load_libraries, lower=lower,
                                 lower_types=lower_types, assume_none=assume_none,
-                                static_forms=static_forms, inference=inference)
+                                static_forms=static_forms, static_loops=static_loops,
+                                inference=inference)
     if example_inputs is not None:
         inputs = example_inputs if isinstance(example_inputs, tuple) else (example_inputs,)
         try:
@@ -283,4 +285,5 @@ def analyze(model, *, methods: Iterable[str] = ("forward",), **options) -> Repor
 
 _OPTION_NAMES = ("passes", "bounds", "padded_outputs", "outline", "cuda_graphs",
                  "runtime_ops", "specialize_training", "drop_data_asserts",
-                 "load_libraries", "assume_none", "static_forms", "inference")
+                 "load_libraries", "assume_none", "static_forms", "static_loops",
+                 "inference")

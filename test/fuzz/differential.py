@@ -4,7 +4,7 @@
 Generates random TorchScript programs that use data-dependent ops the way real
 code does (masks from comparisons, x[m], torch.where(m)[0], nonzero,
 masked_select, reductions of selections, x[m] = v stores, .item()/int()/float(),
-`if` on tensor values, x[:k] with a data-derived k, cat/topk/sort/unique of
+`if` on tensor values, loops that break on data, x[:k] with a data-derived k, cat/topk/sort/unique of
 selections, torch.arange(k), dead code, helper-method calls, plain static ops),
 packs many of them as exported methods of one module, runs the real staticify
 binary once per pack, and then checks every program:
@@ -53,6 +53,11 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 ARGS = "x, y, t, xi"  # every program's signature (after self)
 
+# staticify's flags for every pack (and REPRO below): loops that stop on data
+# run on to their bound (off by default: slower where they stop early), so
+# that the rewrite is checked too.
+FLAGS = ["--static-loops"]
+
 # Helper methods every pack (and every standalone repro) carries; programs call
 # them live or as dead code, as real code calls small helpers. staticify
 # inlines them (the saved graph may keep the call).
@@ -81,7 +86,7 @@ DD_FEATURES = {"store-const", "store-0d", "store-sel", "store-sel-var", "store-a
                "helper-call", "where", "nonzero", "gather", "int-of-count", "int", "float",
                "num", "numel", "reduce", "reduce-dim0", "sort", "topk", "unique", "cat",
                "nested-mask", "arange", "slice-k", "narrow-k", "if", "if-elif", "if-shield",
-               "recompute-select"}
+               "recompute-select", "loop"}
 
 
 @dataclasses.dataclass
@@ -685,6 +690,31 @@ class Gen:
         self.pool.append(target)
         return True
 
+    def p_loop(self):
+        """A loop that stops on data: `for _ in range(k)` with a break on the
+        carried tensor, before or after its update (lift-scalars runs it on
+        to its bound with an active mask; the update's integer division or
+        int64 index, shielded)."""
+        a = self.pick(lambda v: v.kind == "full" and v.dtype == "f")
+        if a is None:
+            return False
+        target = Var(self.fresh("l"), "full", "f", a.mk)
+        self.emit(f"{target.name} = {a.name}.clone()", "loop")
+        self.emit(f"for _ in range({self.r.randint(1, 6)}):", "loop")
+        expr = self.branch_expr(target, base=target)
+        cond = self.c([f"bool({target.name}.sum() > {self.c(['0.0', '1.0', '-1.0'])})",
+                       f"bool(({target.name}.abs() < 0.5).all())",
+                       f"bool({target.name}.amax() > 2.0)"])
+        update, stop = f"    {target.name} = {expr}", f"    if {cond}:"
+        lines = [update, stop, "        break"]
+        if self.r.random() < 0.5:
+            lines = [stop, "        break", update]
+        for line in lines:
+            self.emit(line, "loop")
+        target.dd = True
+        self.pool.append(target)
+        return True
+
     def p_dead(self):
         m = self.pick(lambda v: v.kind == "mask")
         a = self.pick(lambda v: v.kind == "full" and v.dtype == "f")
@@ -714,7 +744,7 @@ class Gen:
                    ("p_where_idx", 5), ("p_gather", 5), ("p_nonzero", 2),
                    ("p_dyn_unary", 6), ("p_dyn_binary", 7), ("p_dyn_struct", 8),
                    ("p_reduce", 16), ("p_scalar", 9), ("p_int_use", 5), ("p_if", 6),
-                   ("p_dead", 3), ("p_helper_dyn", 1), ("p_recompute", 3)]
+                   ("p_dead", 3), ("p_helper_dyn", 1), ("p_recompute", 3), ("p_loop", 4)]
 
     def returnable(self, v):
         return v.kind not in ("num",) and v.name not in ("x", "y", "t", "xi")
@@ -1109,7 +1139,7 @@ def default_binary():
 def run_binary(binary, pack_pt, methods, workdir, tag):
     out = workdir / f"out-{tag}.pt"
     rep = workdir / f"report-{tag}.json"
-    cmd = [str(binary), str(pack_pt), "-o", str(out), "--report-json", str(rep)]
+    cmd = [str(binary), str(pack_pt), "-o", str(out), "--report-json", str(rep), *FLAGS]
     for m in methods:
         cmd += ["--method", m]
     timeout = 120 + 10 * len(methods)
@@ -1190,7 +1220,7 @@ module = torch.jit.script(Program())
 module.save(os.path.join(here, "program.pt"))
 proc = subprocess.run([binary, os.path.join(here, "program.pt"), "-o",
                        os.path.join(here, "static.pt"), "--report-json",
-                       os.path.join(here, "report.json")])
+                       os.path.join(here, "report.json"), "--static-loops"])
 print("staticify exited", proc.returncode)
 if proc.returncode != 0:
     sys.exit(1)

@@ -413,6 +413,28 @@ std::vector<std::pair<Value *, Value *>> hoistBranches(Node *ifNode) {
   return outs;
 }
 
+/// Whether \p out, a result of \p ifNode, is only copied from (the source
+/// of `copy_`; its metadata may be read) with nothing written between the if and the copy:
+/// branch-writes' write-back, which reads it before anything can write to
+/// what it may alias.
+static bool onlyCopiedRightAfter(const Value *out, const Node *ifNode) {
+  for (const torch::jit::Use &use : out->uses()) {
+    if (opRole(use.user) == OpRole::MetadataRead)
+      continue; // requires_grad: the guard's
+    if (use.user->kind() != c10::aten::copy_ || use.offset != 1)
+      return false;
+    const Node *owner = use.user;
+    while (owner && owner->owningBlock() != ifNode->owningBlock())
+      owner = owner->owningBlock()->owningNode();
+    if (!owner || !ifNode->isBefore(owner))
+      return false;
+    for (const Node *n = ifNode->next(); n != owner; n = n->next())
+      if (writesAnything(n) || !n->blocks().empty())
+        return false;
+  }
+  return true;
+}
+
 std::string unconvertibleReason(const Node *ifNode, const Aliases &aliases,
                                 const AnalysisResult *facts) {
   std::string why = impureBranchReason(ifNode, facts);
@@ -420,7 +442,7 @@ std::string unconvertibleReason(const Node *ifNode, const Aliases &aliases,
     return why;
   for (const Value *out : ifNode->outputs())
     if (out->type()->kind() == c10::TypeKind::TensorType &&
-        aliases.hasWriters(out))
+        aliases.hasWriters(out) && !onlyCopiedRightAfter(out, ifNode))
       // where() makes a new tensor: a write to the result would no longer
       // reach the branch value it aliased.
       return "a result of the if is written to in place";

@@ -140,6 +140,13 @@ bool neverRaisesOnValues(const Node *node) {
   }
   if (info->has(kMayRaise))
     return false;
+  // torch.tensor(x) of one number (a list may be ragged).
+  if (node->kind() == c10::aten::tensor && !node->inputs().empty()) {
+    c10::TypeKind k = node->input(0)->type()->kind();
+    if (k == c10::TypeKind::IntType || k == c10::TypeKind::FloatType ||
+        k == c10::TypeKind::BoolType)
+      return true;
+  }
   // Every size of a tensor (`x.size()`, `x.shape`); one size, `x.size(d)`,
   // raises for a d past the rank.
   if (node->kind() == c10::aten::size && node->inputs().size() == 1)

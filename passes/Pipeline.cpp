@@ -5,6 +5,7 @@
 
 #include "passes/AssumeNone.h"
 #include "passes/BatchedNms.h"
+#include "passes/BranchWrites.h"
 #include "passes/CanonicalForms.h"
 #include "passes/Bounded.h"
 #include "passes/DictKeys.h"
@@ -569,6 +570,12 @@ const std::vector<PassInfo> &registeredPasses() {
        "selection by the same mask; masked_fill(m, v) with a 0-d tensor v "
        "(read on the host) -> where",
        true, maskStore},
+      {"branch-writes",
+       "if bool(t): y.op_(a) (a branch on data that writes in place) -> "
+       "the branch computes y.op(a) out of place and the if returns it; "
+       "one y.copy_() after the if writes it back (behind a guard on "
+       "autograd recording y), so if-convert can run both branches",
+       true, branchWrites},
       {"lift-scalars",
        "host scalars read from data (int(t), float(t), bool(t)) and what is "
        "computed from them stay on the device as 0-d tensors; ifs on them "

@@ -1,0 +1,286 @@
+//===- BranchWrites.cpp - writes in a branch on data -> one write after it ===//
+
+#include "passes/BranchWrites.h"
+
+#include "passes/Analysis.h"
+#include "passes/GraphUtils.h"
+
+#include <torch/csrc/jit/runtime/operator.h>
+
+#include <algorithm>
+#include <unordered_map>
+
+namespace staticify {
+
+using torch::jit::Block;
+using torch::jit::Graph;
+using torch::jit::Node;
+using torch::jit::Value;
+
+namespace {
+
+constexpr const char *kRule = "branch-writes";
+
+/// An in-place op in a branch and the value whose memory it writes: one made
+/// before the if (written back after it) or in the branch.
+struct Write {
+  Node *node;
+  Value *root;
+};
+
+bool isOp(const Node *node, const char *op) {
+  return node->kind() == c10::Symbol::fromQualString(op);
+}
+
+/// The out-of-place twin of in-place \p node (`aten::add_` -> `aten::add`),
+/// of the same overload and arguments, if one is registered.
+std::optional<c10::Symbol> twinOf(const Node *node) {
+  std::string name = node->kind().toQualString();
+  const c10::FunctionSchema *schema = node->maybeSchema();
+  if (!schema || name.rfind("aten::", 0) != 0 || name.back() != '_')
+    return std::nullopt;
+  c10::Symbol twin =
+      c10::Symbol::fromQualString(name.substr(0, name.size() - 1));
+  for (const auto &op : torch::jit::getAllOperatorsFor(twin))
+    if (op->schema().overload_name() == schema->overload_name() &&
+        op->schema().arguments().size() == schema->arguments().size())
+      return twin;
+  return std::nullopt;
+}
+
+bool computableOutOfPlace(const Node *node) {
+  return isOp(node, "aten::copy_") || isOp(node, "aten::zero_") ||
+         twinOf(node).has_value();
+}
+
+/// Whether \p node is \p ifNode or inside one of its blocks.
+bool inside(const Node *node, const Node *ifNode) {
+  for (; node; node = node->owningBlock()->owningNode())
+    if (node == ifNode)
+      return true;
+  return false;
+}
+
+bool writesInside(const Node *node) {
+  for (const Block *b : node->blocks())
+    for (const Node *n : b->nodes())
+      if (writesAnything(n) || writesInside(n))
+        return true;
+  return false;
+}
+
+/// Every value \p block's nodes (nested ones too) and its return read.
+void readsOf(const Block *block, std::vector<const Value *> &out) {
+  for (const Node *n : block->nodes()) {
+    out.insert(out.end(), n->inputs().begin(), n->inputs().end());
+    for (const Block *b : n->blocks())
+      readsOf(b, out);
+  }
+  out.insert(out.end(), block->outputs().begin(), block->outputs().end());
+}
+
+/// Why the writes in \p ifNode's branches cannot move after it, or "" with
+/// \p writes filled (none: nothing to do).
+std::string planReason(Node *ifNode, const Aliases &aliases,
+                       std::vector<Write> &writes) {
+  for (Block *b : ifNode->blocks()) {
+    std::unordered_map<const Value *, Value *> rootOf; // in-place results
+    for (Node *n : b->nodes()) {
+      const std::string op = n->kind().toQualString();
+      if (op == "prim::RaiseException")
+        return "a branch raises";
+      if (n->kind() == c10::prim::Loop)
+        return "a branch contains a loop";
+      if (n->hasSideEffects())
+        return "a branch has a side effect ('" + op + "')";
+      if (writesInside(n))
+        return "a branch writes inside a nested block";
+      if (!writesAnything(n))
+        continue;
+      const auto &args = n->schema().arguments();
+      for (size_t i = 1; i < args.size(); ++i)
+        if (args[i].alias_info() && args[i].alias_info()->isWrite())
+          return "'" + op + "' writes to an argument other than its first";
+      if (!computableOutOfPlace(n))
+        return "'" + op + "' has no out-of-place form";
+      Value *y = n->input(0);
+      if (auto it = rootOf.find(y); it != rootOf.end())
+        y = it->second;
+      bool before = !inside(y->node(), ifNode);
+      if (!before && (y->node()->owningBlock() != b ||
+                      !Aliases::onlyItselfReadAfter(y, y->node())))
+        return "a branch writes to a value that may be a view";
+      rootOf[n->output()] = y;
+      writes.push_back({n, y});
+    }
+  }
+  // A view of a written value read in a branch would see the write there;
+  // computed out of place, it would not.
+  for (const Write &w : writes)
+    for (Block *b : ifNode->blocks()) {
+      std::vector<const Value *> reads;
+      readsOf(b, reads);
+      for (const Value *v : reads) {
+        bool chain = v == w.root ||
+                     std::any_of(writes.begin(), writes.end(),
+                                 [&](const Write &o) {
+                                   return o.root == w.root &&
+                                          o.node->output() == v;
+                                 });
+        if (chain && std::find(b->outputs().begin(), b->outputs().end(), v) !=
+                         b->outputs().end())
+          return "a result of the if is a value it writes";
+        if (!chain && aliases.mayAlias(v, w.root))
+          return "a branch reads a value that may alias one it writes";
+      }
+    }
+  return "";
+}
+
+/// \p write's op computed out of place on \p now, the written value's
+/// current version, with the result in its dtype (an in-place op casts to
+/// self's).
+Value *outOfPlace(Graph &graph, Node *write, Value *now) {
+  torch::jit::WithInsertPoint guard(write);
+  if (isOp(write, "aten::copy_"))
+    return emit(graph, "aten::expand_as",
+                {emit(graph, "aten::type_as", {write->input(1), now}, write),
+                 now},
+                write);
+  if (isOp(write, "aten::zero_"))
+    return emit(graph, "aten::zeros_like", {now}, write);
+  std::vector<Value *> inputs(write->inputs().begin(), write->inputs().end());
+  inputs[0] = now;
+  Node *twin = graph.insertNode(graph.create(*twinOf(write), inputs, 1));
+  twin->setSourceRange(write->sourceRange());
+  twin->output()->setType(c10::TensorType::get());
+  return emit(graph, "aten::type_as", {twin->output(), now}, write);
+}
+
+/// Replaces, in \p block and its nested blocks, reads of each root in
+/// \p now by its current version.
+void readCurrent(Block *block,
+                 const std::unordered_map<Value *, Value *> &now) {
+  for (Node *n : block->nodes()) {
+    for (size_t i = 0; i < n->inputs().size(); ++i)
+      if (auto it = now.find(n->input(i)); it != now.end())
+        n->replaceInput(i, it->second);
+    for (Block *b : n->blocks())
+      readCurrent(b, now);
+  }
+}
+
+/// Rewrites \p ifNode's writes (planned) out of place; returns the roots
+/// made before it, each now a result of the if.
+std::vector<Value *> functionalize(Graph &graph, Node *ifNode,
+                                   const std::vector<Write> &writes,
+                                   PassContext &ctx) {
+  std::vector<Value *> roots;
+  for (const Write &w : writes)
+    if (!inside(w.root->node(), ifNode) &&
+        std::find(roots.begin(), roots.end(), w.root) == roots.end())
+      roots.push_back(w.root);
+  for (Block *b : ifNode->blocks()) {
+    std::unordered_map<Value *, Value *> now; // root -> its current version
+    std::vector<Node *> nodes(b->nodes().begin(), b->nodes().end());
+    for (Node *n : nodes) {
+      auto w = std::find_if(writes.begin(), writes.end(),
+                            [&](const Write &x) { return x.node == n; });
+      for (size_t i = 0; i < n->inputs().size(); ++i)
+        if (auto it = now.find(n->input(i)); it != now.end())
+          n->replaceInput(i, it->second);
+      for (Block *inner : n->blocks())
+        readCurrent(inner, now);
+      if (w == writes.end())
+        continue;
+      Value *value = outOfPlace(graph, n, n->input(0));
+      now[w->root] = value;
+      n->output()->replaceAllUsesWith(value);
+      ctx.rewrote(n, kRule);
+      n->destroy();
+    }
+    for (size_t i = 0; i < b->outputs().size(); ++i)
+      if (auto it = now.find(b->outputs()[i]); it != now.end())
+        b->return_node()->replaceInput(i, it->second);
+    for (Value *root : roots)
+      b->registerOutput(now.count(root) ? now.at(root) : root);
+  }
+  for (Value *root : roots)
+    ifNode->addOutput()->setType(root->type());
+  return roots;
+}
+
+/// After \p ifNode (on `bool(t)`): each root written back from the if's
+/// result, unconditionally unless autograd records a root or its result,
+/// where only when `bool(t)` (the guard's fallback): a write there could
+/// invalidate a tensor saved for backward, or make the root require grad
+/// where the original left it alone.
+void writeBack(Graph &graph, Node *ifNode, const std::vector<Value *> &roots) {
+  size_t first = ifNode->outputs().size() - roots.size();
+  Node *cond = ifNode->input(0)->node();
+  torch::jit::WithInsertPoint at(ifNode->next());
+  // Host facts: whether autograd records a root or what the if returns
+  // for it (a write from it would make an untaken branch's root require
+  // grad).
+  Value *recorded = nullptr;
+  for (size_t k = 0; k < roots.size(); ++k)
+    for (Value *v : {roots[k], ifNode->output(first + k)}) {
+      Value *r = emit(graph, "prim::requires_grad", {v}, ifNode);
+      recorded =
+          recorded ? emit(graph, "aten::__or__", {recorded, r}, ifNode) : r;
+    }
+  Value *untracked = emit(
+      graph, "aten::__not__",
+      {emit(graph, "aten::__and__",
+            {emit(graph, "aten::is_grad_enabled", {}, ifNode), recorded},
+            ifNode)},
+      ifNode);
+  auto copies = [&](Block *block) {
+    torch::jit::WithInsertPoint in(block);
+    for (size_t k = 0; k < roots.size(); ++k)
+      emit(graph, "aten::copy_", {roots[k], ifNode->output(first + k)}, ifNode);
+  };
+  Node *guard =
+      graph.insertNode(graph.create(c10::prim::If, {untracked}, 0));
+  guard->setSourceRange(ifNode->sourceRange());
+  guard->i_(guardAttr(), 1);
+  copies(guard->addBlock());
+  Block *fallback = guard->addBlock();
+  torch::jit::WithInsertPoint in(fallback);
+  Node *taken = graph.insertNode(graph.create(
+      c10::prim::If, {emit(graph, "aten::Bool", {cond->input(0)}, ifNode)}, 0));
+  taken->setSourceRange(ifNode->sourceRange());
+  copies(taken->addBlock());
+  taken->addBlock();
+}
+
+} // namespace
+
+bool branchWrites(std::shared_ptr<Graph> &graph, PassContext &ctx) {
+  std::vector<Node *> ifs = ctx.facts.analysis(graph).nodesWhere(
+      [](c10::Symbol op) { return op == c10::prim::If; });
+  bool changed = false;
+  // Innermost first: an inner if's writes move out to its own block first.
+  for (auto it = ifs.rbegin(); it != ifs.rend(); ++it) {
+    Node *node = *it;
+    Node *cond = node->input(0)->node();
+    if (cond->kind() != c10::aten::Bool || !isTensor(cond->input(0)) ||
+        inGuardFallback(node) || !writesInside(node))
+      continue;
+    if (changed) // facts about the graph as it is now
+      ctx.facts.invalidate();
+    std::vector<Write> writes;
+    std::string why = planReason(node, ctx.facts.aliases(graph), writes);
+    if (!why.empty()) {
+      ctx.declined(node, kRule, why);
+      continue;
+    }
+    std::vector<Value *> roots = functionalize(*graph, node, writes, ctx);
+    if (!roots.empty())
+      writeBack(*graph, node, roots);
+    changed = true;
+  }
+  return changed;
+}
+
+} // namespace staticify

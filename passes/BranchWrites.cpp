@@ -4,6 +4,7 @@
 
 #include "passes/Analysis.h"
 #include "passes/GraphUtils.h"
+#include "passes/IfConvert.h"
 
 #include <torch/csrc/jit/runtime/operator.h>
 
@@ -87,16 +88,13 @@ std::string planReason(Node *ifNode, const Aliases &aliases,
     std::unordered_map<const Value *, Value *> rootOf; // in-place results
     for (Node *n : b->nodes()) {
       const std::string op = n->kind().toQualString();
-      if (op == "prim::RaiseException")
-        return "a branch raises";
-      if (n->kind() == c10::prim::Loop)
-        return "a branch contains a loop";
-      if (n->hasSideEffects())
-        return "a branch has a side effect ('" + op + "')";
       if (writesInside(n))
         return "a branch writes inside a nested block";
-      if (!writesAnything(n))
+      if (!writesAnything(n)) {
+        if (std::string why = unconditionalReason(n, "a branch"); !why.empty())
+          return why;
         continue;
+      }
       const auto &args = n->schema().arguments();
       for (size_t i = 1; i < args.size(); ++i)
         if (args[i].alias_info() && args[i].alias_info()->isWrite())

@@ -231,18 +231,25 @@ void shieldBranches(Graph &graph, Node *ifNode, Value *c,
   shieldBlock(graph, ifNode->blocks()[1], {notC, c}, facts);
 }
 
+std::string unconditionalReason(const Node *node, const std::string &where) {
+  const std::string op = node->kind().toQualString();
+  if (op == "prim::RaiseException")
+    return where + " raises";
+  if (node->kind() == c10::prim::Loop)
+    return where + " contains a loop";
+  if (node->hasSideEffects())
+    return where + " has a side effect ('" + op + "')";
+  if (writesAnything(node))
+    return where + " writes to a value ('" + op + "')";
+  return "";
+}
+
 static std::string impureBlockReason(const Block *block,
                                      const AnalysisResult *facts) {
   for (const Node *node : block->nodes()) {
     const std::string op = node->kind().toQualString();
-    if (op == "prim::RaiseException")
-      return "a branch raises";
-    if (node->kind() == c10::prim::Loop)
-      return "a branch contains a loop";
-    if (node->hasSideEffects())
-      return "a branch has a side effect ('" + op + "')";
-    if (writesAnything(node))
-      return "a branch writes to a value ('" + op + "')";
+    if (std::string why = unconditionalReason(node, "a branch"); !why.empty())
+      return why;
     if (node->kind() == c10::prim::If) {
       std::string nested = impureBranchReason(node, facts);
       if (!nested.empty())

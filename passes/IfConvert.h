@@ -63,6 +63,12 @@ void shieldBlock(torch::jit::Graph &graph, torch::jit::Block *block,
                  torch::jit::Value *taken, torch::jit::Value *notTaken,
                  const AnalysisResult *facts);
 
+/// Why \p node could not run where the original did not run it, whatever
+/// its operands (\p where names the place: "a branch", "the body"): it
+/// raises, loops, writes to a value or has a side effect; or "".
+std::string unconditionalReason(const torch::jit::Node *node,
+                                const std::string &where);
+
 /// Whether \p node may raise on values and no shield (shieldBlock) keeps
 /// the raise to where the original ran it.
 bool raisesUnshielded(const torch::jit::Node *node,

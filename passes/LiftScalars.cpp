@@ -330,14 +330,8 @@ std::string loopBodyReason(const torch::jit::Block *block, const Region &r,
     if (regionNode(const_cast<Node *>(node), r))
       continue;
     const std::string op = node->kind().toQualString();
-    if (op == "prim::RaiseException")
-      return "the body raises";
-    if (node->kind() == c10::prim::Loop)
-      return "the body contains a loop";
-    if (node->hasSideEffects())
-      return "the body has a side effect ('" + op + "')";
-    if (writesAnything(node))
-      return "the body writes to a value ('" + op + "')";
+    if (std::string why = unconditionalReason(node, "the body"); !why.empty())
+      return why;
     if (node->kind() == c10::prim::If) {
       for (const torch::jit::Block *b : node->blocks()) {
         std::string why = loopBodyReason(b, r, facts);

@@ -95,26 +95,34 @@ Value *inputBehind(Value *index, const Graph &graph) {
   return nullptr;
 }
 
-/// The graph inputs whose dtype would decide an index: given, unknown, to
-/// indexing or an indexed store.
+/// The graph inputs whose dtype would decide an index or a mask: given,
+/// unknown, to indexing or an indexed store, or as masked_select's mask (a
+/// bool mask, or a uint8 one PyTorch still takes with a warning).
 std::vector<Value *> inputsDecidingIndices(const Graph &graph,
                                            const AnalysisResult &analysis) {
   std::vector<Value *> inputs;
+  auto add = [&](Value *index) {
+    if (index->mustBeNone() ||
+        analysis.info(index).dtype != DTypeKind::Unknown)
+      return;
+    Value *input = inputBehind(index, graph);
+    if (input && std::find(inputs.begin(), inputs.end(), input) == inputs.end())
+      inputs.push_back(input);
+  };
   for (Node *node : analysis.nodesWhere([](c10::Symbol op) {
          return op == c10::aten::index || op == c10::aten::index_put_ ||
-                op == c10::aten::index_put;
+                op == c10::aten::index_put || op == c10::aten::masked_select;
        })) {
+    if (node->kind() == c10::aten::masked_select) {
+      if (node->inputs().size() == 2)
+        add(node->input(1));
+      continue;
+    }
     Node *list = node->input(1)->node();
     if (list->kind() != c10::prim::ListConstruct)
       continue;
-    for (Value *index : list->inputs()) {
-      if (index->mustBeNone() ||
-          analysis.info(index).dtype != DTypeKind::Unknown)
-        continue;
-      Value *input = inputBehind(index, graph);
-      if (input && std::find(inputs.begin(), inputs.end(), input) == inputs.end())
-        inputs.push_back(input);
-    }
+    for (Value *index : list->inputs())
+      add(index);
   }
   return inputs;
 }

@@ -78,3 +78,26 @@ def test_no_version_where_it_removes_nothing(staticify, save, tmp_path):
     assert after == before == 1
     obs, valid = torch.randn(8), torch.rand(8) > 0.5
     assert torch.equal(result(obs, valid), original(obs, valid))
+
+
+class MaskedSelectSum(torch.nn.Module):
+    """masked_select's mask from the caller: bool, or uint8 (deprecated, still
+    taken), or int64 (refused by PyTorch, in both versions)."""
+
+    def forward(self, x: Tensor, m: Tensor) -> Tensor:
+        return x.masked_select(m).sum()
+
+
+def test_masked_select_mask_of_unknown_dtype(staticify, save, tmp_path):
+    original, result, report, _ = _run(staticify, save, tmp_path, MaskedSelectSum())
+    assert sync_points(report) == (1, 0), report["methods"][0]["after"]
+    gen = torch.Generator().manual_seed(0)
+    for n in (0, 1, 7):
+        x = torch.randn(n, generator=gen)
+        keep = torch.rand(n, generator=gen) > 0.5
+        for m in (keep, keep.to(torch.uint8), ~keep, torch.ones(n, dtype=torch.bool)):
+            torch.testing.assert_close(result(x, m), original(x, m))
+        with pytest.raises(RuntimeError):
+            original(x, keep.long())
+        with pytest.raises(RuntimeError):
+            result(x, keep.long())

@@ -25,8 +25,6 @@ using torch::jit::Value;
 
 namespace {
 
-constexpr int64_t kBool = static_cast<int64_t>(c10::ScalarType::Bool);
-
 /// The default pipeline's passes after \p pass: what a trial runs to see
 /// what each version becomes.
 std::vector<std::string> passesAfter(const char *pass) {
@@ -35,14 +33,15 @@ std::vector<std::string> passesAfter(const char *pass) {
   return {self == all.end() ? all.end() : self + 1, all.end()};
 }
 
-/// What the first version takes to hold of one tensor: that it is bool
-/// (no rank, no shapeOf), that it has \p rank dimensions, or that it has
-/// \p shapeOf's shape. \p input is a graph input, or (with shapeOf) a value
-/// of the method's top block, as is shapeOf.
+/// What the first version takes to hold of one tensor: that it has dtype
+/// \p dtype (no rank, no shapeOf), that it has \p rank dimensions, or that
+/// it has \p shapeOf's shape. \p input is a graph input, or (with shapeOf)
+/// a value of the method's top block, as is shapeOf.
 struct Fact {
   Value *input = nullptr;
   std::optional<int64_t> rank;
   Value *shapeOf = nullptr;
+  c10::ScalarType dtype = c10::ScalarType::Bool;
 };
 
 /// The host test of \p fact (metadata: no sync).
@@ -57,19 +56,22 @@ Value *holds(Graph &graph, const Fact &fact, const Node *anchor) {
                 {emit(graph, "aten::dim", {fact.input}, anchor), *fact.rank},
                 anchor);
   return emit(graph, "aten::eq",
-              {emit(graph, "prim::dtype", {fact.input}, anchor), kBool},
+              {emit(graph, "prim::dtype", {fact.input}, anchor),
+               static_cast<int64_t>(fact.dtype)},
               anchor);
 }
 
 /// The input as the first version reads it, where \p fact holds: itself,
-/// spelled so that the rewrites see the fact (`x.to(torch.bool)`,
+/// spelled so that the rewrites see the fact (`x.to(torch.bool)`, `x.to(torch.int64)`,
 /// `x.view([x.size(0), ..., x.size(r - 1)])`, or `x.expand_as(y)`: a view
 /// of x with x's own sizes and strides, and y's shape to the analysis).
 Value *refined(Graph &graph, const Fact &fact, const Node *anchor) {
   if (fact.shapeOf)
     return emit(graph, "aten::expand_as", {fact.input, fact.shapeOf}, anchor);
   if (!fact.rank)
-    return emit(graph, "aten::to", {fact.input, kBool, false, false}, anchor);
+    return emit(graph, "aten::to",
+                {fact.input, static_cast<int64_t>(fact.dtype), false, false},
+                anchor);
   std::vector<Value *> sizes;
   for (int64_t d = 0; d < *fact.rank; ++d)
     sizes.push_back(emit(graph, "aten::size", {fact.input, d}, anchor));
@@ -79,7 +81,8 @@ Value *refined(Graph &graph, const Fact &fact, const Node *anchor) {
 }
 
 /// The graph input \p index reads, through ops that keep their input's
-/// dtype (views, clone, to(device)); nullptr where it is none.
+/// dtype (views, clone, to(device), a selection x[i]); nullptr where it is
+/// none.
 Value *inputBehind(Value *index, const Graph &graph) {
   for (int depth = 0; depth < 16; ++depth) {
     Node *node = index->node();
@@ -87,8 +90,9 @@ Value *inputBehind(Value *index, const Graph &graph) {
       return node->owningBlock() == graph.block() && isTensor(index) ? index
                                                                       : nullptr;
     const OpInfo *op = opInfo(node);
-    if (!op || op->dtype != DTypeRule::KeepsInput || node->inputs().empty() ||
-        !isTensor(node->input(0)))
+    bool keeps = op && (op->dtype == DTypeRule::KeepsInput ||
+                        node->kind() == c10::aten::index);
+    if (!keeps || node->inputs().empty() || !isTensor(node->input(0)))
       return nullptr;
     index = node->input(0);
   }
@@ -123,6 +127,28 @@ std::vector<Value *> inputsDecidingIndices(const Graph &graph,
       continue;
     for (Value *index : list->inputs())
       add(index);
+  }
+  return inputs;
+}
+
+/// The graph inputs of unknown dtype whose values unique() or
+/// unique_consecutive() orders, directly or through ops that keep their
+/// dtype (a selection `tok[m]` included): bound takes those of integers
+/// only (PyTorch's CPU unique orders NaN its own way), so the first
+/// version reads them as int64, the usual dtype of ids and labels.
+std::vector<Value *> inputsDecidingUniques(const Graph &graph,
+                                           const AnalysisResult &analysis) {
+  std::vector<Value *> inputs;
+  for (Node *node : analysis.nodesWhere([](c10::Symbol op) {
+         return op == c10::aten::_unique2 || op == c10::aten::unique_consecutive ||
+                op == c10::aten::unique_dim;
+       })) {
+    Value *x = node->input(0);
+    if (analysis.info(x).dtype != DTypeKind::Unknown)
+      continue;
+    Value *input = inputBehind(x, graph);
+    if (input && std::find(inputs.begin(), inputs.end(), input) == inputs.end())
+      inputs.push_back(input);
   }
   return inputs;
 }
@@ -320,9 +346,14 @@ bool versionWhereFewerSyncs(Graph &graph, PassContext &ctx,
 bool specializeDTypes(std::shared_ptr<Graph> &graph, PassContext &ctx) {
   if (!versionable(graph, ctx))
     return false;
+  const AnalysisResult &analysis = ctx.facts.analysis(graph);
   std::vector<Fact> facts;
-  for (Value *input : inputsDecidingIndices(*graph, ctx.facts.analysis(graph)))
+  for (Value *input : inputsDecidingIndices(*graph, analysis))
     facts.push_back({input, std::nullopt});
+  for (Value *input : inputsDecidingUniques(*graph, analysis))
+    if (std::none_of(facts.begin(), facts.end(),
+                     [&](const Fact &f) { return f.input == input; }))
+      facts.push_back({input, std::nullopt, nullptr, c10::ScalarType::Long});
   return versionWhereFewerSyncs(*graph, ctx, facts, "specialize-dtypes");
 }
 

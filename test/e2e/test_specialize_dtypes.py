@@ -101,3 +101,27 @@ def test_masked_select_mask_of_unknown_dtype(staticify, save, tmp_path):
             original(x, keep.long())
         with pytest.raises(RuntimeError):
             result(x, keep.long())
+
+
+class RunsOfSelected(torch.nn.Module):
+    """unique_consecutive of a selection of ids from the caller (CTC-style
+    collapsing): bound takes integers only; int64 ids run the static
+    version, others (int32, floats with NaN) the original."""
+
+    def forward(self, tok: Tensor, m: Tensor) -> Tensor:
+        return torch.unique_consecutive(tok[m]).sum()
+
+
+def test_unique_of_input_of_unknown_dtype(staticify, save, tmp_path):
+    original, result, report, _ = _run(staticify, save, tmp_path, RunsOfSelected())
+    assert sync_points(report) == (2, 0), report["methods"][0]["after"]
+    gen = torch.Generator().manual_seed(0)
+    for trial in range(60):
+        n = int(torch.randint(0, 9, (1,), generator=gen))
+        tok = torch.randint(0, 4, (n,), generator=gen)
+        m = torch.rand(n, generator=gen) < (0.0, 0.5, 1.0)[trial % 3]
+        nan = torch.where(tok == 1, torch.tensor(float("nan")), tok.float())
+        for t in (tok, tok.int(), tok.float(), nan):
+            want, got = original(t, m), result(t, m)
+            assert want.dtype == got.dtype
+            torch.testing.assert_close(got, want, equal_nan=True)

@@ -80,10 +80,27 @@ void readsOf(const Block *block, std::vector<const Value *> &out) {
   out.insert(out.end(), block->outputs().begin(), block->outputs().end());
 }
 
+/// What branch-writes does to one if: its writes, and the results that are
+/// a written value in both branches (TorchScript's `y += v` in a branch
+/// returns the add_'s result, y itself): after the write-back they read y.
+struct Plan {
+  std::vector<Write> writes;
+  std::vector<std::pair<size_t, Value *>> writtenResults; // (result, root)
+};
+
+/// The root \p v is (itself, or the result of an in-place op on it), if
+/// \p v is one of \p writes' roots or results.
+Value *rootOfWritten(const Value *v, const std::vector<Write> &writes) {
+  for (const Write &w : writes)
+    if (v == w.root || v == w.node->output())
+      return w.root;
+  return nullptr;
+}
+
 /// Why the writes in \p ifNode's branches cannot move after it, or "" with
-/// \p writes filled (none: nothing to do).
-std::string planReason(Node *ifNode, const Aliases &aliases,
-                       std::vector<Write> &writes) {
+/// \p plan filled (no writes: nothing to do).
+std::string planReason(Node *ifNode, const Aliases &aliases, Plan &plan) {
+  std::vector<Write> &writes = plan.writes;
   for (Block *b : ifNode->blocks()) {
     std::unordered_map<const Value *, Value *> rootOf; // in-place results
     for (Node *n : b->nodes()) {
@@ -112,25 +129,26 @@ std::string planReason(Node *ifNode, const Aliases &aliases,
       writes.push_back({n, y});
     }
   }
+  // A result that is a written value in one branch must be that value in
+  // the other too (then it reads the value after the write-back).
+  for (size_t i = 0; i < ifNode->outputs().size(); ++i) {
+    Value *a = rootOfWritten(ifNode->blocks()[0]->outputs()[i], writes);
+    Value *b = rootOfWritten(ifNode->blocks()[1]->outputs()[i], writes);
+    if (!a && !b)
+      continue;
+    if (a != b || inside(a->node(), ifNode))
+      return "a result of the if is a value it writes in one branch only";
+    plan.writtenResults.emplace_back(i, a);
+  }
   // A view of a written value read in a branch would see the write there;
   // computed out of place, it would not.
   for (const Write &w : writes)
     for (Block *b : ifNode->blocks()) {
       std::vector<const Value *> reads;
       readsOf(b, reads);
-      for (const Value *v : reads) {
-        bool chain = v == w.root ||
-                     std::any_of(writes.begin(), writes.end(),
-                                 [&](const Write &o) {
-                                   return o.root == w.root &&
-                                          o.node->output() == v;
-                                 });
-        if (chain && std::find(b->outputs().begin(), b->outputs().end(), v) !=
-                         b->outputs().end())
-          return "a result of the if is a value it writes";
-        if (!chain && aliases.mayAlias(v, w.root))
+      for (const Value *v : reads)
+        if (rootOfWritten(v, writes) != w.root && aliases.mayAlias(v, w.root))
           return "a branch reads a value that may alias one it writes";
-      }
     }
   return "";
 }
@@ -208,7 +226,7 @@ std::vector<Value *> functionalize(Graph &graph, Node *ifNode,
   return roots;
 }
 
-/// After \p ifNode (on `bool(t)`): each root written back from the if's
+/// After \p ifNode (on data): each root written back from the if's
 /// result, unconditionally unless autograd records a root or its result,
 /// where only when `bool(t)` (the guard's fallback): a write there could
 /// invalidate a tensor saved for backward, or make the root require grad
@@ -245,8 +263,14 @@ void writeBack(Graph &graph, Node *ifNode, const std::vector<Value *> &roots) {
   copies(guard->addBlock());
   Block *fallback = guard->addBlock();
   torch::jit::WithInsertPoint in(fallback);
-  Node *taken = graph.insertNode(graph.create(
-      c10::prim::If, {emit(graph, "aten::Bool", {cond->input(0)}, ifNode)}, 0));
+  // `bool(t)` read again there, so that the if's own read can go when it is
+  // converted; any other condition is read there as it is (lift-scalars
+  // reads its lifted value there).
+  Value *again = cond->kind() == c10::aten::Bool && isTensor(cond->input(0))
+                     ? emit(graph, "aten::Bool", {cond->input(0)}, ifNode)
+                     : ifNode->input(0);
+  Node *taken =
+      graph.insertNode(graph.create(c10::prim::If, {again}, 0));
   taken->setSourceRange(ifNode->sourceRange());
   copies(taken->addBlock());
   taken->addBlock();
@@ -261,19 +285,31 @@ bool branchWrites(std::shared_ptr<Graph> &graph, PassContext &ctx) {
   // Innermost first: an inner if's writes move out to its own block first.
   for (auto it = ifs.rbegin(); it != ifs.rend(); ++it) {
     Node *node = *it;
-    Node *cond = node->input(0)->node();
-    if (cond->kind() != c10::aten::Bool || !isTensor(cond->input(0)) ||
-        inGuardFallback(node) || !writesInside(node))
+    if (inGuardFallback(node) || !writesInside(node))
       continue;
     if (changed) // facts about the graph as it is now
       ctx.facts.invalidate();
-    std::vector<Write> writes;
-    std::string why = planReason(node, ctx.facts.aliases(graph), writes);
+    const AnalysisResult &facts = ctx.facts.analysis(graph);
+    if (!facts.knows(node->input(0)) ||
+        !facts.info(node->input(0)).isDataDependent())
+      continue; // a branch on the host: nothing to gain
+    Plan plan;
+    std::string why = planReason(node, ctx.facts.aliases(graph), plan);
     if (!why.empty()) {
       ctx.declined(node, kRule, why);
       continue;
     }
-    std::vector<Value *> roots = functionalize(*graph, node, writes, ctx);
+    // A result that is the written value reads it after the write-back:
+    // the if no longer returns it.
+    for (auto it = plan.writtenResults.rbegin();
+         it != plan.writtenResults.rend(); ++it) {
+      auto [i, root] = *it;
+      node->output(i)->replaceAllUsesWith(root);
+      for (Block *b : node->blocks())
+        b->eraseOutput(i);
+      node->eraseOutput(i);
+    }
+    std::vector<Value *> roots = functionalize(*graph, node, plan.writes, ctx);
     if (!roots.empty())
       writeBack(*graph, node, roots);
     changed = true;

@@ -7,7 +7,7 @@
 
 namespace staticify {
 
-/// An `if bool(t):` whose branches write in place (`if m.any(): x[m] = 0`,
+/// An `if` on data (`bool(t)`, `t.item() > 0`) whose branches write in place (`if m.any(): x[m] = 0`,
 /// which mask-store makes `x.masked_fill_(m, 0)`) computes out of place
 /// instead, and the if returns each written value; one write after the if
 /// puts it back:
@@ -27,7 +27,7 @@ namespace staticify {
 /// behind a guard on host facts: with autograd recording y
 /// (`torch.is_grad_enabled() and y.requires_grad`) an unconditional write
 /// could invalidate a tensor saved for backward, so the fallback writes only
-/// where `bool(t)` (a read of the device, counted apart).
+/// where the condition holds (a read of the device, counted apart).
 bool branchWrites(std::shared_ptr<torch::jit::Graph> &graph, PassContext &ctx);
 
 } // namespace staticify

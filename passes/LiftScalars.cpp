@@ -107,10 +107,15 @@ bool isScalarOp(const Node *node) {
       !liftedDType(node->output()->type()))
     return false;
   // int()/float()/bool() also convert an item()'s Scalar: types are known
-  // from there on. Other arithmetic on a Scalar has a run-time type.
-  bool conversion = isConversion(node);
+  // from there on, and so is a comparison's (a bool: `t.item() > 0`; the
+  // lifted Scalar holds the Python number's value, as int64, float64 or
+  // bool, and is compared in float64 beside a float as Python compares).
+  // Other arithmetic on a Scalar has a run-time type.
+  const OpInfo *info = opInfo(node);
+  bool takesScalar =
+      isConversion(node) || (info && info->has(kComparison));
   for (const Value *in : node->inputs())
-    if (!liftedDType(in->type()) && !(conversion && isNumber(in)))
+    if (!liftedDType(in->type()) && !(takesScalar && isNumber(in)))
       return false; // lists (prim::min of a list), tensors, strings...
   return true;
 }
@@ -199,6 +204,9 @@ struct Region {
   std::vector<std::pair<Node *, size_t>> sinks; // tensor ops taking a scalar
   std::unordered_set<Node *> returnsTo; // ifs that a region value leaves by
   std::vector<Node *> loops; // loops whose exit a region value decides
+  /// Uses in a guard's fallback (not its results): they read the lifted
+  /// value on the host there, counted apart as the fallback's reads are.
+  std::vector<std::pair<Node *, size_t>> fallbackReads;
   std::string whyNot;
   const Node *blocker = nullptr;
 };
@@ -415,6 +423,10 @@ Region growRegion(const std::vector<Node *> &sources,
     for (const torch::jit::Use &use : v->uses()) {
       Node *user = use.user;
       r.touched.insert(user);
+      if (user->kind() != c10::prim::Return && inGuardFallback(user)) {
+        r.fallbackReads.emplace_back(user, use.offset);
+        continue;
+      }
       if (user->kind() == c10::prim::Return) {
         Node *owner = user->owningBlock()->owningNode();
         if (owner && owner->kind() == c10::prim::Loop && use.offset == 0) {
@@ -567,6 +579,18 @@ public:
     for (Node *loop : region.loops) {
       runToBound(loop, region);
       ctx.rewrote(loop, kRule);
+    }
+    for (auto [user, offset] : region.fallbackReads) {
+      Value *host = user->input(offset);
+      torch::jit::WithInsertPoint guard(user);
+      const char *read = host->type()->kind() == c10::TypeKind::BoolType
+                             ? "aten::Bool"
+                         : host->type()->kind() == c10::TypeKind::IntType
+                             ? "aten::Int"
+                         : host->type()->kind() == c10::TypeKind::FloatType
+                             ? "aten::Float"
+                             : "aten::item";
+      user->replaceInput(offset, emit(graph, read, {lifted.at(host)}, user));
     }
     for (Node *node : dead)
       for (Value *out : node->outputs())

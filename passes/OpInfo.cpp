@@ -85,11 +85,13 @@ const std::vector<OpInfo> kTable = {
     {"prim::Print", nullptr, R::SyncRead, kFormats},
     {"aten::warn", nullptr, R::SyncRead, kFormats},
 
+    // size(x, d) raises for d past x's rank and len(x) for a 0-d x: on
+    // shapes, never on values.
     {"aten::numel", nullptr, R::ShapeRead, kNeverRaises},
-    {"aten::size", nullptr, R::ShapeRead},
-    {"aten::sym_size", nullptr, R::ShapeRead},
+    {"aten::size", nullptr, R::ShapeRead, kNeverRaises},
+    {"aten::sym_size", nullptr, R::ShapeRead, kNeverRaises},
     {"aten::sym_numel", nullptr, R::ShapeRead, kNeverRaises},
-    {"aten::len", nullptr, R::ShapeRead},
+    {"aten::len", nullptr, R::ShapeRead, kNeverRaises},
 
     {"aten::dim", nullptr, R::MetadataRead, kNeverRaises},
     {"prim::device", nullptr, R::MetadataRead, kNeverRaises},

@@ -123,6 +123,37 @@ bool opElementwise(const Node *node) {
          (!op->has(kReducedLoss) || lossReduction(node) == 0);
 }
 
+/// Whether \p v is computed from tensors' shapes alone: sizes, numels,
+/// ranks and lengths, the constants -1, 0, 1 and None, and list and integer
+/// arithmetic on them (`[m.numel()] + x.size()[m.dim():]`, `m.size() + [1] *
+/// k`). A reshape to such sizes raises on shapes only, as broadcasting does.
+static bool fromShapesAlone(const Value *v, int depth = 0) {
+  const Node *n = v->node();
+  const std::string op = n->kind().toQualString();
+  if (op == "aten::size" || op == "aten::numel" || op == "aten::dim")
+    return true;
+  if (n->kind() == c10::prim::Constant) {
+    if (v->mustBeNone())
+      return true;
+    std::vector<int64_t> values;
+    if (std::optional<int64_t> c = constantInt(v))
+      values = {*c};
+    else if (auto list = constantIntList(v))
+      values = *list;
+    else
+      return false;
+    return std::all_of(values.begin(), values.end(),
+                       [](int64_t c) { return c >= -1 && c <= 1; });
+  }
+  if (depth > 12 || !(op == "aten::len" || op == "prim::ListConstruct" ||
+                      op == "aten::add" || op == "aten::sub" ||
+                      op == "aten::mul" || op == "aten::slice" ||
+                      op == "aten::__getitem__"))
+    return false;
+  return std::all_of(n->inputs().begin(), n->inputs().end(),
+                     [&](const Value *in) { return fromShapesAlone(in, depth + 1); });
+}
+
 bool neverRaisesOnValues(const Node *node) {
   if (node->kind() == c10::prim::Constant)
     return true;
@@ -140,6 +171,11 @@ bool neverRaisesOnValues(const Node *node) {
   }
   if (info->has(kMayRaise))
     return false;
+  // A reshape (or view) to sizes computed from shapes alone: mask-store's
+  // `m.reshape(m.size() + [1] * k)`, masked-reduce's rows of a selection.
+  if ((node->kind() == c10::aten::reshape || node->kind() == c10::aten::view) &&
+      node->inputs().size() == 2 && fromShapesAlone(node->input(1)))
+    return true;
   // torch.tensor(x) of one number (a list may be ragged).
   if (node->kind() == c10::aten::tensor && !node->inputs().empty()) {
     c10::TypeKind k = node->input(0)->type()->kind();

@@ -33,24 +33,30 @@ import pytest
 import torch
 from torchvision.models import detection
 
-from conftest import RUNTIME, sync_points
+from conftest import FULL, RUNTIME, sync_points
 
 IMAGES = int(os.environ.get("STATICIFY_DETECTOR_IMAGES", "3"))
 
-MODELS = {
+CONFIGS = {
     # The box head's batched_nms takes the per-class loop.
     "fasterrcnn_mobilenet_v3_large_320_fpn": dict(box_score_thresh=0.0),
+    # A per-class loop (threshold, top-k, gather) appended and concatenated,
+    # behind a MobileNetV3 (weights made to keep their scale: fresh_weights).
+    "ssdlite320_mobilenet_v3_large": dict(score_thresh=0.0),
     # One batched_nms over every level's kept anchors.
     "retinanet_resnet50_fpn": dict(score_thresh=0.0, min_size=320, max_size=320),
     # The same per-level chain (top-k of min(K, n), floor division by the
     # classes, decoding and clipping, cat of the levels), with centerness.
     "fcos_resnet50_fpn": dict(score_thresh=0.0, min_size=320, max_size=320),
-    # A per-class loop (threshold, top-k, gather) appended and concatenated.
+    # SSD's loop behind VGG.
     "ssd300_vgg16": dict(score_thresh=0.0, num_classes=91),
-    # The same loop behind a MobileNetV3 (weights made to keep their scale:
-    # fresh_weights).
-    "ssdlite320_mobilenet_v3_large": dict(score_thresh=0.0),
 }
+
+# The first two in CI; the slow tier (STATICIFY_TESTS=all, 40 to 70 seconds
+# each on two busy cores) adds the one-stage detectors with a ResNet
+# backbone and SSD300.
+MODELS = (dict(CONFIGS) if FULL or os.environ.get("STATICIFY_DETECTOR_MODELS") == "all"
+          else {name: CONFIGS[name] for name in list(CONFIGS)[:2]})
 
 # The other two-stage detectors, slower (a ResNet-50 backbone; masks pasted
 # per box, keypoints decoded per box; the MobileNet one at its own RPN

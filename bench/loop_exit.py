@@ -11,7 +11,8 @@ per step the original takes).
     /usr/bin/python3 bench/loop_exit.py [--bin build/bin] [--device cpu|cuda]
         [--sizes 64 512] [--threads 1] [--seconds 1] [--json OUT] [--docs docs]
     /usr/bin/python3 bench/loop_exit.py --make DIR     # the two archives, here
-    python3 bench/loop_exit.py --made DIR --device cuda  # where no staticify is
+    python3 bench/loop_exit.py --made DIR --device cuda --json R  # on a GPU
+    /usr/bin/python3 bench/loop_exit.py --render R --docs docs    # its table
 
 On a CPU a read of the device costs nothing, so the static loop is slower
 by the steps it runs past the exit; on a GPU each read waits for the queue
@@ -192,7 +193,17 @@ def main():
     parser.add_argument("--seconds", type=float, default=1.0)
     parser.add_argument("--json")
     parser.add_argument("--docs")
+    parser.add_argument("--render", help="a --json result (made on a GPU machine): its "
+                        "table only, into --docs")
     args = parser.parse_args()
+    if args.render:
+        result = json.loads(pathlib.Path(args.render).read_text())
+        begin, end, text = render(result, result["command"])
+        print(text)
+        if args.docs:
+            write_section(pathlib.Path(args.docs) / "benchmarks.md", begin, end, text,
+                          heading=f"## Loops that stop on data ({result['device'].upper()})")
+        return 0
     if args.make:
         folder = pathlib.Path(args.make)
         folder.mkdir(parents=True, exist_ok=True)
@@ -202,6 +213,7 @@ def main():
     torch.set_num_threads(args.threads)
     command = " ".join(["/usr/bin/python3 bench/loop_exit.py"] + sys.argv[1:])
     result = run(args)
+    result["command"] = command
     begin, end, text = render(result, command)
     print(text)
     if args.json:

@@ -4,7 +4,8 @@
 Generates random TorchScript programs that use data-dependent ops the way real
 code does (masks from comparisons, x[m], torch.where(m)[0], nonzero,
 masked_select, reductions of selections, x[m] = v stores, .item()/int()/float(),
-`if` on tensor values, loops that break on data, x[:k] with a data-derived k, cat/topk/sort/unique of
+`if` on tensor values and in-place writes under them, loops that break on data,
+x[:k] with a data-derived k, cat/topk/sort/unique of
 selections, torch.arange(k), dead code, helper-method calls, plain static ops),
 packs many of them as exported methods of one module, runs the real staticify
 binary once per pack, and then checks every program:
@@ -86,7 +87,7 @@ DD_FEATURES = {"store-const", "store-0d", "store-sel", "store-sel-var", "store-a
                "helper-call", "where", "nonzero", "gather", "int-of-count", "int", "float",
                "num", "numel", "reduce", "reduce-dim0", "sort", "topk", "unique", "cat",
                "nested-mask", "arange", "slice-k", "narrow-k", "if", "if-elif", "if-shield",
-               "recompute-select", "loop"}
+               "recompute-select", "loop", "branch-store"}
 
 
 @dataclasses.dataclass
@@ -715,6 +716,26 @@ class Gen:
         self.pool.append(target)
         return True
 
+    def p_branch_store(self):
+        """An in-place write in a branch on data (`if c: y[m] = 0`,
+        `y.add_(v)`, `y += a`): branch-writes computes it out of place and
+        writes it back once after the if."""
+        a = self.pick(lambda v: v.kind == "full" and v.dtype == "f")
+        if a is None:
+            return False
+        y = Var(self.fresh("w"), "full", "f", a.mk)
+        self.emit(f"{y.name} = {a.name}.clone()", "branch-store")
+        forms = [f"{y.name}.add_(1.5)", f"{y.name} += {a.name}", f"{y.name}.mul_(0.5)"]
+        m = self.pick(lambda v: v.kind == "mask" and self.mask_fits(v, a))
+        if m is not None:
+            forms += [f"{y.name}[{self.mexpr(m, a.mk)}] = 0.0",
+                      f"{y.name}.masked_fill_({self.mexpr(m, a.mk)}, -1.0)"]
+        self.emit(f"if {self.cond()}:", "branch-store")
+        self.emit(f"    {self.c(forms)}", "branch-store")
+        y.dd = True
+        self.pool.append(y)
+        return True
+
     def p_dead(self):
         m = self.pick(lambda v: v.kind == "mask")
         a = self.pick(lambda v: v.kind == "full" and v.dtype == "f")
@@ -744,7 +765,8 @@ class Gen:
                    ("p_where_idx", 5), ("p_gather", 5), ("p_nonzero", 2),
                    ("p_dyn_unary", 6), ("p_dyn_binary", 7), ("p_dyn_struct", 8),
                    ("p_reduce", 16), ("p_scalar", 9), ("p_int_use", 5), ("p_if", 6),
-                   ("p_dead", 3), ("p_helper_dyn", 1), ("p_recompute", 3), ("p_loop", 4)]
+                   ("p_dead", 3), ("p_helper_dyn", 1), ("p_recompute", 3), ("p_loop", 4),
+                   ("p_branch_store", 4)]
 
     def returnable(self, v):
         return v.kind not in ("num",) and v.name not in ("x", "y", "t", "xi")

@@ -131,12 +131,17 @@ std::string planReason(Node *ifNode, const Aliases &aliases, Plan &plan) {
   }
   // A result that is a written value in one branch must be that value in
   // the other too (then it reads the value after the write-back).
+  // (A value made in the branch and written there is returned as its
+  // last version.)
+  auto madeBefore = [&](Value *root) {
+    return root && !inside(root->node(), ifNode) ? root : nullptr;
+  };
   for (size_t i = 0; i < ifNode->outputs().size(); ++i) {
-    Value *a = rootOfWritten(ifNode->blocks()[0]->outputs()[i], writes);
-    Value *b = rootOfWritten(ifNode->blocks()[1]->outputs()[i], writes);
+    Value *a = madeBefore(rootOfWritten(ifNode->blocks()[0]->outputs()[i], writes));
+    Value *b = madeBefore(rootOfWritten(ifNode->blocks()[1]->outputs()[i], writes));
     if (!a && !b)
       continue;
-    if (a != b || inside(a->node(), ifNode))
+    if (a != b)
       return "a result of the if is a value it writes in one branch only";
     plan.writtenResults.emplace_back(i, a);
   }

@@ -121,9 +121,16 @@ std::string planReason(Node *ifNode, const Aliases &aliases, Plan &plan) {
       Value *y = n->input(0);
       if (auto it = rootOf.find(y); it != rootOf.end())
         y = it->second;
+      // A value made in the branch must be new memory (a clone, zeros...),
+      // not a view of one made before.
       bool before = !inside(y->node(), ifNode);
-      if (!before && (y->node()->owningBlock() != b ||
-                      !Aliases::onlyItselfReadAfter(y, y->node())))
+      if (!before &&
+          (y->node()->owningBlock() != b ||
+           std::any_of(y->node()->inputs().begin(), y->node()->inputs().end(),
+                       [&](const Value *in) {
+                         return carriesTensor(in->type()) &&
+                                aliases.mayAlias(y, in);
+                       })))
         return "a branch writes to a value that may be a view";
       rootOf[n->output()] = y;
       writes.push_back({n, y});

@@ -62,6 +62,19 @@ class BinnedError(torch.nn.Module):
         return ece
 
 
+class LocalInBranch(torch.nn.Module):
+    """A copy made in the branch, written, and returned as its result."""
+
+    def forward(self, x: Tensor, m: Tensor) -> Tensor:
+        if bool(m.any()):
+            z = x.clone()
+            z[m] = 0.0
+            r = z
+        else:
+            r = x * 2
+        return r
+
+
 class IntoInput(torch.nn.Module):
     """Must not touch: a graph input is written, and libtorch's alias
     analysis lets graph inputs alias each other (m might be a view of x)."""
@@ -85,6 +98,7 @@ CASES = [
     ("guarded-copy", GuardedCopy(), (3, 0)),
     ("accumulate", Accumulate(), (1, 0)),
     ("binned-error", BinnedError(), (3, 0)),
+    ("local-in-branch", LocalInBranch(), (2, 0)),
     ("into-input", IntoInput(), (1, 1)),
 ]
 
@@ -103,7 +117,7 @@ def test_branch_writes_equal_original(staticify, save, tmp_path, name, module, s
         assert compare_outputs(original, rewritten, mask_inputs, TRIALS, name) > TRIALS // 2
 
 
-@pytest.mark.parametrize("name,module", [c[:2] for c in CASES[:4]], ids=[c[0] for c in CASES[:4]])
+@pytest.mark.parametrize("name,module", [c[:2] for c in CASES[:5]], ids=[c[0] for c in CASES[:5]])
 def test_branch_writes_gradients(staticify, save, tmp_path, name, module):
     """With autograd recording the written tensor, the guard's fallback
     writes only where the branch is taken: outputs and gradients match."""

@@ -379,3 +379,18 @@ def test_optimize_lowers_to_a_cpu_kernel_from_example_inputs():
         staticify_api.optimize(model, lower="cpu")
     with pytest.raises(staticify_api.Error, match="^lower=gpu: the targets are: cpu"):
         staticify_api.optimize(model, (loss, targets), lower="gpu")
+
+
+def test_static_loops_is_the_flag():
+    """optimize(static_loops=True) runs a loop that stops on data on to its
+    bound, as --static-loops does; by default the loop keeps its read."""
+    from test_loop_exit import EarlyStop
+    w, h = torch.randn(3, 3), torch.randn(4, 3)
+    default_module, default_report = staticify_api.optimize(EarlyStop())
+    module, report = staticify_api.optimize(EarlyStop(), static_loops=True)
+    assert default_report.methods[0].after.sync_points == 1
+    assert report.methods[0].after.sync_points == 0
+    for got in (module(w, h), default_module(w, h)):
+        want = EarlyStop()(w, h)
+        torch.testing.assert_close(got[0], want[0])
+        assert torch.equal(got[1], want[1])

@@ -5,6 +5,7 @@
 #include "passes/Analysis.h"
 #include "passes/GraphUtils.h"
 #include "passes/IfConvert.h"
+#include "passes/OpCatalogue.h"
 
 #include <torch/csrc/jit/runtime/operator.h>
 
@@ -49,7 +50,14 @@ std::optional<c10::Symbol> twinOf(const Node *node) {
   return std::nullopt;
 }
 
+/// Whether \p node writes only its tensor's values (not its shape, strides
+/// or autograd state: squeeze_, resize_, detach_, requires_grad_ change what
+/// a copy of the values back cannot) and has an out-of-place form.
 bool computableOutOfPlace(const Node *node) {
+  const OpInfo *info = opInfo(node);
+  if ((info && info->has(kReshapesInPlace)) || isOp(node, "aten::detach_") ||
+      isOp(node, "aten::requires_grad_"))
+    return false;
   return isOp(node, "aten::copy_") || isOp(node, "aten::zero_") ||
          twinOf(node).has_value();
 }
@@ -170,10 +178,13 @@ std::string planReason(Node *ifNode, const Aliases &aliases, Plan &plan) {
 /// self's).
 Value *outOfPlace(Graph &graph, Node *write, Value *now) {
   torch::jit::WithInsertPoint guard(write);
-  if (isOp(write, "aten::copy_"))
-    return emit(graph, "aten::expand_as",
-                {emit(graph, "aten::type_as", {write->input(1), now}, write),
-                 now},
+  if (isOp(write, "aten::copy_")) // new memory: src may be another root
+    return emit(graph, "aten::clone",
+                {emit(graph, "aten::expand_as",
+                      {emit(graph, "aten::type_as", {write->input(1), now},
+                            write),
+                       now},
+                      write)},
                 write);
   if (isOp(write, "aten::zero_"))
     return emit(graph, "aten::zeros_like", {now}, write);
@@ -239,30 +250,21 @@ std::vector<Value *> functionalize(Graph &graph, Node *ifNode,
 }
 
 /// After \p ifNode (on data): each root written back from the if's
-/// result, unconditionally unless autograd records a root or its result,
-/// where only when `bool(t)` (the guard's fallback): a write there could
-/// invalidate a tensor saved for backward, or make the root require grad
-/// where the original left it alone.
+/// result, unconditionally with grad mode off, else only where the
+/// condition holds (the guard's fallback): a write there could invalidate a
+/// tensor saved for backward, or make the root require grad where the
+/// original left it alone.
 void writeBack(Graph &graph, Node *ifNode, const std::vector<Value *> &roots) {
   size_t first = ifNode->outputs().size() - roots.size();
   Node *cond = ifNode->input(0)->node();
   torch::jit::WithInsertPoint at(ifNode->next());
-  // Host facts: whether autograd records a root or what the if returns
-  // for it (a write from it would make an untaken branch's root require
-  // grad).
-  Value *recorded = nullptr;
-  for (size_t k = 0; k < roots.size(); ++k)
-    for (Value *v : {roots[k], ifNode->output(first + k)}) {
-      Value *r = emit(graph, "prim::requires_grad", {v}, ifNode);
-      recorded =
-          recorded ? emit(graph, "aten::__or__", {recorded, r}, ifNode) : r;
-    }
+  // With grad mode on, a write where the branch was not taken could bump
+  // the version of a root an op saved for backward (`z = w * y` with w
+  // requiring grad), or make a root require grad: only where it is off
+  // (torch.no_grad(), inference) is the write unconditional.
   Value *untracked = emit(
       graph, "aten::__not__",
-      {emit(graph, "aten::__and__",
-            {emit(graph, "aten::is_grad_enabled", {}, ifNode), recorded},
-            ifNode)},
-      ifNode);
+      {emit(graph, "aten::is_grad_enabled", {}, ifNode)}, ifNode);
   auto copies = [&](Block *block) {
     torch::jit::WithInsertPoint in(block);
     for (size_t k = 0; k < roots.size(); ++k)

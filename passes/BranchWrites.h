@@ -19,14 +19,14 @@ namespace staticify {
 /// so its branches are pure and if-convert (or lift-scalars) can run both.
 /// Where the branch is not taken, y1 is y (after conversion, a select of
 /// y's own values) and the copy writes y's values back. Preconditions, each
-/// reported: the writes are in-place ops with an out-of-place twin of the
-/// same overload (`copy_` becomes `type_as(src, y).expand_as(y)`), at the top
+/// reported: the writes are in-place ops that change values only (not
+/// squeeze_, resize_, detach_...) with an out-of-place twin of the same
+/// overload (`copy_` becomes `type_as(src, y).expand_as(y)`), at the top
 /// of a branch, to a value made before the if or in the branch; nothing else
 /// in the branch may write, raise, print or loop; no view of a written value
 /// is read in the branch, and no result of the if aliases one. The write is
-/// behind a guard on host facts: with autograd recording y
-/// (`torch.is_grad_enabled() and y.requires_grad`) an unconditional write
-/// could invalidate a tensor saved for backward, so the fallback writes only
+/// behind a guard on grad mode: with it on, an unconditional write could
+/// invalidate a tensor saved for backward, so the fallback writes only
 /// where the condition holds (a read of the device, counted apart).
 bool branchWrites(std::shared_ptr<torch::jit::Graph> &graph, PassContext &ctx);
 

@@ -728,7 +728,13 @@ private:
         });
     outs[0]->node()->i_(guardAttr(), 1);
     outs.back()->setType(c10::BoolType::get());
-    Value *nextAct = emit(graph, "aten::logical_and", {act, goOn}, loop);
+    // On act's device: a condition computed elsewhere must not move it
+    // (the guard above compares carried devices with act's).
+    Value *nextAct = emit(
+        graph, "aten::logical_and",
+        {act, emit(graph, "aten::to",
+                   {goOn, emit(graph, "prim::device", {act}, loop)}, loop)},
+        loop);
     ret->replaceInput(0, outs.back());
     for (size_t k = 0; k < changed.size(); ++k)
       ret->replaceInput(changed[k], outs[k]);

@@ -223,15 +223,6 @@ Value *emitGuard(Graph &graph, const ClassLoop &m) {
   });
 }
 
-/// Whether \p node is in a block of \p owner.
-bool isInside(const Node *node, const Node *owner) {
-  for (const Node *n = node->owningBlock()->owningNode(); n;
-       n = n->owningBlock()->owningNode())
-    if (n == owner)
-      return true;
-  return false;
-}
-
 /// Why the loop's writes to keep_mask cannot become a new mask that its
 /// later uses read instead; empty where they can: keep_mask is made fresh
 /// (zeros_like), and before the loop only read for its metadata, so no
@@ -265,7 +256,7 @@ void rewrite(Graph &graph, const ClassLoop &m, PassContext &ctx) {
   Value *marked = guard->addOutput()->setType(m.keepMask->type());
   for (const torch::jit::Use &use : std::vector<torch::jit::Use>(
            m.keepMask->uses().begin(), m.keepMask->uses().end()))
-    if (guard->isBefore(use.user) && !isInside(use.user, m.loop))
+    if (guard->isBefore(use.user) && !insideOf(use.user, m.loop))
       use.user->replaceInput(use.offset, marked);
   {
     torch::jit::WithInsertPoint in(fast);

@@ -62,14 +62,6 @@ bool computableOutOfPlace(const Node *node) {
          twinOf(node).has_value();
 }
 
-/// Whether \p node is \p ifNode or inside one of its blocks.
-bool inside(const Node *node, const Node *ifNode) {
-  for (; node; node = node->owningBlock()->owningNode())
-    if (node == ifNode)
-      return true;
-  return false;
-}
-
 bool writesInside(const Node *node) {
   for (const Block *b : node->blocks())
     for (const Node *n : b->nodes())
@@ -131,7 +123,7 @@ std::string planReason(Node *ifNode, const Aliases &aliases, Plan &plan) {
         y = it->second;
       // A value made in the branch must be new memory (a clone, zeros...),
       // not a view of one made before.
-      bool before = !inside(y->node(), ifNode);
+      bool before = !insideOf(y->node(), ifNode);
       if (!before &&
           (y->node()->owningBlock() != b ||
            std::any_of(y->node()->inputs().begin(), y->node()->inputs().end(),
@@ -149,7 +141,7 @@ std::string planReason(Node *ifNode, const Aliases &aliases, Plan &plan) {
   // (A value made in the branch and written there is returned as its
   // last version.)
   auto madeBefore = [&](Value *root) {
-    return root && !inside(root->node(), ifNode) ? root : nullptr;
+    return root && !insideOf(root->node(), ifNode) ? root : nullptr;
   };
   for (size_t i = 0; i < ifNode->outputs().size(); ++i) {
     Value *a = madeBefore(rootOfWritten(ifNode->blocks()[0]->outputs()[i], writes));
@@ -216,7 +208,7 @@ std::vector<Value *> functionalize(Graph &graph, Node *ifNode,
                                    PassContext &ctx) {
   std::vector<Value *> roots;
   for (const Write &w : writes)
-    if (!inside(w.root->node(), ifNode) &&
+    if (!insideOf(w.root->node(), ifNode) &&
         std::find(roots.begin(), roots.end(), w.root) == roots.end())
       roots.push_back(w.root);
   for (Block *b : ifNode->blocks()) {

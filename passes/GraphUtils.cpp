@@ -299,15 +299,6 @@ bool startsWith(const std::string &s, std::string_view prefix) {
   return s.compare(0, prefix.size(), prefix) == 0;
 }
 
-/// Whether \p node sits in one of \p owner's blocks, at any depth.
-bool insideOf(const Node *node, const Node *owner) {
-  for (const torch::jit::Block *b = node->owningBlock(); b->owningNode();
-       b = b->owningNode()->owningBlock())
-    if (b->owningNode() == owner)
-      return true;
-  return false;
-}
-
 /// Gives the guard \p ifNode, which has no result, one to be named by: a
 /// value v defined before it that a later node of its block uses, passed
 /// through both branches (`staticify_guard = v`), the later uses reading
@@ -881,6 +872,14 @@ void replaceGraphContents(torch::jit::Graph &dst,
                                             v->debugName() +
                                             "' from outside it");
                    });
+}
+
+bool insideOf(const Node *node, const Node *owner) {
+  for (const torch::jit::Block *b = node->owningBlock(); b->owningNode();
+       b = b->owningNode()->owningBlock())
+    if (b->owningNode() == owner)
+      return true;
+  return false;
 }
 
 } // namespace staticify

@@ -78,6 +78,9 @@ bool onlyWarns(const torch::jit::Block *block);
 /// in-place op, an append).
 bool writesAnything(const torch::jit::Node *node);
 
+/// Whether \p node sits in one of \p owner's blocks, at any depth.
+bool insideOf(const torch::jit::Node *node, const torch::jit::Node *owner);
+
 /// Whether only the graph's own return takes \p v (a tuple it returns):
 /// nothing in the graph reads or writes it after.
 bool returnedOnly(const torch::jit::Value *v);

@@ -242,14 +242,6 @@ struct Region {
 //   iteration too), so such a loop reads the device no more often than the
 //   original.
 
-/// Whether \p node is \p loop or inside its body.
-bool inside(const Node *node, const Node *loop) {
-  for (; node; node = node->owningBlock()->owningNode())
-    if (node == loop)
-      return true;
-  return false;
-}
-
 bool regionNode(Node *n, const Region &r) {
   return r.ops.count(n) || r.ifs.count(n) ||
          std::find(r.sources.begin(), r.sources.end(), n) != r.sources.end();
@@ -286,7 +278,7 @@ std::optional<size_t> boundingCount(const Node *loop, const Region &r) {
     const Node *lt = term->node();
     if (lt->kind() != c10::aten::lt || lt->inputs().size() != 2 ||
         lt->input(1)->type()->kind() != c10::TypeKind::IntType ||
-        inside(lt->input(1)->node(), loop))
+        insideOf(lt->input(1)->node(), loop))
       continue;
     Value *next = lt->input(0);
     const Node *add = next->node();

@@ -446,10 +446,11 @@ def run_cases(original, result, cases, seed=0):
     return compared, None
 
 
-def measure(op, expr, binary, workdir, cases):
+def measure(op, expr, binary, workdir, cases, run=None):
     """One row: bounded (no sync point after rewriting), the sync points
     before and after, the first remaining reason, and the cases compared
-    with the first difference."""
+    with the first difference. `run(argv) -> (status, stdout, stderr)` runs
+    the command (staticify.run in-process); by default the binary."""
     import json
     import pathlib
     import subprocess
@@ -461,12 +462,17 @@ def measure(op, expr, binary, workdir, cases):
         module(expr, name).save(str(path))
     except Exception as e:  # noqa: BLE001 - a row TorchScript refuses is a bug of the row
         return {"op": op, "expr": expr, "error": f"does not script: {str(e).strip().splitlines()[0]}"}
-    proc = subprocess.run([str(binary), str(path), "-o", str(out), "--report-json", str(rep),
-                           "--padded-outputs", "--static-forms"],
-                          capture_output=True, text=True, timeout=300)
+    argv = [str(path), "-o", str(out), "--report-json", str(rep),
+            "--padded-outputs", "--static-forms"]
+    if run is None:
+        proc = subprocess.run([str(binary), *argv], capture_output=True, text=True,
+                              timeout=300)
+        status, stderr = proc.returncode, proc.stderr
+    else:
+        status, _, stderr = run(argv)
     row = {"op": op, "expr": expr}
-    if proc.returncode != 0:
-        row["error"] = (proc.stderr.strip().splitlines() or ["?"])[-1]
+    if status != 0:
+        row["error"] = (stderr.strip().splitlines() or ["?"])[-1]
         return row
     report = json.loads(rep.read_text())
     roots = [f for m in report["methods"] if m["name"] == "forward"

@@ -78,10 +78,10 @@ def call(module, args):
 
 
 @pytest.mark.parametrize("name,module,inputs", PROGRAMS, ids=[p[0] for p in PROGRAMS])
-def test_grad_mode(staticify, save, tmp_path, name, module, inputs):
+def test_grad_mode(staticify_in_process, save, tmp_path, name, module, inputs):
     path = save(module)
     out = tmp_path / "out.pt"
-    staticify(path, "-o", out, *FLAGS)
+    staticify_in_process(path, "-o", out, *FLAGS)
     original, result = torch.jit.load(str(path)), torch.jit.load(str(out))
     gen = torch.Generator().manual_seed(0)
     ran = 0

@@ -11,12 +11,12 @@ import pathlib
 
 import pytest
 
-from conftest import FULL, sync_points
+from conftest import sync_points
 from report_snapshot import VARIANTS, script_all
 
-# --padded-outputs too in the slow tier (STATICIFY_TESTS=all): each variant
-# is a run of the binary per model, four minutes of CPU for the two.
-CHECKED = VARIANTS if FULL else {"default": VARIANTS["default"]}
+# Both variants (with and without --padded-outputs): the command runs in
+# this process (conftest.InProcess), a run per model and variant.
+CHECKED = VARIANTS
 
 
 @pytest.fixture(scope="module")
@@ -25,18 +25,19 @@ def scripted(tmp_path_factory):
 
 
 # The models in interleaved shards, so that pytest-xdist runs them on every
-# core (each run starts the binary: a second or two).
+# core.
 SHARDS = 4
 
 
 @pytest.mark.parametrize("shard", range(SHARDS))
-def test_no_model_syncs_more_after_rewriting(staticify, scripted, tmp_path, shard):
+def test_no_model_syncs_more_after_rewriting(staticify_in_process, scripted, tmp_path,
+                                            shard):
     worse, rewritten = [], 0
     models = sorted(scripted.items())[shard::SHARDS]
     for name, path in models:
         for variant, args in CHECKED.items():
             out = tmp_path / "report.json"
-            staticify(path, "--report-json", out, *args)
+            staticify_in_process(path, "--report-json", out, *args)
             report = json.loads(out.read_text())
             before, after = sync_points(report, report["methods"][0]["name"])
             rewritten += after < before

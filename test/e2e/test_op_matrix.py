@@ -1,4 +1,5 @@
-"""The op matrix (op_matrix.py) through the real binary: for each op, the
+"""The op matrix (op_matrix.py) through the command (in this process,
+conftest.InProcess: one run per op): for each op, the
 program applying it to bounded values, staticified with --padded-outputs,
 equals the op on the cut tensors on 500 generated cases (counts 0, 1, all
 and random; the unselected rows NaN, +-inf, 1e30 or random), and has a
@@ -15,8 +16,12 @@ CASES = 500
 
 
 @pytest.mark.parametrize("op,expr", op_matrix.ROWS, ids=[r[0] for r in op_matrix.ROWS])
-def test_op_matrix(staticify, tmp_path, op, expr):
-    row = op_matrix.measure(op, expr, staticify.path, tmp_path, CASES)
+def test_op_matrix(staticify_in_process, tmp_path, op, expr):
+    def run(argv):
+        proc = staticify_in_process(*argv, check=False)
+        return proc.returncode, proc.stdout, proc.stderr
+
+    row = op_matrix.measure(op, expr, staticify_in_process.path, tmp_path, CASES, run=run)
     assert "error" not in row, row["error"]
     assert row["diff"] is None, row["diff"]
     assert row["compared"] >= CASES // 2, row  # the op runs on most cuts

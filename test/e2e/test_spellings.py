@@ -1,4 +1,5 @@
-"""Spelling variants of the idioms (spellings.py) through the real binary:
+"""Spelling variants of the idioms (spellings.py) through the command (in
+this process, conftest.InProcess: hundreds of programs):
 each variant computes what its twin (the idiom as idioms.py writes it)
 computes, staticify's output equals the variant's on inputs whose selections
 keep nothing, everything or some, and staticify ends at the same sync points
@@ -57,7 +58,7 @@ def workdir(tmp_path_factory):
 
 
 @pytest.fixture(scope="session")
-def run(staticify, workdir):
+def run(staticify_in_process, workdir):
     """Scripts a module, saves it as workdir/stem.pt and runs staticify on
     it: (scripted, rewritten, sync points); each stem once per session (the
     twins are shared by their variants)."""
@@ -67,7 +68,7 @@ def run(staticify, workdir):
         if stem not in done:
             path, out, report = (workdir / f"{stem}{ext}" for ext in (".pt", ".out.pt", ".json"))
             torch.jit.script(module).save(str(path))
-            staticify(path, "-o", out, "--report-json", report)
+            staticify_in_process(path, "-o", out, "--report-json", report)
             done[stem] = (torch.jit.load(str(path)), torch.jit.load(str(out)),
                           sync_points(json.loads(report.read_text())))
         return done[stem]

@@ -40,6 +40,11 @@ static constexpr const char *kRule = "if-convert";
 // is not empty along d (index 0 is then out of range too). Where that does
 // not hold, the guard's fallback asks the condition on the host, as the
 // original if did.
+//
+// `x[k]` by a host int k (select) raises on host facts alone: the host
+// checks k against x.size(d), and only where it is out of range does the
+// fallback ask the condition (taken: the original's raise; not taken: a
+// one-row stand-in and k = 0).
 
 namespace {
 
@@ -71,8 +76,13 @@ shieldedIndices(const Node *node, const AnalysisResult *facts) {
     if (!isLong(node->input(1)))
       return std::nullopt;
     out.emplace_back(node->input(1), 0);
-  } else if (node->kind() == c10::aten::index_select &&
-             node->inputs().size() == 3) {
+  } else if ((node->kind() == c10::aten::index_select &&
+              node->inputs().size() == 3) ||
+             (node->kind() == c10::aten::gather &&
+              node->inputs().size() == 4)) {
+    // index_select(x, d, i), gather(x, d, i, sparse_grad): they raise on
+    // values only for an i out of x's range along d (gather also on shapes,
+    // which no value changes).
     std::optional<int64_t> d = constantInt(node->input(1));
     if (!d || *d < 0 || !isLong(node->input(2)))
       return std::nullopt;
@@ -83,6 +93,18 @@ shieldedIndices(const Node *node, const AnalysisResult *facts) {
   return out;
 }
 
+/// `select(x, d, k)` with a host index k and a constant d >= 0 (`x[k]`,
+/// `x[0]`): it raises only where k is out of [-x.size(d), x.size(d)), a
+/// host fact.
+bool selectsByHostIndex(const Node *node) {
+  if (node->kind() != c10::aten::select || node->inputs().size() != 3 ||
+      !isTensor(node->input(0)) ||
+      node->input(2)->type()->kind() != c10::TypeKind::IntType)
+    return false;
+  std::optional<int64_t> d = constantInt(node->input(1));
+  return d && *d >= 0;
+}
+
 /// Whether the raise \p node may make on values is one a shield keeps to
 /// the branch taken: a division by a tensor divisor, an index.
 bool shieldable(const Node *node, const AnalysisResult *facts) {
@@ -90,7 +112,7 @@ bool shieldable(const Node *node, const AnalysisResult *facts) {
   if (op && op->has(kRaisesOnZeroDivisor))
     return node->inputs().size() >= 2 && isTensor(node->input(0)) &&
            isTensor(node->input(1));
-  return shieldedIndices(node, facts).has_value();
+  return selectsByHostIndex(node) || shieldedIndices(node, facts).has_value();
 }
 
 /// The condition of a branch, taken and not, as 0-d bool tensors.
@@ -151,21 +173,42 @@ std::pair<Value *, Value *> shieldIndex(Graph &graph, const BranchCondition &c,
       },
       [&] { return std::vector<Value *>{x, i}; },
       [&] {
-        Value *sizes = emit(graph, "aten::size", {x}, anchor);
-        Value *before = emit(graph, "aten::slice", {sizes, 0, dim, 1}, anchor);
-        Value *after = emit(graph, "aten::slice",
-                            {sizes, dim + 1, c10::IValue(), 1}, anchor);
-        Value *one = graph.insertNode(graph.createList(c10::IntType::get(),
-                                                       {graph.insertConstant(1)}))
-                         ->output();
-        Value *shape = emit(graph, "aten::add",
-                            {emit(graph, "aten::add", {before, one}, anchor),
-                             after},
-                            anchor);
         return std::vector<Value *>{
-            emit(graph, "aten::new_zeros", {x, shape}, anchor),
+            emitOneAlong(graph, x, dim, anchor),
             emit(graph, "aten::zeros_like", {i}, anchor)};
       });
+  return {out[0], out[1]};
+}
+
+/// (x', k') for `select(x, dim, k)`, k a host int: x and k themselves where
+/// k is in range (a host check: then select cannot raise), else the
+/// original's choice read on the host: x and k where the branch is taken
+/// (select raises as the original did), a one-row stand-in and 0 where it
+/// is not.
+std::pair<Value *, Value *> shieldHostIndex(Graph &graph,
+                                            const BranchCondition &c, Value *x,
+                                            int64_t dim, Value *k,
+                                            const Node *anchor) {
+  Value *n = emit(graph, "aten::size", {x, dim}, anchor);
+  Value *inRange = emit(
+      graph, "aten::__and__",
+      {emit(graph, "aten::ge", {k, emit(graph, "aten::neg", {n}, anchor)},
+            anchor),
+       emit(graph, "aten::lt", {k, n}, anchor)},
+      anchor);
+  auto unchanged = [&] { return std::vector<Value *>{x, k}; };
+  std::vector<Value *> out = emitIf(graph, inRange, anchor, 2, unchanged, [&] {
+    std::vector<Value *> asked = emitIf(
+        graph, emit(graph, "aten::Bool", {c.taken}, anchor), anchor, 2,
+        unchanged, [&] {
+          return std::vector<Value *>{emitOneAlong(graph, x, dim, anchor),
+                                      graph.insertConstant(0)};
+        });
+    asked[1]->setType(c10::IntType::get());
+    return asked;
+  });
+  out[1]->setType(c10::IntType::get());
+  out[0]->node()->i_(guardAttr(), 1);
   return {out[0], out[1]};
 }
 
@@ -185,13 +228,22 @@ void shieldBlock(Graph &graph, Block *block, const BranchCondition &c,
       node->replaceInput(1, shieldDivisor(graph, c, node->input(1), node));
       continue;
     }
+    if (selectsByHostIndex(node)) {
+      auto [x, k] = shieldHostIndex(graph, c, node->input(0),
+                                    *constantInt(node->input(1)),
+                                    node->input(2), node);
+      node->replaceInput(0, x);
+      node->replaceInput(2, k);
+      continue;
+    }
     Value *x = node->input(0);
     auto indices = *shieldedIndices(node, facts);
     std::unordered_map<Value *, Value *> safe;
     for (auto [i, dim] : indices)
       std::tie(x, safe[i]) = shieldIndex(graph, c, x, dim, i, node);
     node->replaceInput(0, x);
-    if (node->kind() == c10::aten::index_select) {
+    if (node->kind() == c10::aten::index_select ||
+        node->kind() == c10::aten::gather) {
       node->replaceInput(2, safe.at(node->input(2)));
       continue;
     }
@@ -213,6 +265,31 @@ void shieldBlock(Graph &graph, Block *block, const BranchCondition &c,
 }
 
 } // namespace
+
+Value *emitOneAlong(Graph &graph, Value *x, int64_t dim, const Node *anchor) {
+  if (std::optional<int64_t> rank = knownRank(x); rank && dim < *rank) {
+    // Sizes listed one by one: the stand-in's rank stays known (knownRank).
+    std::vector<Value *> sizes;
+    for (int64_t d = 0; d < *rank; ++d)
+      sizes.push_back(d == dim ? graph.insertConstant(1)
+                               : emit(graph, "aten::size", {x, d}, anchor));
+    Value *list =
+        graph.insertNode(graph.createList(c10::IntType::get(), sizes))->output();
+    return emit(graph, "aten::new_zeros", {x, list}, anchor);
+  }
+  Value *sizes = emit(graph, "aten::size", {x}, anchor);
+  Value *before = emit(graph, "aten::slice", {sizes, 0, dim, 1}, anchor);
+  Value *after =
+      emit(graph, "aten::slice", {sizes, dim + 1, c10::IValue(), 1}, anchor);
+  Value *one = graph
+                   .insertNode(graph.createList(c10::IntType::get(),
+                                                {graph.insertConstant(1)}))
+                   ->output();
+  Value *shape = emit(
+      graph, "aten::add",
+      {emit(graph, "aten::add", {before, one}, anchor), after}, anchor);
+  return emit(graph, "aten::new_zeros", {x, shape}, anchor);
+}
 
 void shieldBlock(Graph &graph, Block *block, Value *taken, Value *notTaken,
                  const AnalysisResult *facts) {

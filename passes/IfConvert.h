@@ -69,6 +69,12 @@ void shieldBlock(torch::jit::Graph &graph, torch::jit::Block *block,
 std::string unconditionalReason(const torch::jit::Node *node,
                                 const std::string &where);
 
+/// Zeros of \p x's shape but for one row along \p dim: a stand-in that
+/// index 0 reads without raising where x has no rows there (the shields,
+/// and mask-propagate's gathers by selected indices).
+torch::jit::Value *emitOneAlong(torch::jit::Graph &graph, torch::jit::Value *x,
+                                int64_t dim, const torch::jit::Node *anchor);
+
 /// Whether \p node may raise on values and no shield (shieldBlock) keeps
 /// the raise to where the original ran it.
 bool raisesUnshielded(const torch::jit::Node *node,

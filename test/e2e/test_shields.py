@@ -111,3 +111,67 @@ def test_the_branch_taken_raises_where_the_original_raises(raising, bad):
     for module in (original, static):
         with pytest.raises(RuntimeError):
             module(x, d, i, table)
+
+
+class SelectOrGather(torch.nn.Module):
+    """`x[k]` by a host int and `x[0]` (select: raises only where k is out of
+    range of x's rows, a host fact) and gather by int64 values, in branches
+    on data."""
+
+    def forward(self, x: Tensor, k: int, i: Tensor) -> Tensor:
+        if x.sum() > 0:
+            y = x[k] + x.gather(0, i.long()).sum(0)
+        else:
+            y = x[0]
+        return y
+
+
+@pytest.fixture
+def selecting(staticify, save, tmp_path):
+    return staticified(staticify, save, tmp_path, SelectOrGather())
+
+
+def test_select_and_gather_in_branches_read_nothing(selecting):
+    report, _, _ = selecting
+    assert sync_points(report) == (1, 0)
+
+
+@pytest.mark.parametrize("k", [0, 2, -3, 3, -4])
+@pytest.mark.parametrize("sign", [1, -1])
+def test_select_by_host_index_equals_the_original(selecting, k, sign):
+    """k in range and out of it (3 rows), each branch taken: the same values,
+    or a raise exactly where the original raises (k out of range and the
+    branch taken)."""
+    _, original, static = selecting
+    x = sign * torch.arange(1, 13, dtype=torch.float).reshape(3, 4)
+    i = torch.tensor([[0, 1, 2, 0], [2, 2, 1, 0]])
+    try:
+        expected = original(x, k, i)
+    except RuntimeError:
+        assert sign == 1 and not -3 <= k < 3
+        with pytest.raises(RuntimeError):
+            static(x, k, i)
+        return
+    assert torch.equal(static(x, k, i), expected)
+
+
+def test_gather_out_of_range_raises_only_where_taken(selecting):
+    _, original, static = selecting
+    i = torch.tensor([[5, 0, 0, 0]])  # row 5 of 3
+    x = -torch.ones(3, 4)  # not taken: x[0]
+    assert torch.equal(static(x, 0, i), original(x, 0, i))
+    with pytest.raises(RuntimeError):
+        original(-x, 0, i)
+    with pytest.raises(RuntimeError):
+        static(-x, 0, i)
+
+
+def test_empty_rows_take_the_fallback(selecting):
+    """x with no rows: x[0] raises in the original on the branch taken (sum 0
+    is not > 0: the else branch, x[0], raises in both)."""
+    _, original, static = selecting
+    x = torch.zeros(0, 4)
+    i = torch.zeros(1, 4, dtype=torch.long)
+    for module in (original, static):
+        with pytest.raises(RuntimeError):
+            module(x, 0, i)

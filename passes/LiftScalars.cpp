@@ -182,7 +182,23 @@ bool isScalarFactory(const Node *node, size_t offset) {
 }
 
 /// Tensor ops whose scalar argument at \p offset also takes a 0-d tensor.
+/// `fake_quantize_per_tensor_affine(x, scale, zero_point, qmin, qmax)`: its
+/// tensor_qparams overload takes scale (float32) and zero_point (int32) as
+/// tensors and reads them on the device (quantization-aware training's
+/// observers compute both from x's min and max). It computes the same
+/// values; only the Scalar overload checks zero_point against [qmin, qmax],
+/// where the original raises (the contract's "where the original raises").
+bool takesQParamsAsTensors(const Node *node) {
+  static const auto kind =
+      c10::Symbol::fromQualString("aten::fake_quantize_per_tensor_affine");
+  return node->kind() == kind && node->inputs().size() == 5 &&
+         node->input(1)->type()->kind() == c10::TypeKind::FloatType &&
+         node->input(2)->type()->kind() == c10::TypeKind::IntType;
+}
+
 bool acceptsTensorAt(const Node *node, size_t offset) {
+  if (takesQParamsAsTensors(node))
+    return offset == 1 || offset == 2;
   const OpInfo *op = opInfo(node);
   if (!op || !isTensor(node->output(0)) || node->outputs().size() != 1)
     return false;
@@ -463,8 +479,9 @@ Region growRegion(const std::vector<Node *> &sources,
         continue;
       }
       if (isScalarFactory(user, use.offset) ||
-          (!inputAffectsShape(user, use.offset) &&
-           acceptsTensorAt(user, use.offset))) {
+          (acceptsTensorAt(user, use.offset) &&
+           (takesQParamsAsTensors(user) ||
+            !inputAffectsShape(user, use.offset)))) {
         r.sinks.emplace_back(user, use.offset);
         continue;
       }
@@ -769,6 +786,28 @@ private:
                           namedInput(user, "dtype")},
                          user);
       user->output()->replaceAllUsesWith(made);
+      ctx.rewrote(user, kRule);
+      user->destroy();
+      return;
+    }
+    if (takesQParamsAsTensors(user)) {
+      // Both qparams as tensors (the one not lifted made one on the host's
+      // side), on x's device, in the dtypes the CUDA kernel reads.
+      Value *x = user->input(0);
+      Value *dev = emit(graph, "prim::device", {x}, user);
+      auto qparam = [&](size_t i, c10::ScalarType dtype) {
+        return emit(graph, "aten::to",
+                    {operand(user->input(i), user), dev,
+                     static_cast<int64_t>(dtype)},
+                    user);
+      };
+      Value *replacement =
+          emit(graph, user->kind().toQualString(),
+               {x, qparam(1, c10::ScalarType::Float),
+                qparam(2, c10::ScalarType::Int), user->input(3),
+                user->input(4)},
+               user);
+      user->output()->replaceAllUsesWith(replacement);
       ctx.rewrote(user, kRule);
       user->destroy();
       return;

@@ -10,7 +10,10 @@ the real binary, against the original in PyTorch.
   `torch.as_tensor(c, dtype=..., device=...)` (torchaudio's biquads) stays a
   tensor: one rounding to the dtype, as as_tensor's.
 - normalize: `torch.bincount(x, minlength=256)` of a uint8 vector is a
-  scatter_add into 256 zeros; any other dtype or rank takes bincount."""
+  scatter_add into 256 zeros; any other dtype or rank takes bincount.
+- lift-scalars: a fake-quantize observer's scale and zero point, read with
+  `.item()`/`float()`/`int()`, go to fake_quantize_per_tensor_affine's
+  tensor overload."""
 from typing import List
 
 import pytest
@@ -42,6 +45,31 @@ class Coefficients(torch.nn.Module):
 class Histogram(torch.nn.Module):
     def forward(self, x):
         return torch.bincount(x.reshape(-1), minlength=256)
+
+
+class Observer(torch.nn.Module):
+    """Quantization-aware training's min/max observer, qparams read back."""
+
+    def __init__(self, qmin: int, qmax: int):
+        super().__init__()
+        self.qmin = qmin
+        self.qmax = qmax
+
+    def forward(self, x):
+        mn = torch.clamp(x.min(), max=0.0)
+        mx = torch.clamp(x.max(), min=0.0)
+        scale = torch.clamp((mx - mn) / float(self.qmax - self.qmin), min=1e-8)
+        zp = self.qmin - int(torch.round(mn / scale).item())
+        return torch.fake_quantize_per_tensor_affine(
+            x, float(scale), zp, self.qmin, self.qmax)
+
+
+class FixedZeroPoint(torch.nn.Module):
+    """Only the scale read back: the zero point a host int."""
+
+    def forward(self, x, zp: int):
+        scale = x.abs().max() / 127.0
+        return torch.fake_quantize_per_tensor_affine(x, scale.item(), zp, -128, 127)
 
 
 def run(staticify, save, tmp_path, module):
@@ -104,3 +132,29 @@ def test_byte_histogram_of_a_scalar_raises_as_bincount(staticify, save, tmp_path
     for module in (original, result):
         with pytest.raises(RuntimeError, match="1-d"):
             module(x)
+
+
+@pytest.mark.parametrize("qrange", [(0, 255), (-128, 127)])
+def test_observer_qparams_stay_on_the_device(staticify, save, tmp_path, qrange):
+    original, result, report = run(staticify, save, tmp_path, Observer(*qrange))
+    assert sync_points(report) == (2, 0)
+    gen = torch.Generator().manual_seed(0)
+    for trial in range(60):
+        x = torch.randn(4, 33, generator=gen) * (0.01 + trial) + (trial % 7 - 3)
+        if trial % 10 == 0:
+            x = x.abs()  # min clamped to 0: zero point qmin
+        a, b = original(x), result(x)
+        assert a.dtype == b.dtype and torch.equal(a, b), trial
+
+
+def test_a_host_zero_point_beside_a_read_scale(staticify, save, tmp_path):
+    original, result, report = run(staticify, save, tmp_path, FixedZeroPoint())
+    assert sync_points(report) == (1, 0)
+    gen = torch.Generator().manual_seed(1)
+    for zp in (-5, 0, 3):
+        x = torch.randn(50, generator=gen, dtype=torch.float32)
+        assert torch.equal(original(x, zp), result(x, zp)), zp
+    # Where the original raises (the zero point outside [qmin, qmax]), the
+    # tensor overload does not check it: the contract's "may return values".
+    with pytest.raises(RuntimeError, match="zero_point"):
+        original(torch.randn(5), 300)

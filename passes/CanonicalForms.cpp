@@ -196,6 +196,46 @@ bool shiftedArange(Graph &graph, Node *node) {
   return replace(node, emit(graph, "aten::add", {counted, *c}, node));
 }
 
+/// `unique_consecutive(x, dim=d)` of a vector (d 0 or -1) is
+/// `unique_consecutive(x)`: the runs along its only dim, the same values,
+/// inverse and counts; the form without a dim is the one bound bounds
+/// (torchaudio's greedy CTC decoder spells `dim=-1`).
+bool vectorUniqueConsecutive(Graph &graph, Node *node) {
+  static const auto kind =
+      c10::Symbol::fromQualString("aten::unique_consecutive");
+  if (node->kind() != kind || node->inputs().size() != 4 ||
+      knownRank(node->input(0)) != 1)
+    return false;
+  std::optional<int64_t> dim = constantInt(node->input(3));
+  if (dim != 0 && dim != -1)
+    return false;
+  torch::jit::WithInsertPoint guard(node);
+  node->replaceInput(3, graph.insertConstant(c10::IValue()));
+  return true;
+}
+
+/// `x[:, i][k]` is `x[k][i]`: row k of the columns i names is the columns i
+/// of row k (PyG's `edge_index[:, mask]` read as `edge_index[0]`), for any
+/// single index i along dim 1 (a mask or integers), and both raise where k
+/// is out of x's rows or i does not fit them. The selection left is along
+/// dim 0, the one bound bounds.
+bool rowOfColumnSelection(Graph &graph, Node *node) {
+  if (node->kind() != c10::aten::select || node->inputs().size() != 3 ||
+      constantInt(node->input(1)) != 0)
+    return false;
+  Node *index = node->input(0)->node();
+  if (index->kind() != c10::aten::index || index->inputs().size() != 2)
+    return false;
+  Node *list = index->input(1)->node();
+  if (list->kind() != c10::prim::ListConstruct || list->inputs().size() != 2 ||
+      !list->input(0)->mustBeNone() || list->input(1)->mustBeNone())
+    return false;
+  torch::jit::WithInsertPoint guard(node);
+  Value *row =
+      emit(graph, "aten::select", {index->input(0), 0, node->input(2)}, node);
+  return replace(node, emitIndex(graph, row, list->input(1), node));
+}
+
 /// Python's abs() of a tensor scripts as prim::abs, which is aten::abs.
 bool builtinAbs(Graph &graph, Node *node) {
   if (node->kind() != c10::prim::abs || node->inputs().size() != 1 ||
@@ -565,7 +605,8 @@ bool canonicalizeSpelling(Graph &graph, Node *node) {
          sameShapeMaskedSelectAsIndex(graph, node) ||
          rowIndicesAsWhere(graph, node) ||
          builtinAbs(graph, node) || hostCastOfItem(graph, node) ||
-         shiftedArange(graph, node) ||
+         shiftedArange(graph, node) || vectorUniqueConsecutive(graph, node) ||
+         rowOfColumnSelection(graph, node) ||
          exactHistogram(graph, node) ||
          shapeItemAsSize(graph, node);
 }

@@ -64,6 +64,13 @@ RowView emitRowView(Graph &graph, const Selection &sel, const Node *anchor) {
     Node *unpack = graph.insertNode(graph.createListUnpack(both, 2));
     base = unpack->output(0);
     mask = unpack->output(1);
+  } else if (knownRank(mask) == 1 && knownRank(base) == 1) {
+    // A vector selected by a vector (its own length, or x[m] raises): the
+    // rows and the mask as they are, no reshape by sizes (of a bounded x,
+    // unique_consecutive's values, none that bound could follow).
+    return {base, emit(graph, "aten::to",
+                       {mask, emit(graph, "prim::device", {base}, anchor)},
+                       anchor)};
   }
   Value *n = emit(graph, "aten::numel", {mask}, anchor);
   Value *head =
@@ -379,6 +386,27 @@ std::optional<int64_t> knownRank(const Value *v, const AnalysisResult *analysis,
     return 1;
   if (op == "aten::arange" || op == "aten::randperm")
     return 1;
+  // Roots whose shapes owe to data have ranks that do not: nonzero's
+  // coordinates are [count, x.dim()], a histogram is a vector, and so are
+  // the unique family's values and counts without a dim (with one, the
+  // values keep self's rank); the inverse has self's shape (a vector of
+  // self.size(dim) with a dim).
+  if (op == "aten::nonzero" || op == "aten::argwhere")
+    return 2;
+  if (op == "aten::bincount" || op == "aten::histc")
+    return 1;
+  if (op == "aten::unique_consecutive" || op == "aten::_unique2" ||
+      op == "aten::unique_dim") {
+    const Value *dim = op == "aten::unique_dim" ? node->input(1)
+                                                 : namedInput(node, "dim");
+    bool alongDim = dim && !dim->mustBeNone();
+    if (alongDim && !constantInt(dim))
+      return std::nullopt;
+    bool keepsSelf = v->offset() == 0 ? alongDim
+                     : v->offset() == 1 ? !alongDim
+                                        : false;
+    return keepsSelf ? rankOf(node->input(0)) : std::optional<int64_t>(1);
+  }
   // A constant tensor (normalize folds `torch.zeros(8)`): its own rank. An
   // input's recorded type is not trusted: a trace records one example's.
   if (op == "prim::Constant")
@@ -575,6 +603,13 @@ static const Value *shapeRoot(const Value *v, int &budget) {
     const Node *node = v->node();
     if (node->kind() == c10::aten::expand_as && node->inputs().size() == 2) {
       v = node->input(1);
+      continue;
+    }
+    // (values, indices) of max(x, d), sort, topk...: one shape.
+    const OpInfo *info = opInfo(node);
+    if (v->offset() == 1 && node->outputs().size() == 2 && info &&
+        info->dtype == DTypeRule::LongSecond) {
+      v = node->output(0);
       continue;
     }
     if (!isRankPreserving(node) || node->inputs().empty() ||

@@ -7,7 +7,8 @@ counted in bin 0 and taken out again), and writes at selected indices
 padding written to a dropped row; an index of unknown dtype checked to be
 int64 on the host). Each is compared on
 random inputs whose masks keep nothing, everything or some, mismatched mask
-lengths included (both raise); the sync points are the report's."""
+lengths included (both raise); greedy CTC decoding (unique_consecutive's
+runs, blanks dropped); the sync points are the report's."""
 
 import pytest
 import torch
@@ -102,6 +103,35 @@ class StoreInPlace(torch.nn.Module):
         return out
 
 
+class CtcGreedyLength(torch.nn.Module):
+    """Greedy CTC decoding: runs of the best label, blanks dropped (the
+    selection of unique_consecutive's bounded values), as a count."""
+
+    def forward(self, emission: Tensor, score: Tensor) -> Tensor:
+        best = emission.argmax(-1)
+        runs = torch.unique_consecutive(best)
+        return runs[runs != 0].float().sum() + score.sum()
+
+
+class CtcGreedyAlongDim(torch.nn.Module):
+    """torchaudio's tutorial spelling, `dim=-1`: of a vector, the same runs
+    (specialize-ranks tries the emission at rank 2)."""
+
+    def forward(self, emission: Tensor, score: Tensor) -> Tensor:
+        best = torch.argmax(emission, dim=-1)
+        runs = torch.unique_consecutive(best, dim=-1)
+        kept = runs[runs != 0]
+        return (kept * 2 + 1).sum() + score.sum()
+
+
+def ctc_inputs(gen, rank):
+    frames = int(torch.randint(0, 12, (1,), generator=gen))
+    emission = torch.randn(frames, 4, generator=gen)
+    if int(torch.randint(0, 4, (1,), generator=gen)) == 0:
+        emission[:, 0] += 10  # all blank
+    return emission, torch.randn(3, generator=gen)
+
+
 def index_inputs(gen, rank):
     n = int(torch.randint(0, 10, (1,), generator=gen))
     high = 6 if int(torch.randint(0, 8, (1,), generator=gen)) == 0 else 5
@@ -150,6 +180,8 @@ CASES = [
     ("put-count-in-place", PutCountInPlace(), index_inputs, 1, (2, 0)),
     ("put-values", PutValues(), index_inputs, 1, (3, 0)),
     ("store-in-place", StoreInPlace(), index_inputs, 1, (3, 0)),
+    ("ctc-greedy-length", CtcGreedyLength(), ctc_inputs, 2, (2, 0)),
+    ("ctc-greedy-along-dim", CtcGreedyAlongDim(), ctc_inputs, 2, (2, 0)),
 ]
 
 

@@ -3,6 +3,7 @@
 #include "passes/MaskPropagate.h"
 
 #include "passes/GraphUtils.h"
+#include "passes/IfConvert.h"
 #include "passes/OpCatalogue.h"
 #include "passes/Selection.h"
 
@@ -80,7 +81,9 @@ bool propagateThrough(Graph &graph, Node *node, const AnalysisResult &analysis,
     mask = sel->mask;
     if (!firstBase)
       firstBase = sel->base;
-    if (!provablySameRank(firstBase, sel->base)) {
+    std::optional<int64_t> rank = knownRank(firstBase, &analysis);
+    if (!provablySameRank(firstBase, sel->base) &&
+        !(rank && rank == knownRank(sel->base, &analysis))) {
       ctx.declined(node, kRule,
                    "the selected tensors are not provably of "
                    "the same rank");
@@ -143,6 +146,65 @@ bool combineNested(Graph &graph, Node *node, const AnalysisResult &analysis,
   return true;
 }
 
+/// x[i[m]] -> x[i']`[m]`, i' = i.masked_fill(~m, 0): gathering by selected
+/// int64 indices is gathering by all of them, then selecting, as a gather
+/// is elementwise in its index (row r of x[i] is x[i[r]]); the unselected
+/// indices, which the original never read, become 0 so that they cannot
+/// raise. Of an x with no rows (where index 0 is out of range too) a
+/// one-row stand-in of zeros is gathered instead, a choice on the host: the
+/// same empty result where nothing is selected, and where something is,
+/// the original raises. The selection then meets the other selections by m
+/// (`0.5 * tracks[m] + 0.5 * dets[j[m]]`, a tracker's update).
+bool gatherBySelected(Graph &graph, Node *node, const AnalysisResult &analysis,
+                      const Aliases &aliases, PassContext &ctx) {
+  if (node->inputs().size() != 2 ||
+      node->input(1)->node()->kind() != c10::prim::ListConstruct ||
+      node->input(1)->node()->inputs().size() != 1)
+    return false;
+  Value *selected = node->input(1)->node()->input(0);
+  auto sel = matchSelection(selected, analysis);
+  if (!sel || sel->broadcasts || !analysis.knows(sel->base) ||
+      analysis.info(sel->base).dtype != DTypeKind::Long ||
+      !masksEveryElement(sel->mask, sel->base))
+    return false;
+  if (!isUnwritten(*sel, aliases) || aliases.hasWriters(node->input(0))) {
+    ctx.declined(node, kRule,
+                 "the gathered tensor, the indices or their mask is written "
+                 "to in place");
+    return false;
+  }
+  Value *x = node->input(0), *i = sel->base;
+  torch::jit::WithInsertPoint guard(node);
+  Value *mask = emit(graph, "aten::to",
+                     {sel->mask, emit(graph, "prim::device", {i}, node)}, node);
+  Value *safe = emit(graph, "aten::masked_fill",
+                     {i, emit(graph, "aten::logical_not", {mask}, node), 0},
+                     node);
+  auto gatherBy = [&](Value *from, Value *index) {
+    Value *list = graph
+                      .insertNode(graph.createList(
+                          c10::OptionalType::ofTensor(), {index}))
+                      ->output();
+    return emit(graph, "aten::index", {from, list}, node);
+  };
+  Value *hasRows = emit(
+      graph, "aten::gt", {emit(graph, "aten::size", {x, 0}, node), 0}, node);
+  Value *all = emitIf(
+      graph, hasRows, node, [&] { return gatherBy(x, safe); },
+      [&] {
+        return gatherBy(emitOneAlong(graph, x, 0, node),
+                        emit(graph, "aten::zeros_like", {i}, node));
+      });
+  // Selected by the mask itself (x[m] takes one on another device): the
+  // selections by m then meet.
+  Value *result = emitSelect(graph, all, sel->mask, node);
+  node->output()->replaceAllUsesWith(result);
+  ctx.rewrote(node, kRule);
+  node->destroy();
+  eraseIfDead(sel->node, ctx, kRule);
+  return true;
+}
+
 } // namespace
 
 bool maskPropagate(std::shared_ptr<Graph> &graph, PassContext &ctx) {
@@ -168,7 +230,8 @@ bool maskPropagate(std::shared_ptr<Graph> &graph, PassContext &ctx) {
     const Aliases &aliases = ctx.facts.aliases(graph);
     for (Node *node : analysis.nodes) {
       if (node->kind() == c10::aten::index &&
-          combineNested(*graph, node, analysis, aliases, ctx)) {
+          (combineNested(*graph, node, analysis, aliases, ctx) ||
+           gatherBySelected(*graph, node, analysis, aliases, ctx))) {
         again = changed = true;
         break;
       }

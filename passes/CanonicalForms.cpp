@@ -11,6 +11,7 @@
 #include <torch/csrc/jit/ir/constants.h>
 
 #include <algorithm>
+#include <limits>
 #include <array>
 #include <sstream>
 #include <unordered_map>
@@ -212,6 +213,24 @@ bool vectorUniqueConsecutive(Graph &graph, Node *node) {
   torch::jit::WithInsertPoint guard(node);
   node->replaceInput(3, graph.insertConstant(c10::IValue()));
   return true;
+}
+
+/// `x[:]` along any dim (slice from None or 0 to None or the largest int,
+/// step 1) is x itself, a view of all of it: TorchScript spells `x[:, m]`
+/// as a full slice of dim 0 indexed by [None, m]. Reads and writes through
+/// either are the same; only a 0-d x, which slice refuses, differs (where
+/// the original raises).
+bool fullSliceIsSelf(Graph &graph, Node *node) {
+  if (node->kind() != c10::aten::slice || node->inputs().size() != 5 ||
+      !isTensor(node->input(0)) || constantInt(node->input(4)) != 1)
+    return false;
+  const Value *start = node->input(2), *end = node->input(3);
+  bool fromFirst = start->mustBeNone() || constantInt(start) == 0;
+  bool toLast = end->mustBeNone() ||
+                constantInt(end) == std::numeric_limits<int64_t>::max();
+  if (!fromFirst || !toLast || !constantInt(node->input(1)))
+    return false;
+  return replace(node, node->input(0));
 }
 
 /// `x[:, i][k]` is `x[k][i]`: row k of the columns i names is the columns i
@@ -606,7 +625,7 @@ bool canonicalizeSpelling(Graph &graph, Node *node) {
          rowIndicesAsWhere(graph, node) ||
          builtinAbs(graph, node) || hostCastOfItem(graph, node) ||
          shiftedArange(graph, node) || vectorUniqueConsecutive(graph, node) ||
-         rowOfColumnSelection(graph, node) ||
+         fullSliceIsSelf(graph, node) || rowOfColumnSelection(graph, node) ||
          exactHistogram(graph, node) ||
          shapeItemAsSize(graph, node);
 }

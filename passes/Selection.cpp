@@ -598,6 +598,25 @@ bool isUnwritten(const Selection &sel, const Aliases &aliases) {
 /// value's shape (`(t >= 0) & (t < 4)`: t's), and `a.expand_as(b)`, which
 /// has b's shape wherever it runs. \p budget bounds the values visited (a
 /// chain of `x = x * x` would otherwise be walked 2^n times).
+static const Value *shapeRoot(const Value *v, int &budget);
+
+/// Whether shape roots \p a and \p b have one shape: the same value, or
+/// rows of one tensor (select(x, d, k) and select(x, d, j): PyG's
+/// edge_index[0] and edge_index[1]).
+static bool rootsAgree(const Value *a, const Value *b, int &budget) {
+  if (a == b)
+    return true;
+  const Node *na = a->node(), *nb = b->node();
+  if (na->kind() != c10::aten::select || nb->kind() != c10::aten::select ||
+      na->inputs().size() != 3 || nb->inputs().size() != 3)
+    return false;
+  std::optional<int64_t> da = constantInt(na->input(1)),
+                         db = constantInt(nb->input(1));
+  return da && da == db &&
+         rootsAgree(shapeRoot(na->input(0), budget),
+                    shapeRoot(nb->input(0), budget), budget);
+}
+
 static const Value *shapeRoot(const Value *v, int &budget) {
   while (budget-- > 0) {
     const Node *node = v->node();
@@ -619,7 +638,7 @@ static const Value *shapeRoot(const Value *v, int &budget) {
     for (size_t i = 1; i < node->inputs().size(); ++i) {
       const Value *in = node->input(i);
       if (in->type()->kind() == c10::TypeKind::TensorType &&
-          !provablyZeroDim(in) && shapeRoot(in, budget) != root)
+          !provablyZeroDim(in) && !rootsAgree(shapeRoot(in, budget), root, budget))
         return v; // another tensor could broadcast the shape wider
     }
     return root;
@@ -637,7 +656,8 @@ Value *shapeRoot(Value *v) {
 
 bool provablySameShape(const Value *a, const Value *b) {
   int budgetA = kMaxShapeVisits, budgetB = kMaxShapeVisits;
-  return a == b || shapeRoot(a, budgetA) == shapeRoot(b, budgetB);
+  return a == b ||
+         rootsAgree(shapeRoot(a, budgetA), shapeRoot(b, budgetB), budgetA);
 }
 
 bool masksEveryElement(const Value *mask, const Value *x) {

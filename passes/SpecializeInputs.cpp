@@ -99,19 +99,33 @@ Value *inputBehind(Value *index, const Graph &graph) {
   return nullptr;
 }
 
+/// A graph input whose dtype would decide an index or a mask, and whether
+/// it may also be integer indices (an index is; masked_select's mask is a
+/// mask or raises).
+struct DecidingInput {
+  Value *input;
+  bool mayIndex;
+};
+
 /// The graph inputs whose dtype would decide an index or a mask: given,
 /// unknown, to indexing or an indexed store, or as masked_select's mask (a
 /// bool mask, or a uint8 one PyTorch still takes with a warning).
-std::vector<Value *> inputsDecidingIndices(const Graph &graph,
-                                           const AnalysisResult &analysis) {
-  std::vector<Value *> inputs;
-  auto add = [&](Value *index) {
+std::vector<DecidingInput>
+inputsDecidingIndices(const Graph &graph, const AnalysisResult &analysis) {
+  std::vector<DecidingInput> inputs;
+  auto add = [&](Value *index, bool mayIndex) {
     if (index->mustBeNone() ||
         analysis.info(index).dtype != DTypeKind::Unknown)
       return;
     Value *input = inputBehind(index, graph);
-    if (input && std::find(inputs.begin(), inputs.end(), input) == inputs.end())
-      inputs.push_back(input);
+    if (!input)
+      return;
+    auto it = std::find_if(inputs.begin(), inputs.end(),
+                           [&](const DecidingInput &d) { return d.input == input; });
+    if (it == inputs.end())
+      inputs.push_back({input, mayIndex});
+    else
+      it->mayIndex &= mayIndex;
   };
   for (Node *node : analysis.nodesWhere([](c10::Symbol op) {
          return op == c10::aten::index || op == c10::aten::index_put_ ||
@@ -119,14 +133,14 @@ std::vector<Value *> inputsDecidingIndices(const Graph &graph,
        })) {
     if (node->kind() == c10::aten::masked_select) {
       if (node->inputs().size() == 2)
-        add(node->input(1));
+        add(node->input(1), false);
       continue;
     }
     Node *list = node->input(1)->node();
     if (list->kind() != c10::prim::ListConstruct)
       continue;
     for (Value *index : list->inputs())
-      add(index);
+      add(index, true);
   }
   return inputs;
 }
@@ -348,13 +362,39 @@ bool specializeDTypes(std::shared_ptr<Graph> &graph, PassContext &ctx) {
     return false;
   const AnalysisResult &analysis = ctx.facts.analysis(graph);
   std::vector<Fact> facts;
-  for (Value *input : inputsDecidingIndices(*graph, analysis))
-    facts.push_back({input, std::nullopt});
+  std::vector<bool> mayIndex;
+  for (const DecidingInput &d : inputsDecidingIndices(*graph, analysis)) {
+    facts.push_back({d.input, std::nullopt});
+    mayIndex.push_back(d.mayIndex);
+  }
+  size_t indices = facts.size();
   for (Value *input : inputsDecidingUniques(*graph, analysis))
     if (std::none_of(facts.begin(), facts.end(),
                      [&](const Fact &f) { return f.input == input; }))
       facts.push_back({input, std::nullopt, nullptr, c10::ScalarType::Long});
-  return versionWhereFewerSyncs(*graph, ctx, facts, "specialize-dtypes");
+  if (facts.empty())
+    return false;
+  // An input that decides an index is tried as a mask (bool) first; then,
+  // one by one, as int64 indices where that version reaches the host at
+  // fewer points still (PyG's edge_index: its rows gather, they never
+  // select).
+  const std::vector<std::string> after = passesAfter("specialize-dtypes");
+  size_t best = syncPointsWith(*graph, ctx, facts, after);
+  for (size_t i = 0; i < indices && best > 0; ++i) {
+    if (!mayIndex[i])
+      continue;
+    std::vector<Fact> asIndices = facts;
+    asIndices[i].dtype = c10::ScalarType::Long;
+    size_t points = syncPointsWith(*graph, ctx, asIndices, after);
+    if (points < best) {
+      best = points;
+      facts = std::move(asIndices);
+    }
+  }
+  if (best >= syncPointsWith(*graph, ctx, {}, after))
+    return false;
+  version(*graph, facts);
+  return true;
 }
 
 bool specializeShapes(std::shared_ptr<Graph> &graph, PassContext &ctx) {

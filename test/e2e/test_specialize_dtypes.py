@@ -1,8 +1,9 @@
 """specialize-dtypes through the real binary: a method that indexes by a
 graph input of unknown dtype (`obs[valid]`) runs a version that reads the
 input as a mask when it is bool (no sync), and the original otherwise; its
-outputs equal the original's for bool, uint8 and int64 indices. Where the
-bool version removes no sync point, the method is left as it was."""
+outputs equal the original's for bool, uint8 and int64 indices. An index
+is tried as int64 indices too (a gather, never a selection). Where no
+version removes a sync point, the method is left as it was."""
 import json
 
 import pytest
@@ -28,10 +29,19 @@ class ViewedMask(torch.nn.Module):
 
 
 class ReturnsSelection(torch.nn.Module):
-    """The selection is the result: both versions cut it on the host."""
+    """The selection is the result: every version cuts it on the host (a
+    bool mask, or an int64 one, which masked_select refuses)."""
 
     def forward(self, obs: Tensor, valid: Tensor) -> Tensor:
-        return obs[valid] * 2
+        return obs.masked_select(valid) * 2
+
+
+class ReturnsGather(torch.nn.Module):
+    """`obs[idx]` returned: as a mask it is cut on the host, as int64
+    indices a gather of static shape: the int64 version has no sync."""
+
+    def forward(self, obs: Tensor, idx: Tensor) -> Tensor:
+        return obs[idx] * 2
 
 
 def _run(staticify, save, tmp_path, module):
@@ -69,6 +79,15 @@ def test_bool_version_removes_the_sync(staticify, save, tmp_path, module):
     obs = torch.randn(12, 3 if isinstance(module, MaskedMean) else 1).squeeze(1)
     none = torch.zeros(12, dtype=torch.bool)
     torch.testing.assert_close(result(obs, none), original(obs, none))
+
+
+def test_indices_of_unknown_dtype_are_tried_as_int64(staticify, save, tmp_path):
+    original, result, report, _ = _run(staticify, save, tmp_path, ReturnsGather())
+    assert sync_points(report) == (1, 0)
+    gen = torch.Generator().manual_seed(3)
+    for kind in ("bool", "uint8", "int64"):
+        obs, idx = torch.randn(12, generator=gen), _indices(12, kind, gen)
+        assert torch.equal(result(obs, idx), original(obs, idx)), kind
 
 
 def test_no_version_where_it_removes_nothing(staticify, save, tmp_path):

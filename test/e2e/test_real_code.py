@@ -23,12 +23,14 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "bench"))
 real_code = pytest.importorskip("real_code")
 
-# swin_t and maxvit_t (about 55 seconds each) are in the slow tier
-# (STATICIFY_TESTS=all); test_attribute_dtypes.py checks their reports in CI.
+# swin_t and maxvit_t (about 55 seconds each) and wav2vec2 with lengths (60
+# to 100) are in the slow tier (STATICIFY_TESTS=all); test_attribute_dtypes.py
+# checks the two classifiers' reports in CI.
 SUBSET = ["mobilenet_v3_small", "masks_to_boxes", "nms",
           "MultiScaleRoIAlign", "autocontrast", "AutoAugment", "lfilter", "overdrive",
-          "MelSpectrogram", "Conformer", "giou_loss", "wav2vec2_base+lengths",
+          "MelSpectrogram", "Conformer", "giou_loss",
           "normalize", "bandpass_biquad", "perspective", "equalize"]
+SLOW = ["swin_t", "maxvit_t", "wav2vec2_base+lengths"]
 
 # Classification models and spectrograms: nothing in them depends on data,
 # and the report must say so (swin_t and maxvit_t once reported 12 and 22
@@ -46,7 +48,7 @@ DOES_NOT_SCRIPT = {"DeepSpeech", "hdemucs_low", "drop_block2d", "RandomErasing",
                    "ElasticTransform", "InverseMelScale", "kaldi_fbank"}
 
 NAMES = ([e.name for e in real_code.ENTRIES] if os.environ.get("STATICIFY_REAL_CODE") == "all"
-         else SUBSET + (["swin_t", "maxvit_t"] if FULL else []))
+         else SUBSET + (SLOW if FULL else []))
 
 
 @pytest.fixture(scope="module")

@@ -1,5 +1,6 @@
-"""Every corpus program runs through the real binary; the output must match
-the original on random inputs, empty and full masks included, and the
+"""Every corpus program runs through the command (in this process,
+conftest.InProcess; the other tests here run the binary); the output must
+match the original on random inputs, empty and full masks included, and the
 report must say what was rewritten (or why not)."""
 import pytest
 import torch
@@ -49,7 +50,8 @@ def run_safely(module, args):
 
 
 @pytest.mark.parametrize("name,module,inputs,expect", CASES, ids=[c[0] for c in CASES])
-def test_corpus(staticify, save, tmp_path, name, module, inputs, expect):
+def test_corpus(staticify_in_process, save, tmp_path, name, module, inputs, expect):
+    staticify = staticify_in_process  # the corpus runs the command 85 times
     path = save(module)
     out = tmp_path / "out.pt"
     staticify(path, "-o", out)

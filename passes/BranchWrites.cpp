@@ -1,6 +1,7 @@
 //===- BranchWrites.cpp - writes in a branch on data -> one write after it ===//
 
 #include "passes/BranchWrites.h"
+#include "passes/InPlace.h"
 
 #include "passes/Analysis.h"
 #include "passes/GraphUtils.h"
@@ -32,34 +33,6 @@ struct Write {
 
 bool isOp(const Node *node, const char *op) {
   return node->kind() == c10::Symbol::fromQualString(op);
-}
-
-/// The out-of-place twin of in-place \p node (`aten::add_` -> `aten::add`),
-/// of the same overload and arguments, if one is registered.
-std::optional<c10::Symbol> twinOf(const Node *node) {
-  std::string name = node->kind().toQualString();
-  const c10::FunctionSchema *schema = node->maybeSchema();
-  if (!schema || name.rfind("aten::", 0) != 0 || name.back() != '_')
-    return std::nullopt;
-  c10::Symbol twin =
-      c10::Symbol::fromQualString(name.substr(0, name.size() - 1));
-  for (const auto &op : torch::jit::getAllOperatorsFor(twin))
-    if (op->schema().overload_name() == schema->overload_name() &&
-        op->schema().arguments().size() == schema->arguments().size())
-      return twin;
-  return std::nullopt;
-}
-
-/// Whether \p node writes only its tensor's values (not its shape, strides
-/// or autograd state: squeeze_, resize_, detach_, requires_grad_ change what
-/// a copy of the values back cannot) and has an out-of-place form.
-bool computableOutOfPlace(const Node *node) {
-  const OpInfo *info = opInfo(node);
-  if ((info && info->has(kReshapesInPlace)) || isOp(node, "aten::detach_") ||
-      isOp(node, "aten::requires_grad_"))
-    return false;
-  return isOp(node, "aten::copy_") || isOp(node, "aten::zero_") ||
-         twinOf(node).has_value();
 }
 
 bool writesInside(const Node *node) {
@@ -163,29 +136,6 @@ std::string planReason(Node *ifNode, const Aliases &aliases, Plan &plan) {
           return "a branch reads a value that may alias one it writes";
     }
   return "";
-}
-
-/// \p write's op computed out of place on \p now, the written value's
-/// current version, with the result in its dtype (an in-place op casts to
-/// self's).
-Value *outOfPlace(Graph &graph, Node *write, Value *now) {
-  torch::jit::WithInsertPoint guard(write);
-  if (isOp(write, "aten::copy_")) // new memory: src may be another root
-    return emit(graph, "aten::clone",
-                {emit(graph, "aten::expand_as",
-                      {emit(graph, "aten::type_as", {write->input(1), now},
-                            write),
-                       now},
-                      write)},
-                write);
-  if (isOp(write, "aten::zero_"))
-    return emit(graph, "aten::zeros_like", {now}, write);
-  std::vector<Value *> inputs(write->inputs().begin(), write->inputs().end());
-  inputs[0] = now;
-  Node *twin = graph.insertNode(graph.create(*twinOf(write), inputs, 1));
-  twin->setSourceRange(write->sourceRange());
-  twin->output()->setType(c10::TensorType::get());
-  return emit(graph, "aten::type_as", {twin->output(), now}, write);
 }
 
 /// Replaces, in \p block and its nested blocks, reads of each root in

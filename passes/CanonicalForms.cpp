@@ -4,6 +4,7 @@
 
 #include "passes/Analysis.h"
 #include "passes/GraphUtils.h"
+#include "passes/InPlace.h"
 #include "passes/OpCatalogue.h"
 #include "passes/PassContext.h"
 #include "passes/Selection.h"
@@ -213,6 +214,20 @@ bool vectorUniqueConsecutive(Graph &graph, Node *node) {
   torch::jit::WithInsertPoint guard(node);
   node->replaceInput(3, graph.insertConstant(c10::IValue()));
   return true;
+}
+
+/// `t.op_(v)` of a t that indexing made (advanced indexing copies) and that
+/// nothing else reads is `t.op(v)` in t's dtype (InPlace.h): the write is
+/// seen only through op_'s result. TorchScript spells `x[m] *= s` as index,
+/// mul_, index_put_; out of place, the stored value is an elementwise op of
+/// the selection, which mask-propagate and mask-store take.
+bool inPlaceOnFreshSelection(Graph &graph, Node *node) {
+  if (node->outputs().size() != 1 || node->inputs().empty() ||
+      !isTensor(node->input(0)) || node->input(0)->uses().size() != 1 ||
+      node->input(0)->node()->kind() != c10::aten::index ||
+      !computableOutOfPlace(node))
+    return false;
+  return replace(node, outOfPlace(graph, node, node->input(0)));
 }
 
 /// `x[:]` along any dim (slice from None or 0 to None or the largest int,
@@ -626,6 +641,7 @@ bool canonicalizeSpelling(Graph &graph, Node *node) {
          builtinAbs(graph, node) || hostCastOfItem(graph, node) ||
          shiftedArange(graph, node) || vectorUniqueConsecutive(graph, node) ||
          fullSliceIsSelf(graph, node) || rowOfColumnSelection(graph, node) ||
+         inPlaceOnFreshSelection(graph, node) ||
          exactHistogram(graph, node) ||
          shapeItemAsSize(graph, node);
 }

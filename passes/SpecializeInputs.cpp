@@ -436,10 +436,21 @@ bool specializeRanks(std::shared_ptr<Graph> &graph, PassContext &ctx) {
         tryFacts(facts);
       }
   } else {
-    // Greedily, input by input: the rank whose version, with those chosen
-    // before, reaches the host at the fewest points.
+    // Every input at one rank (a mask and the tensors it selects from,
+    // `x[m] -= v[m]`, only help together), then greedily, input by input:
+    // the rank whose version, with those chosen before, reaches the host at
+    // the fewest points.
+    for (int64_t rank : {1, 2}) {
+      std::vector<Fact> facts;
+      for (Value *input : inputs)
+        facts.push_back({input, rank});
+      tryFacts(facts);
+    }
     for (Value *input : inputs)
       for (int64_t rank : {1, 2}) {
+        if (std::any_of(chosen.begin(), chosen.end(),
+                        [&](const Fact &f) { return f.input == input; }))
+          break;
         std::vector<Fact> facts = chosen;
         facts.push_back({input, rank});
         tryFacts(facts);

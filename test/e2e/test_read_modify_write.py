@@ -1,4 +1,4 @@
-"""`x[m] = f(x[m])`: a store that writes the selected tensor after f read the
+"""`x[m] = f(x[m])` and `x[m] op= v`: a store that writes the selected tensor after f read the
 selection (torchaudio's dcshift, overdrive and phaser). mask-propagate moves f
 before the mask when nothing writes x between the selection and f
 (MaskPropagate.cpp, unwrittenUntil); mask-store then writes `where(m, f(x),
@@ -73,3 +73,63 @@ def test_rounding_stores_without_a_sync(staticify, save, tmp_path):
 
 def test_a_write_between_reads_the_old_values(staticify, save, tmp_path):
     run_both(staticify, save, tmp_path, WriteBetween(), waves(torch.Generator().manual_seed(2)))
+
+
+class AugmentedAssignments(torch.nn.Module):
+    """`x[m] op= v`: TorchScript reads the selection, writes it in place
+    (mul_, sub_, add_ on the fresh copy indexing made) and stores it back;
+    normalize computes the write out of place (the copy is read nowhere
+    else), and the three stores become masked writes. x, m and v have no
+    rank in TorchScript: specialize-ranks tries them all at one rank."""
+
+    def forward(self, x: Tensor, m: Tensor, v: Tensor) -> Tensor:
+        x = x.clone()
+        x[m > 0] *= 2.0
+        x[m < 0] -= v[m < 0]
+        x[m == 0] += 1
+        return x
+
+
+class FinishedLengths(torch.nn.Module):
+    """Tacotron2's decoder loop: `mel_specgram_lengths[~finished] += 1`,
+    an int32 counter (the in-place add keeps its dtype)."""
+
+    def forward(self, lengths: Tensor, gate: Tensor) -> Tensor:
+        lengths = lengths.clone()
+        finished = torch.sigmoid(gate) > 0.5
+        lengths[~finished] += 1
+        return lengths
+
+
+def test_augmented_assignments_store_without_a_sync(staticify, save, tmp_path):
+    path = save(AugmentedAssignments())
+    out = tmp_path / "static.pt"
+    report = staticify.report(path, "-o", out)
+    assert sync_points(report) == (7, 0)  # 3 selections read, 3 stores, v[m < 0]
+    original, static = torch.jit.load(str(path)), torch.jit.load(str(out))
+    gen = torch.Generator().manual_seed(3)
+    for n in (0, 1, 9, 40):
+        for dtype in (torch.float32, torch.float64):
+            x = torch.randn(n, generator=gen).to(dtype)
+            m = torch.randint(-1, 2, (n,), generator=gen)
+            v = torch.randn(n, generator=gen).to(dtype)
+            want, got = original(x, m, v), static(x, m, v)
+            assert got.dtype == want.dtype and torch.equal(got, want), (n, dtype)
+    # Another rank: the original, the guard's fallback.
+    x, m, v = torch.randn(3, 4), torch.randint(-1, 2, (3, 4)), torch.randn(3, 4)
+    assert torch.equal(static(x, m, v), original(x, m, v))
+
+
+def test_finished_lengths_count_without_a_sync(staticify, save, tmp_path):
+    path = save(FinishedLengths())
+    out = tmp_path / "static.pt"
+    report = staticify.report(path, "-o", out)
+    before, after = sync_points(report)
+    assert after == 0 < before
+    original, static = torch.jit.load(str(path)), torch.jit.load(str(out))
+    gen = torch.Generator().manual_seed(4)
+    for n in (0, 1, 8):
+        lengths = torch.randint(0, 50, (n,), generator=gen, dtype=torch.int32)
+        gate = torch.randn(n, generator=gen)
+        want, got = original(lengths, gate), static(lengths, gate)
+        assert got.dtype == torch.int32 and torch.equal(got, want), n

@@ -200,7 +200,7 @@ bool acceptsTensorAt(const Node *node, size_t offset) {
   if (takesQParamsAsTensors(node))
     return offset == 1 || offset == 2;
   const OpInfo *op = opInfo(node);
-  if (!op || !isTensor(node->output(0)) || node->outputs().size() != 1)
+  if (!op || node->outputs().size() != 1 || !isTensor(node->output(0)))
     return false;
   if (op->has(kScalarOperandTakesTensor)) // add/sub's alpha stays a scalar
     return offset == 1 && node->inputs().size() <= 3 &&

@@ -21,6 +21,7 @@
 
 namespace staticify {
 
+using torch::jit::Block;
 using torch::jit::Graph;
 using torch::jit::Node;
 using torch::jit::Value;
@@ -214,6 +215,52 @@ bool vectorUniqueConsecutive(Graph &graph, Node *node) {
   torch::jit::WithInsertPoint guard(node);
   node->replaceInput(3, graph.insertConstant(c10::IValue()));
   return true;
+}
+
+/// An if whose branches each build the tuple or list it returns, of one
+/// length (`out = (a, b * 2)` / `out = (b, a + 1)`), and reads nowhere
+/// else, returns their elements instead and the container is built after
+/// it: the same values, a new container either way (a list built in a
+/// branch is a new one each time too). The if then returns tensors, which if-convert and lift-scalars
+/// take.
+bool containerOfIfAsElements(Graph &graph, Node *node) {
+  if (node->kind() != c10::prim::If || node->blocks().size() != 2)
+    return false;
+  Block *then = node->blocks()[0], *otherwise = node->blocks()[1];
+  bool changed = false;
+  for (size_t i = node->outputs().size(); i-- > 0;) {
+    Value *out = node->output(i);
+    const Node *a = then->outputs()[i]->node(), *b = otherwise->outputs()[i]->node();
+    auto tuple = out->type()->cast<c10::TupleType>();
+    auto list = out->type()->cast<c10::ListType>();
+    c10::Symbol kind = tuple ? c10::prim::TupleConstruct : c10::prim::ListConstruct;
+    if ((!tuple && !list) || (tuple && tuple->schema()) || a->kind() != kind ||
+        b->kind() != kind || a->owningBlock() != then ||
+        b->owningBlock() != otherwise || a->output()->uses().size() != 1 ||
+        b->output()->uses().size() != 1 ||
+        a->inputs().size() != b->inputs().size() ||
+        (tuple && tuple->elements().size() != a->inputs().size()))
+      continue;
+    std::vector<Value *> elements;
+    for (size_t k = 0; k < a->inputs().size(); ++k) {
+      c10::TypePtr type =
+          tuple ? tuple->elements()[k] : list->getElementType();
+      then->registerOutput(a->input(k));
+      otherwise->registerOutput(b->input(k));
+      elements.push_back(node->addOutput()->setType(type));
+    }
+    torch::jit::WithInsertPoint guard(node->next());
+    Node *built = tuple ? graph.createTuple(elements)
+                        : graph.createList(list->getElementType(), elements);
+    graph.insertNode(built);
+    built->output()->setType(out->type());
+    out->replaceAllUsesWith(built->output());
+    then->eraseOutput(i);
+    otherwise->eraseOutput(i);
+    node->eraseOutput(i);
+    changed = true;
+  }
+  return changed;
 }
 
 /// `t.op_(v)` of a t that indexing made (advanced indexing copies) and that
@@ -642,6 +689,7 @@ bool canonicalizeSpelling(Graph &graph, Node *node) {
          shiftedArange(graph, node) || vectorUniqueConsecutive(graph, node) ||
          fullSliceIsSelf(graph, node) || rowOfColumnSelection(graph, node) ||
          inPlaceOnFreshSelection(graph, node) ||
+         containerOfIfAsElements(graph, node) ||
          exactHistogram(graph, node) ||
          shapeItemAsSize(graph, node);
 }

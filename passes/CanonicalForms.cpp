@@ -390,12 +390,49 @@ bool viewedAsExactly(const Node *node, int64_t n) {
   return product == n;
 }
 
+/// Whether \p node's only use views its result as sizes whose product is
+/// \p n itself, a host int computed as their product (`minlength=C * C`
+/// beside `.view(C, C)`, C a module's attribute): exactly n elements, for
+/// every C.
+bool viewedAsProductOf(const Node *node, const Value *n) {
+  const auto &uses = node->output()->uses();
+  if (uses.size() != 1 || uses[0].offset != 0)
+    return false;
+  const Node *user = uses[0].user;
+  const Node *list = user->input(1)->node();
+  if ((user->kind() != c10::aten::view && user->kind() != c10::aten::reshape) ||
+      list->kind() != c10::prim::ListConstruct)
+    return false;
+  std::vector<const Value *> factors;
+  std::vector<const Value *> work = {n};
+  while (!work.empty() && factors.size() <= list->inputs().size()) {
+    const Value *v = work.back();
+    work.pop_back();
+    const Node *mul = v->node();
+    if (mul->kind() == c10::aten::mul && mul->inputs().size() == 2 &&
+        v->type()->kind() == c10::TypeKind::IntType) {
+      work.push_back(mul->input(0));
+      work.push_back(mul->input(1));
+    } else {
+      factors.push_back(v);
+    }
+  }
+  std::vector<const Value *> sizes(list->inputs().begin(), list->inputs().end());
+  if (!work.empty() || factors.size() != sizes.size() || sizes.size() < 2)
+    return false;
+  std::sort(factors.begin(), factors.end());
+  std::sort(sizes.begin(), sizes.end());
+  return factors == sizes;
+}
+
 /// `torch.bincount(x, minlength=L)` has exactly L bins when every value of
 /// x is below L: always for a uint8 x and L >= 256 (torchvision's
 /// equalize), and wherever the program does not raise when its only use
 /// views it as L elements (torchmetrics' confusion matrix,
 /// `bincount(C * target + preds, minlength=C * C).view(C, C)`, of int64
-/// values). Then it is `zeros(L).index_add(0, x.long(), ones)`, which never
+/// values; L a constant, or a host int that is the product of the view's
+/// sizes, `minlength=n * n` beside `.view(n, n)`). Then it is
+/// `zeros(L).index_add(0, x.long(), ones)`, which never
 /// reads the host (CUDA's bincount reads x.max() back to size its result)
 /// and raises where bincount's values would not fit, as the view would (a
 /// negative value raises in both). x's dtype and rank decide on the host
@@ -408,12 +445,11 @@ bool exactHistogram(Graph &graph, Node *node) {
       inGuardFallback(node))
     return false;
   std::optional<int64_t> bins = constantInt(node->input(2));
-  if (!bins || *bins < 1)
-    return false;
   c10::ScalarType fits;
-  if (*bins >= kByteValues)
+  if (bins && *bins >= kByteValues)
     fits = c10::ScalarType::Byte;
-  else if (viewedAsExactly(node, *bins))
+  else if (bins ? *bins >= 1 && viewedAsExactly(node, *bins)
+                : viewedAsProductOf(node, node->input(2)))
     fits = c10::ScalarType::Long;
   else
     return false;
@@ -432,8 +468,12 @@ bool exactHistogram(Graph &graph, Node *node) {
       graph, holds, node,
       [&] {
         Value *bin = emit(graph, "aten::to", {x, kLong}, node);
+        Value *size = graph
+                          .insertNode(graph.createList(c10::IntType::get(),
+                                                       {node->input(2)}))
+                          ->output();
         Value *zeros = emit(
-            graph, "aten::zeros", {std::vector<int64_t>{*bins}}, node,
+            graph, "aten::zeros", {size}, node,
             {torch::jit::NamedValue("dtype", kLong),
              torch::jit::NamedValue("device",
                                     emit(graph, "prim::device", {x}, node))});

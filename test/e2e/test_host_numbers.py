@@ -158,3 +158,39 @@ def test_a_host_zero_point_beside_a_read_scale(staticify, save, tmp_path):
     # tensor overload does not check it: the contract's "may return values".
     with pytest.raises(RuntimeError, match="zero_point"):
         original(torch.randn(5), 300)
+
+
+class ConfusionOfAttribute(torch.nn.Module):
+    """torchmetrics' confusion matrix of valid pixels, its class count a
+    module attribute (a host int, not a constant: a method or the caller may
+    change it): bincount(n * target + pred, minlength=n * n).reshape(n, n)
+    has exactly n * n bins wherever the reshape does not raise."""
+
+    def __init__(self, num_classes: int):
+        super().__init__()
+        self.num_classes = num_classes
+
+    def forward(self, pred, target):
+        n = self.num_classes
+        k = (target >= 0) & (target < n)
+        return torch.bincount(n * target[k] + pred[k], minlength=n * n).reshape(n, n)
+
+
+def test_confusion_of_a_host_class_count_is_static(staticify, save, tmp_path):
+    original, result, report = run(staticify, save, tmp_path, ConfusionOfAttribute(4))
+    assert sync_points(report) == (2, 0)
+    gen = torch.Generator().manual_seed(2)
+    for size in (0, 1, 50):
+        pred = torch.randint(0, 4, (size,), generator=gen)
+        target = torch.randint(-1, 5, (size,), generator=gen)  # -1 and 4 ignored
+        a, b = original(pred, target), result(pred, target)
+        assert a.dtype == b.dtype and torch.equal(a, b), size
+    # A prediction past the classes: more bins than n * n, the reshape raises.
+    pred, target = torch.tensor([0, 9]), torch.tensor([1, 3])
+    for module in (original, result):
+        with pytest.raises(RuntimeError):
+            module(pred, target)
+    # The attribute changed from Python: the same host int in both.
+    original.num_classes = result.num_classes = 3
+    pred, target = torch.randint(0, 3, (20,), generator=gen), torch.randint(0, 3, (20,), generator=gen)
+    assert torch.equal(original(pred, target), result(pred, target))

@@ -70,7 +70,10 @@ class InProcess(Staticify):
     engine, not the command line."""
 
     def __call__(self, *args, check=True):
-        import staticify as api  # build/python, first on sys.path above
+        try:
+            import staticify as api  # build/python, first on sys.path above
+        except ImportError:  # a build without the Python extension
+            return super().__call__(*args, check=check)
         argv = [str(a) for a in args]
         status, out, err = api.run(argv)
         proc = subprocess.CompletedProcess([str(self.path), *argv], status, out, err)

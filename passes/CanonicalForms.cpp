@@ -12,8 +12,8 @@
 #include <torch/csrc/jit/ir/constants.h>
 
 #include <algorithm>
-#include <limits>
 #include <array>
+#include <limits>
 #include <sstream>
 #include <unordered_map>
 #include <unordered_set>
@@ -221,8 +221,8 @@ bool vectorUniqueConsecutive(Graph &graph, Node *node) {
 /// length (`out = (a, b * 2)` / `out = (b, a + 1)`), and reads nowhere
 /// else, returns their elements instead and the container is built after
 /// it: the same values, a new container either way (a list built in a
-/// branch is a new one each time too). The if then returns tensors, which if-convert and lift-scalars
-/// take.
+/// branch is a new one each time too). The if then returns tensors, which
+/// if-convert and lift-scalars take.
 bool containerOfIfAsElements(Graph &graph, Node *node) {
   if (node->kind() != c10::prim::If || node->blocks().size() != 2)
     return false;
@@ -230,10 +230,12 @@ bool containerOfIfAsElements(Graph &graph, Node *node) {
   bool changed = false;
   for (size_t i = node->outputs().size(); i-- > 0;) {
     Value *out = node->output(i);
-    const Node *a = then->outputs()[i]->node(), *b = otherwise->outputs()[i]->node();
+    const Node *a = then->outputs()[i]->node();
+    const Node *b = otherwise->outputs()[i]->node();
     auto tuple = out->type()->cast<c10::TupleType>();
     auto list = out->type()->cast<c10::ListType>();
-    c10::Symbol kind = tuple ? c10::prim::TupleConstruct : c10::prim::ListConstruct;
+    c10::Symbol kind =
+        tuple ? c10::prim::TupleConstruct : c10::prim::ListConstruct;
     if ((!tuple && !list) || (tuple && tuple->schema()) || a->kind() != kind ||
         b->kind() != kind || a->owningBlock() != then ||
         b->owningBlock() != otherwise || a->output()->uses().size() != 1 ||

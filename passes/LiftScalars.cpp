@@ -181,7 +181,6 @@ bool isScalarFactory(const Node *node, size_t offset) {
          (!grad || constantBool(grad) == false);
 }
 
-/// Tensor ops whose scalar argument at \p offset also takes a 0-d tensor.
 /// `fake_quantize_per_tensor_affine(x, scale, zero_point, qmin, qmax)`: its
 /// tensor_qparams overload takes scale (float32) and zero_point (int32) as
 /// tensors and reads them on the device (quantization-aware training's
@@ -196,6 +195,7 @@ bool takesQParamsAsTensors(const Node *node) {
          node->input(2)->type()->kind() == c10::TypeKind::IntType;
 }
 
+/// Tensor ops whose scalar argument at \p offset also takes a 0-d tensor.
 bool acceptsTensorAt(const Node *node, size_t offset) {
   if (takesQParamsAsTensors(node))
     return offset == 1 || offset == 2;
@@ -479,9 +479,8 @@ Region growRegion(const std::vector<Node *> &sources,
         continue;
       }
       if (isScalarFactory(user, use.offset) ||
-          (acceptsTensorAt(user, use.offset) &&
-           (takesQParamsAsTensors(user) ||
-            !inputAffectsShape(user, use.offset)))) {
+          (!inputAffectsShape(user, use.offset) &&
+           acceptsTensorAt(user, use.offset))) {
         r.sinks.emplace_back(user, use.offset);
         continue;
       }

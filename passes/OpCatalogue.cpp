@@ -20,7 +20,9 @@ namespace {
 const char *const kValueArguments[] = {
     "other",  "alpha", "value", "fill_value",    "min",  "max", "exponent",
     "scalar", "beta",  "eps",   "rounding_mode", "s",    "t",   "data",
-    "a",      "b",     "low",   "high",          "mean", "std", "p"};
+    "a",      "b",     "low",   "high",          "mean", "std", "p",
+    // Quantization parameters (fake_quantize_per_tensor_affine): values.
+    "scale",  "zero_point"};
 
 bool hasTensorInput(const Node *node, size_t index) {
   return node->inputs().size() > index && isTensor(node->input(index));

@@ -593,11 +593,6 @@ bool isUnwritten(const Selection &sel, const Aliases &aliases) {
          !aliases.hasWriters(sel.node->output());
 }
 
-/// Follows shape-preserving ops back to the value whose shape they keep:
-/// an elementwise op whose tensor operands (0-d ones aside) all keep one
-/// value's shape (`(t >= 0) & (t < 4)`: t's), and `a.expand_as(b)`, which
-/// has b's shape wherever it runs. \p budget bounds the values visited (a
-/// chain of `x = x * x` would otherwise be walked 2^n times).
 static const Value *shapeRoot(const Value *v, int &budget);
 
 /// Whether shape roots \p a and \p b have one shape: the same value, or
@@ -617,6 +612,11 @@ static bool rootsAgree(const Value *a, const Value *b, int &budget) {
                     shapeRoot(nb->input(0), budget), budget);
 }
 
+/// Follows shape-preserving ops back to the value whose shape they keep:
+/// an elementwise op whose tensor operands (0-d ones aside) all keep one
+/// value's shape (`(t >= 0) & (t < 4)`: t's), and `a.expand_as(b)`, which
+/// has b's shape wherever it runs. \p budget bounds the values visited (a
+/// chain of `x = x * x` would otherwise be walked 2^n times).
 static const Value *shapeRoot(const Value *v, int &budget) {
   while (budget-- > 0) {
     const Node *node = v->node();
@@ -638,7 +638,8 @@ static const Value *shapeRoot(const Value *v, int &budget) {
     for (size_t i = 1; i < node->inputs().size(); ++i) {
       const Value *in = node->input(i);
       if (in->type()->kind() == c10::TypeKind::TensorType &&
-          !provablyZeroDim(in) && !rootsAgree(shapeRoot(in, budget), root, budget))
+          !provablyZeroDim(in) &&
+          !rootsAgree(shapeRoot(in, budget), root, budget))
         return v; // another tensor could broadcast the shape wider
     }
     return root;

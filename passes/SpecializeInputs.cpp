@@ -446,15 +446,16 @@ bool specializeRanks(std::shared_ptr<Graph> &graph, PassContext &ctx) {
         facts.push_back({input, rank});
       tryFacts(facts);
     }
-    for (Value *input : inputs)
+    for (Value *input : inputs) {
+      if (std::any_of(chosen.begin(), chosen.end(),
+                      [&](const Fact &f) { return f.input == input; }))
+        continue;
       for (int64_t rank : {1, 2}) {
-        if (std::any_of(chosen.begin(), chosen.end(),
-                        [&](const Fact &f) { return f.input == input; }))
-          break;
         std::vector<Fact> facts = chosen;
         facts.push_back({input, rank});
         tryFacts(facts);
       }
+    }
   }
   if (chosen.empty())
     return false;

@@ -66,8 +66,9 @@ class InProcess(Staticify):
     build, whose files are the binary's byte for byte
     (test_python_api.py). No process start and libtorch load per call
     (0.8 s of a small model's 0.85): for the suites that run the command on
-    hundreds of programs (spellings, the op matrix), whose subject is the
-    engine, not the command line."""
+    hundreds of programs (spellings, the op matrix, the idiom corpus, grad
+    mode, the corpus-wide sync check), whose subject is the engine, not the
+    command line."""
 
     def __call__(self, *args, check=True):
         try:

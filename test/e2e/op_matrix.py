@@ -449,8 +449,8 @@ def run_cases(original, result, cases, seed=0):
 def measure(op, expr, binary, workdir, cases, run=None):
     """One row: bounded (no sync point after rewriting), the sync points
     before and after, the first remaining reason, and the cases compared
-    with the first difference. `run(argv) -> (status, stdout, stderr)` runs
-    the command (staticify.run in-process); by default the binary."""
+    with the first difference. `run(argv)` runs the command and returns its
+    CompletedProcess (the tests run it in process); by default the binary."""
     import json
     import pathlib
     import subprocess
@@ -465,14 +465,13 @@ def measure(op, expr, binary, workdir, cases, run=None):
     argv = [str(path), "-o", str(out), "--report-json", str(rep),
             "--padded-outputs", "--static-forms"]
     if run is None:
-        proc = subprocess.run([str(binary), *argv], capture_output=True, text=True,
-                              timeout=300)
-        status, stderr = proc.returncode, proc.stderr
-    else:
-        status, _, stderr = run(argv)
+        def run(argv):
+            return subprocess.run([str(binary), *argv], capture_output=True, text=True,
+                                  timeout=300)
+    proc = run(argv)
     row = {"op": op, "expr": expr}
-    if status != 0:
-        row["error"] = (stderr.strip().splitlines() or ["?"])[-1]
+    if proc.returncode != 0:
+        row["error"] = (proc.stderr.strip().splitlines() or ["?"])[-1]
         return row
     report = json.loads(rep.read_text())
     roots = [f for m in report["methods"] if m["name"] == "forward"

@@ -17,11 +17,8 @@ CASES = 500
 
 @pytest.mark.parametrize("op,expr", op_matrix.ROWS, ids=[r[0] for r in op_matrix.ROWS])
 def test_op_matrix(staticify_in_process, tmp_path, op, expr):
-    def run(argv):
-        proc = staticify_in_process(*argv, check=False)
-        return proc.returncode, proc.stdout, proc.stderr
-
-    row = op_matrix.measure(op, expr, staticify_in_process.path, tmp_path, CASES, run=run)
+    row = op_matrix.measure(op, expr, staticify_in_process.path, tmp_path, CASES,
+                            run=lambda argv: staticify_in_process(*argv, check=False))
     assert "error" not in row, row["error"]
     assert row["diff"] is None, row["diff"]
     assert row["compared"] >= CASES // 2, row  # the op runs on most cuts

@@ -470,8 +470,12 @@ void Evaluator::evalTensorOp(Node *node) {
     sizes.insert(sizes.begin() + d, Host::constInt(1));
     return set(reshape(x, sizes));
   }
-  // Reductions.
+  // Reductions. count_nonzero(x) of a bool x is its sum.
+  bool countOfBools = k == aten::count_nonzero && in.size() == 2 &&
+                      isNone(in[1]) &&
+                      tensorOf(in[0]).dtype == ScalarType::Bool;
   if (k == aten::sum || k == aten::mean || k == aten::amax || k == aten::amin ||
+      countOfBools ||
       ((k == aten::max || k == aten::min || k == aten::any || k == aten::all) &&
        in.size() == 1)) {
     const Tensor &x = tensorOf(in[0]);
@@ -555,7 +559,7 @@ void Evaluator::evalTensorOp(Node *node) {
           return fl ? Value(arith::AddFOp::create(ob, loc, a, e))
                     : Value(arith::AddIOp::create(ob, loc, a, e));
         });
-    if (k == aten::sum)
+    if (k == aten::sum || countOfBools)
       return set(sum);
     Host count = Host::constInt(1);
     for (int64_t d : dims)

@@ -87,8 +87,9 @@ void RuleContext::rename(Value *from, Value *to) {
       v = to;
   };
   for (auto &[v, r] : reps) {
-    for (Value **field : {&r.value, &r.count, &r.bound, &r.whereCond,
-                          &r.drawOf, &r.drawTop, &r.indexesBelow})
+    for (Value **field :
+         {&r.value, &r.count, &r.bound, &r.whereCond, &r.drawOf, &r.drawTop,
+          &r.indexesBelow, &r.selectedFrom, &r.selectedBy, &r.atPositions})
       swap(*field);
     swap(r.range.hi);
   }

@@ -384,6 +384,27 @@ RuleResult gather(Node *node, RuleContext &rc) {
   if ((s && s->kind != Rep::Kind::Bounded) ||
       (i && i->kind != Rep::Kind::Bounded))
     return RuleResult::declined();
+  if (s && i && i->atPositions) {
+    // y[m][i] and where(m)[k][i] for rows i of a selection by m given at
+    // their positions among m's elements (a top-k's): y's rows there, and
+    // their coordinates (no compaction of m).
+    Value *m = s->selectedFrom ? s->selectedBy : s->whereCond;
+    if (m && !rc.aliases.hasWriters(m) &&
+        (m == i->selectedBy || computesSameValue(m, i->selectedBy, rc.aliases))) {
+      Value *out =
+          s->selectedFrom
+              ? insertForm(rc.graph, "rows_at",
+                           {s->selectedFrom, m, i->atPositions}, node)[0]
+              : insertForm(rc.graph, "where_index_at",
+                           {m, rc.constant(s->whereDim), i->atPositions},
+                           node)[0];
+      rc.setBounded(node->output(), out, i->count, s->isIndex,
+                    i->is1D && s->is1D);
+      if (list)
+        rc.absorb(list);
+      return RuleResult::applied();
+    }
+  }
   if (s && i && s->whereCond && i->drawOf == s->count) {
     // where(c)[k][randperm(count)[:top]]: `top` random true positions of
     // c, the first in one random order of its positions (no compaction).

@@ -143,10 +143,18 @@ RuleResult selection(Node *node, RuleContext &rc) {
   // shape (x > 0, x == v, ...). Selected int64 values are indices like any
   // others (`labels[keep]`, `ids[valid]`): the gather, put and add forms
   // send their padding rows to a row they drop.
-  rc.setBounded(node->output(), outs[0], count,
-                rc.dtypeOf(node->output(), 0) == DTypeKind::Long,
-                is(node, "aten::masked_select") ||
-                    masksEveryElement(sel->mask, sel->base));
+  Rep &r = rc.setBounded(node->output(), outs[0], count,
+                         rc.dtypeOf(node->output(), 0) == DTypeKind::Long,
+                         is(node, "aten::masked_select") ||
+                             masksEveryElement(sel->mask, sel->base));
+  if (!sel->broadcasts && !rc.aliases.hasWriters(sel->base) &&
+      !rc.aliases.hasWriters(sel->mask)) {
+    r.selectedFrom = sel->base;
+    r.selectedBy = sel->mask;
+    // Its rows, the mask's elements, without reading the compaction (which
+    // a top-k of the selection does not run).
+    r.bound = emit(rc.graph, "aten::numel", {sel->mask}, node);
+  }
   return RuleResult::applied();
 }
 

@@ -441,6 +441,54 @@ RuleResult roiAlignRows(Node *node, RuleContext &rc) {
   return RuleResult::applied();
 }
 
+/// Whether \p a and \p b hold the same elements in the same order: one
+/// value, or one a reshape, view or flatten of the other.
+bool sameElements(const Value *a, const Value *b) {
+  auto root = [](const Value *v) {
+    const Node *n = v->node();
+    if (is(n, "aten::reshape") || is(n, "aten::view") || is(n, "aten::flatten"))
+      return static_cast<const Value *>(n->input(0));
+    return v;
+  };
+  return a == b || root(a) == b || a == root(b) || root(a) == root(b);
+}
+
+/// Whether every element of \p x that \p mask selects is above -inf
+/// (below inf, for !\p largest) and not NaN: the mask is `x > y` (`y < x`),
+/// or a conjunction with such a test.
+bool selectsOrdered(const Value *mask, const Value *x, bool largest) {
+  const Node *n = mask->node();
+  if (is(n, "aten::__and__") || is(n, "aten::bitwise_and") ||
+      is(n, "aten::logical_and"))
+    return selectsOrdered(n->input(0), x, largest) ||
+           selectsOrdered(n->input(1), x, largest);
+  if (n->inputs().size() != 2)
+    return false;
+  if (is(n, largest ? "aten::gt" : "aten::lt"))
+    return sameElements(n->input(0), x);
+  if (is(n, largest ? "aten::lt" : "aten::gt"))
+    return sameElements(n->input(1), x);
+  return false;
+}
+
+/// topk(x[m], k) along its one dim: one topk over x where m holds (the
+/// masked_topk form), where the selection would compact m first (cumsum
+/// and scatter over every element: RetinaNet's per-level scores). The
+/// values, the indices (rows of x[m]) and those rows' positions among m's
+/// elements, where rows of another selection by m are taken
+/// (IndexRules.cpp, gather).
+std::vector<Value *> topOfSelection(Node *node, const Rep &r, Value *hi,
+                                    bool largest, RuleContext &rc) {
+  Value *x = r.selectedFrom, *mask = r.selectedBy;
+  torch::jit::Graph &graph = rc.graph;
+  auto outs = insertForm(graph, "masked_topk",
+                         {x, mask, hi, graph.insertConstant(largest),
+                          graph.insertConstant(selectsOrdered(mask, x, largest))},
+                         node);
+  Value *ranks = insertForm(graph, "ranks_at", {mask, outs[1]}, node)[0];
+  return {outs[0], ranks, outs[1]};
+}
+
 /// sort and argsort of a bounded value along any constant dim, and topk
 /// along dim 0: along dim 0 the live rows sorted first (the sort_rows form:
 /// stable, so ties keep their order, and NaN and infinities sort as
@@ -520,9 +568,15 @@ RuleResult sortRows(Node *node, RuleContext &rc) {
     return RuleResult::declined();
   Value *hi = rc.upper(*range);
   Value *count = rc.minCount(r->count, k, node);
-  // With an upper bound on k, its rows by one topk over a key (topk_rows);
+  // With an upper bound on k, its rows by one topk over a key (topk_rows),
+  // of a selection over its base where the mask holds (topOfSelection);
   // without one, every row sorted.
-  auto firstRows = [&] { return hi ? topRows(hi) : sorted(); };
+  bool ofSelection = hi && r->selectedFrom && r->is1D && !rankGuarded;
+  auto firstRows = [&] {
+    if (ofSelection)
+      return topOfSelection(node, *r, hi, desc->toBool(), rc);
+    return hi ? topRows(hi) : sorted();
+  };
   std::vector<Value *> padded;
   if (rankGuarded) {
     if (sign)
@@ -556,20 +610,32 @@ RuleResult sortRows(Node *node, RuleContext &rc) {
   if (!sign) {
     padded = firstRows();
   } else {
-    padded = emitIf(graph, sign->nonNegative, node, 2, firstRows, [&] {
+    padded = emitIf(graph, sign->nonNegative, node, ofSelection ? 3 : 2,
+                    firstRows, [&] {
+      // Of a selection, on its base: the same error, with no compaction.
+      Value *rows = ofSelection ? r->selectedFrom : r->value;
       Node *raising = graph.insertNode(graph.createClone(node, [&](Value *v) {
-        return v == node->input(0) ? r->value
+        return v == node->input(0) ? rows
                : v == k            ? sign->whenNegative
                                    : v;
       }));
-      return std::vector<Value *>(raising->outputs().begin(),
-                                  raising->outputs().end());
+      std::vector<Value *> outs(raising->outputs().begin(),
+                                raising->outputs().end());
+      if (ofSelection) // it raises: any positions
+        outs.push_back(outs[1]);
+      return outs;
     });
     padded[0]->node()->i_(guardAttr(), 1);
   }
-  for (size_t i = 0; i < 2; ++i)
-    rc.setBounded(node->output(i), padded[i], count, i == 1 || r->isIndex,
-                  r->is1D);
+  Value *mask = r->selectedBy;
+  for (size_t i = 0; i < 2; ++i) {
+    Rep &out = rc.setBounded(node->output(i), padded[i], count,
+                             i == 1 || r->isIndex, r->is1D);
+    if (ofSelection && i == 1) {
+      out.selectedBy = mask;
+      out.atPositions = padded[2];
+    }
+  }
   return RuleResult::applied();
 }
 

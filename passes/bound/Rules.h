@@ -92,6 +92,16 @@ struct Rep {
   torch::jit::Value *drawOf = nullptr;
   torch::jit::Value *drawTop = nullptr;
   torch::jit::Node *origin = nullptr; // RandPerm: the randperm node
+  /// Bounded x[m] (select_rows of a static x by an unwritten static mask):
+  /// x and m. A top-k of it runs over x where m holds, with no compaction
+  /// (RowRules.cpp, topOfSelection).
+  torch::jit::Value *selectedFrom = nullptr;
+  torch::jit::Value *selectedBy = nullptr;
+  /// Bounded index into the rows of a selection by mask `selectedBy` (a
+  /// top-k's indices): beside `value`, those rows' positions in the mask's
+  /// elements. Rows of another selection by that mask (y[m][i], where(m)[k][i])
+  /// are taken at the positions (IndexRules.cpp, gather).
+  torch::jit::Value *atPositions = nullptr;
 };
 
 /// What a rule did with a node.

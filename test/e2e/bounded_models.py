@@ -139,6 +139,40 @@ class SortSelection(torch.nn.Module):
         return v, b[order], top_v, b[top_i], torch.argsort(s)
 
 
+class LevelTopk(torch.nn.Module):
+    """RetinaNet's per-level selection: the scores over a threshold, the top
+    k of them (k an attribute of unknown sign), their anchors and classes
+    (where(keep)[0] at the top-k's indices), the boxes at those anchors."""
+    def __init__(self, k: int = 5):
+        super().__init__()
+        self.k = k
+
+    def forward(self, logits: Tensor, boxes: Tensor) -> Tuple[Tensor, Tensor, Tensor]:
+        num_classes = logits.size(-1)
+        scores = torch.sigmoid(logits).flatten()
+        keep = scores > 0.5
+        s, idx = scores[keep], torch.where(keep)[0]
+        s, i = s.topk(min(self.k, idx.size(0)))
+        idx = idx[i]
+        anchors = torch.div(idx, num_classes, rounding_mode="floor")
+        return s, idx % num_classes, boxes[anchors]
+
+
+class ClassTopk(torch.nn.Module):
+    """SSD's per-class selection: scores[keep] and boxes[keep], the top 4
+    scores and their boxes, where keep = scores >= -inf selects -inf and
+    leaves NaN (which top-k puts above every number) out."""
+    def __init__(self):
+        super().__init__()
+        self.t = float("-inf")
+
+    def forward(self, scores: Tensor, boxes: Tensor) -> Tuple[Tensor, Tensor]:
+        keep = scores >= self.t
+        s, b = scores[keep], boxes[keep]
+        s, i = s.topk(min(4, s.size(0)))
+        return s, b[i]
+
+
 class NarrowByCount(torch.nn.Module):
     """The first k rows, k counted from data, then reduced: bounded by x's
     rows, masked by the count, static end to end."""

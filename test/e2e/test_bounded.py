@@ -205,6 +205,17 @@ EXACT_CASES = {
                                      torch.randn(12, 4, generator=g))),
     "row-ops": (bm.RowOps, lambda g, k: (torch.randn(12, 4, generator=g),
                                          mask_input(g, (12,), k))),
+    # Top-k of selections, over the unselected scores where the mask holds.
+    "level-topk": (bm.LevelTopk,
+                   lambda g, k: ((mask_input(g, (24,), k) + torch.arange(24) * 1e-3).view(8, 3),
+                                 torch.randn(8, 4, generator=g))),
+    # Row 2 scores -inf, rows of a random third NaN: the top 4 of fewer
+    # than 4 finite scores take row 2, never a NaN row left out.
+    "class-topk": (bm.ClassTopk,
+                   lambda g, k: ((mask_input(g, (10,), k) + torch.arange(10) * 1e-3).masked_fill(
+                                     torch.rand(10, generator=g) < 0.7, math.nan).index_fill(
+                                     0, torch.tensor([2]), -math.inf),
+                                 torch.randn(10, 4, generator=g))),
 }
 
 

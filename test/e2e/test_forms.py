@@ -229,6 +229,63 @@ def test_topk_rows_is_torch_topk_of_the_live_rows(cu):
                 assert column.unique().numel() == c
 
 
+def test_masked_topk_is_torch_topk_of_the_selection(cu):
+    """masked_topk(x, m, k) against torch.topk(x[m], min(k, count)), x and m
+    of any shape, x holding NaN, infinities, -0.0 and ties: the values are
+    topk's; each position is one where m holds, holding its value, none
+    twice; ranks_at gives their rows of x[m]. The plain key only where its
+    premise holds: m is x > t (x < t choosing the smallest)."""
+    gen = torch.Generator().manual_seed(6)
+    pool = torch.tensor([float("nan"), float("inf"), -float("inf"), 0.0, -0.0, 1.0, 1.0,
+                         -2.5, 1e30, -1e30])
+    for trial in range(1500):
+        dtype = DTYPES_OF_TOPK[trial % len(DTYPES_OF_TOPK)]
+        shape = [int(s) for s in torch.randint(0, 4, (trial % 3,), generator=gen)]
+        x = pool[torch.randint(0, len(pool), shape, generator=gen)]
+        if not dtype.is_floating_point:
+            x = x.nan_to_num(3.0, 100.0, -100.0).clamp(-100, 100)
+            x = x.abs() if dtype in (torch.uint8, torch.bool) else x
+        x = x.to(dtype)
+        k = int(torch.randint(0, x.numel() + 3, (), generator=gen))
+        for largest in (False, True):
+            plain = dtype.is_floating_point and trial % 2 == 0
+            if plain:
+                t = float(pool[int(torch.randint(0, len(pool), (), generator=gen))])
+                mask = x > t if largest else x < t
+            else:
+                mask = torch.rand(shape, generator=gen) < 0.5
+            values, positions = cu.masked_topk(x, mask, k, largest, plain)
+            selected = x[mask]
+            c = min(k, selected.numel())
+            want = torch.topk(selected.float() if dtype in (torch.float16, torch.bfloat16,
+                                                            torch.bool) else selected,
+                              c, largest=largest)[0]
+            got = values[:c].to(want.dtype)
+            assert torch.equal(got.isnan(), want.isnan()), (x, mask, k, largest)
+            assert torch.equal(got.nan_to_num(7.0), want.nan_to_num(7.0)), (x, mask, k)
+            at = positions[:c]
+            assert bool(mask.reshape(-1)[at].all()) and at.unique().numel() == c
+            assert torch.equal(x.reshape(-1)[at].double().nan_to_num(7.0),
+                               values[:c].double().nan_to_num(7.0))
+            rows = cu.ranks_at(mask, positions)[:c]
+            assert torch.equal(selected[rows].double().nan_to_num(7.0),
+                               values[:c].double().nan_to_num(7.0))
+
+
+def test_topk_positions_in_blocks_is_torch_topk(cu):
+    """A vector of more than two blocks of 2^19 elements takes its top k
+    block by block: the values are torch.topk's, the positions hold them."""
+    gen = torch.Generator().manual_seed(7)
+    for n, k in ((3 * 524288 + 17, 1000), (2 * 524288, 1), (2 * 524288 + 5, 524288)):
+        key = torch.randn(n, generator=gen)
+        key[torch.randint(0, n, (n // 3,), generator=gen)] = -float("inf")
+        for largest in (True, False):
+            positions = cu.topk_positions(key, k, largest)
+            want = torch.topk(key, k, largest=largest)[0]
+            assert positions.unique().numel() == k
+            assert torch.equal(key[positions], want)
+
+
 def test_gather_within_rows_raises_only_where_gather_does(cu):
     """gather along dim 1 of bounded rows: the live rows equal torch.gather
     of the live rows, whatever the padding rows hold (-100, past the end),

@@ -11,6 +11,7 @@
 
 #include <torch/csrc/jit/ir/ir.h>
 
+#include <memory>
 #include <optional>
 
 namespace staticify {
@@ -30,5 +31,18 @@ bool computableOutOfPlace(const torch::jit::Node *node);
 /// self's); inserted before \p write.
 torch::jit::Value *outOfPlace(torch::jit::Graph &graph, torch::jit::Node *write,
                               torch::jit::Value *now);
+
+/// libtorch's InplaceToFunctionalActivation (`relu_(x)` -> `relu(x)` where
+/// nothing else sees the write: the analysis and the rewrites see a fresh
+/// value), each activation it made marked for restoreInPlaceActivations.
+bool functionalActivations(std::shared_ptr<torch::jit::Graph> &graph);
+
+/// The marked activations in place again where their input is a fresh value
+/// that nothing else reads (libtorch's FunctionalToInplaceActivation's
+/// test), so the output allocates no more than the program did: a
+/// torchvision head's conv -> relu_ pairs. Activations the program wrote
+/// out of place stay so: in place, one could overwrite a value autograd
+/// saved.
+bool restoreInPlaceActivations(std::shared_ptr<torch::jit::Graph> &graph);
 
 } // namespace staticify

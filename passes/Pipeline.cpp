@@ -13,6 +13,7 @@
 #include "passes/HostReplay.h"
 #include "passes/GraphUtils.h"
 #include "passes/IfConvert.h"
+#include "passes/InPlace.h"
 #include "passes/IndexToMask.h"
 #include "passes/LiftScalars.h"
 #include "passes/MaskPropagate.h"
@@ -27,7 +28,6 @@
 
 #include <torch/csrc/jit/passes/inliner.h>
 #include <torch/csrc/jit/passes/lower_tuples.h>
-#include <torch/csrc/jit/passes/remove_mutation.h>
 
 #include <algorithm>
 #include <chrono>
@@ -425,7 +425,8 @@ static bool normalize(std::shared_ptr<Graph> &graph, PassContext &ctx) {
   // alias used after): torchvision's mask and keypoint heads follow each
   // convolution with nn.ReLU(inplace=True), and a tensor written in place
   // is one bound keeps as it is (Flow.cpp, writable).
-  changed |= torch::jit::InplaceToFunctionalActivation(graph);
+  // simplify, last, puts them back in place where nothing else reads them.
+  changed |= functionalActivations(graph);
   std::vector<Node *> nodes;
   changed |= propagateConstants(graph, &nodes);
   // Tuples first: an inlined method's `return result, losses` is a tuple

@@ -5,6 +5,7 @@
 #include "passes/Analysis.h"
 #include "passes/CanonicalForms.h"
 #include "passes/GraphUtils.h"
+#include "passes/InPlace.h"
 
 #include <algorithm>
 #include <functional>
@@ -155,6 +156,12 @@ bool simplify(std::shared_ptr<Graph> &graph, PassContext &ctx) {
     ctx.facts.invalidate();
     propagateConstants(graph, nullptr);
     eliminateDeadCode(graph, nullptr);
+  }
+  // normalize made the program's in-place activations functional: in
+  // place again, they allocate no more than the program did.
+  if (restoreInPlaceActivations(graph)) {
+    ctx.facts.invalidate();
+    changed = true;
   }
   return changed;
 }

@@ -158,3 +158,37 @@ def test_mean_of_half_accumulates_in_float32(staticify, save, tmp_path):
     assert torch.full((2000,), 100.0, dtype=torch.float16).sum().isinf()
     y = result(x, t)
     assert y.dtype == torch.float16 and y.item() == 100.0
+
+
+def test_in_place_activations_stay_in_place(staticify, save, tmp_path):
+    """A head's conv -> ReLU(inplace=True) -> conv -> ReLU(inplace=True),
+    then a selection staticify rewrites: the output computes the same and
+    keeps the program's in-place activations (none turned into an
+    allocating relu), as many as the original has."""
+
+    class Head(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.body = torch.nn.Sequential(
+                torch.nn.Conv2d(3, 4, 3, padding=1), torch.nn.ReLU(inplace=True),
+                torch.nn.Conv2d(4, 4, 3, padding=1), torch.nn.ReLU(inplace=True))
+
+        def forward(self, x):
+            y = self.body(x).flatten()
+            return y[y > 0.1].sum()
+
+    path = save(Head().eval())
+    out = tmp_path / "out.pt"
+    staticify(path, "-o", out)
+    original, result = torch.jit.load(str(path)), torch.jit.load(str(out))
+    assert staticify.report(path)["methods"][0]["after"]["static"] is True
+
+    def relus(module):
+        graph = str(module.inlined_graph)
+        return graph.count("aten::relu_("), graph.count("aten::relu(")
+
+    assert relus(original) == (2, 0)
+    assert relus(result) == (2, 0)
+    for seed in range(5):
+        x = torch.randn(2, 3, 8, 8, generator=torch.Generator().manual_seed(seed))
+        assert torch.allclose(original(x), result(x), rtol=1e-5, atol=1e-5)

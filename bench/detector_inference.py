@@ -130,16 +130,19 @@ def measure(args, save):
               "gpu": torch.cuda.get_device_name() if device == "cuda" else None,
               "machine": platform.processor() or platform.machine(), "rows": rows}
     with tempfile.TemporaryDirectory() as tmp:
-        for name in args.models.split(","):
+        for name, size in ((n, z) for z in args.sizes for n in args.models.split(",")):
+            if size is not None and name.startswith("ssd") and size != args.sizes[0]:
+                continue  # SSDs resize to their own size: one row each
             torch.manual_seed(0)
             path = os.path.join(tmp, name + ".pt")
-            model = build(name)
+            model = build(name, size)
             if name.startswith("ssdlite"):
                 model = fresh_weights(model)
             torch.jit.script(model).save(path)
             modules = {"original": torch.jit.load(path)}
             paths = {"original": path}
-            row = {"model": name, "sync_points": {}}
+            row = {"model": name, "size": None if name.startswith("ssd") else size,
+                   "sync_points": {}}
             for variant, options in VARIANTS.items():
                 out = paths[variant] = os.path.join(tmp, f"{name}-{len(modules)}.pt")
                 modules[variant], row["sync_points"][variant] = rewrite(path, out, options,
@@ -181,18 +184,21 @@ def render(result):
     unit = (lambda s: f"{s * 1e3:.1f} ms") if cuda else (lambda s: f"{s:.2f} s")
     # The variants the measurement had (an older JSON has fewer).
     variants = [v for v in VARIANTS if any(v in r["seconds"] for r in result["rows"])]
-    head = ["model", "original"] + [f"`{' '.join(FLAGS[k] for k in VARIANTS[v])}`"
-                                    for v in variants]
+    sized = any(r.get("size") for r in result["rows"])
+    head = ["model"] + (["size"] if sized else []) + ["original"] + [
+        f"`{' '.join(FLAGS[k] for k in VARIANTS[v])}`" for v in variants]
     head += ["outputs equal (up to the order of equal scores)", "sync points (report)"]
     if cuda:
         head.append("host syncs per forward (measured)")
-    numeric = 1 + len(variants)
+    numeric = 1 + len(variants) + sized
     lines = ["| " + " | ".join(head) + " |",
              "|---|" + "---:|" * numeric + "---|" * (len(head) - 1 - numeric)]
     for row in result["rows"]:
         base = row["seconds"]["original"]
-        cells = [f"`{row['model']}`" + (" (fuser off)" if "fuser_off" in row else ""),
-                 unit(base)]
+        cells = [f"`{row['model']}`" + (" (fuser off)" if "fuser_off" in row else "")]
+        if sized:
+            cells.append(f"{row['size']} px" if row.get("size") else "its own")
+        cells.append(unit(base))
         for variant in variants:
             t = row["seconds"].get(variant)
             cells.append(f"{unit(t)} ({t / base:.2f}x)" if t else "not measured")
@@ -209,7 +215,7 @@ def render(result):
     return "\n".join([
         begin,
         f"{'GPU' if cuda else 'CPU'} time per image (one 480x640 image per call, resized "
-        f"by the model's transform), median of {result['images']} images x "
+        f"by the model's transform{' to the size given (its shorter side; SSDs to their own)' if sized else ''}), median of {result['images']} images x "
         f"{result['reps']} runs after {result['warmup']} warm-up images, the variants "
         f"interleaved in one process; torch {result['torch']}, torchvision "
         f"{result['torchvision']}, {where}, random weights (SSDlite's convolutions "
@@ -242,6 +248,10 @@ def main():
                         help="images run first and not timed (TorchScript's "
                              "profiling runs; CUDA's lazy start)")
     parser.add_argument("--models", default=",".join(ORDER))
+    parser.add_argument("--sizes", type=int, nargs="+", default=[None],
+                        help="the transform's size (shorter side, px) for each row; "
+                             "default: the model's own (800 for the R-CNNs, RetinaNet "
+                             "and FCOS)")
     args = parser.parse_args()
     if not args.render and args.device == "cuda" and not torch.cuda.is_available():
         parser.error("--device cuda needs a CUDA GPU")

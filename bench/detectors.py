@@ -37,10 +37,15 @@ MODELS = ["fasterrcnn_resnet50_fpn", "fasterrcnn_mobilenet_v3_large_fpn",
           "ssdlite320_mobilenet_v3_large"]
 
 
-def build(name):
+def build(name, size=None):
+    """The detector \p name with random weights, eval mode; \p size: the
+    transform's shorter side (the longer at most 5/3 of it, as 800 and
+    1333), where the model takes one (not the SSDs)."""
     kwargs = dict(weights=None, weights_backbone=None)
     if name.startswith("ssd"):
         kwargs["num_classes"] = 91
+    elif size is not None:
+        kwargs.update(min_size=size, max_size=size * 1333 // 800)
     return getattr(detection, name)(**kwargs).eval()
 
 

@@ -2,6 +2,7 @@
 
 #include "passes/MaskedReduce.h"
 
+#include "passes/BoundedForms.h"
 #include "passes/GraphUtils.h"
 #include "passes/OpCatalogue.h"
 #include "passes/Selection.h"
@@ -136,10 +137,8 @@ Value *emitFill(Graph &graph, Fill fill, const RowView &view,
         {view.keep, view.rows, -std::numeric_limits<double>::infinity()},
         anchor);
   case Fill::FirstRow:
-    return emit(
-        graph, "aten::where",
-        {view.keep, view.rows, emitFirstSelectedRow(graph, view, anchor)},
-        anchor);
+    return insertForm(graph, "first_filled", {view.rows, view.keep},
+                      anchor)[0];
   }
   return nullptr;
 }

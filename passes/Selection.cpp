@@ -101,20 +101,6 @@ Value *emitSelect(Graph &graph, Value *base, Value *mask, const Node *anchor) {
   return emit(graph, "aten::index", {base, list}, anchor);
 }
 
-Value *emitFirstSelectedRow(Graph &graph, const RowView &view,
-                            const Node *anchor) {
-  // PyTorch's argmax rejects bool; on uint8 it keeps the first maximum.
-  Value *flat = emit(graph, "aten::reshape",
-                     {view.keep, std::vector<int64_t>{-1}}, anchor);
-  Value *asByte =
-      emit(graph, "aten::to",
-           {flat, static_cast<int64_t>(c10::ScalarType::Byte)}, anchor);
-  Value *first = emit(graph, "aten::argmax", {asByte}, anchor);
-  Value *index =
-      emit(graph, "aten::reshape", {first, std::vector<int64_t>{1}}, anchor);
-  return emit(graph, "aten::index_select", {view.rows, 0, index}, anchor);
-}
-
 Value *emitMaskLike(Graph &graph, const Selection &sel, Value *like,
                     const Node *anchor) {
   Value *mask = emit(graph, "aten::to",

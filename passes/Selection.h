@@ -50,12 +50,6 @@ torch::jit::Value *emitSelect(torch::jit::Graph &graph, torch::jit::Value *base,
                               torch::jit::Value *mask,
                               const torch::jit::Node *anchor);
 
-/// The first selected row of \p view as [1, rest...] (row 0 if none is
-/// selected): a fill that can never win a max or a min over the selection.
-torch::jit::Value *emitFirstSelectedRow(torch::jit::Graph &graph,
-                                        const RowView &view,
-                                        const torch::jit::Node *anchor);
-
 /// The mask, as bool, reshaped to broadcast against \p like
 /// (`m.reshape(m.size() + [1] * (like.dim() - m.dim()))`).
 torch::jit::Value *emitMaskLike(torch::jit::Graph &graph, const Selection &sel,

@@ -202,6 +202,100 @@ bool canPick(Value *a, Value *b, RuleContext &rc) {
   return rc.bounded(a) && rc.bounded(b);
 }
 
+namespace {
+
+/// Whether \p node sits in \p block, at any depth.
+bool inBlock(const Node *node, const Block *block) {
+  for (const Block *b = node->owningBlock(); b; ) {
+    if (b == block)
+      return true;
+    const Node *owner = b->owningNode();
+    b = owner ? owner->owningBlock() : nullptr;
+  }
+  return false;
+}
+
+/// The bounded value whose rows \p n counts, times a row size: numel(x),
+/// x.size(0), len(x) of a bounded x; \p perRow says whether numel.
+Value *countedRows(Value *n, bool &perRow, RuleContext &rc) {
+  Node *def = n->node();
+  perRow = is(def, "aten::numel");
+  bool rows = (is(def, "aten::size") && def->inputs().size() == 2 &&
+               constantInt(def->input(1)) == 0) ||
+              is(def, "aten::len");
+  if ((!perRow && !rows) || !rc.bounded(def->input(0)))
+    return nullptr;
+  return def->input(0);
+}
+
+} // namespace
+
+bool capBranchRows(Node *ifNode, RuleContext &rc) {
+  Node *test = ifNode->input(0)->node();
+  bool capsElse = is(test, "aten::gt") || is(test, "aten::ge");
+  bool capsThen = is(test, "aten::le") || is(test, "aten::lt");
+  if ((!capsElse && !capsThen) || test->inputs().size() != 2)
+    return false;
+  Value *limit = test->input(1);
+  bool perRow = false;
+  Value *x = countedRows(test->input(0), perRow, rc);
+  if (!x || rc.rep(limit) || limit->type()->kind() != c10::TypeKind::IntType)
+    return false;
+  Block *block = ifNode->blocks()[capsElse ? 1 : 0];
+  const Rep rows = *rc.bounded(x);
+  // The values to cut: bounded with x's count, made before the if.
+  std::vector<Value *> cut;
+  for (Node *n : collectNodes(block))
+    for (Value *v : n->inputs())
+      if (Rep *r = rc.bounded(v);
+          r && rc.sameCount(r->count, rows.count) && !inBlock(v->node(), block) &&
+          std::find(cut.begin(), cut.end(), v) == cut.end())
+        cut.push_back(v);
+  if (cut.empty())
+    return false;
+  // T on the host, before the if: the count is at most L (L - 1 for > and
+  // <=) over the elements per row, and at most the bound B; every count
+  // where a row holds no element (numel is 0 whatever the count).
+  torch::jit::Graph &graph = rc.graph;
+  torch::jit::WithInsertPoint at(ifNode);
+  Value *cap = limit;
+  if (is(test, "aten::ge") || is(test, "aten::lt"))
+    cap = emit(graph, "aten::sub", {limit, rc.constant(1)}, ifNode);
+  Value *bound = emit(graph, "aten::size", {rows.value, rc.constant(0)}, ifNode);
+  if (perRow) {
+    Value *elements = emit(
+        graph, "aten::floordiv",
+        {emit(graph, "aten::numel", {rows.value}, ifNode),
+         emit(graph, "prim::max", {bound, rc.constant(1)}, ifNode)},
+        ifNode);
+    Value *none = emit(graph, "aten::eq", {elements, rc.constant(0)}, ifNode);
+    cap = emit(graph, "aten::floordiv",
+               {cap, emit(graph, "prim::max", {elements, rc.constant(1)}, ifNode)},
+               ifNode);
+    cap = emit(graph, "prim::max",
+               {cap, emit(graph, "aten::mul",
+                          {bound, emit(graph, "aten::Int", {none}, ifNode)},
+                          ifNode)},
+               ifNode);
+  }
+  Value *end = emit(
+      graph, "prim::max",
+      {emit(graph, "prim::min", {cap, bound}, ifNode), rc.constant(0)}, ifNode);
+  // x[:T] at the branch's start (the original's x where it runs), for its
+  // reads: bound's prefix rule cuts the padded rows.
+  torch::jit::WithInsertPoint first(block->nodes().front());
+  for (Value *v : cut) {
+    Value *head = emit(graph, "aten::slice",
+                       {v, rc.constant(0), rc.constant(0), end, rc.constant(1)},
+                       ifNode);
+    head->setType(v->type());
+    for (const torch::jit::Use &use : std::vector<torch::jit::Use>(v->uses()))
+      if (use.user != head->node() && inBlock(use.user, block))
+        use.user->replaceInput(use.offset, head);
+  }
+  return true;
+}
+
 Picked pick(Value *c, Value *a, Value *b, const Node *anchor,
             RuleContext &rc) {
   torch::jit::Graph &graph = rc.graph;

@@ -118,6 +118,13 @@ void RuleContext::rename(Value *from, Value *to) {
     swap(count);
   for (auto &[key, count] : itemCounts)
     swap(count);
+  std::map<std::pair<const Value *, const Value *>, Value *> mins;
+  for (auto [key, count] : minCounts) {
+    swap(count);
+    mins[{key.first == from ? to : key.first,
+          key.second == from ? to : key.second}] = count;
+  }
+  minCounts = std::move(mins);
   for (auto &[counts, known] : listCounts)
     for (const Value *&count : known.key)
       if (count == from)
@@ -212,9 +219,19 @@ Value *RuleContext::boundOf(const Rep &r, const Node *anchor) {
 }
 
 Value *RuleContext::minCount(Value *count, Value *k, const Node *anchor) {
+  // One per (count, k) where it is visible: rows cut alike share it, and
+  // elementwise ops can combine them (bound's rows cut in a branch whose
+  // test caps their count: capBranchRows).
+  auto same = equalCounts.find(count);
+  Value *&known =
+      minCounts[{same == equalCounts.end() ? count : same->second, k}];
+  if (known && visibleAt(known, anchor))
+    return known;
   if (Rep *r = rep(k))
-    return emit(graph, "aten::minimum", {count, r->value}, anchor);
-  return emit(graph, "aten::clamp", {count}, anchor, {NamedValue("max", k)});
+    known = emit(graph, "aten::minimum", {count, r->value}, anchor);
+  else
+    known = emit(graph, "aten::clamp", {count}, anchor, {NamedValue("max", k)});
+  return known;
 }
 
 //===----------------------------------------------------------------------===//
@@ -253,11 +270,17 @@ Range RuleContext::rangeOf(Value *v) {
     r.hi = v;
     return r;
   }
-  // A host int is its own upper bound; sizes are never negative.
+  // A host int is its own upper bound; sizes are never negative, nor is
+  // max(n, c) below c.
   r.hi = v;
-  OpRole role = opRole(v->node());
+  Node *def = v->node();
+  OpRole role = opRole(def);
   if (role == OpRole::ShapeRead || role == OpRole::MetadataRead)
     r.lo = 0;
+  if (is(def, "prim::max") && def->inputs().size() == 2)
+    for (Value *operand : def->inputs())
+      if (auto c = constantInt(operand))
+        r.lo = std::max(r.lo.value_or(*c), *c);
   return r;
 }
 

@@ -82,6 +82,10 @@ bool Driver::selectBothBranches(Node *node) {
     ctx.declined(node, kRule, bothWhy.second);
     return false;
   }
+  // The original if, for the guards' fallbacks: a copy made before the
+  // walk, inserted once a guard takes it.
+  Node *original = graph.createClone(node, [](Value *v) { return v; });
+  capBranchRows(node, rc);
   std::unordered_set<const Node *> originals;
   std::vector<Node *> hoisted;
   for (Block *b : node->blocks())
@@ -90,9 +94,6 @@ bool Driver::selectBothBranches(Node *node) {
       if (n->owningBlock() == b)
         hoisted.push_back(n);
     }
-  // The original if, for the guards' fallbacks: a copy made before the
-  // walk, inserted once a guard takes it.
-  Node *original = graph.createClone(node, [](Value *v) { return v; });
   Node *start = node->prev();
   if (Node *test = node->input(0)->node();
       is(test, "aten::gt") && constantInt(test->input(1)) == 0)

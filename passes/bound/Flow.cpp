@@ -334,17 +334,29 @@ bool onlyMakesNoRows(torch::jit::Block *block) {
 /// whatever the data and the count, raising nothing: the nodes the rules
 /// replaced (absorbed: dead) aside, an original node is pure, never raises
 /// on values and reads no represented value (it would be materialized
-/// there, cut to a count that may be 0), and a node a rule made has no
-/// blocks (a guard's fallback cuts to the count) and reads no tensor on the
-/// host. The forms the rules insert are total on padded rows.
+/// there, cut to a count that may be 0), and a node a rule made reads no
+/// tensor on the host and has no blocks but a form's if on a host fact
+/// (a guard's fallback cuts to the count). The forms the rules insert are
+/// total on padded rows.
 bool runsOnPaddedRows(torch::jit::Block *block,
                       const std::unordered_set<const Node *> &originals,
                       RuleContext &rc) {
   for (Node *node : block->nodes()) {
     if (rc.absorbed.count(node))
       continue;
-    if (!node->blocks().empty() || readsTensor(node) ||
-        node->hasSideEffects())
+    if (!node->blocks().empty()) {
+      // A form's choice on a shape (first_filled's `rows.size(0) == 0`): on
+      // the host, total where its branches are. Not a guard, whose fallback
+      // cuts to the count.
+      if (originals.count(node) || node->kind() != c10::prim::If ||
+          node->hasAttribute(guardAttr()) || rc.rep(node->input(0)))
+        return false;
+      for (torch::jit::Block *b : node->blocks())
+        if (!runsOnPaddedRows(b, originals, rc))
+          return false;
+      continue;
+    }
+    if (readsTensor(node) || node->hasSideEffects())
       return false;
     if (!originals.count(node))
       continue;

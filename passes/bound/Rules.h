@@ -322,9 +322,13 @@ public:
   torch::jit::Value *guardOriginal(torch::jit::Value *cond,
                                    torch::jit::Node *node,
                                    const std::function<torch::jit::Value *()> &fast);
-  /// min(count, k) for a 0-d count and a host or lifted k.
+  /// min(count, k) for a 0-d count and a host or lifted k, once per pair
+  /// where the first is visible.
   torch::jit::Value *minCount(torch::jit::Value *count, torch::jit::Value *k,
                               const torch::jit::Node *anchor);
+  std::map<std::pair<const torch::jit::Value *, const torch::jit::Value *>,
+           torch::jit::Value *>
+      minCounts;
 
   //===--- Ranges (Ranges.cpp) --------------------------------------------===//
 
@@ -513,6 +517,15 @@ bool madeWithNoRows(const torch::jit::Value *v);
 /// raises, loops or writes outside a guard's fallback, a result written in
 /// place. Empty where they can be tried.
 std::string whyNotBothBranches(torch::jit::Node *ifNode, RuleContext &rc);
+/// In the branch of \p ifNode where its test caps a count (`numel(x) > L`,
+/// `x.size(0) > L`, `len(x) > L` leave at most L / x's elements per row
+/// in the else branch; <= and < in the then branch), each bounded value of
+/// that count the branch reads is cut to that many rows first: x[:T] is x
+/// wherever the branch runs, and its rewrite runs on T padded rows, not on
+/// the whole bound (batched_nms's coordinate trick, taken for at most 1,000
+/// boxes on the CPU, over SSD300's 36,000 padded rows). Returns whether it
+/// cut any.
+bool capBranchRows(torch::jit::Node *ifNode, RuleContext &rc);
 /// After the driver visited the hoisted branches, [\p from, \p end): why
 /// the code as the rules left it may not run whichever way the if goes.
 /// An original node (one of \p originals) that is still used must not

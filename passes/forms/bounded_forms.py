@@ -449,6 +449,20 @@ def pad_rows(x: Tensor, bound: int) -> Tensor:
     return torch.cat([x, x.new_zeros([bound - x.size(0)] + x.size()[1:])], 0)
 
 
+def first_filled(rows: Tensor, keep: Tensor) -> Tensor:
+    """rows where keep ([n, 1, ...]) holds, the first kept row elsewhere
+    (the first row where none is): what max and min of a selection reduce,
+    dtype-agnostic. Of no rows, one row of zeros, so that the reduction
+    raises nowhere: it may run hoisted out of a branch the original did not
+    take (bound's both branches), and of rows where none is kept it returns
+    a value where the original raises already."""
+    if rows.size(0) == 0:
+        return rows.new_zeros([1] + rows.size()[1:])
+    # argmax rejects bool; on uint8 it keeps the first maximum.
+    first = torch.argmax(keep.reshape(-1).to(0)).reshape([1])
+    return torch.where(keep, rows, rows.index_select(0, first))
+
+
 def keep_rows(padded: Tensor, count: Tensor) -> Tensor:
     """The live-row mask of a bounded value, shaped to broadcast over it."""
     bound = padded.size(0)

@@ -405,8 +405,9 @@ def test_batched_nms_strategy_of_selected_boxes_runs_on_the_device(
     rows and the count picks one (passes/bound/BothBranches.cpp), so with
     --padded-outputs nothing is read on the host; cut, the one read left is
     where the detections are returned. Each output equals the original's on
-    40 random cases (sizes 0 to 3,000, so both strategies are taken), but
-    for the order among equal scores (same_up_to_tie_order)."""
+    40 random cases (sizes 0 to 3,000, so both strategies are taken, and the
+    coordinate trick on rows cut to 1,000 of more), but for the order among
+    equal scores (same_up_to_tie_order)."""
     gen = torch.Generator().manual_seed(5)
     original = torch.jit.script(SelectedBatchedNms())
     path = save(original, "selected.pt")
@@ -419,12 +420,17 @@ def test_batched_nms_strategy_of_selected_boxes_runs_on_the_device(
         before, after = sync_points(report)
         assert after == (0 if padded else 1) < before, (padded, before, after)
         runs[padded] = torch.jit.load(str(out))
-    strategies = set()
+    strategies, cut = set(), set()
     for case in range(40):
         n = [0, 1, 5, 300, 900, 1700, 3000][case % 7]
         boxes, scores, idxs, t = random_case(gen, n)
         if case % 3 == 0:  # no box above the threshold
             scores = scores.clamp(max=0.2)
+        elif case % 3 == 1 and n > 1000:
+            # At most 600 kept of more rows: the coordinate trick, on rows
+            # cut to the 1,000 its test allows (capBranchRows).
+            scores[600:] = scores[600:].clamp(max=0.2)
+            cut.add(n)
         want = original(boxes, scores, idxs, t)
         strategies.add(int((scores > 0.25).sum()) * 4 > 4000)
         for padded, static in runs.items():
@@ -438,3 +444,4 @@ def test_batched_nms_strategy_of_selected_boxes_runs_on_the_device(
                     [d[0], d[2][:, None].to(d[0])], 1)[d[1] == score].tolist()))
                 assert pick(got) == pick(want), (case, n, padded)
     assert strategies == {False, True}  # both strategies were taken
+    assert cut == {1700, 3000}

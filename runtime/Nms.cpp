@@ -45,6 +45,7 @@
 #endif
 
 #include <algorithm>
+#include <numeric>
 #include <vector>
 
 namespace staticify {
@@ -135,24 +136,44 @@ int64_t walkCpu(const Tensor &sorted, const int64_t *cls, int64_t limit,
                  (sorted.select(1, 3) - sorted.select(1, 1));
   const T *area = areaT.contiguous().data_ptr<T>();
   std::vector<char> removed(n, 0);
-  int64_t kept = 0;
-  for (int64_t i = 0; i < limit; ++i) {
-    if (removed[i])
-      continue;
-    positions[kept++] = i;
-    for (int64_t j = i + 1; j < limit; ++j) {
-      if (removed[j] || (cls && cls[i] != cls[j]))
+  // With classes, only rows of one class suppress each other: each class's
+  // rows, in walk order (a stable sort by class), are walked alone, so the
+  // work is the sum over classes of their rows squared, not the rows
+  // squared (SSD300: 90 classes of up to 400 boxes each, 36,000 in all).
+  std::vector<int64_t> walk(limit);
+  std::iota(walk.begin(), walk.end(), 0);
+  if (cls)
+    std::stable_sort(walk.begin(), walk.end(),
+                     [&](int64_t a, int64_t c) { return cls[a] < cls[c]; });
+  for (int64_t begin = 0; begin < limit;) {
+    int64_t end = begin + 1;
+    while (end < limit && (!cls || cls[walk[end]] == cls[walk[begin]]))
+      ++end;
+    for (int64_t p = begin; p < end; ++p) {
+      int64_t i = walk[p];
+      if (removed[i])
         continue;
-      T w = std::max(T(0),
-                     std::min(b[i][2], b[j][2]) - std::max(b[i][0], b[j][0]));
-      T h = std::max(T(0),
-                     std::min(b[i][3], b[j][3]) - std::max(b[i][1], b[j][1]));
-      T inter = w * h;
-      T iou = inter / (area[i] + area[j] - inter);
-      if (iou > threshold) // in double, as torchvision's CPU kernel
-        removed[j] = 1;
+      for (int64_t q = p + 1; q < end; ++q) {
+        int64_t j = walk[q];
+        if (removed[j])
+          continue;
+        T w = std::max(T(0), std::min(b[i][2], b[j][2]) -
+                                 std::max(b[i][0], b[j][0]));
+        T h = std::max(T(0), std::min(b[i][3], b[j][3]) -
+                                 std::max(b[i][1], b[j][1]));
+        T inter = w * h;
+        T iou = inter / (area[i] + area[j] - inter);
+        if (iou > threshold) // in double, as torchvision's CPU kernel
+          removed[j] = 1;
+      }
     }
+    begin = end;
   }
+  // The kept rows in walk order (descending score, across classes).
+  int64_t kept = 0;
+  for (int64_t i = 0; i < limit; ++i)
+    if (!removed[i])
+      positions[kept++] = i;
   return kept;
 }
 

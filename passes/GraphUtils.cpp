@@ -875,9 +875,15 @@ void replaceGraphContents(torch::jit::Graph &dst,
 }
 
 bool insideOf(const Node *node, const Node *owner) {
-  for (const torch::jit::Block *b = node->owningBlock(); b->owningNode();
-       b = b->owningNode()->owningBlock())
-    if (b->owningNode() == owner)
+  return std::any_of(owner->blocks().begin(), owner->blocks().end(),
+                     [&](const torch::jit::Block *b) { return insideOf(node, b); });
+}
+
+bool insideOf(const Node *node, const torch::jit::Block *block) {
+  // A graph input's node (prim::Param) belongs to no block.
+  for (const torch::jit::Block *b = node->owningBlock(); b;
+       b = b->owningNode() ? b->owningNode()->owningBlock() : nullptr)
+    if (b == block)
       return true;
   return false;
 }

@@ -80,6 +80,8 @@ bool writesAnything(const torch::jit::Node *node);
 
 /// Whether \p node sits in one of \p owner's blocks, at any depth.
 bool insideOf(const torch::jit::Node *node, const torch::jit::Node *owner);
+/// Whether \p node sits in \p block, at any depth.
+bool insideOf(const torch::jit::Node *node, const torch::jit::Block *block);
 
 /// Whether only the graph's own return takes \p v (a tuple it returns):
 /// nothing in the graph reads or writes it after.

@@ -204,17 +204,6 @@ bool canPick(Value *a, Value *b, RuleContext &rc) {
 
 namespace {
 
-/// Whether \p node sits in \p block, at any depth.
-bool inBlock(const Node *node, const Block *block) {
-  for (const Block *b = node->owningBlock(); b; ) {
-    if (b == block)
-      return true;
-    const Node *owner = b->owningNode();
-    b = owner ? owner->owningBlock() : nullptr;
-  }
-  return false;
-}
-
 /// The bounded value whose rows \p n counts, times a row size: numel(x),
 /// x.size(0), len(x) of a bounded x; \p perRow says whether numel.
 Value *countedRows(Value *n, bool &perRow, RuleContext &rc) {
@@ -248,7 +237,7 @@ bool capBranchRows(Node *ifNode, RuleContext &rc) {
   for (Node *n : collectNodes(block))
     for (Value *v : n->inputs())
       if (Rep *r = rc.bounded(v);
-          r && rc.sameCount(r->count, rows.count) && !inBlock(v->node(), block) &&
+          r && rc.sameCount(r->count, rows.count) && !insideOf(v->node(), block) &&
           std::find(cut.begin(), cut.end(), v) == cut.end())
         cut.push_back(v);
   if (cut.empty())
@@ -258,29 +247,24 @@ bool capBranchRows(Node *ifNode, RuleContext &rc) {
   // where a row holds no element (numel is 0 whatever the count).
   torch::jit::Graph &graph = rc.graph;
   torch::jit::WithInsertPoint at(ifNode);
+  auto host = [&](const char *op, Value *a, Value *b) {
+    return rc.hostOp(op, a, b, ifNode);
+  };
   Value *cap = limit;
   if (is(test, "aten::ge") || is(test, "aten::lt"))
-    cap = emit(graph, "aten::sub", {limit, rc.constant(1)}, ifNode);
+    cap = host("aten::sub", limit, rc.constant(1));
   Value *bound = emit(graph, "aten::size", {rows.value, rc.constant(0)}, ifNode);
   if (perRow) {
-    Value *elements = emit(
-        graph, "aten::floordiv",
-        {emit(graph, "aten::numel", {rows.value}, ifNode),
-         emit(graph, "prim::max", {bound, rc.constant(1)}, ifNode)},
-        ifNode);
+    Value *elements =
+        host("aten::floordiv", emit(graph, "aten::numel", {rows.value}, ifNode),
+             host("prim::max", bound, rc.constant(1)));
     Value *none = emit(graph, "aten::eq", {elements, rc.constant(0)}, ifNode);
-    cap = emit(graph, "aten::floordiv",
-               {cap, emit(graph, "prim::max", {elements, rc.constant(1)}, ifNode)},
-               ifNode);
-    cap = emit(graph, "prim::max",
-               {cap, emit(graph, "aten::mul",
-                          {bound, emit(graph, "aten::Int", {none}, ifNode)},
-                          ifNode)},
-               ifNode);
+    cap = host("aten::floordiv", cap, host("prim::max", elements, rc.constant(1)));
+    cap = host("prim::max", cap,
+               host("aten::mul", bound, emit(graph, "aten::Int", {none}, ifNode)));
   }
-  Value *end = emit(
-      graph, "prim::max",
-      {emit(graph, "prim::min", {cap, bound}, ifNode), rc.constant(0)}, ifNode);
+  Value *end =
+      host("prim::max", host("prim::min", cap, bound), rc.constant(0));
   // x[:T] at the branch's start (the original's x where it runs), for its
   // reads: bound's prefix rule cuts the padded rows.
   torch::jit::WithInsertPoint first(block->nodes().front());
@@ -290,7 +274,7 @@ bool capBranchRows(Node *ifNode, RuleContext &rc) {
                        ifNode);
     head->setType(v->type());
     for (const torch::jit::Use &use : std::vector<torch::jit::Use>(v->uses()))
-      if (use.user != head->node() && inBlock(use.user, block))
+      if (use.user != head->node() && insideOf(use.user, block))
         use.user->replaceInput(use.offset, head);
   }
   return true;

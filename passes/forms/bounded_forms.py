@@ -550,10 +550,6 @@ def topk_rows(padded: Tensor, count: Tensor, k: int,
     all fit such a key: they take sort_rows."""
     n = padded.size(0)
     k = min(k, n)
-    dt = padded.dtype
-    if dt == 4 or dt == 7 or padded.is_complex():  # int64, float64
-        values, order = sort_rows(padded, count, largest)
-        return values[:k], order[:k]
     return top_live_rows(padded, keep_rows(padded, count).expand_as(padded), k, largest)
 
 
@@ -582,8 +578,13 @@ def topk_positions(key: Tensor, k: int, largest: bool) -> Tensor:
 
 def top_live_rows(padded: Tensor, live: Tensor, k: int,
                   largest: bool) -> Tuple[Tensor, Tensor]:
-    """topk_rows's key, for a value of 32 bits or fewer and its live mask
-    (padded's shape), k <= rows."""
+    """topk_rows for any live mask of padded's shape, k <= rows: its key
+    for values of 32 bits or fewer, sort_live_rows's two sorts for int64
+    and float64 values, which the key cannot hold exactly."""
+    dt = padded.dtype
+    if dt == 4 or dt == 7 or padded.is_complex():  # int64, float64
+        values, order = sort_live_rows(padded, live, largest)
+        return values[:k], order[:k]
     x = padded.to(7)  # float64
     dead = torch.full_like(x, float("-inf"))
     if largest:
@@ -613,17 +614,14 @@ def masked_topk(x: Tensor, mask: Tensor, k: int, largest: bool,
     flat = x.reshape(-1)
     live = mask.reshape(-1) != 0
     k = min(k, flat.size(0))
-    dt = flat.dtype
     if plain and flat.is_floating_point():
         fill = float("-inf")
         if not largest:
             fill = float("inf")
-        key = torch.where(live, flat, torch.full([], fill, dtype=dt, device=flat.device))
+        key = torch.where(live, flat, torch.full([], fill, dtype=flat.dtype,
+                                                 device=flat.device))
         positions = topk_positions(key, k, largest)
         return flat.gather(0, positions), positions
-    if dt == 4 or dt == 7 or flat.is_complex():  # int64, float64
-        values, order = sort_live_rows(flat, live, largest)
-        return values[:k], order[:k]
     return top_live_rows(flat, live, k, largest)
 
 

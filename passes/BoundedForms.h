@@ -22,6 +22,11 @@ inline constexpr const char *kNmsKernel = "staticify::nms_padded";
 /// The same walk as a mask of the rows it keeps (runtime/Nms.cpp): the
 /// batched-nms pass's replacement for batched_nms's per-class loop.
 inline constexpr const char *kNmsMaskKernel = "staticify::nms_kept_mask";
+/// The valid rows of a bounded value on the CPU, every padded row elsewhere,
+/// and back to the padded rows (runtime/ValidRows.cpp): an op batched on
+/// rows between them computes the valid rows only where that is free.
+inline constexpr const char *kValidRowsKernel = "staticify::valid_rows";
+inline constexpr const char *kPaddedRowsKernel = "staticify::padded_rows";
 
 /// Names of every form in bounded_forms.py.
 std::vector<std::string> boundedFormNames();

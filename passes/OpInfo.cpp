@@ -61,6 +61,8 @@ const std::vector<OpInfo> kTable = {
     {"staticify::nms_padded", nullptr, R::Other, kNoTraits, D::Long},
     {"staticify::nms_kept_mask", nullptr, R::Other, kNoTraits, D::Bool},
     {"staticify::compact", nullptr, R::Other, kNoTraits, D::Long},
+    {"staticify::valid_rows", nullptr, R::Other, kNeverRaises, D::KeepsInput},
+    {"staticify::padded_rows", nullptr, R::Other, kNeverRaises, D::KeepsInput},
 
     // Host-device synchronizations: a tensor value read on the host.
     {"aten::item", nullptr, R::SyncRead},

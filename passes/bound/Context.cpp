@@ -442,6 +442,22 @@ cloneOnRows(torch::jit::Graph &graph, Node *node,
 }
 
 std::vector<Value *>
+cloneOnValidRows(RuleContext &rc, Node *node,
+                 std::unordered_map<Value *, Value *> replaced, Value *rows,
+                 Value *count) {
+  torch::jit::Graph &graph = rc.graph;
+  if (!rc.ctx.options.runtimeOps || node->outputs().size() != 1 ||
+      !opRegistered(kValidRowsKernel) || !opRegistered(kPaddedRowsKernel))
+    return cloneOnRows(graph, node, std::move(replaced), nullptr, {});
+  auto it = replaced.find(rows);
+  Value *padded = it->second;
+  it->second = emit(graph, kValidRowsKernel, {padded, count}, node);
+  Value *out = cloneOnRows(graph, node, std::move(replaced), nullptr, {})[0];
+  Value *bound = emit(graph, "aten::size", {padded, rc.constant(0)}, node);
+  return {emit(graph, kPaddedRowsKernel, {out, bound}, node)};
+}
+
+std::vector<Value *>
 emitRankGuarded(RuleContext &rc, Node *node,
                 const std::unordered_map<Value *, Value *> &replaced,
                 const std::vector<Value *> &parts, Value *firstPadded,

@@ -354,7 +354,8 @@ RuleResult broadcastRows(Node *node, RuleContext &rc) {
 /// does); so is `w.dim() == 2` where the weight is not known to be a
 /// matrix, since the rank knownRank gives the result assumes one.
 /// batch_norm is per row only with its running statistics: in eval mode,
-/// with both given.
+/// with both given. With --runtime-ops the op computes the valid rows only
+/// on the CPU (cloneOnValidRows).
 RuleResult sampleRows(Node *node, RuleContext &rc) {
   const OpInfo *op = opInfo(node);
   Rep *x = rc.bounded(node->input(0));
@@ -404,10 +405,14 @@ RuleResult sampleRows(Node *node, RuleContext &rc) {
                     rc.constant(2)},
                    node));
   }
+  auto onRows = [&](const std::unordered_map<Value *, Value *> &r,
+                    const std::vector<Value *> &) {
+    return cloneOnValidRows(rc, node, r, node->input(0), x->count);
+  };
   std::vector<Value *> out =
       cond ? emitRankGuarded(rc, node, replaced, nullptr, {}, x->value, cond,
-                             x->count)
-           : cloneOnRows(rc.graph, node, replaced, nullptr, {});
+                             x->count, onRows)
+           : onRows(replaced, {});
   rc.setBounded(node->output(), out[0], x->count, /*isIndex=*/false);
   return RuleResult::applied();
 }
@@ -419,7 +424,9 @@ RuleResult sampleRows(Node *node, RuleContext &rc) {
 /// lacks, which roi_align reads without a check: padding rows become zero
 /// boxes of image 0 first. Image 0 exists when the input has one, a host
 /// fact (`input.size(0) > 0`) that guards the padded form; the fallback
-/// pools the valid rows only, after a host read (counted apart).
+/// pools the valid rows only, after a host read (counted apart). With
+/// --runtime-ops the padded form pools the valid rows only on the CPU
+/// (cloneOnValidRows).
 RuleResult roiAlignRows(Node *node, RuleContext &rc) {
   Rep *rois = rc.bounded(node->input(1));
   if (!rois || rc.rep(node->input(0)) || !isTensor(node->input(0)))
@@ -434,9 +441,12 @@ RuleResult roiAlignRows(Node *node, RuleContext &rc) {
                      {live, rois->value, graph.insertConstant(0.0)}, node);
   Value *images = emit(graph, "aten::size", {node->input(0), 0}, node);
   Value *cond = emit(graph, "aten::gt", {images, rc.constant(0)}, node);
-  std::vector<Value *> out =
-      emitRankGuarded(rc, node, {{node->input(1), safe}}, nullptr, {}, safe,
-                      cond, rois->count);
+  std::vector<Value *> out = emitRankGuarded(
+      rc, node, {{node->input(1), safe}}, nullptr, {}, safe, cond, rois->count,
+      [&](const std::unordered_map<Value *, Value *> &r,
+          const std::vector<Value *> &) {
+        return cloneOnValidRows(rc, node, r, node->input(1), rois->count);
+      });
   rc.setBounded(node->output(), out[0], rois->count, /*isIndex=*/false);
   return RuleResult::applied();
 }

@@ -423,6 +423,17 @@ cloneOnRows(torch::jit::Graph &graph, torch::jit::Node *node,
             torch::jit::Node *list,
             const std::vector<torch::jit::Value *> &parts);
 
+/// cloneOnRows of an op batched on the padded rows of \p rows (an operand
+/// in \p replaced) with \p count valid ones: where the runtime library is
+/// loaded (--runtime-ops), staticify::valid_rows gives the op the valid rows
+/// on the CPU (a CPU count is read without waiting for a device) and every
+/// padded row elsewhere, and staticify::padded_rows brings its one result
+/// back to the padded rows. Otherwise plain cloneOnRows.
+std::vector<torch::jit::Value *>
+cloneOnValidRows(RuleContext &rc, torch::jit::Node *node,
+                 std::unordered_map<torch::jit::Value *, torch::jit::Value *> replaced,
+                 torch::jit::Value *rows, torch::jit::Value *count);
+
 /// Makes an op's results from operands: a node's inputs replaced as given,
 /// and the parts of its list.
 using OnOperands = std::function<std::vector<torch::jit::Value *>(

@@ -41,3 +41,39 @@ def test_compact_rejects_what_it_does_not_take(ops):
         staticify.compact(torch.ones(3, 2, dtype=torch.bool))
     with pytest.raises(RuntimeError, match="1-D bool tensor"):
         staticify.compact(torch.ones(3))
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_valid_rows_and_padded_rows(ops, device):
+    """valid_rows is x's first `count` rows on the CPU (the count read there
+    waits for no device) and x itself elsewhere; padded_rows gives the rows
+    back, zeros past the valid ones. Gradients flow through both."""
+    staticify, _ = ops
+    x = torch.randn(6, 3, device=device, requires_grad=True)
+    for n in (0, 1, 4, 6, 9, -2):
+        count = torch.tensor(n, device=device)
+        valid = staticify.valid_rows(x, count)
+        if device == "cpu":
+            assert torch.equal(valid, x[:max(0, min(n, 6))])
+        else:
+            assert valid is x or valid.data_ptr() == x.data_ptr() and valid.shape == x.shape
+        back = staticify.padded_rows(valid, 6)
+        assert back.shape == x.shape
+        assert torch.equal(back[:valid.size(0)], x[:valid.size(0)])
+        assert not back[valid.size(0):].any()
+    count = torch.tensor(4, device=device)
+    (staticify.padded_rows(staticify.valid_rows(x, count), 6) * 3).sum().backward()
+    rows = 4 if device == "cpu" else 6
+    want = torch.zeros(6, 3, device=device)
+    want[:rows] = 3
+    assert torch.equal(x.grad, want)
+
+
+def test_valid_rows_rejects_what_it_does_not_take(ops):
+    staticify, _ = ops
+    with pytest.raises(RuntimeError, match="0-d integer count"):
+        staticify.valid_rows(torch.ones(3, 2), torch.tensor([1]))
+    with pytest.raises(RuntimeError, match="0-d integer count"):
+        staticify.valid_rows(torch.ones(3, 2), torch.tensor(1.0))
+    with pytest.raises(RuntimeError, match="do not fit in 2"):
+        staticify.padded_rows(torch.ones(3, 2), 2)

@@ -27,6 +27,9 @@ inline constexpr const char *kNmsMaskKernel = "staticify::nms_kept_mask";
 /// rows between them computes the valid rows only where that is free.
 inline constexpr const char *kValidRowsKernel = "staticify::valid_rows";
 inline constexpr const char *kPaddedRowsKernel = "staticify::padded_rows";
+/// x[index] = values for a bounded index (runtime/ValidRows.cpp): the
+/// original index_put_ on the valid rows on the CPU.
+inline constexpr const char *kPutValidRowsKernel = "staticify::put_valid_rows";
 
 /// Names of every form in bounded_forms.py.
 std::vector<std::string> boundedFormNames();

@@ -63,6 +63,7 @@ const std::vector<OpInfo> kTable = {
     {"staticify::compact", nullptr, R::Other, kNoTraits, D::Long},
     {"staticify::valid_rows", nullptr, R::Other, kNeverRaises, D::KeepsInput},
     {"staticify::padded_rows", nullptr, R::Other, kNeverRaises, D::KeepsInput},
+    {"staticify::put_valid_rows", nullptr, R::Other, kNoTraits, D::KeepsInput},
 
     // Host-device synchronizations: a tensor value read on the host.
     {"aten::item", nullptr, R::SyncRead},

@@ -115,7 +115,10 @@ options:
                         per-class loop: staticify::nms_kept_mask; CPU and
                         CUDA, no host read), emit it instead of its
                         TorchScript form (the per-class loop has none: it is
-                        kept without); on by default with --cuda-graphs. The
+                        kept without); ops batched on padded rows (linear,
+                        convolutions, roi_align) compute the valid rows only
+                        on the CPU (staticify::valid_rows); on by default
+                        with --cuda-graphs. The
                         output then needs libstaticify_runtime.so, as with
                         --cuda-graphs
   --runtime PATH        the runtime library for --cuda-graphs, --runtime-ops

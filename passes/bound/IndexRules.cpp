@@ -476,11 +476,24 @@ RuleResult cat(Node *node, RuleContext &rc) {
 /// not known before the program runs, and the guard checks it is int64.
 RuleResult writeRows(Node *node, RuleContext &rc, const Rep &i,
                      Value *indexUse, Value *v, const Rep *rows,
-                     const char *form, bool checkIndexDType = false) {
+                     const char *form, bool checkIndexDType = false,
+                     std::optional<bool> putAccumulate = std::nullopt) {
   Rep *bx = rc.bounded(node->input(0));
   Value *x = bx ? bx->value : node->input(0);
   torch::jit::Graph &graph = rc.graph;
+  bool kernel = putAccumulate && rc.ctx.options.runtimeOps &&
+                opRegistered(kPutValidRowsKernel);
   auto emitForm = [&] {
+    if (kernel) {
+      Value *target = mutatesFirstInput(node)
+                          ? x
+                          : emit(graph, "aten::clone", {x, rc.none()}, node);
+      return emit(graph, kPutValidRowsKernel,
+                  {target, i.value, i.count, rows ? rows->value : v,
+                   graph.insertConstant(rows != nullptr),
+                   graph.insertConstant(*putAccumulate)},
+                  node);
+    }
     return insertForm(graph, form,
                       {x, i.value, i.count, rows ? rows->value : v}, node)[0];
   };
@@ -548,7 +561,9 @@ RuleResult writeRows(Node *node, RuleContext &rc, const Rep &i,
 /// with i's count, one row per index row (put_row_values: the Matcher's
 /// low-quality write `matches[j] = all_matches[j]`). With accumulate=True
 /// the rows add instead (put_add_rows: `out.index_put_((idx[m],), w[m],
-/// accumulate=True)`, a count or a weighted histogram). An index whose
+/// accumulate=True)`, a count or a weighted histogram). With --runtime-ops
+/// the runtime's put_valid_rows writes instead: index_put_ itself on the
+/// valid rows on the CPU. An index whose
 /// dtype the graph does not show is checked to be int64 on the host, behind
 /// the guard (a bool one would be a mask).
 RuleResult put(Node *node, RuleContext &rc) {
@@ -588,7 +603,7 @@ RuleResult put(Node *node, RuleContext &rc) {
                      : rows      ? (inPlace ? "put_row_values" : "put_row_values_out")
                                  : (inPlace ? "put_rows" : "put_rows_out");
   return writeRows(node, rc, *i, list->output(), v, rows, form,
-                   /*checkIndexDType=*/!i->isIndex);
+                   /*checkIndexDType=*/!i->isIndex, *accumulate);
 }
 
 /// x.index_add(0, i, source) and index_add_ for a bounded index i and

@@ -77,3 +77,35 @@ def test_valid_rows_rejects_what_it_does_not_take(ops):
         staticify.valid_rows(torch.ones(3, 2), torch.tensor(1.0))
     with pytest.raises(RuntimeError, match="do not fit in 2"):
         staticify.padded_rows(torch.ones(3, 2), 2)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("accumulate", [False, True])
+def test_put_valid_rows_is_index_put_on_the_valid_rows(ops, device, accumulate):
+    """put_valid_rows(x, index, count, values, value_rows, accumulate) is
+    x.index_put_((index[:count],), values[:count] or the 0-d value,
+    accumulate): negative indices count from the end, and the padding rows
+    (out of range, negative, or repeating valid ones) write nothing. Repeated
+    valid indices are left out on CUDA, where PyTorch does not say which row
+    wins."""
+    staticify, _ = ops
+    gen = torch.Generator().manual_seed(3)
+    for trial in range(200):
+        n, p = 1 + trial % 9, int(torch.randint(0, 12, (), generator=gen))
+        count = int(torch.randint(0, p + 1, (), generator=gen)) if p else 0
+        if device == "cpu" or accumulate:
+            valid = torch.randint(-n, n, (count,), generator=gen)
+        else:
+            valid = torch.randperm(n, generator=gen)[:min(count, n)] - n * (trial % 2)
+            count = valid.numel()
+        padding = torch.randint(-100, 100, (p - count,), generator=gen)
+        index = torch.cat([valid, padding])
+        x = torch.randn(n, 3, generator=gen)
+        for value_rows in (True, False):
+            values = torch.randn(p, 3, generator=gen) if value_rows else torch.tensor(2.5)
+            want = x.clone().index_put_((valid,), values[:count] if value_rows else values,
+                                        accumulate)
+            got = staticify.put_valid_rows(x.clone().to(device), index.to(device),
+                                           torch.tensor(count, device=device),
+                                           values.to(device), value_rows, accumulate)
+            torch.testing.assert_close(got.cpu(), want, rtol=1e-6, atol=1e-6)

@@ -116,8 +116,9 @@ options:
                         CUDA, no host read), emit it instead of its
                         TorchScript form (the per-class loop has none: it is
                         kept without); ops batched on padded rows (linear,
-                        convolutions, roi_align) compute the valid rows only
-                        on the CPU (staticify::valid_rows); on by default
+                        convolutions, roi_align) and writes at a bounded
+                        index compute the valid rows only on the CPU
+                        (staticify::valid_rows, put_valid_rows); on by default
                         with --cuda-graphs. The
                         output then needs libstaticify_runtime.so, as with
                         --cuda-graphs

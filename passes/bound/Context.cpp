@@ -446,10 +446,11 @@ cloneOnValidRows(RuleContext &rc, Node *node,
                  std::unordered_map<Value *, Value *> replaced, Value *rows,
                  Value *count) {
   torch::jit::Graph &graph = rc.graph;
-  if (!rc.ctx.options.runtimeOps || node->outputs().size() != 1 ||
-      !opRegistered(kValidRowsKernel) || !opRegistered(kPaddedRowsKernel))
-    return cloneOnRows(graph, node, std::move(replaced), nullptr, {});
   auto it = replaced.find(rows);
+  if (!rc.ctx.options.runtimeOps || node->outputs().size() != 1 ||
+      it == replaced.end() || !opRegistered(kValidRowsKernel) ||
+      !opRegistered(kPaddedRowsKernel))
+    return cloneOnRows(graph, node, std::move(replaced), nullptr, {});
   Value *padded = it->second;
   it->second = emit(graph, kValidRowsKernel, {padded, count}, node);
   Value *out = cloneOnRows(graph, node, std::move(replaced), nullptr, {})[0];

@@ -80,9 +80,9 @@ Value *refined(Graph &graph, const Fact &fact, const Node *anchor) {
   return emit(graph, "aten::view", {fact.input, list}, anchor);
 }
 
-/// The graph input \p index reads, through ops that keep their input's
-/// dtype (views, clone, to(device), a selection x[i]); nullptr where it is
-/// none.
+/// The graph input \p index reads, through ops that keep their first
+/// operand's dtype (views, clone, to(device), expand_as, a selection x[i]);
+/// nullptr where it is none.
 Value *inputBehind(Value *index, const Graph &graph) {
   for (int depth = 0; depth < 16; ++depth) {
     Node *node = index->node();
@@ -91,7 +91,7 @@ Value *inputBehind(Value *index, const Graph &graph) {
                                                                       : nullptr;
     const OpInfo *op = opInfo(node);
     bool keeps = op && (op->dtype == DTypeRule::KeepsInput ||
-                        node->kind() == c10::aten::index);
+                        op->dtype == DTypeRule::KeepsValueOperand);
     if (!keeps || node->inputs().empty() || !isTensor(node->input(0)))
       return nullptr;
     index = node->input(0);

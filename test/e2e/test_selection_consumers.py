@@ -8,7 +8,9 @@ padding written to a dropped row; an index of unknown dtype checked to be
 int64 on the host). Each is compared on
 random inputs whose masks keep nothing, everything or some, mismatched mask
 lengths included (both raise); greedy CTC decoding (unique_consecutive's
-runs, blanks dropped); the sync points are the report's."""
+runs, blanks dropped); masked_select by a mask the program takes as an input
+through expand_as (its dtype unknown: specialize-dtypes versions the method
+on it being bool); the sync points are the report's."""
 
 import pytest
 import torch
@@ -163,8 +165,25 @@ def label_inputs(gen, rank):
     return labels, score
 
 
+class MaskedSelectInputMask(torch.nn.Module):
+    def forward(self, x: Tensor, keep: Tensor) -> Tensor:
+        return torch.masked_select(x, keep.unsqueeze(1).expand_as(x)).sum()
+
+
+def mask_inputs(gen, rank):
+    n = int(torch.randint(0, 12, (1,), generator=gen))
+    x = torch.randn(n, 3, generator=gen)
+    kind = int(torch.randint(0, 4, (1,), generator=gen))
+    keep = torch.rand(n, generator=gen) < (0.0, 1.0, 0.5, 0.5)[kind]
+    # bool and uint8 masks select alike. An int64 one, which masked_select
+    # refuses, is not generated: normalize makes masked_select(x, m) of m's
+    # shape x[m], which gathers by it (docs/passes.md, specialize-shapes).
+    return x, keep.to((torch.bool, torch.bool, torch.bool, torch.uint8)[kind])
+
+
 CASES = [
     # name, module, inputs, rank, sync points (before, after)
+    ("masked-select-input-mask", MaskedSelectInputMask(), mask_inputs, 1, (1, 0)),
     ("column-sum", ColumnSum(), column_inputs, 2, (1, 0)),
     ("column-mean-keepdim", ColumnMeanKeepdim(), column_inputs, 2, (1, 0)),
     ("column-var-last-dim", ColumnVarLastDim(), column_inputs, 2, (1, 0)),

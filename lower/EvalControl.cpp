@@ -1,284 +1,51 @@
-//===- EvalControl.cpp - nodes, host ops, branches and loops ===//
+//===- EvalControl.cpp - nodes, constants, branches and loops ===//
 #include "lower/Evaluator.h"
 
 namespace staticify::lower::bridge {
 
-/// Whether an input is a tensor, by what the evaluation made of it (a
-/// `Tensor?` input holding one is a tensor).
-bool Evaluator::hasTensorInput(Node *node) {
-  for (torch::jit::Value *v : node->inputs()) {
-    auto it = env.find(v);
-    if (it != env.end() ? std::holds_alternative<Tensor>(it->second)
-                        : v->type()->kind() == c10::TypeKind::TensorType)
-      return true;
-  }
-  return false;
-}
-
 void Evaluator::evalNode(Node *node) {
-  using namespace c10;
-  Symbol k = node->kind();
-  if (k == prim::Constant) {
-    torch::jit::Value *v = node->output();
-    TypePtr t = v->type();
-    if (t->kind() == TypeKind::NoneType)
-      env[v] = None{};
-    else if (t->kind() == TypeKind::IntType)
-      env[v] = Host::constInt(node->i(attr::value));
-    else if (t->kind() == TypeKind::FloatType)
-      env[v] = Host::constFloat(node->f(attr::value));
-    else if (t->kind() == TypeKind::BoolType)
-      env[v] = Host::constBool(node->i(attr::value));
-    else if (t->kind() == TypeKind::StringType)
-      env[v] = Str{node->s(attr::value)};
-    else if (t->kind() == TypeKind::DeviceObjType)
-      env[v] = Device{};
-    else if (t->isSubtypeOf(*ListType::ofInts())) {
-      HostList l;
-      for (int64_t i : node->ival(attr::value).toIntVector())
-        l.push_back(Host::constInt(i));
-      env[v] = l;
-    } else if (!v->hasUses()) {
-      return; // a function left by inlining, say: nothing reads it
-    } else {
-      throw Unsupported("a constant of type " + t->str());
-    }
-    return;
-  }
-  if (k == prim::If)
-    return evalIf(node);
-  if (k == prim::Loop)
-    return evalLoop(node);
-  // Lists, tuples and their elements are plumbing whatever they hold.
-  bool plumbing = k == prim::ListConstruct || k == prim::ListUnpack ||
-                  k == prim::TupleConstruct || k == prim::TupleUnpack ||
-                  k == aten::__getitem__ || k == aten::len ||
-                  k == prim::unchecked_cast || k == aten::__is__ ||
-                  k == aten::__isnot__;
-  if ((plumbing || !hasTensorInput(node)) && evalHostOp(node))
-    return;
-  evalTensorOp(node);
+  const auto &table = lowerings();
+  std::string key = operatorKey(node);
+  auto it = table.find(key);
+  if (it != table.end())
+    return (this->*(it->second))(node);
+  // Name the overload where the bridge lowers others of the op.
+  std::string op = node->kind().toQualString();
+  auto other = table.lower_bound(op);
+  if (other != table.end() && other->first.rfind(op, 0) == 0 && key != op)
+    throw Unsupported(where(node) + ": overload " + key +
+                      " is not supported by the bridge");
+  throw Unsupported(where(node) + ": not supported by the bridge");
 }
 
-bool Evaluator::evalHostOp(Node *node) {
+void Evaluator::lowerConstant(Node *node) {
   using namespace c10;
-  Symbol k = node->kind();
-  std::string op = opName(node);
-  auto in = node->inputs();
-  torch::jit::Value *out =
-      node->outputs().size() == 1 ? node->output() : nullptr;
-  if (k == prim::ListConstruct) {
-    // A list of tensors (Tensor[] or Tensor?[] with none absent) or of host
-    // scalars.
-    bool tensors = out->type()->isSubtypeOf(*ListType::ofTensors());
-    for (torch::jit::Value *v : in)
-      tensors = tensors || std::holds_alternative<Tensor>(get(v));
-    if (tensors) {
-      TensorList l;
-      for (torch::jit::Value *v : in)
-        l.push_back(tensorOf(v));
-      env[out] = l;
-    } else {
-      HostList l;
-      for (torch::jit::Value *v : in)
-        l.push_back(hostOf(v));
-      env[out] = l;
-    }
-    return true;
+  torch::jit::Value *v = node->output();
+  TypePtr t = v->type();
+  if (t->kind() == TypeKind::NoneType)
+    env[v] = None{};
+  else if (t->kind() == TypeKind::IntType)
+    env[v] = Host::constInt(node->i(attr::value));
+  else if (t->kind() == TypeKind::FloatType)
+    env[v] = Host::constFloat(node->f(attr::value));
+  else if (t->kind() == TypeKind::BoolType)
+    env[v] = Host::constBool(node->i(attr::value));
+  else if (t->kind() == TypeKind::StringType)
+    env[v] = Str{node->s(attr::value)};
+  else if (t->kind() == TypeKind::DeviceObjType)
+    env[v] = Device{};
+  else if (t->isSubtypeOf(*ListType::ofInts())) {
+    HostList l;
+    for (int64_t i : node->ival(attr::value).toIntVector())
+      l.push_back(Host::constInt(i));
+    env[v] = l;
+  } else if (v->hasUses()) {
+    // (A function left by inlining, say, that nothing reads, is skipped.)
+    throw Unsupported("a constant of type " + t->str());
   }
-  if (k == prim::ListUnpack || k == prim::TupleUnpack) {
-    const Sym &s = get(in[0]);
-    for (size_t i = 0; i < node->outputs().size(); ++i) {
-      if (auto *l = std::get_if<HostList>(&s))
-        env[node->output(i)] = l->at(i);
-      else if (auto *t = std::get_if<TensorList>(&s))
-        env[node->output(i)] = t->at(i);
-      else if (auto *tu = std::get_if<std::shared_ptr<Tuple>>(&s))
-        env[node->output(i)] = (*tu)->elements.at(i);
-      else
-        throw Unsupported("unpacking a value that is not a list or tuple");
-    }
-    return true;
-  }
-  if (k == prim::TupleConstruct) {
-    auto t = std::make_shared<Tuple>();
-    for (torch::jit::Value *v : in)
-      t->elements.push_back(get(v));
-    env[out] = t;
-    return true;
-  }
-  if (k == prim::device) {
-    env[out] = Device{};
-    return true;
-  }
-  if (k == prim::unchecked_cast || k == aten::detach) {
-    env[out] = get(in[0]);
-    return true;
-  }
-  if (k == aten::__is__ || k == aten::__isnot__) {
-    bool none0 = isNone(in[0]), none1 = isNone(in[1]);
-    if (!(none0 && none1) && !(none0 || none1))
-      throw Unsupported("'is' between values that are not None");
-    bool same = none0 && none1;
-    env[out] = Host::constBool(k == aten::__is__ ? same : !same);
-    return true;
-  }
-  if (k == aten::len) {
-    const Sym &s = get(in[0]);
-    if (auto *l = std::get_if<HostList>(&s))
-      env[out] = Host::constInt(l->size());
-    else if (auto *t = std::get_if<TensorList>(&s))
-      env[out] = Host::constInt(t->size());
-    else
-      throw Unsupported("len of a value that is not a list");
-    return true;
-  }
-  if (k == aten::__getitem__) {
-    int64_t i = constInt(in[1], "a list index");
-    const Sym &s = get(in[0]);
-    auto pick = [&](auto &list) {
-      int64_t n = static_cast<int64_t>(list.size());
-      if (i < -n || i >= n)
-        throw Unsupported("list index out of range");
-      env[out] = list[i < 0 ? i + n : i];
-    };
-    if (auto *l = std::get_if<HostList>(&s))
-      pick(*l);
-    else if (auto *t = std::get_if<TensorList>(&s))
-      pick(*t);
-    else
-      throw Unsupported("indexing a value that is not a list");
-    return true;
-  }
-  if (out && out->type()->kind() == TypeKind::ListType) {
-    // List arithmetic on shapes: slice, concatenation, repetition.
-    if (k == aten::slice) {
-      const HostList &l = as<HostList>(in[0], "a list");
-      int64_t n = static_cast<int64_t>(l.size());
-      auto bound = [&](torch::jit::Value *v, int64_t dflt) {
-        if (isNone(v))
-          return dflt;
-        int64_t x = constInt(v, "a list slice bound");
-        x = x < 0 ? x + n : x;
-        return std::clamp<int64_t>(x, 0, n);
-      };
-      int64_t lo = bound(in[1], 0), hi = bound(in[2], n),
-              step = constInt(in[3], "a list slice step");
-      if (step < 1)
-        throw Unsupported("a list slice step below 1");
-      HostList r;
-      for (int64_t i = lo; i < hi; i += step)
-        r.push_back(l[i]);
-      env[out] = r;
-      return true;
-    }
-    if (k == aten::add) {
-      HostList r = as<HostList>(in[0], "a list");
-      const HostList &t = as<HostList>(in[1], "a list");
-      r.insert(r.end(), t.begin(), t.end());
-      env[out] = r;
-      return true;
-    }
-    if (k == aten::mul) {
-      const HostList &l = as<HostList>(in[0], "a list");
-      HostList r;
-      for (int64_t i = 0, n = constInt(in[1], "a list repetition"); i < n; ++i)
-        r.insert(r.end(), l.begin(), l.end());
-      env[out] = r;
-      return true;
-    }
-    return false;
-  }
-  if (k == aten::__range_length) {
-    Host lo = hostOf(in[0]), hi = hostOf(in[1]), step = hostOf(in[2]);
-    int64_t s = constInt(in[2], "a range step");
-    if (s <= 0)
-      throw Unsupported("a range with a step below 1");
-    Host span = intOp("max", intOp("sub", hi, lo), Host::constInt(0));
-    env[out] =
-        intOp("floordiv", intOp("add", span, Host::constInt(s - 1)), step);
-    return true;
-  }
-  if (k == aten::__derive_index) {
-    env[out] =
-        intOp("add", hostOf(in[1]), intOp("mul", hostOf(in[0]), hostOf(in[2])));
-    return true;
-  }
-  // Host scalar arithmetic and comparisons.
-  static const std::map<std::string, std::string> compares = {
-      {"eq", "eq"}, {"ne", "ne"}, {"lt", "lt"},
-      {"le", "le"}, {"gt", "gt"}, {"ge", "ge"}};
-  if ((op == "eq" || op == "ne") && in.size() == 2) {
-    // Strings (a reduction mode) and devices (all on the CPU here) compare
-    // when compiling.
-    const Sym &x = get(in[0]), &y = get(in[1]);
-    std::optional<bool> same;
-    if (auto *a = std::get_if<Str>(&x))
-      if (auto *c = std::get_if<Str>(&y))
-        same = a->text == c->text;
-    if (std::holds_alternative<Device>(x) && std::holds_alternative<Device>(y))
-      same = true;
-    if (same) {
-      env[out] = Host::constBool(op == "eq" ? *same : !*same);
-      return true;
-    }
-  }
-  if (compares.count(op) && in.size() == 2) {
-    env[out] = compare(op, hostOf(in[0]), hostOf(in[1]));
-    return true;
-  }
-  if ((k == prim::min || k == prim::max) && in.size() == 2) {
-    const Host &x = hostOf(in[0]), &y = hostOf(in[1]);
-    if (x.kind != Host::Int || y.kind != Host::Int)
-      throw Unsupported("min/max of host floats");
-    env[out] = intOp(k == prim::min ? "min" : "max", x, y);
-    return true;
-  }
-  if ((k == aten::add || k == aten::sub || k == aten::mul ||
-       k == aten::floordiv) &&
-      in.size() == 2) {
-    const Host &x = hostOf(in[0]), &y = hostOf(in[1]);
-    if (x.kind == Host::Int && y.kind == Host::Int) {
-      env[out] = intOp(op, x, y);
-      return true;
-    }
-    throw Unsupported("host float arithmetic");
-  }
-  if (k == aten::neg && in.size() == 1 && hostOf(in[0]).kind == Host::Int) {
-    env[out] = intOp("sub", Host::constInt(0), hostOf(in[0]));
-    return true;
-  }
-  if ((k == aten::__and__ || k == aten::__or__) && in.size() == 2) {
-    const Host &x = hostOf(in[0]), &y = hostOf(in[1]);
-    if (x.kind != Host::Bool || y.kind != Host::Bool)
-      throw Unsupported("host bitwise op on integers");
-    bool isAnd = k == aten::__and__;
-    if (x.isConstant() && y.isConstant()) {
-      env[out] = Host::constBool(isAnd ? (*x.i && *y.i) : (*x.i || *y.i));
-      return true;
-    }
-    Value a = materialize(x, Host::Bool), c = materialize(y, Host::Bool);
-    env[out] = Host{Host::Bool,
-                    isAnd ? Value(arith::AndIOp::create(b, a, c))
-                          : Value(arith::OrIOp::create(b, a, c)),
-                    {},
-                    {}};
-    return true;
-  }
-  if (k == aten::__not__) {
-    const Host &x = hostOf(in[0]);
-    if (x.isConstant()) {
-      env[out] = Host::constBool(!*x.i);
-      return true;
-    }
-    Value one = arith::ConstantIntOp::create(b, b.getI1Type(), 1);
-    env[out] = Host{Host::Bool, arith::XOrIOp::create(b, x.value, one), {}, {}};
-    return true;
-  }
-  return false;
 }
 
-void Evaluator::evalIf(Node *node) {
+void Evaluator::lowerIf(Node *node) {
   const Host &cond = hostOf(node->input(0));
   Block *thenBlock = node->blocks()[0], *elseBlock = node->blocks()[1];
   auto bindOutputs = [&](Block *taken) {
@@ -301,9 +68,14 @@ void Evaluator::evalIf(Node *node) {
     check(c);
     return bindOutputs(thenRaises ? elseBlock : thenBlock);
   }
-  // Both branches: an scf.if yielding each result (tensors of the same dtype
-  // and rank, host scalars of the same kind) and its branch's size checks.
-  auto ifOp = mlir::scf::IfOp::create(b, mlir::TypeRange{}, cond.value,
+  lowerIfBothBranches(node, cond.value);
+}
+
+/// Both branches: an scf.if yielding each result (tensors of the same dtype
+/// and rank, host scalars of the same kind) and its branch's size checks.
+void Evaluator::lowerIfBothBranches(Node *node, Value cond) {
+  Block *thenBlock = node->blocks()[0], *elseBlock = node->blocks()[1];
+  auto ifOp = mlir::scf::IfOp::create(b, mlir::TypeRange{}, cond,
                                       /*withElse=*/true);
   std::vector<std::vector<Sym>> branchOuts;
   std::vector<Value> branchOk, branchValuesOk;
@@ -411,7 +183,7 @@ void Evaluator::evalIf(Node *node) {
   for (size_t i = 0; i < dimResults; ++i)
     resultTypes.push_back(b.getIndexType());
   auto result =
-      mlir::scf::IfOp::create(b, resultTypes, cond.value, /*withElse=*/true);
+      mlir::scf::IfOp::create(b, resultTypes, cond, /*withElse=*/true);
   for (int which = 0; which < 2; ++which) {
     mlir::Region &from = which ? ifOp.getElseRegion() : ifOp.getThenRegion();
     mlir::Region &to = which ? result.getElseRegion() : result.getThenRegion();
@@ -448,7 +220,7 @@ void Evaluator::evalIf(Node *node) {
   valueCheck(result.getResult(checksAt + 1));
 }
 
-void Evaluator::evalLoop(Node *node) {
+void Evaluator::lowerLoop(Node *node) {
   // Loops over a shape (a rank, a list's length) have a trip count known
   // when compiling: unrolled.
   const Host &trip = hostOf(node->input(0));

@@ -223,9 +223,8 @@ Tensor Evaluator::filled(const std::vector<Host> &sizes, ScalarType dtype,
   return {out, dtype, sizes};
 }
 
-Tensor Evaluator::elementwise(const std::vector<Operand> &operands,
-                              ScalarType computeAs, ScalarType outDtype,
-                              const Body &body) {
+std::vector<Host>
+Evaluator::broadcastSizes(const std::vector<Operand> &operands) {
   size_t rank = 0;
   for (const Operand &o : operands)
     if (auto *t = std::get_if<Tensor>(&o))
@@ -253,6 +252,14 @@ Tensor Evaluator::elementwise(const std::vector<Operand> &operands,
       }
     }
   }
+  return out;
+}
+
+Tensor Evaluator::elementwise(const std::vector<Operand> &operands,
+                              ScalarType computeAs, ScalarType outDtype,
+                              const Body &body) {
+  std::vector<Host> out = broadcastSizes(operands);
+  size_t rank = out.size();
   llvm::SmallVector<Value> inputs;
   llvm::SmallVector<mlir::AffineMap> maps;
   std::vector<int> slot; // operand -> input index, or -1 for a host scalar

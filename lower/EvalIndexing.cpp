@@ -101,202 +101,265 @@ Tensor Evaluator::gatherRows(Node *node, const Tensor &x, const Tensor &rowsOf,
   return {generic.getResult(0), x.dtype, outSizes};
 }
 
-bool Evaluator::evalIndexingOrRandom(Node *node) {
+void Evaluator::lowerAppend(Node *node) {
   using namespace c10;
-  Symbol k = node->kind();
   auto in = node->inputs();
-  auto factoryDtype = [&](torch::jit::Value *v, ScalarType dflt) {
-    std::optional<ScalarType> t = dtypeArg(v);
-    return t ? *t : dflt;
-  };
-  if (k == aten::append) {
-    // In place on the list's value: only on a list this graph built, whose
-    // other uses read it (the evaluation order is the program's).
-    torch::jit::Value *list = in[0];
-    if (list->node()->kind() != prim::ListConstruct)
-      throw Unsupported(where(node) +
-                        ": appending to a list the graph did not build");
-    Sym &s = env.at(list);
-    if (auto *l = std::get_if<TensorList>(&s))
-      l->push_back(tensorOf(in[1]));
-    else if (auto *h = std::get_if<HostList>(&s))
-      h->push_back(hostOf(in[1]));
-    else
-      throw Unsupported(where(node) +
-                        ": appending to a value that is not a list");
-    env[node->output()] = env.at(list);
-    return true;
+  // In place on the list's value: only on a list this graph built, whose
+  // other uses read it (the evaluation order is the program's).
+  torch::jit::Value *list = in[0];
+  if (list->node()->kind() != prim::ListConstruct)
+    throw Unsupported(where(node) +
+                      ": appending to a list the graph did not build");
+  Sym &s = env.at(list);
+  if (auto *l = std::get_if<TensorList>(&s))
+    l->push_back(tensorOf(in[1]));
+  else if (auto *h = std::get_if<HostList>(&s))
+    h->push_back(hostOf(in[1]));
+  else
+    throw Unsupported(where(node) +
+                      ": appending to a value that is not a list");
+  bind(node, env.at(list));
+}
+
+void Evaluator::lowerIndexSelect(Node *node) {
+  using namespace c10;
+  auto in = node->inputs();
+  if (constInt(in[1], "index_select's dimension") != 0)
+    throw Unsupported(where(node) +
+                      ": index_select along a dimension other than 0");
+  bind(node, gatherRows(node, tensorOf(in[0]), tensorOf(in[2]), /*wrap=*/false));
+}
+
+void Evaluator::lowerIndex(Node *node) {
+  using namespace c10;
+  auto in = node->inputs();
+  const TensorList *l = std::get_if<TensorList>(&get(in[1]));
+  if (!l || l->size() != 1 || (*l)[0].dtype == ScalarType::Bool)
+    throw Unsupported(where(node) +
+                      ": indexing other than by one integer vector");
+  bind(node, gatherRows(node, tensorOf(in[0]), (*l)[0], /*wrap=*/true));
+}
+
+void Evaluator::lowerGather(Node *node) {
+  using namespace c10;
+  auto in = node->inputs();
+  bind(node, gatherAlong(node, tensorOf(in[0]),
+                     normDim(constInt(in[1], "gather's dimension"),
+                             tensorOf(in[0]).rank()),
+                     tensorOf(in[2])));
+}
+
+void Evaluator::lowerRand(Node *node) {
+  using namespace c10;
+  auto in = node->inputs();
+  const HostList &sizes = as<HostList>(in[0], "a list of sizes");
+  ScalarType t = dtypeOr(in[1], ScalarType::Float);
+  if (t != ScalarType::Float && t != ScalarType::Double)
+    throw Unsupported(where(node) +
+                      ": rand of a dtype other than f32 or f64");
+  Value stream = streamSeed();
+  // Row-major strides of the result, for each element's counter.
+  std::vector<Value> strides(sizes.size());
+  Value stride = arith::ConstantIndexOp::create(b, 1);
+  for (size_t d = sizes.size(); d-- > 0;) {
+    strides[d] = stride;
+    stride = arith::MulIOp::create(b, stride, index(sizes[d]));
   }
-  if (k == aten::new_full) {
-    const Tensor &x = tensorOf(in[0]);
-    env[node->output()] = filled(as<HostList>(in[1], "a list of sizes"),
-                                 factoryDtype(in[3], x.dtype), hostOf(in[2]));
-    return true;
-  }
-  if (k == aten::index_select) {
-    if (constInt(in[1], "index_select's dimension") != 0)
-      throw Unsupported(where(node) +
-                        ": index_select along a dimension other than 0");
-    env[node->output()] =
-        gatherRows(node, tensorOf(in[0]), tensorOf(in[2]), /*wrap=*/false);
-    return true;
-  }
-  if (k == aten::index) {
-    const TensorList *l = std::get_if<TensorList>(&get(in[1]));
-    if (!l || l->size() != 1 || (*l)[0].dtype == ScalarType::Bool)
-      throw Unsupported(where(node) +
-                        ": indexing other than by one integer vector");
-    env[node->output()] =
-        gatherRows(node, tensorOf(in[0]), (*l)[0], /*wrap=*/true);
-    return true;
-  }
-  if (k == aten::rand &&
-      in.size() == 5) { // rand(size, dtype, layout, device, pin)
-    const HostList &sizes = as<HostList>(in[0], "a list of sizes");
-    ScalarType t = factoryDtype(in[1], ScalarType::Float);
-    if (t != ScalarType::Float && t != ScalarType::Double)
-      throw Unsupported(where(node) +
-                        ": rand of a dtype other than f32 or f64");
-    Value stream = streamSeed();
-    // Row-major strides of the result, for each element's counter.
-    std::vector<Value> strides(sizes.size());
-    Value stride = arith::ConstantIndexOp::create(b, 1);
-    for (size_t d = sizes.size(); d-- > 0;) {
-      strides[d] = stride;
-      stride = arith::MulIOp::create(b, stride, index(sizes[d]));
-    }
-    Value init = empty(sizes, t);
-    size_t rank = sizes.size();
-    ::llvm::SmallVector<mlir::utils::IteratorType> iters(
-        rank, mlir::utils::IteratorType::parallel);
-    auto generic = linalg::GenericOp::create(
-        b, mlir::TypeRange{init.getType()}, mlir::ValueRange{},
-        mlir::ValueRange{init},
-        ::llvm::ArrayRef<mlir::AffineMap>{b.getMultiDimIdentityMap(rank)},
-        iters, [&](mlir::OpBuilder &ob, mlir::Location loc, mlir::ValueRange) {
-          Value linear = arith::ConstantIndexOp::create(ob, loc, 0);
-          for (size_t d = 0; d < rank; ++d)
-            linear = arith::AddIOp::create(
-                ob, loc, linear,
-                arith::MulIOp::create(
-                    ob, loc, linalg::IndexOp::create(ob, loc, d), strides[d]));
-          Value i64 =
-              arith::IndexCastOp::create(ob, loc, ob.getI64Type(), linear);
-          Value gamma = arith::ConstantOp::create(
-              ob, loc,
-              ob.getI64IntegerAttr(
-                  static_cast<int64_t>(0x9E3779B97F4A7C15ull)));
-          Value one =
-              arith::ConstantOp::create(ob, loc, ob.getI64IntegerAttr(1));
-          Value counter = arith::MulIOp::create(
-              ob, loc, arith::AddIOp::create(ob, loc, i64, one), gamma);
-          Value z = splitmix(ob, loc,
-                             arith::AddIOp::create(ob, loc, stream, counter));
-          // The top 24 (53) bits as a float in [0, 1), as PyTorch draws.
-          bool single = t == ScalarType::Float;
-          Value bits = arith::ShRUIOp::create(
-              ob, loc, z,
-              arith::ConstantOp::create(
-                  ob, loc, ob.getI64IntegerAttr(single ? 40 : 11)));
-          Type ft = single ? Type(ob.getF32Type()) : Type(ob.getF64Type());
-          Value f = arith::SIToFPOp::create(ob, loc, ft, bits);
-          Value scale = arith::ConstantOp::create(
-              ob, loc,
-              ob.getFloatAttr(ft, single ? 1.0 / 16777216.0
-                                         : 1.0 / 9007199254740992.0));
-          linalg::YieldOp::create(
-              ob, loc, arith::MulFOp::create(ob, loc, f, scale).getResult());
-        });
-    env[node->output()] = Tensor{generic.getResult(0), t, sizes};
-    return true;
-  }
-  if (k == aten::randperm &&
-      in.size() == 5) { // randperm(n, dtype, layout, device, pin)
-    const Host &n = hostOf(in[0]);
-    check(materialize(compare("ge", n, Host::constInt(0)), Host::Bool));
-    ScalarType t = factoryDtype(in[1], ScalarType::Long);
-    auto tt = mlir::RankedTensorType::get({mlir::ShapedType::kDynamic},
-                                          b.getI64Type());
-    Value perm = staticify::mlir_dialect::RandPermOp::create(b, tt, index(n),
-                                                             streamSeed());
-    Tensor out{perm, ScalarType::Long, {n}};
-    if (t != ScalarType::Long)
-      out = elementwise({out}, ScalarType::Long, t,
-                        [this, t](auto &ob, auto loc, auto xs) {
-                          return convert(ob, loc, xs[0], ScalarType::Long, t);
-                        });
-    env[node->output()] = out;
-    return true;
-  }
-  if (k == aten::topk) {
-    const Tensor &x = tensorOf(in[0]);
-    if (x.rank() != 1 ||
-        (x.dtype != ScalarType::Float && x.dtype != ScalarType::Double))
-      throw Unsupported(where(node) +
-                        ": topk other than of an f32 or f64 vector");
-    if (normDim(constInt(in[2], "topk's dimension"), 1) != 0)
-      throw Unsupported(where(node) + ": topk along another dimension");
-    const Host &kk = hostOf(in[1]);
-    bool largest = *hostOf(in[3]).i;
-    check(materialize(compare("ge", kk, Host::constInt(0)), Host::Bool));
-    check(materialize(compare("le", kk, x.sizes[0]), Host::Bool));
-    Type et = elementType(b.getContext(), x.dtype);
-    auto vt = mlir::RankedTensorType::get({mlir::ShapedType::kDynamic}, et);
-    auto it = mlir::RankedTensorType::get({mlir::ShapedType::kDynamic},
-                                          b.getI64Type());
+  Value init = empty(sizes, t);
+  size_t rank = sizes.size();
+  ::llvm::SmallVector<mlir::utils::IteratorType> iters(
+      rank, mlir::utils::IteratorType::parallel);
+  auto generic = linalg::GenericOp::create(
+      b, mlir::TypeRange{init.getType()}, mlir::ValueRange{},
+      mlir::ValueRange{init},
+      ::llvm::ArrayRef<mlir::AffineMap>{b.getMultiDimIdentityMap(rank)},
+      iters, [&](mlir::OpBuilder &ob, mlir::Location loc, mlir::ValueRange) {
+        Value linear = arith::ConstantIndexOp::create(ob, loc, 0);
+        for (size_t d = 0; d < rank; ++d)
+          linear = arith::AddIOp::create(
+              ob, loc, linear,
+              arith::MulIOp::create(
+                  ob, loc, linalg::IndexOp::create(ob, loc, d), strides[d]));
+        Value i64 =
+            arith::IndexCastOp::create(ob, loc, ob.getI64Type(), linear);
+        Value gamma = arith::ConstantOp::create(
+            ob, loc,
+            ob.getI64IntegerAttr(
+                static_cast<int64_t>(0x9E3779B97F4A7C15ull)));
+        Value one =
+            arith::ConstantOp::create(ob, loc, ob.getI64IntegerAttr(1));
+        Value counter = arith::MulIOp::create(
+            ob, loc, arith::AddIOp::create(ob, loc, i64, one), gamma);
+        Value z = splitmix(ob, loc,
+                           arith::AddIOp::create(ob, loc, stream, counter));
+        // The top 24 (53) bits as a float in [0, 1), as PyTorch draws.
+        bool single = t == ScalarType::Float;
+        Value bits = arith::ShRUIOp::create(
+            ob, loc, z,
+            arith::ConstantOp::create(
+                ob, loc, ob.getI64IntegerAttr(single ? 40 : 11)));
+        Type ft = single ? Type(ob.getF32Type()) : Type(ob.getF64Type());
+        Value f = arith::SIToFPOp::create(ob, loc, ft, bits);
+        Value scale = arith::ConstantOp::create(
+            ob, loc,
+            ob.getFloatAttr(ft, single ? 1.0 / 16777216.0
+                                       : 1.0 / 9007199254740992.0));
+        linalg::YieldOp::create(
+            ob, loc, arith::MulFOp::create(ob, loc, f, scale).getResult());
+      });
+  bind(node, Tensor{generic.getResult(0), t, sizes});
+}
+
+void Evaluator::lowerRandperm(Node *node) {
+  using namespace c10;
+  auto in = node->inputs();
+  const Host &n = hostOf(in[0]);
+  check(materialize(compare("ge", n, Host::constInt(0)), Host::Bool));
+  ScalarType t = dtypeOr(in[1], ScalarType::Long);
+  auto tt = mlir::RankedTensorType::get({mlir::ShapedType::kDynamic},
+                                        b.getI64Type());
+  Value perm = staticify::mlir_dialect::RandPermOp::create(b, tt, index(n),
+                                                           streamSeed());
+  Tensor out{perm, ScalarType::Long, {n}};
+  if (t != ScalarType::Long)
+    out = elementwise({out}, ScalarType::Long, t,
+                      [this, t](auto &ob, auto loc, auto xs) {
+                        return convert(ob, loc, xs[0], ScalarType::Long, t);
+                      });
+  bind(node, out);
+}
+
+std::pair<Tensor, Tensor> Evaluator::vectorTopk(Node *node, const Tensor &x,
+                                                torch::jit::Value *dim,
+                                                const Host &k, bool largest) {
+  // f32 and f64 keys everywhere; i64 keys and rows of a matrix in CPU
+  // kernels (the ukernel's radix order takes them; the GPU's is PyTorch's
+  // topk, whose ties may come in another order).
+  bool keys = x.dtype == ScalarType::Float || x.dtype == ScalarType::Double ||
+              (x.dtype == ScalarType::Long && !cuda);
+  if (!keys || x.rank() == 0 || x.rank() > (cuda ? 1 : 2))
+    throw Unsupported(where(node) + ": of a " + dtypeName(x.dtype) +
+                      " tensor of rank " + std::to_string(x.rank()) +
+                      " (vectors, and matrices on the CPU)");
+  int64_t d = normDim(constInt(dim, "a dimension"), x.rank());
+  if (d != int64_t(x.rank()) - 1)
+    throw Unsupported(where(node) + ": along other than the last dimension");
+  const Host &n = x.sizes.back();
+  check(materialize(compare("ge", k, Host::constInt(0)), Host::Bool));
+  check(materialize(compare("le", k, n), Host::Bool));
+  Type et = elementType(b.getContext(), x.dtype);
+  auto vt = mlir::RankedTensorType::get({mlir::ShapedType::kDynamic}, et);
+  auto it = mlir::RankedTensorType::get({mlir::ShapedType::kDynamic},
+                                        b.getI64Type());
+  Value kk = index(k);
+  if (x.rank() == 1) {
     auto topk = staticify::mlir_dialect::TopKOp::create(
-        b, vt, it, x.value, index(kk), b.getBoolAttr(largest));
-    env[node->output(0)] = Tensor{topk.getValues(), x.dtype, {kk}};
-    env[node->output(1)] = Tensor{topk.getIndices(), ScalarType::Long, {kk}};
-    return true;
+        b, vt, it, x.value, kk, b.getBoolAttr(largest));
+    return {Tensor{topk.getValues(), x.dtype, {k}},
+            Tensor{topk.getIndices(), ScalarType::Long, {k}}};
   }
-  if (k == aten::cumsum) {
-    const Tensor &x = tensorOf(in[0]);
-    if (x.rank() != 1 || normDim(constInt(in[1], "cumsum's dimension"), 1) != 0)
-      throw Unsupported(where(node) + ": cumsum other than of a vector");
-    std::optional<ScalarType> dt = dtypeArg(in[2]);
-    ScalarType acc = dt                    ? *dt
-                     : isFloating(x.dtype) ? x.dtype
-                                           : ScalarType::Long;
-    // In the accumulation dtype, then the scan (staticify-lower-scans: a
-    // serial loop on the CPU, a chunked scan on the GPU).
-    ScalarType from = x.dtype;
-    Tensor converted =
-        from == acc
-            ? x
-            : elementwise({x}, from, acc,
-                          [from, acc, this](auto &ob, auto loc, auto xs) {
-                            return convert(ob, loc, xs[0], from, acc);
-                          });
-    Value scanned = staticify::mlir_dialect::CumSumOp::create(
-        b, converted.value.getType(), converted.value);
-    env[node->output()] = Tensor{scanned, acc, x.sizes};
-    return true;
-  }
-  if (k == aten::scatter && in.size() == 4 &&
-      in[3]->type()->kind() == TypeKind::TensorType) { // scatter.src
-    const Tensor &x = tensorOf(in[0]), &idx = tensorOf(in[2]),
-                 &src = tensorOf(in[3]);
-    if (x.rank() != 1 || idx.rank() != 1 || src.rank() != 1 ||
-        normDim(constInt(in[1], "scatter's dimension"), 1) != 0 ||
-        idx.dtype != ScalarType::Long)
-      throw Unsupported(where(node) +
-                        ": scatter other than of vectors along 0");
-    if (src.dtype != x.dtype)
-      throw Unsupported(where(node) +
-                        ": scatter of another dtype raises in PyTorch");
-    check(materialize(compare("le", idx.sizes[0], src.sizes[0]), Host::Bool));
-    requireReadable(idx.sizes[0], x.sizes[0]);
-    // Every index in range (a parallel reduction), then the writes in order
-    // (staticify-lower-scatters: a serial loop on the CPU, two parallel
-    // passes with the same result on the GPU).
-    valueCheck(allInRange(idx, Host::constInt(0), x.sizes[0]));
-    Value written = staticify::mlir_dialect::ScatterOp::create(
-        b, x.value.getType(), x.value, idx.value, src.value);
-    env[node->output()] = Tensor{written, x.dtype, x.sizes};
-    return true;
-  }
-  return false;
+  // Each row's top k, row by row.
+  std::vector<Host> outSizes{x.sizes[0], k};
+  Value nn = index(n), one = arith::ConstantIndexOp::create(b, 1);
+  Value zero = arith::ConstantIndexOp::create(b, 0);
+  auto loop = mlir::scf::ForOp::create(
+      b, zero, index(x.sizes[0]), one,
+      mlir::ValueRange{empty(outSizes, x.dtype),
+                       empty(outSizes, ScalarType::Long)},
+      [&](mlir::OpBuilder &ob, mlir::Location loc, Value r,
+          mlir::ValueRange acc) {
+        llvm::SmallVector<OpFoldResult> at{r, ob.getIndexAttr(0)},
+            unit{ob.getIndexAttr(1), ob.getIndexAttr(1)};
+        llvm::SmallVector<OpFoldResult> rowOf{ob.getIndexAttr(1), nn},
+            topOf{ob.getIndexAttr(1), kk};
+        Value row = tensor::ExtractSliceOp::create(ob, loc, vt, x.value, at,
+                                                   rowOf, unit);
+        auto topk = staticify::mlir_dialect::TopKOp::create(
+            ob, loc, vt, it, row, kk, ob.getBoolAttr(largest));
+        Value v = tensor::InsertSliceOp::create(ob, loc, topk.getValues(),
+                                                acc[0], at, topOf, unit);
+        Value i = tensor::InsertSliceOp::create(ob, loc, topk.getIndices(),
+                                                acc[1], at, topOf, unit);
+        mlir::scf::YieldOp::create(ob, loc, mlir::ValueRange{v, i});
+      });
+  return {Tensor{loop.getResult(0), x.dtype, outSizes},
+          Tensor{loop.getResult(1), ScalarType::Long, outSizes}};
+}
+
+/// topk(x, k, dim, largest, sorted): always sorted (sorted=False allows any
+/// order).
+void Evaluator::lowerTopk(Node *node) {
+  auto in = node->inputs();
+  auto [values, indices] = vectorTopk(node, tensorOf(in[0]), in[2],
+                                      hostOf(in[1]), *hostOf(in[3]).i);
+  bind(node, values);
+  bind(node, indices, 1);
+}
+
+/// sort(x, dim, descending) and sort(x, stable, dim, descending) along the
+/// last dimension: the top-k of all the elements, NaN the largest, as
+/// PyTorch orders them, and ties in index order (a stable sort's; PyTorch's
+/// unstable sort leaves their order unspecified). In CPU kernels.
+void Evaluator::lowerSort(Node *node) {
+  auto in = node->inputs();
+  bool stable = overloadOf(node) == "stable";
+  const Tensor &x = tensorOf(in[0]);
+  if (cuda)
+    throw Unsupported(where(node) + ": in a GPU kernel");
+  auto [values, indices] = vectorTopk(
+      node, x, in[stable ? 2 : 1],
+      x.rank() ? x.sizes.back() : Host::constInt(0), *hostOf(in[stable ? 3 : 2]).i);
+  bind(node, values);
+  bind(node, indices, 1);
+}
+
+void Evaluator::lowerCumsum(Node *node) {
+  using namespace c10;
+  auto in = node->inputs();
+  const Tensor &x = tensorOf(in[0]);
+  if (x.rank() != 1 || normDim(constInt(in[1], "cumsum's dimension"), 1) != 0)
+    throw Unsupported(where(node) + ": cumsum other than of a vector");
+  std::optional<ScalarType> dt = dtypeArg(in[2]);
+  ScalarType acc = dt                    ? *dt
+                   : isFloating(x.dtype) ? x.dtype
+                                         : ScalarType::Long;
+  // In the accumulation dtype, then the scan (staticify-lower-scans: a
+  // serial loop on the CPU, a chunked scan on the GPU).
+  ScalarType from = x.dtype;
+  Tensor converted =
+      from == acc
+          ? x
+          : elementwise({x}, from, acc,
+                        [from, acc, this](auto &ob, auto loc, auto xs) {
+                          return convert(ob, loc, xs[0], from, acc);
+                        });
+  Value scanned = staticify::mlir_dialect::CumSumOp::create(
+      b, converted.value.getType(), converted.value);
+  bind(node, Tensor{scanned, acc, x.sizes});
+}
+
+void Evaluator::lowerScatter(Node *node) {
+  using namespace c10;
+  auto in = node->inputs();
+  const Tensor &x = tensorOf(in[0]), &idx = tensorOf(in[2]),
+               &src = tensorOf(in[3]);
+  if (x.rank() != 1 || idx.rank() != 1 || src.rank() != 1 ||
+      normDim(constInt(in[1], "scatter's dimension"), 1) != 0 ||
+      idx.dtype != ScalarType::Long)
+    throw Unsupported(where(node) +
+                      ": scatter other than of vectors along 0");
+  if (src.dtype != x.dtype)
+    throw Unsupported(where(node) +
+                      ": scatter of another dtype raises in PyTorch");
+  check(materialize(compare("le", idx.sizes[0], src.sizes[0]), Host::Bool));
+  requireReadable(idx.sizes[0], x.sizes[0]);
+  // Every index in range (a parallel reduction), then the writes in order
+  // (staticify-lower-scatters: a serial loop on the CPU, two parallel
+  // passes with the same result on the GPU).
+  valueCheck(allInRange(idx, Host::constInt(0), x.sizes[0]));
+  Value written = staticify::mlir_dialect::ScatterOp::create(
+      b, x.value.getType(), x.value, idx.value, src.value);
+  bind(node, Tensor{written, x.dtype, x.sizes});
 }
 
 Value Evaluator::allInRange(const Tensor &x, const Host &lo, const Host &hi) {
@@ -390,138 +453,6 @@ Tensor Evaluator::gatherAlong(Node *node, const Tensor &x, int64_t dim,
                                  ? i
                                  : Value(linalg::IndexOp::create(ob, loc, d)));
                        return tensor::ExtractOp::create(ob, loc, source, at);
-                     });
-}
-
-Tensor Evaluator::softmax(const Tensor &x, int64_t d, ScalarType t, bool log) {
-  ScalarType from = x.dtype;
-  Tensor xt =
-      from == t ? x : elementwise({x}, from, t, [](auto &, auto, auto xs) {
-        return xs[0]; // converted to t on the way in
-      });
-  // max, x - max, exp, sum; then (x - max) - log(sum) or exp / sum. A row
-  // of -inf gives NaN, as in PyTorch.
-  Tensor m = reduce(xt, {d}, true, t, Host::constFloat(-INFINITY),
-                    [](auto &ob, auto loc, Value a, Value e) -> Value {
-                      return arith::MaximumFOp::create(ob, loc, a, e);
-                    });
-  Tensor shifted =
-      elementwise({xt, m}, t, t, [](auto &ob, auto loc, auto xs) -> Value {
-        return arith::SubFOp::create(ob, loc, xs[0], xs[1]);
-      });
-  Tensor e =
-      elementwise({shifted}, t, t, [](auto &ob, auto loc, auto xs) -> Value {
-        return math::ExpOp::create(ob, loc, xs[0]);
-      });
-  Tensor sum = reduce(e, {d}, true, t, Host::constFloat(0),
-                      [](auto &ob, auto loc, Value a, Value v) -> Value {
-                        return arith::AddFOp::create(ob, loc, a, v);
-                      });
-  if (log)
-    return elementwise(
-        {shifted, sum}, t, t, [](auto &ob, auto loc, auto xs) -> Value {
-          return arith::SubFOp::create(ob, loc, xs[0],
-                                       math::LogOp::create(ob, loc, xs[1]));
-        });
-  return elementwise({e, sum}, t, t, [](auto &ob, auto loc, auto xs) -> Value {
-    return arith::DivFOp::create(ob, loc, xs[0], xs[1]);
-  });
-}
-
-Tensor Evaluator::nllLoss(Node *node) {
-  auto in = node->inputs();
-  bool crossEntropy =
-      node->kind().toUnqualString() == std::string("cross_entropy_loss");
-  Tensor x = tensorOf(in[0]);
-  const Tensor &target = tensorOf(in[1]);
-  if (!isNone(in[2]))
-    throw Unsupported(where(node) + ": class weights");
-  int64_t reduction = constInt(in[3], "the reduction");
-  const Host &ignore = hostOf(in[4]);
-  if (crossEntropy) {
-    const Host &smoothing = hostOf(in[5]);
-    if (!smoothing.isConstant() ||
-        (smoothing.f ? *smoothing.f : double(*smoothing.i)) != 0)
-      throw Unsupported(where(node) + ": label smoothing");
-  }
-  if (!isFloating(x.dtype) || target.dtype != ScalarType::Long)
-    throw Unsupported(where(node) +
-                      ": a loss of other than float scores and int64 classes");
-  if (x.rank() < 1 || target.rank() + 1 != x.rank())
-    throw Unsupported(where(node) + ": scores and targets of these ranks");
-  int64_t c = x.rank() == 1 ? 0 : 1;
-  for (size_t d = 0, j = 0; d < x.rank(); ++d)
-    if (int64_t(d) != c)
-      checkEqual(x.sizes[d], target.sizes[j++]);
-  ScalarType t = x.dtype;
-  Tensor logp = crossEntropy ? softmax(x, c, t, /*log=*/true) : x;
-  const Host &classes = x.sizes[c];
-  // A target is a class or ignore_index; anything else raises in PyTorch.
-  Value ignore64 = arith::IndexCastOp::create(b, b.getI64Type(), index(ignore));
-  Value classes64 =
-      arith::IndexCastOp::create(b, b.getI64Type(), index(classes));
-  Tensor valid = elementwise(
-      {target}, ScalarType::Long, ScalarType::Bool,
-      [&](auto &ob, auto loc, auto xs) -> Value {
-        Value zero =
-            arith::ConstantOp::create(ob, loc, ob.getI64IntegerAttr(0));
-        Value isClass = arith::AndIOp::create(
-            ob, loc,
-            arith::CmpIOp::create(ob, loc, arith::CmpIPredicate::sge, xs[0],
-                                  zero),
-            arith::CmpIOp::create(ob, loc, arith::CmpIPredicate::slt, xs[0],
-                                  classes64));
-        Value ignored = arith::CmpIOp::create(ob, loc, arith::CmpIPredicate::eq,
-                                              xs[0], ignore64);
-        return arith::OrIOp::create(ob, loc, isClass, ignored);
-      });
-  valueCheck(allTrue(valid));
-  // A read along an empty class dimension is unsafe (and raises).
-  requireReadable(numel(target.sizes), classes);
-  size_t rank = target.rank();
-  Value source = logp.value;
-  Tensor losses = elementwise(
-      {target}, ScalarType::Long, t, [&](auto &ob, auto loc, auto xs) -> Value {
-        Value kept = arith::CmpIOp::create(ob, loc, arith::CmpIPredicate::ne,
-                                           xs[0], ignore64);
-        Value cls = clampIndex(ob, loc, xs[0], classes64);
-        ::llvm::SmallVector<Value> at;
-        for (size_t d = 0, j = 0; d < rank + 1; ++d)
-          at.push_back(int64_t(d) == c
-                           ? cls
-                           : Value(linalg::IndexOp::create(ob, loc, j++)));
-        Value v = tensor::ExtractOp::create(ob, loc, source, at);
-        Value zero = arith::ConstantOp::create(
-            ob, loc, ob.getFloatAttr(v.getType(), 0.0));
-        return arith::SelectOp::create(ob, loc, kept,
-                                       arith::NegFOp::create(ob, loc, v), zero);
-      });
-  std::vector<int64_t> all;
-  for (size_t d = 0; d < target.rank(); ++d)
-    all.push_back(d);
-  if (reduction == 0)
-    return losses;
-  auto add = [](auto &ob, auto loc, Value a, Value e) -> Value {
-    return arith::AddFOp::create(ob, loc, a, e);
-  };
-  Tensor sum = reduce(losses, all, false, t, Host::constFloat(0), add);
-  if (reduction == 2)
-    return sum;
-  if (reduction != 1)
-    throw Unsupported(where(node) + ": reduction mode " +
-                      std::to_string(reduction));
-  // The mean over the targets kept (0/0: NaN, as in PyTorch).
-  Tensor kept = elementwise(
-      {target}, ScalarType::Long, t, [&](auto &ob, auto loc, auto xs) -> Value {
-        Value k = arith::CmpIOp::create(ob, loc, arith::CmpIPredicate::ne,
-                                        xs[0], ignore64);
-        Type ft = elementType(ob.getContext(), t);
-        return arith::UIToFPOp::create(ob, loc, ft, k);
-      });
-  Tensor count = reduce(kept, all, false, t, Host::constFloat(0), add);
-  return elementwise({sum, count}, t, t,
-                     [](auto &ob, auto loc, auto xs) -> Value {
-                       return arith::DivFOp::create(ob, loc, xs[0], xs[1]);
                      });
 }
 

@@ -79,8 +79,11 @@ struct Tensor {
 
 struct None {};
 struct Device {};
+/// A string: known when compiling, or a message built at run time (only
+/// ever raised).
 struct Str {
   std::string text;
+  bool known = true;
 };
 using HostList = std::vector<Host>;
 using TensorList = std::vector<Tensor>;
@@ -174,8 +177,9 @@ using Operand = std::variant<Tensor, Host>;
 
 class Evaluator {
 public:
-  Evaluator(ImplicitLocOpBuilder &b, bool hasSelf, mlir::ModuleOp module)
-      : b(b), hasSelf(hasSelf), module(module) {}
+  Evaluator(ImplicitLocOpBuilder &b, bool hasSelf, mlir::ModuleOp module,
+            bool cuda)
+      : b(b), hasSelf(hasSelf), cuda(cuda), module(module) {}
 
   /// Evaluates \p graph with its tensor inputs bound to \p inputs; returns
   /// the graph's outputs.
@@ -252,6 +256,11 @@ private:
       return std::nullopt;
     return static_cast<ScalarType>(constInt(v, "a dtype"));
   }
+  /// A factory's dtype argument \p v, or \p dflt where it is None.
+  ScalarType dtypeOr(torch::jit::Value *v, ScalarType dflt) {
+    std::optional<ScalarType> t = dtypeArg(v);
+    return t ? *t : dflt;
+  }
 
   //===--------------------------------------------------------------------===//
   // Host scalars
@@ -298,6 +307,10 @@ private:
   using Body = std::function<Value(mlir::OpBuilder &, mlir::Location,
                                    llvm::ArrayRef<Value>)>;
 
+  /// The sizes \p operands broadcast to, as PyTorch broadcasts; where two
+  /// sizes are dynamic, the shape function checks that they are equal.
+  std::vector<Host> broadcastSizes(const std::vector<Operand> &operands);
+
   /// out[i] = body(operands converted to \p computeAs at i), broadcasting
   /// as PyTorch does; where two sizes are dynamic, the shape function
   /// checks that they are equal (a size 1 broadcast at run time takes the
@@ -334,9 +347,12 @@ private:
 
   std::vector<Sym> blockOutputs(Block *block);
 
+  /// Evaluates \p node with its operator's lowering (lowerings()).
   void evalNode(Node *node);
-  bool hasTensorInput(Node *node);
-  bool evalShapeOrComposite(Node *node);
+  /// Binds output \p i of \p node to \p s.
+  void bind(Node *node, Sym s, size_t i = 0) {
+    env[node->output(i)] = std::move(s);
+  }
   /// x.gather(dim, index): out[i] = x[i with index[i] at dim]; an index out
   /// of range fails the kernel's status (PyTorch raises).
   Tensor gatherAlong(Node *node, const Tensor &x, int64_t dim,
@@ -356,22 +372,158 @@ private:
   /// smoothing): the mean, sum or each of -logp[n, target[n]] over the
   /// targets other than ignore_index.
   Tensor nllLoss(Node *node);
+  /// Integer division by zero raises in PyTorch: an integer divisor must be
+  /// a host scalar, which the shape function requires to be non-zero.
+  void requireNonZeroDivisor(Node *node, const Operand &divisor);
   /// softmax or log_softmax of \p x along \p dim, computed in dtype \p t.
   Tensor softmax(const Tensor &x, int64_t dim, ScalarType t, bool log);
-  void evalIf(Node *node);
-  void evalLoop(Node *node);
-  bool evalHostOp(Node *node);
-  void evalTensorOp(Node *node);
-  bool evalIndexingOrRandom(Node *node);
+  /// The \p k largest (or smallest) elements of vector \p x along \p dim
+  /// in order, ties to the lower index: (values, indices).
+  std::pair<Tensor, Tensor> vectorTopk(Node *node, const Tensor &x,
+                                       torch::jit::Value *dim, const Host &k,
+                                       bool largest);
   Value splitmix(mlir::OpBuilder &ob, mlir::Location loc, Value z);
   Value streamSeed();
   Tensor gatherRows(Node *node, const Tensor &x, const Tensor &rowsOf,
                     bool wrapNegative);
-  Tensor binary(Node *node, const std::string &op);
-  Tensor unary(Node *node, const std::string &op);
+  /// The dims a reduction's `dim` argument \p v names in \p x (every dim
+  /// when none or an empty list).
+  std::vector<int64_t> reducedDims(Node *node, torch::jit::Value *v,
+                                   const Tensor &x);
+  /// An `if` whose condition is known only at run time: an scf.if yielding
+  /// each result, its branch's checks and its tensors' dynamic sizes.
+  void lowerIfBothBranches(Node *node, Value cond);
+  /// out = x with \p operands of its dtype at \p x's dtype: the elementwise
+  /// conversion of \p x to \p to (x itself when it has that dtype).
+  Tensor converted(const Tensor &x, ScalarType to);
+  /// not x of a host bool.
+  Host logicalNot(const Host &x);
+
+  //===--------------------------------------------------------------------===//
+  // Lowerings: one per operator (Lowerings.cpp maps each qualified schema
+  // name, "aten::add.Tensor", to one of these). Each binds the node's
+  // outputs or throws Unsupported naming the case.
+  //===--------------------------------------------------------------------===//
+
+public:
+  using Lowering = void (Evaluator::*)(Node *);
+  /// Qualified schema name ("aten::sum.dim_IntList"; the symbol for nodes
+  /// without a schema: "prim::ListConstruct") -> its lowering.
+  static const std::map<std::string, Lowering> &lowerings();
+  /// The key of \p node in lowerings().
+  static std::string operatorKey(const Node *node);
+
+private:
+  struct LoweringTable {
+    std::map<std::string, Lowering> entries;
+    void add(std::initializer_list<const char *> keys, Lowering fn);
+    void add(const std::vector<std::string> &keys, Lowering fn);
+  };
+  static void addHostLowerings(LoweringTable &t);
+  static void addTensorLowerings(LoweringTable &t);
+  static void addShapeLowerings(LoweringTable &t);
+  static void addReductionAndIndexingLowerings(LoweringTable &t);
+
+  // EvalControl.cpp: constants and control flow.
+  void lowerConstant(Node *node);
+  void lowerIf(Node *node);
+  void lowerLoop(Node *node);
+  // EvalHost.cpp: lists, tuples and host scalars.
+  void lowerListConstruct(Node *node);
+  void lowerUnpack(Node *node);
+  void lowerTupleConstruct(Node *node);
+  void lowerDevice(Node *node);
+  void lowerSame(Node *node);
+  void lowerIs(Node *node);
+  void lowerLen(Node *node);
+  void lowerGetItem(Node *node);
+  void lowerListSlice(Node *node);
+  void lowerListAdd(Node *node);
+  void lowerListMul(Node *node);
+  void lowerRangeLength(Node *node);
+  void lowerDeriveIndex(Node *node);
+  void lowerKnownEquality(Node *node);
+  void lowerHostCompare(Node *node);
+  void lowerListEquality(Node *node);
+  void lowerFormat(Node *node);
+  void lowerWarn(Node *node);
+  void lowerHostMinMax(Node *node);
+  void lowerHostArith(Node *node);
+  void lowerHostNeg(Node *node);
+  void lowerHostLogic(Node *node);
+  void lowerNot(Node *node);
+  void lowerTensorToHost(Node *node);
+  void lowerIsComplex(Node *node);
+  void lowerIsCuda(Node *node);
+  void lowerResultType(Node *node);
+  void lowerPromoteTypes(Node *node);
+  // EvalTensor.cpp: metadata, elementwise ops and casts.
+  void lowerSize(Node *node);
+  void lowerDim(Node *node);
+  void lowerNumel(Node *node);
+  void lowerDType(Node *node);
+  void lowerIsFloatingPoint(Node *node);
+  void lowerUnary(Node *node);
+  void lowerCompare(Node *node);
+  void lowerLogical(Node *node);
+  void lowerBitwise(Node *node);
+  void lowerExtremum(Node *node);
+  void lowerArith(Node *node);
+  void lowerRemainder(Node *node);
+  void lowerDiv(Node *node);
+  void lowerWhere(Node *node);
+  void lowerClamp(Node *node);
+  void lowerMaskedFill(Node *node);
+  void lowerTo(Node *node);
+  void lowerIsNan(Node *node);
+  // EvalShapes.cpp: views, concatenation and factories.
+  void lowerView(Node *node);
+  void lowerFlatten(Node *node);
+  void lowerUnsqueeze(Node *node);
+  void lowerSqueeze(Node *node);
+  void lowerSlice(Node *node);
+  void lowerSelect(Node *node);
+  void lowerCat(Node *node);
+  void lowerStack(Node *node);
+  void lowerExpand(Node *node);
+  void lowerBroadcastTensors(Node *node);
+  void lowerFilled(Node *node);
+  void lowerFull(Node *node);
+  void lowerFilledLike(Node *node);
+  void lowerNewFilled(Node *node);
+  void lowerNewFull(Node *node);
+  void lowerScalarTensor(Node *node);
+  void lowerTensorOfScalar(Node *node);
+  void lowerArange(Node *node);
+  // EvalReduce.cpp: reductions and their composites.
+  void lowerSumMean(Node *node);
+  void lowerExtremeReduce(Node *node);
+  void lowerAnyAll(Node *node);
+  void lowerMaxDim(Node *node);
+  void lowerArgExtreme(Node *node);
+  void lowerSoftmax(Node *node);
+  void lowerNllLoss(Node *node);
+  void lowerOneHot(Node *node);
+  void lowerLinear(Node *node);
+  void lowerLayerNorm(Node *node);
+  void lowerDropout(Node *node);
+  void lowerBceWithLogits(Node *node);
+  // EvalIndexing.cpp: gathers, scatters, random draws, orders.
+  void lowerAppend(Node *node);
+  void lowerIndexSelect(Node *node);
+  void lowerIndex(Node *node);
+  void lowerGather(Node *node);
+  void lowerRand(Node *node);
+  void lowerRandperm(Node *node);
+  void lowerTopk(Node *node);
+  void lowerSort(Node *node);
+  void lowerCumsum(Node *node);
+  void lowerScatter(Node *node);
 
   ImplicitLocOpBuilder &b;
   bool hasSelf;
+  /// Whether the kernel runs on a GPU (KernelDevice).
+  bool cuda;
   mlir::ModuleOp module;
   std::unordered_map<const torch::jit::Value *, Sym> env;
   /// Size checks, one list per open scf.if branch (the outermost first).
@@ -384,6 +536,13 @@ private:
   Value seed;
   int randomOps = 0;
 };
+
+/// The overload of \p node's operator ("dim_IntList" for
+/// aten::sum.dim_IntList; "" for aten::sum); nodes the bridge lowers by
+/// schema have one.
+inline const std::string &overloadOf(const Node *node) {
+  return node->schema().overload_name();
+}
 
 /// The op's name without its namespace ("add" for aten::add).
 inline std::string opName(Node *node) { return node->kind().toUnqualString(); }

@@ -158,7 +158,9 @@ static std::vector<Tensor> resultTensors(const std::vector<Sym> &outputs) {
 
 BridgeResult buildFunctions(const torch::jit::Graph &graph, bool hasSelf,
                             const std::vector<TensorSignature> &signature,
-                            const std::string &name, mlir::ModuleOp module) {
+                            const std::string &name, mlir::ModuleOp module,
+                            KernelDevice device) {
+  bool cuda = device == KernelDevice::Cuda;
   mlir::MLIRContext *ctx = module.getContext();
   BridgeResult result;
   mlir::Location loc = mlir::NameLoc::get(mlir::StringAttr::get(ctx, name));
@@ -215,7 +217,7 @@ BridgeResult buildFunctions(const torch::jit::Graph &graph, bool hasSelf,
       auto fn = mlir::func::FuncOp::create(
           mb, loc, name + "_shape", mlir::FunctionType::get(ctx, args, {}));
       attachBody(fn);
-      Evaluator ev(b, hasSelf, module);
+      Evaluator ev(b, hasSelf, module, cuda);
       results = evaluate(fn, ev);
       Value sizes = fn.getArguments().back();
       auto store = [&](Value v) {
@@ -244,7 +246,7 @@ BridgeResult buildFunctions(const torch::jit::Graph &graph, bool hasSelf,
       auto fn = mlir::func::FuncOp::create(
           mb, loc, name, mlir::FunctionType::get(ctx, args, {}));
       attachBody(fn);
-      Evaluator ev(b, hasSelf, module);
+      Evaluator ev(b, hasSelf, module, cuda);
       std::vector<Tensor> outs = evaluate(fn, ev);
       result.random = ev.usesRandom();
       for (size_t i = 0; i < outs.size(); ++i) {

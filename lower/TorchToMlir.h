@@ -75,11 +75,25 @@ struct BridgeResult {
   bool random = false;
 };
 
+/// The device a kernel runs on: what `x.is_cuda` is inside it, and whether
+/// its shape function may read a tensor's values (on the CPU only: on a GPU
+/// that read is a sync).
+enum class KernelDevice { Cpu, Cuda };
+
 /// Builds `@<name>_shape` and `@<name>` for \p graph into \p module.
 /// \p graph's first input is the module (`self`) when \p hasSelf.
 BridgeResult buildFunctions(const torch::jit::Graph &graph, bool hasSelf,
                             const std::vector<TensorSignature> &signature,
-                            const std::string &name, mlir::ModuleOp module);
+                            const std::string &name, mlir::ModuleOp module,
+                            KernelDevice device = KernelDevice::Cpu);
+
+/// Every operator the bridge lowers, by qualified schema name
+/// ("aten::add.Tensor"), or by symbol for nodes without a schema
+/// ("prim::ListConstruct"); sorted.
+std::vector<std::string> loweredOperators();
+/// The key \p node is lowered by in loweredOperators(): its schema's
+/// qualified name with the overload ("aten::add.int"), else its kind.
+std::string loweringKey(const torch::jit::Node *node);
 
 /// The MLIR dtype name of a torch dtype in signatures ("f32"), or "" if the
 /// bridge has none.

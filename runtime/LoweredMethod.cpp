@@ -7,6 +7,7 @@
 
 #include <ATen/CPUGeneratorImpl.h>
 #include <ATen/core/Generator.h>
+#include <ATen/core/grad_mode.h>
 
 #include <dlfcn.h>
 #include <sys/mman.h>
@@ -222,7 +223,7 @@ bool LoweredMethod::matchesSignature(const std::vector<at::Tensor> &inputs,
     if (!t.defined() || t.device() != device || t.scalar_type() != a.dtype ||
         t.dim() != int64_t(a.sizes.size()) || !t.is_contiguous() ||
         t.is_neg() || t.is_conj() || t.layout() != c10::kStrided ||
-        t.requires_grad())
+        (t.requires_grad() && at::GradMode::is_enabled()))
       return false;
     for (size_t d = 0; d < a.sizes.size(); ++d)
       if (a.sizes[d] >= 0 && t.size(d) != a.sizes[d])

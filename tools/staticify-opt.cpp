@@ -74,6 +74,8 @@ options:
                    --input-types): the shape function and the kernel, on
                    tensors, before the CPU pipeline; or "not lowered: WHY" on
                    stderr and exit 1 (needs a build with MLIR)
+  --emit-for-cuda  with --emit-mlir: what the bridge builds for a CUDA kernel
+                   (x.is_cuda is true; no host read of a tensor's values)
   --help           print this help
 )";
 
@@ -142,7 +144,8 @@ static void printValueClasses(std::ostream &os, const torch::jit::Block &block,
 }
 
 /// --emit-mlir: the bridge's functions for \p graph, printed.
-static int emitFunctions(torch::jit::Graph &graph, const std::string &signature) {
+static int emitFunctions(torch::jit::Graph &graph, const std::string &signature,
+                         bool cuda) {
 #ifdef STATICIFY_WITH_MLIR
   mlir::DialectRegistry registry;
   lower::registerLoweringDialects(registry);
@@ -153,7 +156,9 @@ static int emitFunctions(torch::jit::Graph &graph, const std::string &signature)
                  graph.inputs()[0]->type()->kind() == c10::TypeKind::ClassType;
   lower::BridgeResult result = lower::buildFunctions(graph, hasSelf,
                                                      lower::parseSignature(signature), "graph",
-                                                     *module);
+                                                     *module,
+                                                     cuda ? lower::KernelDevice::Cuda
+                                                          : lower::KernelDevice::Cpu);
   if (!result.unsupported.empty()) {
     std::cerr << "staticify-opt: not lowered: " << result.unsupported << "\n";
     return 1;
@@ -175,6 +180,7 @@ static int emitFunctions(torch::jit::Graph &graph, const std::string &signature)
 int main(int argc, char **argv) {
   std::vector<std::string> passes;
   std::string input, reportJson, emitMlir;
+  bool emitForCuda = false;
   bool analyze = false, printGraph = false, printClasses = false,
        timePasses = false;
   PassOptions options;
@@ -213,6 +219,8 @@ int main(int argc, char **argv) {
         printClasses = true;
       else if (cl.option("--report-json", reportJson))
         continue;
+      else if (cl.flag("--emit-for-cuda"))
+        emitForCuda = true;
       else if (cl.option("--emit-mlir", emitMlir))
         continue;
       else if (cl.option("--saved-training", value)) {
@@ -267,7 +275,7 @@ int main(int argc, char **argv) {
     if (timePasses)
       std::cerr << renderSeconds(result.seconds, "");
     if (!emitMlir.empty())
-      return emitFunctions(*graph, emitMlir);
+      return emitFunctions(*graph, emitMlir, emitForCuda);
     if (!analyze) {
       graph->print(std::cout, /*print_source_locations=*/false);
       return 0;

@@ -2,6 +2,7 @@
 
 // Each op becomes buffers and a call; one declaration per ukernel.
 // CHECK-DAG: func.func private @staticify_topk_f32(memref<?xf32, strided<[?], offset: ?>>, memref<?xf32>, memref<?xi64>, i64) attributes {llvm.emit_c_interface}
+// CHECK-DAG: func.func private @staticify_topk_i64(memref<?xi64, strided<[?], offset: ?>>, memref<?xi64>, memref<?xi64>, i64) attributes {llvm.emit_c_interface}
 // CHECK-DAG: func.func private @staticify_randperm_i64(memref<?xi64>, i64) attributes {llvm.emit_c_interface}
 // CHECK-NOT: func.func private @staticify_topk_f32
 
@@ -26,6 +27,14 @@ func.func @topk_twice(%keys: tensor<?xf32>, %k: index) -> (tensor<?xf32>, tensor
   %v, %i = staticify.topk %keys, %k {largest = true} : tensor<?xf32> -> tensor<?xf32>, tensor<?xi64>
   %w, %j = staticify.topk %keys, %k {largest = true} : tensor<?xf32> -> tensor<?xf32>, tensor<?xi64>
   return %v, %w : tensor<?xf32>, tensor<?xf32>
+}
+
+// Integer keys take their own ukernel.
+// CHECK-LABEL: func @topk_i64
+// CHECK: call @staticify_topk_i64
+func.func @topk_i64(%keys: tensor<?xi64>, %k: index) -> (tensor<?xi64>, tensor<?xi64>) {
+  %v, %i = staticify.topk %keys, %k {largest = true} : tensor<?xi64> -> tensor<?xi64>, tensor<?xi64>
+  return %v, %i : tensor<?xi64>, tensor<?xi64>
 }
 
 // CHECK-LABEL: func @randperm

@@ -91,7 +91,7 @@ void _mlir_ciface_staticify_randperm_i64(Memref1 *out, int64_t seed) {
  * ib): larger first (smaller with !largest), NaN largest, ties by index. */
 #define STATICIFY_TOPK_HEAP(T, SUFFIX)                                                        \
   static int before_##SUFFIX(T a, int64_t ia, T b, int64_t ib, int largest) {            \
-    int na = isnan(a), nb = isnan(b);                                                    \
+    int na = a != a, nb = b != b; /* NaN; never for integers */                        \
     if (na || nb) {                                                                      \
       if (na && nb)                                                                      \
         return ia < ib;                                                                  \
@@ -161,6 +161,7 @@ void _mlir_ciface_staticify_randperm_i64(Memref1 *out, int64_t seed) {
 
 STATICIFY_TOPK_HEAP(float, f32)
 STATICIFY_TOPK_HEAP(double, f64)
+STATICIFY_TOPK_HEAP(int64_t, i64)
 
 /* torch.topk of a vector: the k first keys in topk's order (larger first,
  * smaller with !largest; NaN largest, as in PyTorch; ties by the lower
@@ -176,18 +177,22 @@ STATICIFY_TOPK_HEAP(double, f64)
  * are the k; a stable least-significant-digit radix sort orders them, ties
  * staying in index order. Scratch: the 16-bit histogram, the candidates,
  * and 2k (key, index) pairs. */
-#define STATICIFY_TOPK(T, U, BITS, SUFFIX)                                       \
+#define STATICIFY_TOPK(T, U, BITS, SUFFIX, FLOATING)                             \
   typedef struct { U key; int64_t index; } Pair_##SUFFIX;                         \
   /* Branch-free: the signs of random keys would defeat a predictor. */        \
   static inline U order_##SUFFIX(T x, int largest) {                             \
     U u;                                                                         \
-    x = x + (T)0; /* -0.0 + 0.0 is 0.0: -0.0 ties with 0.0, as in PyTorch */    \
-    memcpy(&u, &x, sizeof u);                                                    \
     const U sign = (U)1 << (BITS - 1);                                           \
-    U negative = (U)0 - (u >> (BITS - 1)); /* all ones for a negative key */     \
-    u ^= negative | sign;                                                        \
-    U nan = (U)0 - (U)(x != x);                                                  \
-    u |= nan; /* NaN: the largest */                                             \
+    if (FLOATING) {                                                              \
+      x = x + (T)0; /* -0.0 + 0.0 is 0.0: -0.0 ties with 0.0, as in PyTorch */  \
+      memcpy(&u, &x, sizeof u);                                                  \
+      U negative = (U)0 - (u >> (BITS - 1)); /* all ones for a negative key */   \
+      u ^= negative | sign;                                                      \
+      U nan = (U)0 - (U)(x != x);                                                \
+      u |= nan; /* NaN: the largest */                                           \
+    } else {                                                                     \
+      u = (U)x ^ sign; /* two's complement: the sign bit flipped */              \
+    }                                                                            \
     return u ^ ((U)0 - (U)!largest);                                             \
   }                                                                              \
   /* The digit of the need-th largest among hist's, and how many lie above. */  \
@@ -300,5 +305,6 @@ STATICIFY_TOPK_HEAP(double, f64)
     free(a < b ? a : b);                                                         \
   }
 
-STATICIFY_TOPK(float, uint32_t, 32, f32)
-STATICIFY_TOPK(double, uint64_t, 64, f64)
+STATICIFY_TOPK(float, uint32_t, 32, f32, 1)
+STATICIFY_TOPK(double, uint64_t, 64, f64, 1)
+STATICIFY_TOPK(int64_t, uint64_t, 64, i64, 0)

@@ -40,17 +40,18 @@ def Staticify_TopKOp : Staticify_Op<"topk", [Pure]> {
   let description = [{
     `torch.topk` of a vector: the `k` largest keys (smallest with `largest =
     false`) in order, NaN largest, ties by the lower index; `k` at most the
-    keys' size. Linalg has no selection: `staticify-lower-to-ukernels` turns
-    the op into a call to a hand-written kernel (a heap of the k best,
-    O(n log k)).
+    keys' size. Keys are f32, f64 or i64 (the CUDA runtime takes f32 and
+    f64). Linalg has no selection: `staticify-lower-to-ukernels` turns the
+    op into a call to a hand-written kernel (a radix select and sort; a
+    heap of the k best where k is a few keys of many).
 
     ```mlir
     %values, %indices = staticify.topk %keys, %k {largest = true}
         : tensor<?xf32> -> tensor<?xf32>, tensor<?xi64>
     ```
   }];
-  let arguments = (ins RankedTensorOf<[F32, F64]>:$keys, Index:$k, BoolAttr:$largest);
-  let results = (outs RankedTensorOf<[F32, F64]>:$values, RankedTensorOf<[I64]>:$indices);
+  let arguments = (ins RankedTensorOf<[F32, F64, I64]>:$keys, Index:$k, BoolAttr:$largest);
+  let results = (outs RankedTensorOf<[F32, F64, I64]>:$values, RankedTensorOf<[I64]>:$indices);
   let assemblyFormat = [{
     $keys `,` $k attr-dict `:` type($keys) `->` type($values) `,` type($indices)
   }];

@@ -3,10 +3,14 @@
 //
 // Private to lower/: the values of the abstract evaluation of a TorchScript
 // graph (TorchToMlir.h) and the evaluator that builds MLIR while walking it.
-// Its methods live by family: EvalCore.cpp (host scalars, elementwise ops,
-// reductions, shapes), EvalControl.cpp (nodes, host ops, branches, loops),
-// EvalTensor.cpp (tensor ops), EvalIndexing.cpp (gathers, scatters, random
-// draws, top-k).
+// Each operator has one lowering, a member found through the table in
+// Lowerings.cpp by the operator's qualified schema name. The helpers live in
+// EvalCore.cpp (host scalars, elementwise ops, reductions, shapes); the
+// lowerings by family: EvalControl.cpp (constants, branches, loops),
+// EvalHost.cpp (lists, tuples, host scalars), EvalTensor.cpp (metadata,
+// elementwise ops, casts), EvalShapes.cpp (views, concatenation,
+// factories), EvalReduce.cpp (reductions, losses, layers), EvalIndexing.cpp
+// (gathers, scatters, random draws, orders).
 //
 //===----------------------------------------------------------------------===//
 #pragma once

@@ -284,14 +284,15 @@ def topk_keys(n, gen, dtype):
 
 
 @pytest.mark.parametrize("dtype,largest", [(torch.float32, True), (torch.float32, False),
-                                           (torch.float64, True), (torch.float64, False)])
+                                           (torch.float64, True), (torch.float64, False),
+                                           (torch.int64, True), (torch.int64, False)])
 def test_topk_ukernel_equals_a_stable_sort(staticify, save, tmp_path, dtype, largest):
-    """2,000 cases over the four kernels: values equal torch.topk's, and the
+    """3,000 cases over the six kernels: values equal torch.topk's, and the
     indices are the first k of a stable sort (ties in index order, NaN
     largest); sizes up to 5,000 (radix select) and a few over 2^16 (heap)."""
     path = save(TopKOf(largest))
     out = tmp_path / "lowered.pt"
-    name = "f32" if dtype == torch.float32 else "f64"
+    name = {torch.float32: "f32", torch.float64: "f64", torch.int64: "i64"}[dtype]
     _, lowering = lower(staticify, path, out, f"{name}[?], f32[?]")
     assert lowering["lowered"], lowering["reason"]
     model = torch.jit.load(str(out))
@@ -355,3 +356,117 @@ def test_remainder_and_fmod_take_pytorchs_signs(staticify, save, tmp_path):
     for got, expected in zip(lowered(i, x), original(i, x)):
         assert got.dtype == expected.dtype and torch.equal(got, expected), (got, expected)
     assert counts(lowered) == [1, 0]
+
+
+class LayeredHead(torch.nn.Module):
+    """A classification head with weights: Linear, ReLU, LayerNorm, Dropout,
+    Linear, and the cross entropy of the rows whose label is not -1 (the
+    boolean-indexed loss the rewrite turns static)."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc = torch.nn.Linear(16, 32)
+        self.norm = torch.nn.LayerNorm(32)
+        self.drop = torch.nn.Dropout(0.1)
+        self.out = torch.nn.Linear(32, 5)
+
+    def forward(self, x: torch.Tensor, y: torch.Tensor):
+        logits = self.out(self.drop(self.norm(torch.relu(self.fc(x)))))
+        valid = y >= 0
+        return torch.nn.functional.cross_entropy(logits[valid], y[valid])
+
+
+def test_a_head_with_weights_lowers_and_equals_the_original(staticify, save, tmp_path):
+    """The module's parameters become kernel inputs: under no_grad the kernel
+    answers and equals the original (rows 0..300, labels -1..4); with
+    gradients on, the TorchScript runs and the gradients equal the
+    original's; after .train(), dropout's `training` (compiled in) no longer
+    holds, and the method runs as it was (equal under one seed)."""
+    torch.manual_seed(0)
+    path = save(LayeredHead().eval())
+    out = tmp_path / "lowered.pt"
+    _, lowering = lower(staticify, path, out, "f32[?,16], i64[?]")
+    assert lowering["lowered"], lowering["reason"]
+    original, lowered = torch.jit.load(str(path)), torch.jit.load(str(out))
+    gen = torch.Generator().manual_seed(1)
+    with torch.no_grad():
+        for n in [0, 1, 2, 7, 64, 300]:
+            x = torch.randn(n, 16, generator=gen)
+            y = torch.randint(-1, 5, (n,), generator=gen)
+            torch.testing.assert_close(lowered(x, y), original(x, y), rtol=1e-5, atol=1e-5,
+                                       equal_nan=True)
+    assert counts(lowered) == [6, 0]
+    x, y = torch.randn(9, 16, generator=gen), torch.randint(0, 5, (9,), generator=gen)
+    got, expected = lowered(x, y), original(x, y)
+    got.backward()
+    expected.backward()
+    torch.testing.assert_close(got, expected)
+    torch.testing.assert_close(lowered.fc.weight.grad, original.fc.weight.grad)
+    assert counts(lowered) == [6, 1]
+    lowered.train()
+    original.train()
+    torch.manual_seed(5)
+    expected = original(x, y)
+    torch.manual_seed(5)
+    got = lowered(x, y)
+    torch.testing.assert_close(got, expected)
+    assert counts(lowered) == [6, 1]  # the method as it was: no runner call
+
+
+class ScaledTopK(torch.nn.Module):
+    """Reads a tensor buffer and a plain int attribute (not Final)."""
+
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("scale", torch.tensor([2.0, 0.5, 1.0, 3.0]))
+        self.k = 2
+
+    def forward(self, x: torch.Tensor):
+        return torch.topk((x * self.scale).sum(1), self.k)[0]
+
+
+def test_attributes_are_kernel_inputs_and_guards(staticify, save, tmp_path):
+    """A buffer is passed to the kernel on each call (changed in place, the
+    kernel sees the change); an int attribute is compiled in and guarded
+    (set to another value, the method runs as it was)."""
+    path = save(ScaledTopK())
+    out = tmp_path / "lowered.pt"
+    _, lowering = lower(staticify, path, out, "f32[?,4]")
+    assert lowering["lowered"], lowering["reason"]
+    original, lowered = torch.jit.load(str(path)), torch.jit.load(str(out))
+    x = torch.randn(10, 4)
+    assert torch.equal(lowered(x), original(x))
+    with torch.no_grad():
+        lowered.scale.mul_(-1)
+        original.scale.mul_(-1)
+    assert torch.equal(lowered(x), original(x))
+    assert counts(lowered) == [2, 0]
+    lowered.k = 5
+    original.k = 5
+    assert torch.equal(lowered(x), original(x))
+    assert counts(lowered) == [2, 0]
+
+
+class SortAndRowTopK(torch.nn.Module):
+    def forward(self, x: torch.Tensor, ids: torch.Tensor):
+        order, perm = ids.sort(descending=True, stable=True)
+        rows = torch.topk(x, min(3, x.size(1)), dim=1)
+        return order, perm, rows[0], rows[1]
+
+
+def test_sort_of_integers_and_topk_of_rows(staticify, save, tmp_path):
+    """sort of an i64 vector equals PyTorch's stable sort (ties in index
+    order); topk along the rows of a matrix equals PyTorch's on keys
+    without ties."""
+    path = save(SortAndRowTopK())
+    out = tmp_path / "lowered.pt"
+    _, lowering = lower(staticify, path, out, "f32[?,?], i64[?]")
+    assert lowering["lowered"], lowering["reason"]
+    original, lowered = torch.jit.load(str(path)), torch.jit.load(str(out))
+    gen = torch.Generator().manual_seed(2)
+    for rows, cols, n in [(0, 3, 0), (1, 3, 1), (5, 7, 100), (64, 200, 5000)]:
+        x = torch.randperm(rows * cols, generator=gen).float().reshape(rows, cols)
+        ids = torch.randint(-3, 4, (n,), generator=gen)
+        for a, b in zip(lowered(x, ids), original(x, ids)):
+            assert torch.equal(a, b)
+    assert counts(lowered) == [4, 0]

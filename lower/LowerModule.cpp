@@ -4,6 +4,7 @@
 #include "lower/CpuTarget.h"
 #include "lower/CudaTarget.h"
 #include "passes/GraphUtils.h"
+#include "passes/ModuleAttributes.h"
 #include "tools/ModuleIO.h"
 
 #include "mlir/IR/BuiltinOps.h"
@@ -17,9 +18,6 @@
 #include <torch/custom_class.h>
 
 #include <chrono>
-#include <functional>
-#include <map>
-#include <optional>
 #include <sstream>
 
 namespace staticify::lower {
@@ -35,117 +33,6 @@ std::string symbolName(const std::string &method) {
   std::string out = "staticify_";
   for (char c : method)
     out += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
-  return out;
-}
-
-/// The module's tensors a method reads (parameters, buffers, tensor
-/// attributes), by attribute path from `self`: kernel arguments after the
-/// method's own inputs.
-struct LiftedAttributes {
-  std::vector<std::vector<std::string>> paths;
-  std::vector<TensorSignature> signature; // each one's dtype and sizes
-  /// The bool, int and float attributes read (a submodule's `training`,
-  /// say), compiled in as constants: the method takes the kernel only while
-  /// each still has its value.
-  std::vector<std::pair<std::vector<std::string>, c10::IValue>> guards;
-  std::string reason; // why the method cannot be lowered; empty if it can
-};
-
-/// The attribute path of \p v from \p self (a chain of prim::GetAttr), or
-/// none.
-std::optional<std::vector<std::string>> attributePath(Value *v, Value *self) {
-  std::vector<std::string> path;
-  while (v != self) {
-    Node *n = v->node();
-    if (n->kind() != c10::prim::GetAttr)
-      return std::nullopt;
-    path.insert(path.begin(), n->s(c10::attr::name));
-    v = n->input(0);
-  }
-  return path;
-}
-
-c10::IValue attributeValue(const torch::jit::Module &module,
-                           const std::vector<std::string> &path) {
-  c10::IValue v = module._ivalue();
-  for (const std::string &name : path)
-    v = v.toObject()->getAttr(name);
-  return v;
-}
-
-std::string joined(const std::vector<std::string> &path) {
-  std::string out;
-  for (const std::string &p : path)
-    out += (out.empty() ? "" : ".") + p;
-  return out;
-}
-
-/// Replaces, in \p graph (a method of \p module with its calls inlined),
-/// each read of a tensor attribute by a new graph input, of a bool, int or
-/// float attribute by its value (a guard), and of an attribute whose type
-/// is None by None; afterwards nothing may read `self`.
-LiftedAttributes liftAttributes(Graph &graph,
-                                const torch::jit::Module &module) {
-  LiftedAttributes out;
-  Value *self = graph.inputs()[0];
-  std::map<std::vector<std::string>, Value *> inputs;
-  std::vector<Node *> reads;
-  std::function<void(torch::jit::Block *)> collect =
-      [&](torch::jit::Block *block) {
-        for (Node *n : block->nodes()) {
-          if (n->kind() == c10::prim::GetAttr)
-            reads.push_back(n);
-          for (torch::jit::Block *b : n->blocks())
-            collect(b);
-        }
-      };
-  collect(graph.block());
-  for (Node *n : reads) {
-    auto path = attributePath(n->output(), self);
-    if (!path)
-      continue;
-    c10::IValue value = attributeValue(module, *path);
-    bool none = n->output()->type()->kind() == c10::TypeKind::NoneType;
-    if (none || value.isBool() || value.isInt() || value.isDouble()) {
-      torch::jit::WithInsertPoint guard(n);
-      n->output()->replaceAllUsesWith(
-          graph.insertConstant(none ? c10::IValue() : value));
-      if (!none)
-        out.guards.emplace_back(*path, value);
-      continue;
-    }
-    if (!value.isTensor())
-      continue; // a submodule (its reads are handled), or left to the check
-    at::Tensor t = value.toTensor();
-    if (dtypeName(t.scalar_type()).empty() || t.device().type() != c10::kCPU) {
-      out.reason = "attribute '" + joined(*path) +
-                   "' is not a CPU tensor of a dtype the bridge takes";
-      return out;
-    }
-    auto [it, fresh] = inputs.emplace(*path, nullptr);
-    if (fresh) {
-      it->second = graph.addInput(symbolName(joined(*path)))
-                       ->setType(c10::TensorType::get());
-      out.paths.push_back(*path);
-      out.signature.push_back({t.scalar_type(), t.sizes().vec()});
-    }
-    n->output()->replaceAllUsesWith(it->second);
-  }
-  // Attribute reads now unused, innermost first.
-  for (auto it = reads.rbegin(); it != reads.rend(); ++it)
-    if (!(*it)->output()->hasUses())
-      (*it)->destroy();
-  for (const torch::jit::Use &use : self->uses()) {
-    Node *n = use.user;
-    out.reason =
-        n->kind() == c10::prim::GetAttr
-            ? "the method reads attribute '" + n->s(c10::attr::name) +
-                  "', which is not a tensor (make it Final to compile it "
-                  "in)"
-            : std::string("the method passes the module to ") +
-                  n->kind().toQualString();
-    return out;
-  }
   return out;
 }
 
@@ -198,26 +85,6 @@ std::string cudaRecords(const CompiledCuda &cuda, LoweringOutcome &out) {
     out.cudaImages.emplace_back(name, bytes.size());
   }
   return images;
-}
-
-Value *readAttribute(Graph &g, Value *self,
-                     const std::vector<std::string> &path) {
-  Value *v = self;
-  for (const std::string &name : path)
-    v = g.insertGetAttr(v, name);
-  return v;
-}
-
-/// Whether every guarded attribute still has its value: a bool, or none
-/// when there is no guard.
-Value *guardsHold(Graph &g, Value *self, const LiftedAttributes &lifted) {
-  Value *all = nullptr;
-  for (const auto &[path, value] : lifted.guards) {
-    Value *same = g.insert(c10::aten::eq, {readAttribute(g, self, path),
-                                           g.insertConstant(value)});
-    all = all ? g.insert(c10::aten::__and__, {all, same}) : same;
-  }
-  return all;
 }
 
 /// The call of the runner: self.<attr>.run([inputs, attributes]), its
@@ -311,9 +178,18 @@ LoweringOutcome lowerMethod(torch::jit::Module &module,
     out.reason = lifted.reason;
     return out;
   }
+  // Each tensor attribute with its dtype and sizes now (another tensor put
+  // there later takes the TorchScript).
   std::vector<TensorSignature> kernelSignature = signature;
-  kernelSignature.insert(kernelSignature.end(), lifted.signature.begin(),
-                         lifted.signature.end());
+  for (size_t i = 0; i < lifted.tensors.size(); ++i) {
+    const at::Tensor &t = lifted.tensors[i];
+    if (dtypeName(t.scalar_type()).empty() || t.device().type() != c10::kCPU) {
+      out.reason = "attribute '" + attributeName(lifted.paths[i]) +
+                   "' is not a CPU tensor of a dtype the bridge takes";
+      return out;
+    }
+    kernelSignature.push_back({t.scalar_type(), t.sizes().vec()});
+  }
   mlir::DialectRegistry registry;
   registerLoweringDialects(registry);
   mlir::MLIRContext ctx(registry);

@@ -3,6 +3,7 @@
 #include "tools/CudaGraphs.h"
 
 #include "passes/GraphUtils.h"
+#include "passes/ModuleAttributes.h"
 #include "tools/ModuleIO.h"
 
 #include <torch/custom_class.h>
@@ -57,22 +58,82 @@ static size_t tupleOfTensors(const std::vector<c10::TypePtr> &types) {
   return tuple->elements().size();
 }
 
-std::vector<size_t>
+/// The call of \p r's runner in place of \p call's results: run([inputs,
+/// the module's tensors the region reads]), unpacked as the call's uses
+/// expect; inserted at \p graph's insertion point.
+static std::vector<Value *> runnerCall(Graph &graph, Node *call,
+                                       const std::string &attr,
+                                       const LiftedAttributes &lifted,
+                                       size_t results) {
+  Value *self = graph.inputs()[0];
+  Value *runner = graph.insertGetAttr(self, attr);
+  std::vector<Value *> args(call->inputs().begin() + 1, call->inputs().end());
+  for (const std::vector<std::string> &path : lifted.paths)
+    args.push_back(readAttribute(graph, self, path));
+  Value *list = graph.insertNode(graph.createList(c10::TensorType::get(), args))
+                    ->output();
+  Node *run =
+      graph.insertNode(graph.create(c10::prim::CallMethod, {runner, list}, 1));
+  run->s_(c10::attr::name, "run");
+  run->output()->setType(c10::ListType::ofTensors());
+  std::vector<Value *> out;
+  for (size_t i = 0; i < results; ++i)
+    out.push_back(graph.insert(c10::aten::__getitem__,
+                               {run->output(), static_cast<int64_t>(i)}));
+  return out;
+}
+
+/// Replaces \p call's result by \p elements: the tuple rebuilt, the one
+/// tensor, or each unpacked element.
+static void replaceCallResults(Graph &graph, Node *call,
+                               const std::vector<Value *> &elements,
+                               bool tupled) {
+  if (tupled) {
+    torch::jit::WithInsertPoint guard(call);
+    call->output()->replaceAllUsesWith(
+        graph.insertNode(graph.createTuple(elements))->output());
+  } else if (call->outputs().size() == 1 &&
+             call->output()->type()->kind() == c10::TypeKind::TensorType) {
+    call->output()->replaceAllUsesWith(elements.at(0));
+  } else {
+    // The caller unpacks the call's tuple: each element from the list.
+    std::vector<torch::jit::Use> uses = call->output()->uses();
+    for (const torch::jit::Use &use : uses) {
+      Node *unpack = use.user;
+      for (size_t i = 0; i < unpack->outputs().size(); ++i)
+        unpack->output(i)->replaceAllUsesWith(elements.at(i));
+      unpack->destroy();
+    }
+  }
+}
+
+std::vector<RegionOutcome>
 runRegionsWithCudaGraphs(torch::jit::Module &module, Graph &graph,
                          const std::vector<OutlinedRegion> &regions) {
   c10::ClassTypePtr runnerType =
       torch::getCustomClass("__torch__.torch.classes.staticify.RegionRunner");
   if (!runnerType)
     throw std::runtime_error("the staticify runtime library is not loaded");
-  std::vector<size_t> converted;
+  std::vector<RegionOutcome> outcomes;
   for (const OutlinedRegion &r : regions) {
+    RegionOutcome &outcome = outcomes.emplace_back();
+    outcome.region = r.region;
     size_t tupled = tupleOfTensors(r.outputs);
-    if (!allTensors(r.inputs) || (!allTensors(r.outputs) && !tupled) ||
-        r.graph->inputs()[0]->hasUses())
-      continue; // a region reading parameters or passing non-tensors stays
+    if (!allTensors(r.inputs) || (!allTensors(r.outputs) && !tupled)) {
+      outcome.reason = "it takes or gives values other than tensors";
+      continue;
+    }
+    // The module's tensors the region reads become the runner's inputs
+    // after the region's own; its scalars are compiled in and guarded.
+    std::shared_ptr<Graph> lowered = r.graph->copy();
+    LiftedAttributes lifted = liftAttributes(*lowered, module);
+    if (!lifted.reason.empty()) {
+      outcome.reason = lifted.reason;
+      continue;
+    }
     // The region as a module of its own, saved into the runner's state.
     std::string bytes =
-        saveGraphAsModule(*r.graph, "__torch__.staticify." + r.method);
+        saveGraphAsModule(*lowered, "__torch__.staticify." + r.method);
     // The runner object, built by the class's own constructor.
     auto object = c10::ivalue::Object::create(
         c10::StrongTypePtr(nullptr, runnerType), runnerType->numAttributes());
@@ -81,44 +142,46 @@ runRegionsWithCudaGraphs(torch::jit::Module &module, Graph &graph,
     std::string attr = "_staticify_region_" + std::to_string(r.region);
     module.register_attribute(attr, runnerType, c10::IValue(object));
 
-    // self._staticify_region_k.run([inputs]) in place of the method call.
+    // self._staticify_region_k.run([inputs]) in place of the method call;
+    // where scalars were compiled in, only while they hold (else the call
+    // as it was).
     Node *call = r.call;
+    size_t results = tupled ? tupled : r.outputs.size();
     torch::jit::WithInsertPoint guard(call);
-    Value *runner = graph.insertGetAttr(graph.inputs()[0], attr);
-    std::vector<Value *> args(call->inputs().begin() + 1, call->inputs().end());
-    Value *list =
-        graph.insertNode(graph.createList(c10::TensorType::get(), args))
-            ->output();
-    Node *run = graph.insertNode(
-        graph.create(c10::prim::CallMethod, {runner, list}, 1));
-    run->s_(c10::attr::name, "run");
-    run->output()->setType(c10::ListType::ofTensors());
-    auto element = [&](int64_t i) {
-      return emit(graph, "aten::__getitem__", {run->output(), i}, call);
-    };
-    if (tupled) { // the runner returns the tuple's elements: rebuild it
-      std::vector<Value *> elements;
-      for (size_t i = 0; i < tupled; ++i)
-        elements.push_back(element(static_cast<int64_t>(i)));
-      call->output()->replaceAllUsesWith(
-          graph.insertNode(graph.createTuple(elements))->output());
-    } else if (r.outputs.size() == 1) {
-      call->output()->replaceAllUsesWith(element(0));
+    Value *hold = guardsHold(graph, graph.inputs()[0], lifted);
+    std::vector<Value *> elements;
+    if (!hold) {
+      elements = runnerCall(graph, call, attr, lifted, results);
     } else {
-      // The caller unpacks the call's tuple: each element from the list.
-      std::vector<torch::jit::Use> uses = call->output()->uses();
-      for (const torch::jit::Use &use : uses) {
-        Node *unpack = use.user;
-        for (size_t i = 0; i < unpack->outputs().size(); ++i)
-          unpack->output(i)->replaceAllUsesWith(
-              element(static_cast<int64_t>(i)));
-        unpack->destroy();
+      Node *branch =
+          graph.insertNode(graph.create(c10::prim::If, {hold}, results));
+      torch::jit::Block *captured = branch->addBlock(), *plain = branch->addBlock();
+      {
+        torch::jit::WithInsertPoint inside(captured);
+        for (Value *v : runnerCall(graph, call, attr, lifted, results))
+          captured->registerOutput(v);
       }
+      Node *again = graph.createClone(call, [](Value *v) { return v; });
+      plain->appendNode(again);
+      {
+        torch::jit::WithInsertPoint inside(plain);
+        if (tupled || r.outputs.size() > 1) {
+          Node *unpack = graph.insertNode(
+              graph.create(c10::prim::TupleUnpack, {again->output()}, results));
+          for (size_t i = 0; i < results; ++i)
+            plain->registerOutput(unpack->output(i)->setType(c10::TensorType::get()));
+        } else {
+          plain->registerOutput(again->output());
+        }
+      }
+      for (size_t i = 0; i < results; ++i)
+        elements.push_back(branch->output(i)->setType(c10::TensorType::get()));
     }
+    replaceCallResults(graph, call, elements, tupled);
     call->destroy();
-    converted.push_back(r.region);
+    outcome.graphed = true;
   }
-  return converted;
+  return outcomes;
 }
 
 } // namespace staticify

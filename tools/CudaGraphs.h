@@ -15,12 +15,21 @@ namespace staticify {
 /// module (the first that exists; else the first), or "".
 std::string defaultRuntimeLibrary();
 
-/// For each outlined region whose inputs and results are tensors and that
-/// does not read the module: a `torch.classes.staticify.RegionRunner`
-/// attribute `_staticify_region_<k>` holding the region's graph, and the
-/// call replaced by `runner.run([inputs])`. The runtime library must be
-/// loaded. Returns the regions it converted.
-std::vector<size_t>
+/// What became of one outlined region.
+struct RegionOutcome {
+  size_t region = 0; // Segment::number
+  bool graphed = false;
+  std::string reason; // why not, when not
+};
+
+/// For each outlined region whose inputs and results are tensors: a
+/// `torch.classes.staticify.RegionRunner` attribute `_staticify_region_<k>`
+/// holding the region's graph, and the call replaced by
+/// `runner.run([inputs, the module's tensors it reads])` (ModuleAttributes.h:
+/// the parameters are inputs of the capture, copied in before each replay;
+/// bool, int and float attributes compiled in, the call as it was when one
+/// has changed). The runtime library must be loaded.
+std::vector<RegionOutcome>
 runRegionsWithCudaGraphs(torch::jit::Module &module, torch::jit::Graph &graph,
                          const std::vector<OutlinedRegion> &regions);
 

@@ -188,10 +188,13 @@ StaticifyResult staticifyModule(torch::jit::Module &module,
                               std::to_string(r.region) + " is now method '" +
                               r.method + "'");
         if (options.cudaGraphs)
-          for (size_t region : runRegionsWithCudaGraphs(module, *graph, outlined))
+          for (const RegionOutcome &r :
+               runRegionsWithCudaGraphs(module, *graph, outlined))
             out.notes.push_back(
-                name + ": static region " + std::to_string(region) +
-                " runs through staticify::RegionRunner (CUDA graphs on GPU)");
+                name + ": static region " + std::to_string(r.region) +
+                (r.graphed ? " runs through staticify::RegionRunner (CUDA "
+                             "graphs on GPU)"
+                           : " is not graphed: " + r.reason));
       }
       replaceGraphContents(*fn.graph(), *graph);
     }

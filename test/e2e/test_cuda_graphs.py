@@ -67,3 +67,84 @@ def test_default_output_needs_no_runtime(staticify, save, tmp_path):
                            "print(m(torch.randn(3000, 16), torch.randint(0, 2, (3000,)))[0].shape)"],
                           capture_output=True, text=True)
     assert proc.returncode == 0 and "torch.Size([1000, 16])" in proc.stdout
+
+
+class TinyLM(torch.nn.Module):
+    """A small language model as a new user brings one: embeddings, a
+    layer with dropout, logits, and the loss of the non-pad tokens."""
+
+    def __init__(self):
+        super().__init__()
+        self.emb = torch.nn.Embedding(50, 16)
+        self.fc = torch.nn.Linear(16, 16)
+        self.norm = torch.nn.LayerNorm(16)
+        self.drop = torch.nn.Dropout(0.1)
+        self.head = torch.nn.Linear(16, 50)
+
+    def forward(self, tokens: torch.Tensor):
+        h = self.drop(self.norm(torch.relu(self.fc(self.emb(tokens)))))
+        logits = self.head(h)
+        keep = tokens != 0
+        loss = torch.nn.functional.cross_entropy(logits[keep], tokens[keep])
+        return logits, loss
+
+
+def test_a_model_with_weights_gets_its_region_runners(staticify, save, tmp_path):
+    """The regions that read parameters run through RegionRunner (the
+    parameters passed as inputs), each region's outcome is reported, and the
+    CPU fallback equals the original: in evaluation, with gradients (equal
+    gradients), and after .train() (dropout's flag, compiled in, no longer
+    holds: the region's method runs as it was; equal under one seed)."""
+    torch.manual_seed(0)
+    path = save(TinyLM().eval())
+    out = tmp_path / "graphed.pt"
+    proc = staticify(path, "-o", out, "--cuda-graphs")
+    graphed = [line for line in proc.stderr.splitlines() if "RegionRunner" in line]
+    assert graphed, proc.stderr
+    assert "is not graphed" not in proc.stderr, proc.stderr
+    torch.ops.load_library(str(RUNTIME))
+    original, model = torch.jit.load(str(path)), torch.jit.load(str(out))
+    assert "_staticify_region_" in model.code and ".run(" in model.code
+    gen = torch.Generator().manual_seed(1)
+    for n in [1, 5, 40]:
+        tokens = torch.randint(0, 50, (2, n), generator=gen)
+        tokens[0, 0] = 0
+        with torch.no_grad():
+            for a, b in zip(model(tokens), original(tokens)):
+                torch.testing.assert_close(a, b)
+    tokens = torch.randint(1, 50, (3, 7), generator=gen)
+    got, expected = model(tokens)[1], original(tokens)[1]
+    got.backward()
+    expected.backward()
+    torch.testing.assert_close(model.fc.weight.grad, original.fc.weight.grad)
+    model.train()
+    original.train()
+    torch.manual_seed(3)
+    expected = original(tokens)
+    torch.manual_seed(3)
+    got = model(tokens)
+    for a, b in zip(got, expected):
+        torch.testing.assert_close(a, b)
+
+
+class ListScaled(torch.nn.Module):
+    """Reads a list attribute in a static region: not graphed, and said."""
+
+    def __init__(self):
+        super().__init__()
+        self.scales = [2.0, 3.0]
+
+    def forward(self, x: torch.Tensor):
+        y = (x * self.scales[0] + self.scales[1]).relu().cumsum(0)
+        return y[y > 1].sum() + y.mean()
+
+
+def test_a_region_that_is_not_graphed_is_reported(staticify, save, tmp_path):
+    path = save(ListScaled())
+    out = tmp_path / "graphed.pt"
+    proc = staticify(path, "-o", out, "--cuda-graphs")
+    assert "is not graphed: the method reads attribute 'scales' (float[])" in proc.stderr, \
+        proc.stderr
+    torch.ops.load_library(str(RUNTIME))
+    x = torch.randn(100)
+    assert torch.equal(torch.jit.load(str(out))(x), torch.jit.load(str(path))(x))

@@ -1,0 +1,159 @@
+//===- ModuleAttributes.cpp - A method's reads of its module, lifted -------===//
+#include "passes/ModuleAttributes.h"
+
+#include <functional>
+#include <map>
+#include <optional>
+
+namespace staticify {
+
+using torch::jit::Graph;
+using torch::jit::Node;
+using torch::jit::Value;
+
+namespace {
+
+/// The attribute path of \p v from \p self (a chain of prim::GetAttr), or
+/// none.
+std::optional<std::vector<std::string>> attributePath(Value *v, Value *self) {
+  std::vector<std::string> path;
+  while (v != self) {
+    Node *n = v->node();
+    if (n->kind() != c10::prim::GetAttr)
+      return std::nullopt;
+    path.insert(path.begin(), n->s(c10::attr::name));
+    v = n->input(0);
+  }
+  return path;
+}
+
+c10::IValue attributeValue(const torch::jit::Module &module,
+                           const std::vector<std::string> &path) {
+  c10::IValue v = module._ivalue();
+  for (const std::string &name : path)
+    v = v.toObject()->getAttr(name);
+  return v;
+}
+
+std::vector<Node *> attributeReads(torch::jit::Block *block) {
+  std::vector<Node *> reads;
+  for (Node *n : block->nodes()) {
+    if (n->kind() == c10::prim::GetAttr)
+      reads.push_back(n);
+    for (torch::jit::Block *b : n->blocks()) {
+      std::vector<Node *> inner = attributeReads(b);
+      reads.insert(reads.end(), inner.begin(), inner.end());
+    }
+  }
+  return reads;
+}
+
+/// Whether \p n writes an attribute of the module or its submodules.
+bool writesAttributes(torch::jit::Block *block) {
+  for (Node *n : block->nodes()) {
+    if (n->kind() == c10::prim::SetAttr)
+      return true;
+    for (torch::jit::Block *b : n->blocks())
+      if (writesAttributes(b))
+        return true;
+  }
+  return false;
+}
+
+} // namespace
+
+std::string attributeName(const std::vector<std::string> &path) {
+  std::string out;
+  for (const std::string &p : path)
+    out += (out.empty() ? "" : ".") + p;
+  return out;
+}
+
+LiftedAttributes liftAttributes(Graph &graph, const torch::jit::Module &module) {
+  LiftedAttributes out;
+  Value *self = graph.inputs()[0];
+  if (writesAttributes(graph.block())) {
+    out.reason = "the method writes an attribute of the module";
+    return out;
+  }
+  std::map<std::vector<std::string>, Value *> inputs;
+  std::vector<Node *> reads = attributeReads(graph.block());
+  for (Node *n : reads) {
+    auto path = attributePath(n->output(), self);
+    if (!path)
+      continue;
+    c10::IValue value = attributeValue(module, *path);
+    bool none = n->output()->type()->kind() == c10::TypeKind::NoneType;
+    if (none || value.isBool() || value.isInt() || value.isDouble()) {
+      torch::jit::WithInsertPoint guard(n);
+      n->output()->replaceAllUsesWith(
+          graph.insertConstant(none ? c10::IValue() : value));
+      if (!none)
+        out.guards.emplace_back(*path, value);
+      continue;
+    }
+    if (!value.isTensor())
+      continue; // a submodule (its reads are handled), or left to the check
+    auto [it, fresh] = inputs.emplace(*path, nullptr);
+    if (fresh) {
+      std::string name = attributeName(*path);
+      for (char &c : name)
+        c = c == '.' ? '_' : c;
+      it->second = graph.addInput(name)->setType(c10::TensorType::get());
+      out.paths.push_back(*path);
+      out.tensors.push_back(value.toTensor());
+    }
+    n->output()->replaceAllUsesWith(it->second);
+  }
+  // The reads now unused, the innermost (latest) first; what still reads
+  // the module says why the graph needs it.
+  std::vector<Node *> kept;
+  for (auto it = reads.rbegin(); it != reads.rend(); ++it) {
+    if ((*it)->output()->hasUses())
+      kept.push_back(*it);
+    else
+      (*it)->destroy();
+  }
+  for (Node *n : kept) {
+    auto path = attributePath(n->output(), self);
+    if (path && !n->output()->type()->cast<c10::ClassType>()) {
+      out.reason = "the method reads attribute '" + attributeName(*path) +
+                   "' (" + n->output()->type()->str() +
+                   "), which is not a tensor, a bool, an int or a float";
+      return out;
+    }
+  }
+  for (Value *module : [&] {
+         std::vector<Value *> modules{self};
+         for (Node *n : kept)
+           modules.push_back(n->output());
+         return modules;
+       }())
+    for (const torch::jit::Use &use : module->uses())
+      if (use.user->kind() != c10::prim::GetAttr) {
+        out.reason = std::string("the method passes the module to ") +
+                     use.user->kind().toQualString();
+        return out;
+      }
+  return out;
+}
+
+Value *readAttribute(Graph &g, Value *self,
+                     const std::vector<std::string> &path) {
+  Value *v = self;
+  for (const std::string &name : path)
+    v = g.insertGetAttr(v, name);
+  return v;
+}
+
+Value *guardsHold(Graph &g, Value *self, const LiftedAttributes &lifted) {
+  Value *all = nullptr;
+  for (const auto &[path, value] : lifted.guards) {
+    Value *same = g.insert(c10::aten::eq, {readAttribute(g, self, path),
+                                           g.insertConstant(value)});
+    all = all ? g.insert(c10::aten::__and__, {all, same}) : same;
+  }
+  return all;
+}
+
+} // namespace staticify

@@ -95,7 +95,9 @@ const char *cpuPipeline() {
          "buffer-deallocation-simplification, "
          "bufferization-lower-deallocations, "
          "canonicalize, cse, convert-linalg-to-loops, convert-scf-to-cf, "
-         "expand-strided-metadata, lower-affine, finalize-memref-to-llvm, "
+         "expand-strided-metadata, lower-affine, "
+         // Buffers from the ukernels' cache (_mlir_memref_to_llvm_*).
+         "finalize-memref-to-llvm{use-generic-functions=1}, "
          "convert-to-llvm, reconcile-unrealized-casts";
 }
 
@@ -140,8 +142,9 @@ bool allowedUndefined(llvm::StringRef name) {
   static const char *const allowed[] = {
       "malloc",        "free",           "memcpy", "memset",    "memmove",
       "aligned_alloc", "posix_memalign", "abort",  "memrefCopy"};
-  if (name.starts_with("_mlir_ciface_staticify_"))
-    return true; // the ukernels
+  if (name.starts_with("_mlir_ciface_staticify_") ||
+      name.starts_with("_mlir_memref_to_llvm_"))
+    return true; // the ukernels, and their buffer cache
   for (const char *a : allowed)
     if (name == a)
       return true;

@@ -4,14 +4,96 @@
  * permutation) is a small C function, compiled and linked into every
  * lowered kernel's shared object (lower/CpuTarget.cpp), called from the
  * generated code through MLIR's C interface (a pointer to each memref's
- * descriptor). No globals, no dependency but libc; scratch memory, where a
- * kernel needs it, from malloc and freed before it returns.
+ * descriptor). No dependency but libc; scratch memory, where a ukernel
+ * needs it, from malloc and freed before it returns. The one global state is
+ * the cache of the generated code's large buffers (below).
  *
  *===----------------------------------------------------------------------===*/
 #include <math.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* The generated code's buffers (finalize-memref-to-llvm with
+ * use-generic-functions): a temporary of a large input is megabytes, and
+ * libc's malloc hands such blocks back to the system when they are freed
+ * (mmap, heap trimming), so that every call pays page faults to touch them
+ * again (a third of the lowered sampler's time at 1e6 rows). Blocks of 64 KiB
+ * and more are kept, up to 32 of them, and reused by a later request of at
+ * most their capacity and at least half of it; the cache is this kernel's
+ * (each lowered method's shared object has its own) and is released when
+ * the object is unloaded. Smaller blocks go to libc as they are. Every block
+ * carries a 64-byte header (its capacity, and whether it is cached-size), so
+ * the data stays 64-byte aligned for the vector code. */
+enum { kHeader = 64, kSlots = 32 };
+static const size_t kCachedMin = (size_t)64 << 10;
+static struct { void *block; size_t capacity; } cache[kSlots];
+static atomic_flag cacheLock = ATOMIC_FLAG_INIT;
+
+static void lockCache(void) {
+  while (atomic_flag_test_and_set_explicit(&cacheLock, memory_order_acquire))
+    ;
+}
+static void unlockCache(void) {
+  atomic_flag_clear_explicit(&cacheLock, memory_order_release);
+}
+
+void *_mlir_memref_to_llvm_aligned_alloc(size_t alignment, size_t bytes) {
+  (void)alignment; /* at most 64 in generated code: the header keeps it */
+  if (bytes >= kCachedMin) {
+    void *found = NULL;
+    lockCache();
+    for (int i = 0; i < kSlots && !found; ++i)
+      if (cache[i].block && cache[i].capacity >= bytes &&
+          cache[i].capacity / 2 <= bytes) {
+        found = cache[i].block;
+        cache[i].block = NULL;
+      }
+    unlockCache();
+    if (found)
+      return (char *)found + kHeader;
+  }
+  void *block = aligned_alloc(kHeader, (bytes + kHeader + kHeader - 1) /
+                                           kHeader * kHeader);
+  if (!block)
+    return NULL;
+  *(size_t *)block = bytes;
+  return (char *)block + kHeader;
+}
+
+void *_mlir_memref_to_llvm_alloc(size_t bytes) {
+  return _mlir_memref_to_llvm_aligned_alloc(kHeader, bytes);
+}
+
+void _mlir_memref_to_llvm_free(void *p) {
+  if (!p)
+    return;
+  void *block = (char *)p - kHeader;
+  size_t capacity = *(size_t *)block;
+  if (capacity >= kCachedMin) {
+    lockCache();
+    int slot = -1;
+    for (int i = 0; i < kSlots && slot < 0; ++i)
+      if (!cache[i].block)
+        slot = i;
+    if (slot >= 0) {
+      cache[slot].block = block;
+      cache[slot].capacity = capacity;
+    }
+    unlockCache();
+    if (slot >= 0)
+      return;
+  }
+  free(block);
+}
+
+__attribute__((destructor)) static void releaseCache(void) {
+  for (int i = 0; i < kSlots; ++i) {
+    free(cache[i].block);
+    cache[i].block = NULL;
+  }
+}
 
 typedef struct { int64_t rank; void *descriptor; } Unranked;
 typedef struct { char *base; char *data; int64_t offset; int64_t dims[]; } Ranked;

@@ -93,8 +93,8 @@ Value *runnerCall(Graph &body, Value *self, const std::vector<Value *> &inputs,
                   const std::string &attr, const LiftedAttributes &lifted,
                   size_t results, const c10::TypePtr &returned) {
   std::vector<Value *> args = inputs;
-  for (const std::vector<std::string> &path : lifted.paths)
-    args.push_back(readAttribute(body, self, path));
+  for (size_t i = 0; i < lifted.paths.size(); ++i)
+    args.push_back(readLiftedTensor(body, self, lifted, i));
   Value *runner = body.insertGetAttr(self, attr);
   Value *list = body.insertNode(body.createList(c10::TensorType::get(), args))
                     ->output();
@@ -120,8 +120,9 @@ std::shared_ptr<Graph> callRunner(Graph &method, const std::string &attr,
   Value *self = body->addInput("self")->setType(method.inputs()[0]->type());
   std::vector<Value *> inputs, all{self};
   for (size_t i = 1; i < method.inputs().size(); ++i) {
-    inputs.push_back(body->addInput(method.inputs()[i]->debugName())
-                         ->setType(method.inputs()[i]->type()));
+    Value *in = method.inputs()[i];
+    inputs.push_back(body->addInput(in->hasDebugName() ? in->debugName() : "")
+                         ->setType(in->type()));
     all.push_back(inputs.back());
   }
   c10::TypePtr returned = method.outputs()[0]->type();

@@ -102,6 +102,8 @@ LiftedAttributes liftAttributes(Graph &graph, const torch::jit::Module &module) 
       it->second = graph.addInput(name)->setType(c10::TensorType::get());
       out.paths.push_back(*path);
       out.tensors.push_back(value.toTensor());
+      out.optional.push_back(n->output()->type()->kind() ==
+                             c10::TypeKind::OptionalType);
     }
     n->output()->replaceAllUsesWith(it->second);
   }
@@ -146,13 +148,27 @@ Value *readAttribute(Graph &g, Value *self,
   return v;
 }
 
+Value *readLiftedTensor(Graph &g, Value *self, const LiftedAttributes &lifted,
+                        size_t i) {
+  Value *v = readAttribute(g, self, lifted.paths[i]);
+  if (lifted.optional[i])
+    v = g.insertUncheckedCast(v, c10::TensorType::get());
+  return v;
+}
+
 Value *guardsHold(Graph &g, Value *self, const LiftedAttributes &lifted) {
   Value *all = nullptr;
-  for (const auto &[path, value] : lifted.guards) {
-    Value *same = g.insert(c10::aten::eq, {readAttribute(g, self, path),
-                                           g.insertConstant(value)});
-    all = all ? g.insert(c10::aten::__and__, {all, same}) : same;
-  }
+  auto both = [&](Value *holds) {
+    all = all ? g.insert(c10::aten::__and__, {all, holds}) : holds;
+  };
+  for (const auto &[path, value] : lifted.guards)
+    both(g.insert(c10::aten::eq,
+                  {readAttribute(g, self, path), g.insertConstant(value)}));
+  for (size_t i = 0; i < lifted.paths.size(); ++i)
+    if (lifted.optional[i])
+      both(g.insert(c10::aten::__isnot__,
+                    {readAttribute(g, self, lifted.paths[i]),
+                     g.insertConstant(c10::IValue())}));
   return all;
 }
 

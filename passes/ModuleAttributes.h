@@ -25,6 +25,9 @@ struct LiftedAttributes {
   /// the order of the graph inputs added for them, and their values now.
   std::vector<std::vector<std::string>> paths;
   std::vector<at::Tensor> tensors;
+  /// Whether each is declared Optional[Tensor] (a convolution's bias): the
+  /// caller guards that it is still not None.
+  std::vector<bool> optional;
   /// The bool, int and float attributes read, compiled in as constants.
   std::vector<std::pair<std::vector<std::string>, c10::IValue>> guards;
   /// Why the graph still needs `self` (an attribute of another type read, a
@@ -42,8 +45,15 @@ LiftedAttributes liftAttributes(torch::jit::Graph &graph,
 torch::jit::Value *readAttribute(torch::jit::Graph &g, torch::jit::Value *self,
                                  const std::vector<std::string> &path);
 
-/// Whether every guarded attribute of \p lifted still has its value (a bool
-/// computed at \p g's insertion point), or null when there is no guard.
+/// The lifted tensor \p i of \p lifted read from `self` (as a Tensor, where
+/// it is declared Optional[Tensor]: guardsHold checks it is not None).
+torch::jit::Value *readLiftedTensor(torch::jit::Graph &g,
+                                    torch::jit::Value *self,
+                                    const LiftedAttributes &lifted, size_t i);
+
+/// Whether every guarded attribute of \p lifted still has its value and
+/// every optional tensor is still a tensor (a bool computed at \p g's
+/// insertion point), or null when there is no guard.
 torch::jit::Value *guardsHold(torch::jit::Graph &g, torch::jit::Value *self,
                               const LiftedAttributes &lifted);
 

@@ -241,6 +241,14 @@ static std::string renderSummary(const MethodReport &m) {
                                " bytes); other inputs run the TorchScript"
                          : "not lowered: " + l.reason)
        << "\n";
+  for (const MethodReport::Lowering::Region &r : l.regions)
+    os << "    static region " << r.number << ": "
+       << (r.lowered ? "lowered (" + r.method + ", " +
+                           std::to_string(r.kernelBytes) + " bytes)"
+                     : "not lowered: " + r.reason)
+       << "\n";
+  if (!l.lowered && !l.regionsReason.empty())
+    os << "    regions: " << l.regionsReason << "\n";
   if (wantsCuda) {
     os << "  lowering (cuda, inputs " << l.signature << "): ";
     if (l.cudaLowered) {
@@ -469,6 +477,20 @@ std::string renderJson(const Report &report) {
          << ", \"lowered\": " << jsonBool(m.lowering.lowered)
          << ", \"reason\": " << (m.lowering.lowered ? "null" : quote(m.lowering.reason))
          << ", \"kernel_bytes\": " << m.lowering.kernelBytes;
+    if (!m.lowering.target.empty() && !m.lowering.lowered) {
+      os << ", \"regions\": [";
+      for (size_t r = 0; r < m.lowering.regions.size(); ++r) {
+        const MethodReport::Lowering::Region &g = m.lowering.regions[r];
+        os << (r ? ", " : "") << "{\"region\": " << g.number
+           << ", \"method\": " << (g.lowered ? quote(g.method) : "null")
+           << ", \"lowered\": " << jsonBool(g.lowered)
+           << ", \"reason\": " << (g.lowered ? "null" : quote(g.reason))
+           << ", \"kernel_bytes\": " << g.kernelBytes << "}";
+      }
+      os << "], \"regions_reason\": "
+         << (m.lowering.regionsReason.empty() ? "null"
+                                              : quote(m.lowering.regionsReason));
+    }
     if (m.lowering.target.find("cuda") != std::string::npos) {
       const MethodReport::Lowering &l = m.lowering;
       os << ", \"cuda\": {\"lowered\": " << jsonBool(l.cudaLowered)

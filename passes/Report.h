@@ -75,6 +75,17 @@ struct MethodReport {
     std::string cudaReason;
     size_t cudaKernels = 0;
     std::vector<std::pair<std::string, size_t>> cudaImages; // name, bytes
+    /// Where the method did not lower whole: its static regions', each
+    /// lowered on its own (lower/LowerRegions.h), or why none was tried.
+    struct Region {
+      size_t number = 0; // Segment::number
+      std::string method; // the region's method, when it lowered
+      bool lowered = false;
+      std::string reason;
+      size_t kernelBytes = 0;
+    };
+    std::vector<Region> regions;
+    std::string regionsReason;
   } lowering;
   /// Optional arguments treated as None (--assume-none, or --inference's
   /// arguments that default to None).

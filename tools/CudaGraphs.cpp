@@ -68,8 +68,8 @@ static std::vector<Value *> runnerCall(Graph &graph, Node *call,
   Value *self = graph.inputs()[0];
   Value *runner = graph.insertGetAttr(self, attr);
   std::vector<Value *> args(call->inputs().begin() + 1, call->inputs().end());
-  for (const std::vector<std::string> &path : lifted.paths)
-    args.push_back(readAttribute(graph, self, path));
+  for (size_t i = 0; i < lifted.paths.size(); ++i)
+    args.push_back(readLiftedTensor(graph, self, lifted, i));
   Value *list = graph.insertNode(graph.createList(c10::TensorType::get(), args))
                     ->output();
   Node *run =

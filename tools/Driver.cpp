@@ -132,9 +132,13 @@ options:
                         (another dtype, rank or device, non-contiguous, sizes
                         the kernel does not take). Needs --input-types; the
                         output needs libstaticify_runtime.so, as with
-                        --cuda-graphs. The report says which op stopped a
-                        method that could not be lowered (it is then left as
-                        it was)
+                        --cuda-graphs. The module's parameters and buffers
+                        the method reads are kernel inputs too. A method that
+                        does not lower whole (the report names the op) is
+                        lowered by its static regions, each typed by one run
+                        on inputs of LIST (each ? size 8); what the bridge does
+                        not take (a convolution) stays TorchScript between
+                        the regions' kernels
   --lower=cuda          the same for CUDA tensors: cubins for sm_80 and sm_90
                         and PTX for newer GPUs (the CUDA toolkit's ptxas is
                         needed: CUDA_HOME, default /usr/local/cuda), with host

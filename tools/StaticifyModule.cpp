@@ -10,6 +10,7 @@
 
 #ifdef STATICIFY_WITH_MLIR
 #include "lower/LowerModule.h"
+#include "lower/LowerRegions.h"
 #endif
 
 #include <torch/csrc/jit/api/function_impl.h>
@@ -215,6 +216,20 @@ StaticifyResult staticifyModule(torch::jit::Module &module,
       l.cudaReason = lowered.cudaReason;
       l.cudaKernels = lowered.cudaKernels;
       l.cudaImages = lowered.cudaImages;
+      if (!lowered.lowered) {
+        // Not whole: its static regions, each on its own.
+        for (const lower::RegionLowering &r : lower::lowerRegions(
+                 module, name, lower::parseSignature(options.lowerSignature),
+                 targets, l.regionsReason)) {
+          l.regions.push_back({r.region, r.method, r.outcome.lowered,
+                               r.outcome.reason, r.outcome.kernelBytes});
+          if (r.outcome.lowered)
+            out.notes.push_back(name + ": static region " +
+                                std::to_string(r.region) +
+                                " lowered to a CPU kernel (method '" +
+                                r.method + "')");
+        }
+      }
       out.seconds.emplace_back(name + ": lower (" + options.lowerTarget + ")", lowered.seconds);
       if (targets.cpu)
         out.notes.push_back(name + (lowered.kernelBytes ? ": lowered to a CPU kernel"

@@ -470,3 +470,60 @@ def test_sort_of_integers_and_topk_of_rows(staticify, save, tmp_path):
         for a, b in zip(lowered(x, ids), original(x, ids)):
             assert torch.equal(a, b)
     assert counts(lowered) == [4, 0]
+
+
+class ConvThenHead(torch.nn.Module):
+    """A convolution (not in the bridge: it stays an ATen call) feeding a
+    head with a masked loss: lowered by regions around it."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = torch.nn.Conv1d(4, 8, 3, padding=1)
+        self.fc = torch.nn.Linear(8, 5)
+
+    def forward(self, x: torch.Tensor, y: torch.Tensor):
+        h = torch.relu(self.conv(x)).mean(2)
+        logits = self.fc(h)
+        valid = y >= 0
+        loss = torch.nn.functional.cross_entropy(logits[valid], y[valid])
+        return logits.softmax(1), loss
+
+
+def test_a_method_that_does_not_lower_whole_lowers_by_regions(staticify, save, tmp_path):
+    """The convolution stops the whole method; the region after it (the
+    layer, the softmax, the masked loss) becomes a method with its own
+    kernel, the convolution stays an ATen call between, and the output
+    equals the original (0, 1 and 9 rows), the region's kernel answering."""
+    torch.manual_seed(0)
+    path = save(ConvThenHead().eval())
+    out = tmp_path / "lowered.pt"
+    proc, lowering = lower(staticify, path, out, "f32[?,4,?], i64[?]", "--report")
+    assert not lowering["lowered"] and "aten::conv1d" in lowering["reason"]
+    regions = [r for r in lowering["regions"] if r["lowered"]]
+    assert len(regions) == 1 and regions[0]["kernel_bytes"] > 0, lowering
+    assert f"static region {regions[0]['region']}: lowered" in proc.stdout
+    original, lowered = torch.jit.load(str(path)), torch.jit.load(str(out))
+    assert "torch.conv1d(" in lowered.code
+    runner = getattr(lowered, f"_staticify_lowered_{regions[0]['method']}")
+    gen = torch.Generator().manual_seed(1)
+    with torch.no_grad():
+        for n in [0, 1, 9]:
+            x = torch.randn(n, 4, 6, generator=gen)
+            y = torch.randint(-1, 5, (n,), generator=gen)
+            for a, b in zip(lowered(x, y), original(x, y)):
+                torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-5, equal_nan=True)
+    assert runner.counts()[:2] == [3, 0]
+
+
+def test_regions_whose_example_run_raises_are_not_lowered(staticify, save, tmp_path):
+    """Regions are typed by one run on inputs of the signature (each ? size
+    8): a signature the model cannot run says so, and nothing changes."""
+    path = save(ConvThenHead().eval())
+    out = tmp_path / "lowered.pt"
+    _, lowering = lower(staticify, path, out, "f32[?,3,?], i64[?]")
+    assert not lowering["lowered"] and not any(r["lowered"] for r in lowering["regions"])
+    assert all("example run (each ? size 8) raised: RuntimeError:" in r["reason"]
+               for r in lowering["regions"]), lowering
+    x, y = torch.randn(2, 4, 6), torch.tensor([1, -1])
+    for a, b in zip(torch.jit.load(str(out))(x, y), torch.jit.load(str(path))(x, y)):
+        assert torch.equal(a, b)

@@ -1,0 +1,267 @@
+//===- LowerRegions.cpp - A method's static regions, lowered one by one --===//
+#include "lower/LowerRegions.h"
+
+#include "passes/Analysis.h"
+#include "passes/GraphUtils.h"
+#include "passes/Outline.h"
+#include "passes/Partition.h"
+
+#include <torch/csrc/jit/api/function_impl.h>
+#include <torch/csrc/jit/passes/inliner.h>
+#include <torch/csrc/jit/passes/lower_tuples.h>
+
+#include <ATen/ATen.h>
+
+#include <algorithm>
+#include <map>
+#include <optional>
+#include <set>
+#include <sstream>
+
+namespace staticify::lower {
+
+using torch::jit::Graph;
+using torch::jit::Node;
+using torch::jit::Value;
+
+namespace {
+
+/// Inputs of \p signature for the example run: each `?` size 8; floats
+/// normal, integers zero (an index in range of any size), bools random.
+std::vector<c10::IValue>
+exampleInputs(const std::vector<TensorSignature> &signature) {
+  std::vector<c10::IValue> out;
+  for (const TensorSignature &s : signature) {
+    std::vector<int64_t> sizes;
+    for (int64_t d : s.sizes)
+      sizes.push_back(d < 0 ? 8 : d);
+    auto options = at::TensorOptions().dtype(s.dtype);
+    if (c10::isFloatingType(s.dtype))
+      out.emplace_back(at::randn(sizes, options));
+    else if (s.dtype == c10::ScalarType::Bool)
+      out.emplace_back(at::rand(sizes) < 0.5);
+    else
+      out.emplace_back(at::zeros(sizes, options));
+  }
+  return out;
+}
+
+/// The dtype and rank of each region's inputs in one run of \p graph (the
+/// method, calling its regions) on \p inputs, by region method; a region
+/// with an input other than a tensor has none.
+std::map<std::string, std::vector<TensorSignature>>
+regionSignatures(torch::jit::Module &module, Graph &graph,
+                 const std::set<std::string> &regions,
+                 const std::vector<c10::IValue> &inputs, std::string &why) {
+  std::shared_ptr<Graph> run = graph.copy();
+  // Each call's inputs, after the method's own results, in one tuple.
+  std::vector<Value *> results(run->outputs().begin(), run->outputs().end());
+  std::vector<std::pair<std::string, size_t>> calls;
+  for (Node *n : run->nodes())
+    if (n->kind() == c10::prim::CallMethod &&
+        regions.count(n->s(c10::attr::name))) {
+      calls.emplace_back(n->s(c10::attr::name), n->inputs().size() - 1);
+      results.insert(results.end(), n->inputs().begin() + 1,
+                     n->inputs().end());
+    }
+  size_t first = run->outputs().size();
+  while (!run->outputs().empty())
+    run->eraseOutput(0);
+  {
+    torch::jit::WithInsertPoint guard(run->return_node());
+    run->registerOutput(run->insertNode(run->createTuple(results))->output());
+  }
+  torch::jit::GraphFunction fn("staticify_example_run", run, nullptr);
+  std::vector<c10::IValue> stack{module._ivalue()};
+  stack.insert(stack.end(), inputs.begin(), inputs.end());
+  c10::IValue result;
+  try {
+    torch::NoGradGuard noGrad;
+    result = fn(stack);
+  } catch (const std::exception &e) {
+    // TorchScript's message ends with the error itself.
+    std::string what = e.what(), last;
+    std::istringstream lines(what);
+    for (std::string line; std::getline(lines, line);)
+      if (line.find_first_not_of(" \t") != std::string::npos)
+        last = line.substr(line.find_first_not_of(" \t"));
+    why = "the example run (each ? size 8) raised: " + last;
+    return {};
+  }
+  const auto &values = result.toTupleRef().elements();
+  std::map<std::string, std::vector<TensorSignature>> out;
+  size_t at = first;
+  for (const auto &[name, count] : calls) {
+    std::vector<TensorSignature> sig;
+    bool tensors = true;
+    for (size_t i = 0; i < count; ++i, ++at) {
+      const c10::IValue &v = values[at];
+      tensors = tensors && v.isTensor();
+      if (tensors)
+        sig.push_back({v.toTensor().scalar_type(),
+                       std::vector<int64_t>(v.toTensor().dim(), -1)});
+    }
+    if (tensors)
+      out[name] = sig;
+  }
+  return out;
+}
+
+/// Whether \p block or a block nested in it writes an attribute.
+bool writesAttribute(torch::jit::Block *block) {
+  for (Node *n : block->nodes()) {
+    if (n->kind() == c10::prim::SetAttr)
+      return true;
+    for (torch::jit::Block *b : n->blocks())
+      if (writesAttribute(b))
+        return true;
+  }
+  return false;
+}
+
+/// Moves the top-level reads of the module's attributes (chains of
+/// prim::GetAttr from `self`) to the start of \p graph, where nothing in it
+/// writes an attribute: they read the same values there.
+void hoistAttributeReads(Graph &graph) {
+  if (writesAttribute(graph.block()))
+    return;
+  std::vector<Node *> reads;
+  for (Node *n : graph.nodes())
+    if (n->kind() == c10::prim::GetAttr &&
+        (n->input(0) == graph.inputs()[0] ||
+         n->input(0)->node()->kind() == c10::prim::GetAttr))
+      reads.push_back(n);
+  Node *after = nullptr;
+  for (Node *n : reads) {
+    if (after)
+      n->moveAfter(after);
+    else
+      n->moveBefore(graph.block()->nodes().front());
+    after = n;
+  }
+}
+
+/// Whether the bridge lowers \p node and what is nested in it (a read of
+/// the module is a kernel input: ModuleAttributes.h).
+bool bridgeTakes(Node *node, const std::set<std::string> &ops) {
+  if (node->kind() != c10::prim::GetAttr && !ops.count(loweringKey(node)))
+    return false;
+  for (torch::jit::Block *b : node->blocks())
+    for (Node *n : b->nodes())
+      if (!bridgeTakes(n, ops))
+        return false;
+  return true;
+}
+
+/// \p partition with each static region cut where an op the bridge does
+/// not take is (a convolution, say): that op stays TorchScript between the
+/// kernels of the pieces around it.
+PartitionResult cutAtUnlowered(Graph &graph, const PartitionResult &partition) {
+  std::vector<std::string> lowered = loweredOperators();
+  std::set<std::string> ops(lowered.begin(), lowered.end());
+  PartitionResult out;
+  std::vector<std::pair<const Node *, size_t>> index;
+  std::optional<size_t> open, last; // the static piece, the last segment
+  size_t statics = 0, islands = 0;
+  for (Node *n : graph.nodes()) {
+    std::optional<size_t> seg = partition.segmentOf.find(n);
+    if (!seg)
+      continue; // a constant: copied into the regions that use it
+    // (A top-level read of the module, hoisted first, is a region's input.)
+    bool isStatic =
+        partition.segments[*seg].kind == Segment::Kind::StaticRegion &&
+        n->kind() != c10::prim::GetAttr && bridgeTakes(n, ops);
+    if (isStatic && (!open || last != seg)) {
+      Segment piece;
+      piece.number = ++statics;
+      out.segments.push_back(piece);
+      open = out.segments.size() - 1;
+    } else if (!isStatic) {
+      Segment island;
+      island.kind = Segment::Kind::DynamicIsland;
+      island.number = ++islands;
+      out.segments.push_back(island);
+      open.reset();
+    }
+    size_t at = isStatic ? *open : out.segments.size() - 1;
+    out.segments[at].numNodes += countNodes(n);
+    index.emplace_back(n, at);
+    last = seg;
+  }
+  out.segmentOf = NodeIndex(std::move(index));
+  return out;
+}
+
+/// The region's nodes back where its call is, and its method removed.
+void putBack(torch::jit::Module &module, Graph &graph, const OutlinedRegion &r,
+             Graph &body) {
+  {
+    torch::jit::WithInsertPoint guard(r.call);
+    std::vector<Value *> args(r.call->inputs().begin(), r.call->inputs().end());
+    std::vector<Value *> outs =
+        torch::jit::insertGraph(graph, body, args);
+    r.call->output()->replaceAllUsesWith(outs.at(0));
+  }
+  r.call->destroy();
+  module.type()->unsafeRemoveMethod(r.method);
+  module.type()->compilation_unit()->unsafeRemoveMethod(
+      c10::QualifiedName(*module.type()->name(), r.method));
+}
+
+} // namespace
+
+std::vector<RegionLowering>
+lowerRegions(torch::jit::Module &module, const std::string &method,
+             const std::vector<TensorSignature> &signature,
+             const LoweringTargets &targets, std::string &why) {
+  std::shared_ptr<Graph> graph =
+      torch::jit::toGraphFunction(module.get_method(method).function())
+          .graph();
+  std::shared_ptr<Graph> before = graph->copy(); // kept if none lowers
+  // The regions see through calls (as the bridge does), and the module's
+  // attributes are read first: a region takes them as inputs (a region of
+  // reads alone would copy the weights).
+  torch::jit::Inline(*graph);
+  hoistAttributeReads(*graph);
+  AnalysisResult analysis = analyzeGraph(*graph, Detail::Facts);
+  PartitionResult partition =
+      cutAtUnlowered(*graph, partitionGraph(*graph, analysis));
+  std::vector<OutlinedRegion> regions =
+      outlineRegions(module, method, *graph, partition);
+  if (regions.empty()) {
+    why = "no static region of three ops or more";
+    replaceGraphContents(*graph, *before);
+    return {};
+  }
+  std::set<std::string> names;
+  std::map<std::string, std::shared_ptr<Graph>> bodies; // before lowering
+  for (const OutlinedRegion &r : regions) {
+    names.insert(r.method);
+    bodies[r.method] = r.graph->copy();
+  }
+  auto typed = regionSignatures(module, *graph, names,
+                                exampleInputs(signature), why);
+  std::vector<RegionLowering> out;
+  for (const OutlinedRegion &r : regions) {
+    RegionLowering &rl = out.emplace_back();
+    rl.region = r.region;
+    auto sig = typed.find(r.method);
+    if (sig == typed.end()) {
+      rl.outcome.reason = why.empty() ? "an input is not a tensor" : why;
+    } else {
+      rl.outcome = lowerMethod(module, r.method, sig->second, targets);
+    }
+    if (rl.outcome.lowered)
+      rl.method = r.method;
+    else
+      putBack(module, *graph, r, *bodies.at(r.method));
+  }
+  if (std::none_of(out.begin(), out.end(),
+                   [](const RegionLowering &r) { return r.outcome.lowered; }))
+    replaceGraphContents(*graph, *before);
+  else
+    torch::jit::LowerSimpleTuples(graph);
+  return out;
+}
+
+} // namespace staticify::lower

@@ -27,7 +27,8 @@ using torch::jit::Value;
 namespace {
 
 /// Inputs of \p signature for the example run: each `?` size 8; floats
-/// normal, integers zero (an index in range of any size), bools random.
+/// normal, integers zero (an index in range of any size), bools random; a
+/// list of one such tensor for `list[...]`.
 std::vector<c10::IValue>
 exampleInputs(const std::vector<TensorSignature> &signature) {
   std::vector<c10::IValue> out;
@@ -36,12 +37,14 @@ exampleInputs(const std::vector<TensorSignature> &signature) {
     for (int64_t d : s.sizes)
       sizes.push_back(d < 0 ? 8 : d);
     auto options = at::TensorOptions().dtype(s.dtype);
-    if (c10::isFloatingType(s.dtype))
-      out.emplace_back(at::randn(sizes, options));
-    else if (s.dtype == c10::ScalarType::Bool)
-      out.emplace_back(at::rand(sizes) < 0.5);
+    at::Tensor t = c10::isFloatingType(s.dtype) ? at::randn(sizes, options)
+                   : s.dtype == c10::ScalarType::Bool
+                       ? at::rand(sizes) < 0.5
+                       : at::zeros(sizes, options);
+    if (s.list) // a list of one
+      out.emplace_back(c10::List<at::Tensor>({t}));
     else
-      out.emplace_back(at::zeros(sizes, options));
+      out.emplace_back(t);
   }
   return out;
 }

@@ -59,6 +59,16 @@ std::vector<TensorSignature> parseSignature(const std::string &text) {
            std::isalnum(static_cast<unsigned char>(text[pos])))
       ++pos;
     std::string name = text.substr(start, pos - start);
+    bool list = name == "list";
+    if (list) {
+      if (pos >= text.size() || text[pos] != '[')
+        throw fail("'[' expected after list");
+      start = ++pos;
+      while (pos < text.size() &&
+             std::isalnum(static_cast<unsigned char>(text[pos])))
+        ++pos;
+      name = text.substr(start, pos - start);
+    }
     std::optional<ScalarType> dtype;
     for (const auto &[n, t] : kDtypes)
       if (name == n)
@@ -96,6 +106,12 @@ std::vector<TensorSignature> parseSignature(const std::string &text) {
     ++pos;
     if (sig.sizes.size() > 8)
       throw fail("rank over 8");
+    if (list) {
+      if (pos >= text.size() || text[pos] != ']')
+        throw fail("']' expected to close list[");
+      ++pos;
+      sig.list = true;
+    }
     out.push_back(std::move(sig));
     skipSpaces();
     if (pos == text.size())
@@ -109,7 +125,8 @@ std::vector<TensorSignature> parseSignature(const std::string &text) {
 std::string formatSignature(const std::vector<TensorSignature> &signature) {
   std::ostringstream s;
   for (size_t i = 0; i < signature.size(); ++i) {
-    s << (i ? ", " : "") << dtypeName(signature[i].dtype) << "[";
+    s << (i ? ", " : "") << (signature[i].list ? "list[" : "")
+      << dtypeName(signature[i].dtype) << "[";
     for (size_t d = 0; d < signature[i].sizes.size(); ++d) {
       int64_t n = signature[i].sizes[d];
       s << (d ? "," : "");
@@ -118,7 +135,7 @@ std::string formatSignature(const std::vector<TensorSignature> &signature) {
       else
         s << n;
     }
-    s << "]";
+    s << (signature[i].list ? "]]" : "]");
   }
   return s.str();
 }

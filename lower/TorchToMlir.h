@@ -51,13 +51,17 @@ namespace staticify::lower {
 struct TensorSignature {
   c10::ScalarType dtype;
   std::vector<int64_t> sizes;
+  /// A List[Tensor] input of such tensors (`list[f32[3,?,?]]`): no kernel
+  /// takes one; a method with one is lowered by its regions.
+  bool list = false;
   bool operator==(const TensorSignature &o) const {
-    return dtype == o.dtype && sizes == o.sizes;
+    return dtype == o.dtype && sizes == o.sizes && list == o.list;
   }
 };
 
-/// Parses `f32[?], i64[?,4], b8[]` (dtype names: f16 bf16 f32 f64 i8 u8 i16
-/// i32 i64 b8; `?` a dynamic size). Throws std::invalid_argument naming
+/// Parses `f32[?], i64[?,4], b8[], list[f32[3,?,?]]` (dtype names: f16 bf16
+/// f32 f64 i8 u8 i16 i32 i64 b8; `?` a dynamic size; `list[T]` a list of
+/// tensors of type T). Throws std::invalid_argument naming
 /// what is wrong.
 std::vector<TensorSignature> parseSignature(const std::string &text);
 std::string formatSignature(const std::vector<TensorSignature> &signature);

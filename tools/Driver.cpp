@@ -405,16 +405,29 @@ void checkInputTypes(const Options &opts, const torch::jit::Module &module) {
 #ifdef STATICIFY_WITH_MLIR
   if (opts.inputTypes.empty())
     return;
-  size_t given = lower::parseSignature(opts.inputTypes).size();
+  std::vector<lower::TensorSignature> types =
+      lower::parseSignature(opts.inputTypes);
+  size_t given = types.size();
   for (const std::string &name : opts.methods) {
     const c10::FunctionSchema &schema =
         module.get_method(name).function().getSchema();
     std::string args;
     size_t taken = 0;
-    for (const c10::Argument &a : schema.arguments())
-      if (a.name() != "self") {
-        args += (taken++ ? ", " : "") + a.name();
-      }
+    for (const c10::Argument &a : schema.arguments()) {
+      if (a.name() == "self")
+        continue;
+      // A List[Tensor] argument takes list[...], a Tensor one a tensor type.
+      bool isList = a.type()->isSubtypeOf(*c10::ListType::ofTensors());
+      if (taken < given && isList != types[taken].list &&
+          (isList || a.type()->kind() == c10::TypeKind::TensorType))
+        throw CommandLineError(
+            "--input-types '" + opts.inputTypes + "': input " +
+            std::to_string(taken + 1) + " of method '" + name + "' ('" +
+            a.name() + "') is " + (isList ? "a List[Tensor]; give it as "
+                                            "list[DTYPE[SIZES]]"
+                                          : "a Tensor, not a list"));
+      args += (taken++ ? ", " : "") + a.name();
+    }
     if (given != taken)
       throw CommandLineError(
           "--input-types '" + opts.inputTypes + "' gives " +

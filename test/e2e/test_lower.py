@@ -3,7 +3,7 @@ kernel, kept in the output with the method's TorchScript. Each test runs the
 real binary on a real model and compares the output's numbers with the
 original's, on inputs whose masks keep nothing, everything and some."""
 import json
-from typing import Final
+from typing import Final, List
 
 import pytest
 import torch
@@ -154,6 +154,9 @@ def test_an_op_the_bridge_does_not_take_is_named_and_the_output_runs(staticify, 
     # Found once the module is loaded: still a command-line error.
     (["--lower=cpu", "--input-types", "f32[?]"],
      "--input-types 'f32[?]' gives 1 input type, but method 'forward' takes 2"),
+    (["--lower=cpu", "--input-types", "list[f32[?]], i64[?]"],
+     "input 1 of method 'forward' ('smooth_loss') is a Tensor, not a list"),
+    (["--lower=cpu", "--input-types", "list[f32[?], i64[?]"], "']' expected to close list["),
 ])
 def test_bad_lowering_options_are_command_line_errors(staticify, save, tmp_path, args, message):
     path = save(models.Seed002Example1())
@@ -527,3 +530,27 @@ def test_regions_whose_example_run_raises_are_not_lowered(staticify, save, tmp_p
     x, y = torch.randn(2, 4, 6), torch.tensor([1, -1])
     for a, b in zip(torch.jit.load(str(out))(x, y), torch.jit.load(str(path))(x, y)):
         assert torch.equal(a, b)
+
+
+class PerImageScores(torch.nn.Module):
+    def forward(self, images: List[torch.Tensor]):
+        return [(im.sigmoid() * 2 - 1).sum(0).softmax(-1) for im in images]
+
+
+def test_a_list_input_takes_a_list_type(staticify, save, tmp_path):
+    """`list[f32[3,?,?]]` for a List[Tensor] argument: accepted and reported
+    as given (no kernel takes a list: the method is lowered by its regions,
+    here none outside the loop), a tensor type for it is a command-line
+    error; the output equals the original."""
+    path = save(PerImageScores())
+    out = tmp_path / "lowered.pt"
+    _, lowering = lower(staticify, path, out, "list[f32[3,?,?]]")
+    assert lowering["inputs"] == "list[f32[3,?,?]]" and not lowering["lowered"]
+    assert "is not a tensor" in lowering["reason"]
+    images = [torch.randn(3, 4, 5), torch.randn(3, 2, 2)]
+    for a, b in zip(torch.jit.load(str(out))(images), torch.jit.load(str(path))(images)):
+        assert torch.equal(a, b)
+    proc = staticify(path, "-o", tmp_path / "never.pt", "--lower=cpu", "--input-types",
+                     "f32[3,?,?]", check=False)
+    assert proc.returncode == 2 and "('images') is a List[Tensor]; give it as " \
+        "list[DTYPE[SIZES]]" in proc.stderr, proc.stderr

@@ -43,3 +43,21 @@ def test_sampler_profile_smoke(tmp_path):
     assert "aten::nonzero" in ops["original"]
     assert "aten::nonzero" not in ops["staticify"]
     assert all(v["total_us"] > 0 for v in variants.values())
+
+
+def test_lowered_layers_smoke(tmp_path):
+    """Both models lower (the head whole, the convolution's by regions: the
+    bench checks outputs equal before timing) and each row has its times."""
+    bin_dir = os.environ.get("STATICIFY_BIN", str(ROOT / "build" / "bin"))
+    lib = pathlib.Path(bin_dir).parent / "lib" / "libstaticify_runtime.so"
+    if not lib.exists():
+        import pytest
+        pytest.skip("no runtime library next to the binary")
+    out = tmp_path / "layers.json"
+    subprocess.run([sys.executable, str(ROOT / "bench" / "lowered_layers.py"), "--rows", "8",
+                    "--reps", "2", "--bin", bin_dir, "--json", str(out)],
+                   check=True, capture_output=True, timeout=300)
+    rows = json.loads(out.read_text())
+    assert [(r["model"], r["kernels"]) for r in rows] == [("head (whole)", 1),
+                                                          ("conv1d + head (regions)", 1)]
+    assert all(r[k] > 0 for r in rows for k in ("original", "staticified", "lowered"))

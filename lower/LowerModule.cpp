@@ -92,20 +92,8 @@ std::string cudaRecords(const CompiledCuda &cuda, LoweringOutcome &out) {
 Value *runnerCall(Graph &body, Value *self, const std::vector<Value *> &inputs,
                   const std::string &attr, const LiftedAttributes &lifted,
                   size_t results, const c10::TypePtr &returned) {
-  std::vector<Value *> args = inputs;
-  for (size_t i = 0; i < lifted.paths.size(); ++i)
-    args.push_back(readLiftedTensor(body, self, lifted, i));
-  Value *runner = body.insertGetAttr(self, attr);
-  Value *list = body.insertNode(body.createList(c10::TensorType::get(), args))
-                    ->output();
-  Node *run =
-      body.insertNode(body.create(c10::prim::CallMethod, {runner, list}, 1));
-  run->s_(c10::attr::name, "run");
-  run->output()->setType(c10::ListType::ofTensors());
-  std::vector<Value *> outs;
-  for (size_t i = 0; i < results; ++i)
-    outs.push_back(
-        body.insert(c10::aten::__getitem__, {run->output(), int64_t(i)}));
+  std::vector<Value *> outs =
+      insertRunnerCall(body, self, attr, inputs, lifted, results);
   if (returned->kind() == c10::TypeKind::TupleType)
     return body.insertNode(body.createTuple(outs))->output();
   return outs.at(0);

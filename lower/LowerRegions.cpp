@@ -3,6 +3,7 @@
 
 #include "passes/Analysis.h"
 #include "passes/GraphUtils.h"
+#include "passes/ModuleAttributes.h"
 #include "passes/Outline.h"
 #include "passes/Partition.h"
 
@@ -110,23 +111,11 @@ regionSignatures(torch::jit::Module &module, Graph &graph,
   return out;
 }
 
-/// Whether \p block or a block nested in it writes an attribute.
-bool writesAttribute(torch::jit::Block *block) {
-  for (Node *n : block->nodes()) {
-    if (n->kind() == c10::prim::SetAttr)
-      return true;
-    for (torch::jit::Block *b : n->blocks())
-      if (writesAttribute(b))
-        return true;
-  }
-  return false;
-}
-
 /// Moves the top-level reads of the module's attributes (chains of
 /// prim::GetAttr from `self`) to the start of \p graph, where nothing in it
 /// writes an attribute: they read the same values there.
 void hoistAttributeReads(Graph &graph) {
-  if (writesAttribute(graph.block()))
+  if (writesAttributes(graph.block()))
     return;
   std::vector<Node *> reads;
   for (Node *n : graph.nodes())

@@ -48,7 +48,8 @@ std::vector<Node *> attributeReads(torch::jit::Block *block) {
   return reads;
 }
 
-/// Whether \p n writes an attribute of the module or its submodules.
+} // namespace
+
 bool writesAttributes(torch::jit::Block *block) {
   for (Node *n : block->nodes()) {
     if (n->kind() == c10::prim::SetAttr)
@@ -60,7 +61,25 @@ bool writesAttributes(torch::jit::Block *block) {
   return false;
 }
 
-} // namespace
+std::vector<Value *> insertRunnerCall(Graph &g, Value *self,
+                                      const std::string &attr,
+                                      std::vector<Value *> inputs,
+                                      const LiftedAttributes &lifted,
+                                      size_t results) {
+  for (size_t i = 0; i < lifted.paths.size(); ++i)
+    inputs.push_back(readLiftedTensor(g, self, lifted, i));
+  Value *runner = g.insertGetAttr(self, attr);
+  Value *list =
+      g.insertNode(g.createList(c10::TensorType::get(), inputs))->output();
+  Node *run = g.insertNode(g.create(c10::prim::CallMethod, {runner, list}, 1));
+  run->s_(c10::attr::name, "run");
+  run->output()->setType(c10::ListType::ofTensors());
+  std::vector<Value *> out;
+  for (size_t i = 0; i < results; ++i)
+    out.push_back(g.insert(c10::aten::__getitem__,
+                           {run->output(), static_cast<int64_t>(i)}));
+  return out;
+}
 
 std::string attributeName(const std::vector<std::string> &path) {
   std::string out;

@@ -57,6 +57,18 @@ torch::jit::Value *readLiftedTensor(torch::jit::Graph &g,
 torch::jit::Value *guardsHold(torch::jit::Graph &g, torch::jit::Value *self,
                               const LiftedAttributes &lifted);
 
+/// `self.<attr>.run([inputs, the lifted tensors])` of a runtime runner
+/// attribute (a LoweredMethod, a RegionRunner) at \p g's insertion point:
+/// the first \p results elements of the list it returns.
+std::vector<torch::jit::Value *>
+insertRunnerCall(torch::jit::Graph &g, torch::jit::Value *self,
+                 const std::string &attr,
+                 std::vector<torch::jit::Value *> inputs,
+                 const LiftedAttributes &lifted, size_t results);
+
+/// Whether \p block, or a block nested in it, writes an attribute.
+bool writesAttributes(torch::jit::Block *block);
+
 /// "fc.weight" for {"fc", "weight"}.
 std::string attributeName(const std::vector<std::string> &path);
 

@@ -58,31 +58,6 @@ static size_t tupleOfTensors(const std::vector<c10::TypePtr> &types) {
   return tuple->elements().size();
 }
 
-/// The call of \p r's runner in place of \p call's results: run([inputs,
-/// the module's tensors the region reads]), unpacked as the call's uses
-/// expect; inserted at \p graph's insertion point.
-static std::vector<Value *> runnerCall(Graph &graph, Node *call,
-                                       const std::string &attr,
-                                       const LiftedAttributes &lifted,
-                                       size_t results) {
-  Value *self = graph.inputs()[0];
-  Value *runner = graph.insertGetAttr(self, attr);
-  std::vector<Value *> args(call->inputs().begin() + 1, call->inputs().end());
-  for (size_t i = 0; i < lifted.paths.size(); ++i)
-    args.push_back(readLiftedTensor(graph, self, lifted, i));
-  Value *list = graph.insertNode(graph.createList(c10::TensorType::get(), args))
-                    ->output();
-  Node *run =
-      graph.insertNode(graph.create(c10::prim::CallMethod, {runner, list}, 1));
-  run->s_(c10::attr::name, "run");
-  run->output()->setType(c10::ListType::ofTensors());
-  std::vector<Value *> out;
-  for (size_t i = 0; i < results; ++i)
-    out.push_back(graph.insert(c10::aten::__getitem__,
-                               {run->output(), static_cast<int64_t>(i)}));
-  return out;
-}
-
 /// Replaces \p call's result by \p elements: the tuple rebuilt, the one
 /// tensor, or each unpacked element.
 static void replaceCallResults(Graph &graph, Node *call,
@@ -148,17 +123,20 @@ runRegionsWithCudaGraphs(torch::jit::Module &module, Graph &graph,
     Node *call = r.call;
     size_t results = tupled ? tupled : r.outputs.size();
     torch::jit::WithInsertPoint guard(call);
+    std::vector<Value *> args(call->inputs().begin() + 1, call->inputs().end());
     Value *hold = guardsHold(graph, graph.inputs()[0], lifted);
     std::vector<Value *> elements;
     if (!hold) {
-      elements = runnerCall(graph, call, attr, lifted, results);
+      elements = insertRunnerCall(graph, graph.inputs()[0], attr, args,
+                                  lifted, results);
     } else {
       Node *branch =
           graph.insertNode(graph.create(c10::prim::If, {hold}, results));
       torch::jit::Block *captured = branch->addBlock(), *plain = branch->addBlock();
       {
         torch::jit::WithInsertPoint inside(captured);
-        for (Value *v : runnerCall(graph, call, attr, lifted, results))
+        for (Value *v : insertRunnerCall(graph, graph.inputs()[0], attr, args,
+                                         lifted, results))
           captured->registerOutput(v);
       }
       Node *again = graph.createClone(call, [](Value *v) { return v; });

@@ -61,3 +61,18 @@ def test_lowered_layers_smoke(tmp_path):
     assert [(r["model"], r["kernels"]) for r in rows] == [("head (whole)", 1),
                                                           ("conv1d + head (regions)", 1)]
     assert all(r[k] > 0 for r in rows for k in ("original", "staticified", "lowered"))
+
+
+def test_lowered_primitives_smoke(tmp_path):
+    """Each primitive of the sampler's form lowers on its own (the bench
+    exits naming one that does not) and is timed beside PyTorch's op."""
+    bin_dir = os.environ.get("STATICIFY_BIN", str(ROOT / "build" / "bin"))
+    if not (pathlib.Path(bin_dir).parent / "lib" / "libstaticify_runtime.so").exists():
+        import pytest
+        pytest.skip("no runtime library next to the binary")
+    out = tmp_path / "primitives.json"
+    subprocess.run([sys.executable, str(ROOT / "bench" / "lowered_primitives.py"), "--size",
+                    "2e3", "--reps", "2", "--bin", bin_dir, "--json", str(out)],
+                   check=True, capture_output=True, timeout=300)
+    rows = json.loads(out.read_text())["rows"]
+    assert len(rows) == 8 and all(r["pytorch"] > 0 and r["lowered"] > 0 for r in rows)

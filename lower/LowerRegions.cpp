@@ -50,24 +50,53 @@ exampleInputs(const std::vector<TensorSignature> &signature) {
   return out;
 }
 
-/// The dtype and rank of each region's inputs in one run of \p graph (the
-/// method, calling its regions) on \p inputs, by region method; a region
-/// with an input other than a tensor has none.
+/// The calls of \p regions (by method name) in \p block and its nested
+/// blocks.
+void regionCalls(torch::jit::Block *block, const std::set<std::string> &regions,
+                 std::vector<Node *> &calls) {
+  for (Node *n : block->nodes()) {
+    if (n->kind() == c10::prim::CallMethod &&
+        regions.count(n->s(c10::attr::name)))
+      calls.push_back(n);
+    for (torch::jit::Block *b : n->blocks())
+      regionCalls(b, regions, calls);
+  }
+}
+
+/// The dtype and rank of each region's inputs the first time it ran in one
+/// run of \p graph (the method, calling its regions, in loops too) on
+/// \p inputs, by region method; a region with an input other than a tensor,
+/// or that did not run, has none. Each input is appended to a list made at
+/// the start of the run, returned after the method's results.
 std::map<std::string, std::vector<TensorSignature>>
 regionSignatures(torch::jit::Module &module, Graph &graph,
                  const std::set<std::string> &regions,
                  const std::vector<c10::IValue> &inputs, std::string &why) {
   std::shared_ptr<Graph> run = graph.copy();
-  // Each call's inputs, after the method's own results, in one tuple.
   std::vector<Value *> results(run->outputs().begin(), run->outputs().end());
-  std::vector<std::pair<std::string, size_t>> calls;
-  for (Node *n : run->nodes())
-    if (n->kind() == c10::prim::CallMethod &&
-        regions.count(n->s(c10::attr::name))) {
-      calls.emplace_back(n->s(c10::attr::name), n->inputs().size() - 1);
-      results.insert(results.end(), n->inputs().begin() + 1,
-                     n->inputs().end());
+  std::vector<Node *> calls;
+  regionCalls(run->block(), regions, calls);
+  std::vector<std::pair<std::string, size_t>> recorded; // name, inputs
+  for (Node *call : calls) {
+    bool tensors = true;
+    for (size_t i = 1; i < call->inputs().size(); ++i)
+      tensors = tensors &&
+                call->input(i)->type()->kind() == c10::TypeKind::TensorType;
+    if (!tensors)
+      continue;
+    recorded.emplace_back(call->s(c10::attr::name), call->inputs().size() - 1);
+    for (size_t i = 1; i < call->inputs().size(); ++i) {
+      Value *list;
+      {
+        torch::jit::WithInsertPoint atStart(run->block()->nodes().front());
+        list = run->insertNode(run->createList(c10::TensorType::get(), {}))
+                   ->output();
+      }
+      torch::jit::WithInsertPoint beforeCall(call);
+      run->insert(c10::aten::append, {list, call->input(i)});
+      results.push_back(list);
     }
+  }
   size_t first = run->outputs().size();
   while (!run->outputs().empty())
     run->eraseOutput(0);
@@ -95,17 +124,15 @@ regionSignatures(torch::jit::Module &module, Graph &graph,
   const auto &values = result.toTupleRef().elements();
   std::map<std::string, std::vector<TensorSignature>> out;
   size_t at = first;
-  for (const auto &[name, count] : calls) {
+  for (const auto &[name, count] : recorded) {
     std::vector<TensorSignature> sig;
-    bool tensors = true;
     for (size_t i = 0; i < count; ++i, ++at) {
-      const c10::IValue &v = values[at];
-      tensors = tensors && v.isTensor();
-      if (tensors)
-        sig.push_back({v.toTensor().scalar_type(),
-                       std::vector<int64_t>(v.toTensor().dim(), -1)});
+      c10::List<at::Tensor> seen = values[at].toTensorList();
+      if (!seen.empty())
+        sig.push_back({seen.get(0).scalar_type(),
+                       std::vector<int64_t>(seen.get(0).dim(), -1)});
     }
-    if (tensors)
+    if (sig.size() == count)
       out[name] = sig;
   }
   return out;
@@ -138,6 +165,19 @@ void hoistAttributeReads(Graph &graph) {
 bool bridgeTakes(Node *node, const std::set<std::string> &ops) {
   if (node->kind() != c10::prim::GetAttr && !ops.count(loweringKey(node)))
     return false;
+  // The bridge unrolls a loop whose trip count it knows when compiling: a
+  // constant, or one from a shape (a rank, a list of sizes' length); a loop
+  // over a list's elements (the detectors' per-image loops) is cut, and its
+  // body's runs are regions of their own (nestedRuns).
+  if (node->kind() == c10::prim::Loop) {
+    Node *trip = node->input(0)->node();
+    bool fromShape =
+        trip->kind() == c10::prim::Constant || trip->kind() == c10::aten::dim ||
+        (trip->kind() == c10::aten::len &&
+         trip->input(0)->node()->kind() == c10::aten::size);
+    if (!fromShape)
+      return false;
+  }
   for (torch::jit::Block *b : node->blocks())
     for (Node *n : b->nodes())
       if (!bridgeTakes(n, ops))
@@ -184,6 +224,60 @@ PartitionResult cutAtUnlowered(Graph &graph, const PartitionResult &partition) {
   return out;
 }
 
+/// Whether \p node computes only host-static values (nothing nested in it
+/// depends on data).
+bool staticNode(Node *node, const AnalysisResult &analysis) {
+  for (Value *v : node->outputs())
+    if (analysis.info(v).isDataDependent())
+      return false;
+  for (torch::jit::Block *b : node->blocks())
+    for (Node *n : b->nodes())
+      if (!staticNode(n, analysis))
+        return false;
+  return true;
+}
+
+/// Inside the blocks of \p node (a loop or branch left out of the regions:
+/// the detectors' per-image loops), the runs of static nodes the bridge
+/// takes, of \p minNodes or more, by block.
+void nestedRuns(Node *node, const AnalysisResult &analysis,
+                const std::set<std::string> &ops, size_t minNodes,
+                std::vector<std::pair<torch::jit::Block *, std::vector<Node *>>> &out) {
+  for (torch::jit::Block *block : node->blocks()) {
+    std::vector<Node *> run;
+    size_t size = 0;
+    auto close = [&] {
+      if (size >= minNodes)
+        out.emplace_back(block, run);
+      run.clear();
+      size = 0;
+    };
+    for (Node *n : block->nodes()) {
+      if (n->kind() == c10::prim::Constant)
+        continue;
+      // No kernel takes a list or writes one: a list's element read, or an
+      // append to it, stays between the regions.
+      bool lists = false;
+      for (Value *v : n->inputs())
+        if (auto list = v->type()->cast<c10::ListType>())
+          lists = lists || !list->getElementType()->isSubtypeOf(
+                               *c10::NumberType::get());
+      const c10::FunctionSchema *schema = n->maybeSchema();
+      bool writes = schema && schema->is_mutable();
+      if (n->kind() != c10::prim::GetAttr && !lists && !writes &&
+          bridgeTakes(n, ops) && staticNode(n, analysis)) {
+        run.push_back(n);
+        size += countNodes(n);
+        continue;
+      }
+      close();
+      if (!n->blocks().empty())
+        nestedRuns(n, analysis, ops, minNodes, out);
+    }
+    close();
+  }
+}
+
 /// The region's nodes back where its call is, and its method removed.
 void putBack(torch::jit::Module &module, Graph &graph, const OutlinedRegion &r,
              Graph &body) {
@@ -218,8 +312,25 @@ lowerRegions(torch::jit::Module &module, const std::string &method,
   AnalysisResult analysis = analyzeGraph(*graph, Detail::Facts);
   PartitionResult partition =
       cutAtUnlowered(*graph, partitionGraph(*graph, analysis));
+  // Runs inside the loops and branches that are no region's (collected
+  // before the regions are outlined: these nodes stay where they are).
+  std::vector<std::string> lowered = loweredOperators();
+  std::set<std::string> ops(lowered.begin(), lowered.end());
+  std::vector<std::pair<torch::jit::Block *, std::vector<Node *>>> nested;
+  for (Node *n : graph->nodes()) {
+    std::optional<size_t> seg = partition.segmentOf.find(n);
+    if (seg && !n->blocks().empty() &&
+        partition.segments[*seg].kind != Segment::Kind::StaticRegion)
+      nestedRuns(n, analysis, ops, 3, nested);
+  }
   std::vector<OutlinedRegion> regions =
       outlineRegions(module, method, *graph, partition);
+  size_t number = partition.segments.size();
+  for (auto &[block, run] : nested)
+    if (auto r = outlineNodes(module, *graph, block, run,
+                              method + "_region_" + std::to_string(++number),
+                              number))
+      regions.push_back(std::move(*r));
   if (regions.empty()) {
     why = "no static region of three ops or more";
     replaceGraphContents(*graph, *before);
@@ -239,7 +350,10 @@ lowerRegions(torch::jit::Module &module, const std::string &method,
     rl.region = r.region;
     auto sig = typed.find(r.method);
     if (sig == typed.end()) {
-      rl.outcome.reason = why.empty() ? "an input is not a tensor" : why;
+      rl.outcome.reason =
+          why.empty() ? "an input is not a tensor, or the example run did "
+                        "not reach it"
+                      : why;
     } else {
       rl.outcome = lowerMethod(module, r.method, sig->second, targets);
     }

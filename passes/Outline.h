@@ -14,6 +14,7 @@
 
 #include <torch/csrc/jit/api/module.h>
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -27,6 +28,16 @@ struct OutlinedRegion {
   std::shared_ptr<torch::jit::Graph> graph;
   torch::jit::Node *call = nullptr; // the prim::CallMethod in the caller
 };
+
+/// Outlines \p nodes, a run in program order of nodes of \p block (a block
+/// of \p graph, the graph of a method of \p module), as method \p name of
+/// the module, called where they were; none when no result is used after
+/// them. \p number is the region's number in the result.
+std::optional<OutlinedRegion>
+outlineNodes(torch::jit::Module &module, torch::jit::Graph &graph,
+             torch::jit::Block *block,
+             const std::vector<torch::jit::Node *> &nodes,
+             const std::string &name, size_t number);
 
 /// Outlines the static regions of \p graph (the graph of \p module's method
 /// \p method, partitioned as \p partition) that have at least \p minNodes

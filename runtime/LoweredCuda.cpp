@@ -178,7 +178,8 @@ std::shared_ptr<LoweredMethod::CudaState> LoweredMethod::makeCudaState() {
 }
 
 std::vector<at::Tensor>
-LoweredMethod::runCuda(const std::vector<at::Tensor> &inputs) {
+LoweredMethod::runCuda(const std::vector<at::Tensor> &given) {
+  std::vector<at::Tensor> inputs = given;
   std::call_once(cudaLoaded_, [this] {
     if (const std::string *host = cudaImageBytes("host"))
       std::tie(cudaHandle_, cudaFd_) =
@@ -195,6 +196,7 @@ LoweredMethod::runCuda(const std::vector<at::Tensor> &inputs) {
   c10::Device device = inputs[0].device();
   if (!matchesSignature(inputs, device))
     return runFallback(inputs);
+  contiguous(inputs);
   c10::cuda::CUDAGuard guard(device);
   // The driver calls need the device's context current on this thread;
   // the CUDA runtime makes its primary context current (as PyTorch does

@@ -208,6 +208,15 @@ at::Tensor LoweredMethod::cudaImage(const std::string &name) const {
   return t;
 }
 
+void LoweredMethod::contiguous(std::vector<at::Tensor> &inputs) {
+  // The kernels take dense row-major buffers; a view (a column, a
+  // transpose) is copied. A kernel never writes its inputs (the bridge
+  // lowers no in-place op on them), so the copy is seen by nothing else.
+  for (at::Tensor &t : inputs)
+    if (!t.is_contiguous())
+      t = t.contiguous();
+}
+
 bool LoweredMethod::accepts(const std::vector<at::Tensor> &inputs) {
   loadCpuKernel();
   return kernelFn_ && matchesSignature(inputs, c10::Device(c10::kCPU));
@@ -221,8 +230,7 @@ bool LoweredMethod::matchesSignature(const std::vector<at::Tensor> &inputs,
     const at::Tensor &t = inputs[i];
     const Arg &a = inputs_[i];
     if (!t.defined() || t.device() != device || t.scalar_type() != a.dtype ||
-        t.dim() != int64_t(a.sizes.size()) || !t.is_contiguous() ||
-        t.is_neg() || t.is_conj() || t.layout() != c10::kStrided ||
+        t.dim() != int64_t(a.sizes.size()) || t.is_neg() || t.is_conj() || t.layout() != c10::kStrided ||
         (t.requires_grad() && at::GradMode::is_enabled()))
       return false;
     for (size_t d = 0; d < a.sizes.size(); ++d)
@@ -281,6 +289,7 @@ std::vector<at::Tensor> LoweredMethod::run(std::vector<at::Tensor> inputs) {
     return runCuda(inputs);
   if (!accepts(inputs))
     return runFallback(inputs);
+  contiguous(inputs);
   // The seed of this call's random draws, from the generator the original's
   // random ops would use (so torch.manual_seed makes runs repeatable).
   int64_t seed = 0, status = 0;

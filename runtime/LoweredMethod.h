@@ -98,6 +98,8 @@ private:
   std::vector<at::Tensor> runCuda(const std::vector<at::Tensor> &inputs);
 
   bool accepts(const std::vector<at::Tensor> &inputs);
+  /// Each input that is not a dense row-major buffer, copied into one.
+  static void contiguous(std::vector<at::Tensor> &inputs);
   void loadCpuKernel();
   /// runtime/LoweredCuda.cpp: the per-device state (made with the object,
   /// so concurrent first calls share it).

@@ -25,7 +25,7 @@ DTYPES = {torch.float32: "f32", torch.float64: "f64", torch.int64: "i64",
           torch.int32: "i32", torch.bool: "b8", torch.float16: "f16", torch.int8: "i8"}
 # The idioms the bridge lowers today: a change that lowers fewer fails here;
 # one that lowers more raises the floor.
-MIN_LOWERED = 34
+MIN_LOWERED = 36
 lowered_names = []
 
 

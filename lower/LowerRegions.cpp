@@ -342,8 +342,12 @@ lowerRegions(torch::jit::Module &module, const std::string &method,
     names.insert(r.method);
     bodies[r.method] = r.graph->copy();
   }
-  auto typed = regionSignatures(module, *graph, names,
-                                exampleInputs(signature), why);
+  // Arguments past the typed ones take their defaults.
+  std::vector<c10::IValue> example = exampleInputs(signature);
+  const auto &arguments = module.get_method(method).function().getSchema().arguments();
+  for (size_t i = example.size() + 1; i < arguments.size(); ++i)
+    example.push_back(arguments[i].default_value().value_or(c10::IValue()));
+  auto typed = regionSignatures(module, *graph, names, example, why);
   std::vector<RegionLowering> out;
   for (const OutlinedRegion &r : regions) {
     RegionLowering &rl = out.emplace_back();

@@ -428,13 +428,20 @@ void checkInputTypes(const Options &opts, const torch::jit::Module &module) {
                                           : "a Tensor, not a list"));
       args += (taken++ ? ", " : "") + a.name();
     }
-    if (given != taken)
+    // Arguments after the typed ones may be left out where they have
+    // defaults (a detector's `targets=None`): the example run passes those.
+    size_t required = 0, at = 0;
+    for (const c10::Argument &a : schema.arguments())
+      if (a.name() != "self" && ++at && !a.default_value())
+        required = at;
+    if (given > taken || given < required)
       throw CommandLineError(
           "--input-types '" + opts.inputTypes + "' gives " +
           std::to_string(given) + " input type" + (given == 1 ? "" : "s") +
           ", but method '" + name + "' takes " + std::to_string(taken) +
           (taken ? " (" + args + ")" : std::string()) +
-          "; give one type per input");
+          "; give one type per input (those with defaults may be left out at "
+          "the end)");
   }
 #else
   (void)opts;

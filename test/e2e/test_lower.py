@@ -3,7 +3,7 @@ kernel, kept in the output with the method's TorchScript. Each test runs the
 real binary on a real model and compares the output's numbers with the
 original's, on inputs whose masks keep nothing, everything and some."""
 import json
-from typing import Final, List
+from typing import Final, List, Optional
 
 import pytest
 import torch
@@ -562,3 +562,33 @@ def test_a_list_input_takes_a_list_type(staticify, save, tmp_path):
                      "f32[3,?,?]", check=False)
     assert proc.returncode == 2 and "('images') is a List[Tensor]; give it as " \
         "list[DTYPE[SIZES]]" in proc.stderr, proc.stderr
+
+
+class OptionalTarget(torch.nn.Module):
+    def forward(self, x: torch.Tensor, target: Optional[torch.Tensor] = None):
+        y = (x * 2).relu().sum(0)
+        if target is not None:
+            y = y - target
+        return y
+
+
+def test_arguments_with_defaults_may_be_left_out(staticify, save, tmp_path):
+    """Types for the leading arguments only, where the rest have defaults (a
+    detector's `targets=None`): accepted (the example run passes the
+    defaults; here the one region reads the Optional argument, so no kernel
+    takes it, and the report says so); the output runs as the original;
+    fewer types than the arguments without defaults is a command-line
+    error."""
+    path = save(OptionalTarget())
+    out = tmp_path / "lowered.pt"
+    _, lowering = lower(staticify, path, out, "f32[?,?]")
+    assert not lowering["lowered"] and "'target" in lowering["reason"], lowering
+    assert lowering["regions"] and not any(r["lowered"] for r in lowering["regions"])
+    x = torch.randn(5, 3)
+    lowered, original = torch.jit.load(str(out)), torch.jit.load(str(path))
+    torch.testing.assert_close(lowered(x), original(x))
+    t = torch.randn(3)
+    torch.testing.assert_close(lowered(x, t), original(x, t))
+    proc = staticify(save(models.Seed002Example1()), "-o", tmp_path / "never.pt",
+                     "--lower=cpu", "--input-types", "f32[?]", check=False)
+    assert proc.returncode == 2 and "those with defaults may be left out" in proc.stderr

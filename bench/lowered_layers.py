@@ -11,11 +11,9 @@ calls under torch.no_grad(), for --rows rows.
 import argparse
 import json
 import pathlib
-import statistics
 import subprocess
 import sys
 import tempfile
-import time
 
 import torch
 
@@ -23,6 +21,7 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "test" / "e2e"))
 sys.path.insert(0, str(ROOT / "bench"))
 from docs_section import write_section  # noqa: E402
+from timing import interleaved  # noqa: E402
 from test_lower import ConvThenHead, LayeredHead  # noqa: E402
 
 MODELS = [
@@ -55,18 +54,9 @@ def variants(staticify, workdir, name, module, types):
 
 
 def timed(models, args, reps):
-    """Median seconds per call of each, interleaved."""
-    times = {k: [] for k in models}
+    """Median seconds per call of each, interleaved, without autograd."""
     with torch.no_grad():
-        for fn in models.values():
-            for _ in range(3):
-                fn(*args)
-        for _ in range(reps):
-            for k, fn in models.items():
-                start = time.perf_counter()
-                fn(*args)
-                times[k].append(time.perf_counter() - start)
-    return {k: statistics.median(v) for k, v in times.items()}
+        return interleaved(models, args, reps)
 
 
 def main():

@@ -10,17 +10,16 @@ the article's fused floor would be one draw of keys (rand) and a top-k.
 import argparse
 import json
 import pathlib
-import statistics
 import subprocess
 import sys
 import tempfile
-import time
 
 import torch
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "bench"))
 from docs_section import write_section  # noqa: E402
+from timing import interleaved  # noqa: E402
 
 BEGIN = "<!-- lowered_primitives.py: begin -->"
 END = "<!-- lowered_primitives.py: end -->"
@@ -106,17 +105,8 @@ def main():
             if "lowered to a CPU kernel" not in proc.stderr:
                 sys.exit(f"{label}: {proc.stderr}")
             fns = {"pytorch": torch.jit.script(module), "lowered": torch.jit.load(str(out))}
-            times = {k: [] for k in fns}
-            for fn in fns.values():
-                for _ in range(3):
-                    fn(*args)
-            for _ in range(opts.reps):
-                for k, fn in fns.items():
-                    start = time.perf_counter()
-                    fn(*args)
-                    times[k].append(time.perf_counter() - start)
-            row = {"primitive": label, **{k: statistics.median(v) * 1e3
-                                          for k, v in times.items()}}
+            row = {"primitive": label, **{k: v * 1e3 for k, v in
+                                          interleaved(fns, args, opts.reps).items()}}
             rows.append(row)
             print(f"{label:32} PyTorch {row['pytorch']:7.2f} ms, lowered {row['lowered']:7.2f} ms")
     if opts.json:

@@ -220,13 +220,7 @@ void Evaluator::lowerRandperm(Node *node) {
                                         b.getI64Type());
   Value perm = staticify::mlir_dialect::RandPermOp::create(b, tt, index(n),
                                                            streamSeed());
-  Tensor out{perm, ScalarType::Long, {n}};
-  if (t != ScalarType::Long)
-    out = elementwise({out}, ScalarType::Long, t,
-                      [this, t](auto &ob, auto loc, auto xs) {
-                        return convert(ob, loc, xs[0], ScalarType::Long, t);
-                      });
-  bind(node, out);
+  bind(node, converted(Tensor{perm, ScalarType::Long, {n}}, t));
 }
 
 std::pair<Tensor, Tensor> Evaluator::vectorTopk(Node *node, const Tensor &x,
@@ -325,16 +319,9 @@ void Evaluator::lowerCumsum(Node *node) {
                                          : ScalarType::Long;
   // In the accumulation dtype, then the scan (staticify-lower-scans: a
   // serial loop on the CPU, a chunked scan on the GPU).
-  ScalarType from = x.dtype;
-  Tensor converted =
-      from == acc
-          ? x
-          : elementwise({x}, from, acc,
-                        [from, acc, this](auto &ob, auto loc, auto xs) {
-                          return convert(ob, loc, xs[0], from, acc);
-                        });
+  Tensor wide = converted(x, acc);
   Value scanned = staticify::mlir_dialect::CumSumOp::create(
-      b, converted.value.getType(), converted.value);
+      b, wide.value.getType(), wide.value);
   bind(node, Tensor{scanned, acc, x.sizes});
 }
 

@@ -397,8 +397,8 @@ private:
   /// An `if` whose condition is known only at run time: an scf.if yielding
   /// each result, its branch's checks and its tensors' dynamic sizes.
   void lowerIfBothBranches(Node *node, Value cond);
-  /// out = x with \p operands of its dtype at \p x's dtype: the elementwise
-  /// conversion of \p x to \p to (x itself when it has that dtype).
+  /// The elementwise conversion of \p x to dtype \p to (x itself when it
+  /// has that dtype).
   Tensor converted(const Tensor &x, ScalarType to);
   /// not x of a host bool.
   Host logicalNot(const Host &x);

@@ -50,19 +50,6 @@ exampleInputs(const std::vector<TensorSignature> &signature) {
   return out;
 }
 
-/// The calls of \p regions (by method name) in \p block and its nested
-/// blocks.
-void regionCalls(torch::jit::Block *block, const std::set<std::string> &regions,
-                 std::vector<Node *> &calls) {
-  for (Node *n : block->nodes()) {
-    if (n->kind() == c10::prim::CallMethod &&
-        regions.count(n->s(c10::attr::name)))
-      calls.push_back(n);
-    for (torch::jit::Block *b : n->blocks())
-      regionCalls(b, regions, calls);
-  }
-}
-
 /// The dtype and rank of each region's inputs the first time it ran in one
 /// run of \p graph (the method, calling its regions, in loops too) on
 /// \p inputs, by region method; a region with an input other than a tensor,
@@ -75,7 +62,10 @@ regionSignatures(torch::jit::Module &module, Graph &graph,
   std::shared_ptr<Graph> run = graph.copy();
   std::vector<Value *> results(run->outputs().begin(), run->outputs().end());
   std::vector<Node *> calls;
-  regionCalls(run->block(), regions, calls);
+  for (Node *n : collectNodes(run->block()))
+    if (n->kind() == c10::prim::CallMethod &&
+        regions.count(n->s(c10::attr::name)))
+      calls.push_back(n);
   std::vector<std::pair<std::string, size_t>> recorded; // name, inputs
   for (Node *call : calls) {
     bool tensors = true;
@@ -188,9 +178,8 @@ bool bridgeTakes(Node *node, const std::set<std::string> &ops) {
 /// \p partition with each static region cut where an op the bridge does
 /// not take is (a convolution, say): that op stays TorchScript between the
 /// kernels of the pieces around it.
-PartitionResult cutAtUnlowered(Graph &graph, const PartitionResult &partition) {
-  std::vector<std::string> lowered = loweredOperators();
-  std::set<std::string> ops(lowered.begin(), lowered.end());
+PartitionResult cutAtUnlowered(Graph &graph, const PartitionResult &partition,
+                               const std::set<std::string> &ops) {
   PartitionResult out;
   std::vector<std::pair<const Node *, size_t>> index;
   std::optional<size_t> open, last; // the static piece, the last segment
@@ -310,12 +299,12 @@ lowerRegions(torch::jit::Module &module, const std::string &method,
   torch::jit::Inline(*graph);
   hoistAttributeReads(*graph);
   AnalysisResult analysis = analyzeGraph(*graph, Detail::Facts);
-  PartitionResult partition =
-      cutAtUnlowered(*graph, partitionGraph(*graph, analysis));
-  // Runs inside the loops and branches that are no region's (collected
-  // before the regions are outlined: these nodes stay where they are).
   std::vector<std::string> lowered = loweredOperators();
   std::set<std::string> ops(lowered.begin(), lowered.end());
+  PartitionResult partition =
+      cutAtUnlowered(*graph, partitionGraph(*graph, analysis), ops);
+  // Runs inside the loops and branches that are no region's (collected
+  // before the regions are outlined: these nodes stay where they are).
   std::vector<std::pair<torch::jit::Block *, std::vector<Node *>>> nested;
   for (Node *n : graph->nodes()) {
     std::optional<size_t> seg = partition.segmentOf.find(n);

@@ -1,7 +1,10 @@
 //===- ModuleAttributes.cpp - A method's reads of its module, lifted -------===//
 #include "passes/ModuleAttributes.h"
 
-#include <functional>
+#include "passes/GraphUtils.h"
+
+#include <algorithm>
+
 #include <map>
 #include <optional>
 
@@ -35,30 +38,13 @@ c10::IValue attributeValue(const torch::jit::Module &module,
   return v;
 }
 
-std::vector<Node *> attributeReads(torch::jit::Block *block) {
-  std::vector<Node *> reads;
-  for (Node *n : block->nodes()) {
-    if (n->kind() == c10::prim::GetAttr)
-      reads.push_back(n);
-    for (torch::jit::Block *b : n->blocks()) {
-      std::vector<Node *> inner = attributeReads(b);
-      reads.insert(reads.end(), inner.begin(), inner.end());
-    }
-  }
-  return reads;
-}
-
 } // namespace
 
 bool writesAttributes(torch::jit::Block *block) {
-  for (Node *n : block->nodes()) {
-    if (n->kind() == c10::prim::SetAttr)
-      return true;
-    for (torch::jit::Block *b : n->blocks())
-      if (writesAttributes(b))
-        return true;
-  }
-  return false;
+  std::vector<Node *> nodes = collectNodes(block);
+  return std::any_of(nodes.begin(), nodes.end(), [](const Node *n) {
+    return n->kind() == c10::prim::SetAttr;
+  });
 }
 
 std::vector<Value *> insertRunnerCall(Graph &g, Value *self,
@@ -96,7 +82,12 @@ LiftedAttributes liftAttributes(Graph &graph, const torch::jit::Module &module) 
     return out;
   }
   std::map<std::vector<std::string>, Value *> inputs;
-  std::vector<Node *> reads = attributeReads(graph.block());
+  std::vector<Node *> reads = collectNodes(graph.block());
+  reads.erase(std::remove_if(reads.begin(), reads.end(),
+                             [](const Node *n) {
+                               return n->kind() != c10::prim::GetAttr;
+                             }),
+              reads.end());
   for (Node *n : reads) {
     auto path = attributePath(n->output(), self);
     if (!path)

@@ -412,7 +412,7 @@ void checkInputTypes(const Options &opts, const torch::jit::Module &module) {
     const c10::FunctionSchema &schema =
         module.get_method(name).function().getSchema();
     std::string args;
-    size_t taken = 0;
+    size_t taken = 0, required = 0;
     for (const c10::Argument &a : schema.arguments()) {
       if (a.name() == "self")
         continue;
@@ -427,13 +427,11 @@ void checkInputTypes(const Options &opts, const torch::jit::Module &module) {
                                             "list[DTYPE[SIZES]]"
                                           : "a Tensor, not a list"));
       args += (taken++ ? ", " : "") + a.name();
+      // Arguments after the typed ones may be left out where they have
+      // defaults (a detector's `targets=None`): the example run passes those.
+      if (!a.default_value())
+        required = taken;
     }
-    // Arguments after the typed ones may be left out where they have
-    // defaults (a detector's `targets=None`): the example run passes those.
-    size_t required = 0, at = 0;
-    for (const c10::Argument &a : schema.arguments())
-      if (a.name() != "self" && ++at && !a.default_value())
-        required = at;
     if (given > taken || given < required)
       throw CommandLineError(
           "--input-types '" + opts.inputTypes + "' gives " +

@@ -207,8 +207,10 @@ StaticifyResult staticifyModule(torch::jit::Module &module,
       lower::LoweringTargets targets;
       targets.cpu = options.lowerTarget.find("cpu") != std::string::npos;
       targets.cuda = options.lowerTarget.find("cuda") != std::string::npos;
+      std::vector<lower::TensorSignature> signature =
+          lower::parseSignature(options.lowerSignature);
       lower::LoweringOutcome lowered = lower::lowerMethod(
-          module, name, lower::parseSignature(options.lowerSignature), targets);
+          module, name, signature, targets);
       l.lowered = lowered.lowered;
       l.reason = lowered.reason;
       l.kernelBytes = lowered.kernelBytes;
@@ -219,8 +221,7 @@ StaticifyResult staticifyModule(torch::jit::Module &module,
       if (!lowered.lowered) {
         // Not whole: its static regions, each on its own.
         for (const lower::RegionLowering &r : lower::lowerRegions(
-                 module, name, lower::parseSignature(options.lowerSignature),
-                 targets, l.regionsReason)) {
+                 module, name, signature, targets, l.regionsReason)) {
           l.regions.push_back({r.region, r.method, r.outcome.lowered,
                                r.outcome.reason, r.outcome.kernelBytes});
           if (r.outcome.lowered)

@@ -56,8 +56,8 @@ func.func @topk_too_many(%keys: tensor<4xf32>, %k: index) {
 
 // -----
 
-func.func @topk_integer_keys(%keys: tensor<?xi32>, %k: index) {
-  // expected-error @+1 {{must be ranked tensor of 32-bit float or 64-bit float values}}
+func.func @topk_i32_keys(%keys: tensor<?xi32>, %k: index) {
+  // expected-error @+1 {{must be ranked tensor of 32-bit float or 64-bit float or 64-bit signless integer values}}
   %v, %i = staticify.topk %keys, %k {largest = true} : tensor<?xi32> -> tensor<?xi32>, tensor<?xi64>
   return
 }

@@ -82,6 +82,18 @@ def measure(fn, args, device, reps):
     return row
 
 
+def markdown(rows):
+    """The results as the Markdown table of docs/benchmarks.md."""
+    lines = ["| N | kind | variant | kept | median | IQR | vs first | syncs/call | pipelined |",
+             "|---:|---|---|---:|---:|---:|---:|---:|---:|"]
+    for r in rows:
+        lines.append(
+            f"| {r['n']} | {r['kind']} | {r['variant']} | {r['kept']} | {r['median_us']:.1f} us | "
+            f"{r['iqr_us']:.1f} us | {r['vs_first']:.2f}x | {r.get('syncs_per_call', '')} | "
+            f"{'%.1f us' % r['pipelined_us'] if 'pipelined_us' in r else ''} |")
+    return "\n".join(lines)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--device", default="cpu")
@@ -92,7 +104,12 @@ def main():
     parser.add_argument("--write-models")
     parser.add_argument("--runtime", default=str(ROOT / "build" / "lib" / "libstaticify_runtime.so"))
     parser.add_argument("--out")
+    parser.add_argument("--render", metavar="JSON",
+                        help="print the table of a results file (bench/results/nms-*.json) and exit")
     args = parser.parse_args()
+    if args.render:
+        print(markdown(json.loads(pathlib.Path(args.render).read_text())))
+        return
     if args.write_models:
         write_models(pathlib.Path(args.write_models), args.bin)
         return
@@ -143,12 +160,7 @@ def main():
         r["vs_first"] = r["median_us"] / base[key]
     print(f"device {args.device}: {torch.cuda.get_device_name() if args.device == 'cuda' else 'cpu'}, "
           f"torch {torch.__version__}, torchvision {torchvision.__version__}")
-    print("| N | kind | variant | kept | median | IQR | vs first | syncs/call | pipelined |")
-    print("|---:|---|---|---:|---:|---:|---:|---:|---:|")
-    for r in rows:
-        print(f"| {r['n']} | {r['kind']} | {r['variant']} | {r['kept']} | {r['median_us']:.1f} us | "
-              f"{r['iqr_us']:.1f} us | {r['vs_first']:.2f}x | {r.get('syncs_per_call', '')} | "
-              f"{'%.1f us' % r['pipelined_us'] if 'pipelined_us' in r else ''} |")
+    print(markdown(rows))
     if args.out:
         out = pathlib.Path(args.out)
         out.mkdir(parents=True, exist_ok=True)

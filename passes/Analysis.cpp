@@ -63,6 +63,9 @@ const ValueInfo &AnalysisResult::info(const Value *v) const {
 
 namespace {
 
+/// `x.is_cpu` (not among libtorch's interned symbols).
+const c10::Symbol kIsCpu = c10::Symbol::prim("is_cpu");
+
 std::string nodeText(const Node *node) {
   std::ostringstream os;
   os << *node;
@@ -270,13 +273,26 @@ private:
              "branch on a condition computed from tensor data", cond);
     if (dataCond)
       control.push_back(cond);
+    // `if x.is_cpu:` — in its then-branch x lives on the host, and so does
+    // what the branch computes from it and host numbers: its reads are no
+    // device syncs (the forms' host paths, nms_on_host).
+    const Node *test = node->input(0)->node();
+    const Value *onCpu =
+        test->kind() == kIsCpu && carriesTensor(test->input(0)->type())
+            ? test->input(0)
+            : nullptr;
     for (const Block *b : node->blocks()) {
       // Branches that only raise, or only warn: run only on the way to
       // their message.
       bool errorPath = onlyRaises(b) || onlyWarns(b);
+      bool refined = onCpu && b == node->blocks()[0] && !info(onCpu).onHost;
+      if (refined)
+        info(onCpu).onHost = true;
       errorPathDepth += errorPath;
       analyzeBlock(b);
       errorPathDepth -= errorPath;
+      if (refined)
+        info(onCpu).onHost = false;
     }
     if (dataCond)
       control.pop_back();
@@ -691,7 +707,8 @@ private:
     if (!op && !keepsDevice(node))
       return false;
     const Value *device = namedInput(node, "device");
-    if (device && !device->mustBeNone() && !isHostDevice(device))
+    if (device && !device->mustBeNone() && !isHostDevice(device) &&
+        !isDeviceOfHostTensor(device))
       return false;
     bool tensorInput = false;
     for (const Value *in : node->inputs()) {
@@ -704,6 +721,12 @@ private:
     // A factory outside the table names its device (`torch.as_tensor(l,
     // device=torch.device("cpu"))`).
     return tensorInput || (op ? op->has(kBuildsOnHost) : device != nullptr);
+  }
+
+  /// Whether \p device is `x.device` of a tensor x on the host.
+  bool isDeviceOfHostTensor(const Value *device) {
+    const Node *def = device->node();
+    return def->kind() == c10::prim::device && info(def->input(0)).onHost;
   }
 
   /// Whether an op outside the table (`torch.linalg.lstsq`, `torch.det`,

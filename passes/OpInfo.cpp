@@ -102,6 +102,7 @@ const std::vector<OpInfo> kTable = {
     {"prim::layout", nullptr, R::MetadataRead, kNeverRaises},
     {"prim::requires_grad", nullptr, R::MetadataRead, kNeverRaises},
     {"prim::is_cuda", nullptr, R::MetadataRead, kNeverRaises},
+    {"prim::is_cpu", nullptr, R::MetadataRead, kNeverRaises},
     {"aten::is_floating_point", nullptr, R::MetadataRead, kNeverRaises},
     {"aten::is_complex", nullptr, R::MetadataRead, kNeverRaises},
     {"aten::__is__", nullptr, R::MetadataRead},

@@ -123,7 +123,7 @@ bool readsOnly(const Node *node) {
   case c10::prim::RaiseException:
     return true;
   default:
-    return false;
+    return node->kind() == c10::Symbol::prim("is_cpu");
   }
 }
 

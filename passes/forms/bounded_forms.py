@@ -6,7 +6,10 @@
 # tensor on the data's device holding how many leading rows are valid.
 # Every size here is computed from input sizes and host ints, never from
 # data, so each function is static: the unit tests run staticify's own
-# analysis over every one of them and require zero findings.
+# analysis over every one of them and require zero findings. One path is
+# the exception: nms_on_host, taken only under `if rows.is_cpu:`, reads
+# values on the host, where a read costs no device sync (the analysis knows
+# that branch's tensors are on the host).
 #
 # This file is the single source: the C++ build embeds it (CMake turns it
 # into a string), and test/e2e/test_forms.py scripts and checks it directly.
@@ -681,27 +684,112 @@ def greedy_nms(boxes: Tensor, scores: Tensor, iou_threshold: float,
     """torchvision's greedy NMS as (order, removed): the rows by descending
     score, and along that order which rows it suppresses (with a count, the
     padding rows too). A row is kept unless a kept row before it overlaps it
-    by more than the threshold. The IoU matrix is computed at once; the walk
-    is a loop of host-static trip count (the rows), each step a few vector
-    ops. With a count, only the first count rows take part (a bounded
-    input); with classes, only rows of one class suppress each other
-    (batched NMS: one NMS per class, as batched_nms's per-class loop runs
-    it, since the stable score order restricted to a class is that class's
-    own order)."""
+    by more than the threshold. With a count, only the first count rows take
+    part (a bounded input); with classes, only rows of one class suppress
+    each other (batched NMS: one NMS per class, as batched_nms's per-class
+    loop runs it, since the stable score order restricted to a class is that
+    class's own order). On the CPU, nms_on_host; elsewhere nms_walk."""
     n = boxes.size(0)
     order = score_order(scores, count)
     sorted_boxes = boxes.index_select(0, order)
-    over = iou_over(sorted_boxes, iou_threshold)
-    if classes is not None:
-        c = classes.index_select(0, order)
-        over = over & (c[:, None] == c[None, :])
-    over = over.triu(1)  # a row suppresses only rows after it
     removed = torch.zeros([n], dtype=11, device=boxes.device)  # bool
     if count is not None:
         removed = ~live_rows(n, count)
-    for i in range(n):
+    if classes is None:
+        # One tensor holds the boxes and the padding: the branch on its
+        # device knows all it reads is on the host.
+        rows = torch.cat([sorted_boxes, removed.to(sorted_boxes.dtype)[:, None]], 1)
+        if rows.is_cpu:
+            return order, nms_on_host(rows, iou_threshold, 128)
+    sorted_classes: Optional[Tensor] = None
+    if classes is not None:
+        sorted_classes = classes.index_select(0, order)
+    return order, nms_walk(sorted_boxes, removed, iou_threshold, sorted_classes)
+
+
+def nms_walk(sorted_boxes: Tensor, removed: Tensor, iou_threshold: float,
+             sorted_classes: Optional[Tensor]) -> Tensor:
+    """greedy_nms's suppressed rows as the device computes them, with no
+    host read: the IoU matrix at once, then a loop of host-static trip
+    count (the rows), each step a few vector ops. Rows, padding and classes
+    are in score order."""
+    over = iou_over(sorted_boxes, iou_threshold)
+    if sorted_classes is not None:
+        c = sorted_classes
+        over = over & (c[:, None] == c[None, :])
+    over = over.triu(1)  # a row suppresses only rows after it
+    for i in range(sorted_boxes.size(0)):
         removed = removed | (over[i] & ~removed[i])
-    return order, removed
+    return removed
+
+
+def nms_on_host(rows: Tensor, iou_threshold: float, block: int) -> Tensor:
+    """greedy_nms's suppressed rows for rows = [n, 5] (sorted boxes, then 1
+    for a padding row) on the CPU, where a read of a value costs no device
+    sync: the rows in blocks of `block`; each block is first checked against
+    the rows kept so far (one [kept + block, block] IoU matrix: the work is
+    the kept rows' times the rows, as torchvision's loop), then resolved
+    within itself as the fixed point of `keep[j] = live[j] and no kept i < j
+    overlaps j`: iterated from `live`, after t steps the first t rows are
+    final, and the first step that changes nothing has reached the one fixed
+    point, the greedy result (detector boxes take 1-4 steps). Sizes read
+    from data on the host (the kept rows' count) size tensors here: this
+    path is for the CPU only."""
+    n = rows.size(0)
+    x1, y1, x2, y2, dead = rows.unbind(1)
+    # Coordinates and area as contiguous rows: the IoU's broadcasts then
+    # run on contiguous vectors.
+    cols = torch.stack([x1, y1, x2, y2, (x2 - x1) * (y2 - y1)], 0)
+    t = torch.full([], iou_threshold, dtype=rows.dtype, device=rows.device)
+    # float iou > double t: iou >= t' where t' rounded up, else iou > t'.
+    inclusive = bool(t.to(7) > iou_threshold)
+    lowest = torch.full([], float("-inf"), dtype=rows.dtype, device=rows.device)
+    keep = dead == 0
+    kept_cols = torch.empty([5, n + block], dtype=rows.dtype, device=rows.device)
+    kept = 0
+    for start in range(0, n, block):
+        end = min(start + block, n)
+        size = end - start
+        candidates = cols[:, start:end]
+        kept_cols[:, kept:kept + size] = candidates
+        iou = iou_of_columns(kept_cols[:, :kept + size], candidates)
+        live = keep[start:end]
+        if kept > 0:
+            # fmax: a NaN IoU (0 / 0) is no overlap, as NaN > t is false.
+            nearest = torch.fmax(iou[:kept], lowest).amax(0)
+            live = live & ~over_threshold(nearest, t, inclusive)
+        # [i, j]: row i of the block suppresses row j after it, as 0/1
+        # (float: sums of at most `block` ones are exact).
+        within = over_threshold(iou[kept:], t, inclusive).triu_(1).to(6)
+        block_keep = live
+        while True:
+            step = live & (torch.mv(within.t(), block_keep.to(6)) == 0)
+            if bool(torch.equal(step, block_keep)):
+                break
+            block_keep = step
+        keep[start:end] = block_keep
+        # The block's kept rows, in order, after the kept rows so far.
+        first = torch.sort((~block_keep).to(0), stable=True)[1]  # uint8
+        kept_cols[:, kept:kept + size] = candidates.index_select(1, first)
+        kept += int(block_keep.sum())
+    return ~keep
+
+
+def iou_of_columns(a: Tensor, b: Tensor) -> Tensor:
+    """[m, k] IoU of a = [5, m] and b = [5, k] (rows x1, y1, x2, y2, area),
+    with the arithmetic of torchvision's CPU kernel (iou_over)."""
+    ax1, ay1, ax2, ay2, area_a = a.unbind(0)
+    bx1, by1, bx2, by2, area_b = b.unbind(0)
+    w = (torch.minimum(ax2[:, None], bx2) - torch.maximum(ax1[:, None], bx1)).clamp_(min=0)
+    h = (torch.minimum(ay2[:, None], by2) - torch.maximum(ay1[:, None], by1)).clamp_(min=0)
+    inter = w.mul_(h)
+    return inter.div_((area_a[:, None] + area_b).sub_(inter))
+
+
+def over_threshold(iou: Tensor, t: Tensor, inclusive: bool) -> Tensor:
+    if inclusive:
+        return iou >= t
+    return iou > t
 
 
 def nms(boxes: Tensor, scores: Tensor, iou_threshold: float,

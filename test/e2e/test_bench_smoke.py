@@ -76,3 +76,24 @@ def test_lowered_primitives_smoke(tmp_path):
                    check=True, capture_output=True, timeout=300)
     rows = json.loads(out.read_text())["rows"]
     assert len(rows) == 8 and all(r["pytorch"] > 0 and r["lowered"] > 0 for r in rows)
+
+
+def test_nms_bench_smoke(tmp_path):
+    """Every NMS variant ran, checked equal to its reference (the bench
+    asserts it before timing), and --render prints the table it wrote."""
+    bin_dir = os.environ.get("STATICIFY_BIN", str(ROOT / "build" / "bin"))
+    lib = pathlib.Path(bin_dir).parent / "lib" / "libstaticify_runtime.so"
+    subprocess.run([sys.executable, str(ROOT / "bench" / "nms.py"), "--sizes", "60",
+                    "--reps", "2", "--bin", bin_dir, "--runtime", str(lib),
+                    "--out", str(tmp_path)], check=True, capture_output=True, timeout=600)
+    rows = json.loads((tmp_path / "nms-cpu.json").read_text())
+    ran = {(r["kind"], r["variant"]) for r in rows}
+    assert ("op", "form (TorchScript)") in ran and ("op", "torchvision.ops.nms") in ran
+    for model in ("keep-after-nms", "postprocess", "batched-nms"):
+        for variant in ("original", "default", "padded", "padded+runtime-ops"):
+            assert (model, variant) in ran
+    assert all(r["vs_first"] > 0 for r in rows)
+    table = subprocess.run([sys.executable, str(ROOT / "bench" / "nms.py"), "--render",
+                            str(tmp_path / "nms-cpu.json")], check=True, capture_output=True,
+                           text=True, timeout=60).stdout
+    assert len(table.splitlines()) == len(rows) + 2 and "form (TorchScript)" in table

@@ -161,6 +161,30 @@ def test_nms_form_and_kernel_equal_torchvision(ops, device):
           "torchvision's CUDA kernel (its FMAs)")
 
 
+def test_nms_walk_equals_the_host_path(ops):
+    """The form's two paths compute one result: nms_on_host (the CPU's, held
+    against torchvision above) in blocks of 1 to 64 rows and nms_walk (every
+    other device's, which the CPU does not take in `nms`), on the same random
+    cases (padding rows included: they take no part)."""
+    _, forms = ops
+    gen = torch.Generator().manual_seed(1)
+    for case in range(CASES // 4):
+        boxes, scores, _, t = random_case(gen)
+        n = boxes.size(0)
+        if n > 400:
+            continue  # the walk's n steps; the sizes below 400 cover the blocks
+        if case % 10 == 3:
+            boxes, scores = boxes.double(), scores.double()
+        order = scores.sort(descending=True, stable=True).indices
+        sorted_boxes = boxes[order]
+        dead = torch.arange(n) >= int(torch.randint(0, n + 1, (), generator=gen))
+        rows = torch.cat([sorted_boxes, dead.to(boxes.dtype)[:, None]], 1)
+        block = [1, 3, 16, 64][case % 4]
+        walk = forms.nms_walk(sorted_boxes, dead, t, None)
+        assert torch.equal(forms.nms_on_host(rows, t, block), walk), (case, n, t, block)
+        assert bool((walk | ~dead).all())  # padding is never kept
+
+
 def test_batched_nms_order_matches_torchvision_where_scores_differ(ops):
     """Against torchvision.ops.batched_nms itself (either strategy): with
     distinct scores the per-class result is exactly its result."""

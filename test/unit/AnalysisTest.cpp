@@ -270,3 +270,40 @@ TEST(Analysis, AFoldedTupleOfHostTensorsIsReadWithoutASync) {
   EXPECT_TRUE(r.info(unpack->output(0)).onHost);
   EXPECT_TRUE(r.findings.empty());
 }
+
+TEST(Analysis, ABranchOnIsCpuReadsItsTensorOnTheHost) {
+  // `if x.is_cpu: n = int(x.sum())`: in the then-branch x is on the host,
+  // and so is its sum, so the read is no sync; the same read in the
+  // else-branch, or of another tensor, is one. Each branch's buffer made
+  // on `x.device` lives where x does.
+  auto graph = parseIRWithLocations(R"IR(graph(%x : Tensor, %y : Tensor):
+  %none : NoneType = prim::Constant()
+  %zero : int = prim::Constant[value=0]()
+  %cpu : bool = prim::is_cpu(%x)
+  %n : int = prim::If(%cpu)
+    block0():
+      %s : Tensor = aten::sum(%x, %none)
+      %a : int = aten::Int(%s)
+      %d : Device = prim::device(%x)
+      %sizes : int[] = prim::ListConstruct(%a)
+      %buf : Tensor = aten::zeros(%sizes, %none, %none, %d, %none)
+      %b : int = aten::Int(%buf)
+      %t : Tensor = aten::sum(%y, %none)
+      %c : int = aten::Int(%t)
+      %ab : int = aten::add(%a, %b)
+      -> (%ab)
+    block1():
+      %s2 : Tensor = aten::sum(%x, %none)
+      %e : int = aten::Int(%s2)
+      -> (%e)
+  return (%n))IR",
+                                     "t.ir");
+  AnalysisResult r = analyzeGraph(*graph); // findingNodes point into graph
+  // The reads of y's sum and of x's in the else-branch; not x's in the
+  // then-branch, nor that of the buffer made on x's device.
+  ASSERT_EQ(r.findings.size(), 2u);
+  EXPECT_EQ(r.findings[0].category, Category::HostSync);
+  EXPECT_EQ(r.findings[1].category, Category::HostSync);
+  EXPECT_EQ(r.findingNodes[0]->input(0)->debugName(), "t");
+  EXPECT_EQ(r.findingNodes[1]->input(0)->debugName(), "s2");
+}

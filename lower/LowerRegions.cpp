@@ -27,29 +27,6 @@ using torch::jit::Value;
 
 namespace {
 
-/// Inputs of \p signature for the example run: each `?` size 8; floats
-/// normal, integers zero (an index in range of any size), bools random; a
-/// list of one such tensor for `list[...]`.
-std::vector<c10::IValue>
-exampleInputs(const std::vector<TensorSignature> &signature) {
-  std::vector<c10::IValue> out;
-  for (const TensorSignature &s : signature) {
-    std::vector<int64_t> sizes;
-    for (int64_t d : s.sizes)
-      sizes.push_back(d < 0 ? 8 : d);
-    auto options = at::TensorOptions().dtype(s.dtype);
-    at::Tensor t = c10::isFloatingType(s.dtype) ? at::randn(sizes, options)
-                   : s.dtype == c10::ScalarType::Bool
-                       ? at::rand(sizes) < 0.5
-                       : at::zeros(sizes, options);
-    if (s.list) // a list of one
-      out.emplace_back(c10::List<at::Tensor>({t}));
-    else
-      out.emplace_back(t);
-  }
-  return out;
-}
-
 /// The dtype and rank of each region's inputs the first time it ran in one
 /// run of \p graph (the method, calling its regions, in loops too) on
 /// \p inputs, by region method; a region with an input other than a tensor,

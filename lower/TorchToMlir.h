@@ -33,6 +33,8 @@
 
 #include <c10/core/ScalarType.h>
 
+#include "passes/Signature.h"
+
 namespace mlir {
 class MLIRContext;
 class ModuleOp;
@@ -46,25 +48,9 @@ struct Node;
 
 namespace staticify::lower {
 
-/// One input of a lowered method: a tensor of a dtype and rank, with each
-/// size fixed or dynamic (-1).
-struct TensorSignature {
-  c10::ScalarType dtype;
-  std::vector<int64_t> sizes;
-  /// A List[Tensor] input of such tensors (`list[f32[3,?,?]]`): no kernel
-  /// takes one; a method with one is lowered by its regions.
-  bool list = false;
-  bool operator==(const TensorSignature &o) const {
-    return dtype == o.dtype && sizes == o.sizes && list == o.list;
-  }
-};
-
-/// Parses `f32[?], i64[?,4], b8[], list[f32[3,?,?]]` (dtype names: f16 bf16
-/// f32 f64 i8 u8 i16 i32 i64 b8; `?` a dynamic size; `list[T]` a list of
-/// tensors of type T). Throws std::invalid_argument naming
-/// what is wrong.
-std::vector<TensorSignature> parseSignature(const std::string &text);
-std::string formatSignature(const std::vector<TensorSignature> &signature);
+using staticify::TensorSignature;
+using staticify::parseSignature;
+using staticify::formatSignature;
 
 /// What the bridge made of a graph.
 struct BridgeResult {
@@ -99,8 +85,6 @@ std::vector<std::string> loweredOperators();
 /// qualified name with the overload ("aten::add.int"), else its kind.
 std::string loweringKey(const torch::jit::Node *node);
 
-/// The MLIR dtype name of a torch dtype in signatures ("f32"), or "" if the
-/// bridge has none.
-std::string dtypeName(c10::ScalarType dtype);
+using staticify::dtypeName;
 
 } // namespace staticify::lower

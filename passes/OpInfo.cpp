@@ -108,6 +108,7 @@ const std::vector<OpInfo> kTable = {
     {"aten::__is__", nullptr, R::MetadataRead},
     {"prim::isinstance", nullptr, R::MetadataRead},
     {"aten::__isnot__", nullptr, R::MetadataRead},
+    {"aten::result_type", nullptr, R::MetadataRead, kNeverRaises},
 
     {"prim::ListConstruct", nullptr, R::Plumbing, kNoTraits, D::KeepsInput},
     {"prim::ListUnpack", nullptr, R::Plumbing},
@@ -146,6 +147,7 @@ const std::vector<OpInfo> kTable = {
     // shares it.
     {"aten::add", nullptr, R::LeadingPreserving, kArith, D::Promotes, I::NotApplicable, "aten::add"},
     {"aten::sub", nullptr, R::LeadingPreserving, kArith, D::Promotes, I::NotApplicable, "aten::sub"},
+    {"aten::rsub", nullptr, R::LeadingPreserving, kArith, D::Promotes},
     {"aten::mul", nullptr, R::LeadingPreserving, kArith, D::Promotes, I::NotApplicable, "aten::mul"},
     {"aten::div", nullptr, R::LeadingPreserving, kEw | kDivision | kScalarOperandTakesTensor | kRaisesOnZeroDivisor, D::Promotes, I::NotApplicable, "aten::div"},
     {"aten::neg", nullptr, R::LeadingPreserving, kEw | kNeverRaises, D::Promotes, I::NotApplicable, "aten::neg"},
@@ -342,6 +344,7 @@ const std::vector<OpInfo> kTable = {
     {"aten::stack", nullptr, R::Other, kNoTraits, D::KeepsInput, I::NotApplicable, nullptr, nullptr, RootShape::Leading, {"dim"}},
     {"aten::new_zeros", nullptr, R::Other, kMakesSized, D::KeepsInput},
     {"aten::new_ones", nullptr, R::Other, kMakesSized, D::KeepsInput},
+    {"aten::new_full", nullptr, R::Other, kMakesSized, D::KeepsInput},
     {"aten::new_empty", nullptr, R::Other, kMakesSized, D::KeepsInput},
     {"aten::index_select", nullptr, R::Other, kNoTraits, D::KeepsValueOperand},
     {"aten::gather", nullptr, R::Other, kNoTraits, D::KeepsValueOperand},

@@ -232,6 +232,12 @@ static std::string renderSummary(const MethodReport &m) {
                         ? " data-dependent value remains)"
                         : " data-dependent values remain)"))
      << "\n";
+  if (m.batch.asked)
+    os << "  batch: "
+       << (m.batch.method.empty() ? "not batched: " + m.batch.reason
+                                  : "method '" + m.batch.method +
+                                        "' takes a leading batch dimension")
+       << "\n";
   const MethodReport::Lowering &l = m.lowering;
   bool wantsCpu = l.target.find("cpu") != std::string::npos,
        wantsCuda = l.target.find("cuda") != std::string::npos;
@@ -511,6 +517,11 @@ std::string renderJson(const Report &report) {
         list += (k ? ", " : "") + quote(items[k]);
       return list + "]";
     };
+    if (m.batch.asked)
+      os << ",\n     \"batch\": {\"method\": "
+         << (m.batch.method.empty() ? "null" : quote(m.batch.method))
+         << ", \"reason\": "
+         << (m.batch.method.empty() ? quote(m.batch.reason) : "null") << "}";
     os << ",\n     \"assumed_none\": " << strings(m.assumedNone)
        << ", \"hints\": " << strings(m.hints);
     os << ",\n     \"findings\": [";

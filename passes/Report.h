@@ -87,6 +87,12 @@ struct MethodReport {
     std::vector<Region> regions;
     std::string regionsReason;
   } lowering;
+  /// With --batch: the batched method added, or why none was.
+  struct Batch {
+    bool asked = false;
+    std::string method;
+    std::string reason;
+  } batch;
   /// Optional arguments treated as None (--assume-none, or --inference's
   /// arguments that default to None).
   std::vector<std::string> assumedNone;

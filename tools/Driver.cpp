@@ -14,6 +14,7 @@
 #include "passes/GraphUtils.h"
 #include "passes/Pipeline.h"
 #include "passes/Report.h"
+#include "passes/Signature.h"
 #include "tools/CommandLine.h"
 #include "tools/CudaGraphs.h"
 #include "tools/ModuleIO.h"
@@ -147,7 +148,15 @@ options:
                         machine without a GPU or a runtime built without CUDA,
                         the method's TorchScript runs.
   --lower=cpu,cuda      both
-  --input-types LIST    the method's tensor inputs for --lower, in order:
+  --batch               also add to each static method M a method M_batched
+                        whose tensor arguments and results have a leading
+                        batch dimension: row b of its results is what M
+                        computes on row b of its arguments (each row draws its
+                        own random numbers), in one call. Needs --input-types
+                        (the rows' ranks); an op with no batched form is named
+                        in the report and M_batched is not added
+  --input-types LIST    the method's tensor inputs for --lower and --batch,
+                        in order:
                         DTYPE[SIZES], DTYPE one of f16 bf16 f32 f64 i8 i16 i32
                         i64 b8, each size a number or ?; e.g. 'f32[?], i64[?]'
   --passes LIST         run this comma-separated pipeline instead of the
@@ -168,6 +177,8 @@ examples:
   staticify model.pt -o out.pt --bound num_boxes=300 --padded-outputs
   staticify loss.pt -o loss_cpu.pt --lower=cpu --input-types 'f32[?], i64[?]'
   staticify sampler.pt -o sampler_gpu.pt --lower=cpu,cuda \
+      --input-types 'f32[?,16], i64[?]'
+  staticify sampler.pt -o sampler_batched.pt --batch \
       --input-types 'f32[?,16], i64[?]'
 
 exit status: 0 on success (findings are not errors), 1 on a bad input or
@@ -192,6 +203,7 @@ struct Options {
   bool inlineCalls = true;
   bool outline = false;
   bool cudaGraphs = false;
+  bool batch = false;
   bool specializeTraining = false;
   std::vector<std::string> assumeNone;
   std::string lower;
@@ -311,6 +323,8 @@ int parseOptions(const std::vector<std::string> &args, Options &opts,
         throw std::invalid_argument("--lower=" + value +
                                     ": the targets are: cpu, cuda, cpu,cuda");
       setOnce(cl, opts.lower, value);
+    } else if (cl.flag("--batch")) {
+      opts.batch = true;
     } else if (cl.option("--input-types", value)) {
       setOnce(cl, opts.inputTypes, value);
     } else if (cl.option("--runtime", value)) {
@@ -359,12 +373,16 @@ int parseOptions(const std::vector<std::string> &args, Options &opts,
         "--lower and --cuda-graphs do not combine yet (the bridge does not "
         "take the region runner's calls); a lowered method is captured by "
         "torch.cuda.graph as it is (docs/lowering.md)");
-  if (opts.lower.empty() && !opts.inputTypes.empty())
-    throw std::invalid_argument("--input-types is for --lower; add --lower=cpu");
-#ifdef STATICIFY_WITH_MLIR
+  if (opts.batch && opts.inputTypes.empty())
+    throw std::invalid_argument(
+        "--batch needs --input-types (the rows' dtypes and ranks, e.g. "
+        "'f32[?,16], i64[?]')");
+  if (opts.lower.empty() && !opts.batch && !opts.inputTypes.empty())
+    throw std::invalid_argument(
+        "--input-types is for --lower and --batch; add --lower=cpu or --batch");
   if (!opts.inputTypes.empty())
-    lower::parseSignature(opts.inputTypes); // a bad one is a command-line error
-#else
+    parseSignature(opts.inputTypes); // a bad one is a command-line error
+#ifndef STATICIFY_WITH_MLIR
   if (!opts.lower.empty())
     throw std::invalid_argument("--lower needs a staticify built with MLIR (libmlir-22-dev)");
 #endif
@@ -402,11 +420,9 @@ class CommandLineError : public std::invalid_argument {
 
 /// --input-types gives one type per argument of each method.
 void checkInputTypes(const Options &opts, const torch::jit::Module &module) {
-#ifdef STATICIFY_WITH_MLIR
   if (opts.inputTypes.empty())
     return;
-  std::vector<lower::TensorSignature> types =
-      lower::parseSignature(opts.inputTypes);
+  std::vector<TensorSignature> types = parseSignature(opts.inputTypes);
   size_t given = types.size();
   for (const std::string &name : opts.methods) {
     const c10::FunctionSchema &schema =
@@ -441,10 +457,6 @@ void checkInputTypes(const Options &opts, const torch::jit::Module &module) {
           "; give one type per input (those with defaults may be left out at "
           "the end)");
   }
-#else
-  (void)opts;
-  (void)module;
-#endif
 }
 
 /// The flags that would remove what is left of \p m: those the reasons of
@@ -593,7 +605,8 @@ int run(const Options &opts, std::ostream &out, std::ostream &err) {
   options.assumeNone = opts.assumeNone;
   options.assumeDefaultNone = opts.inference;
   options.lowerTarget = opts.lower;
-  options.lowerSignature = opts.inputTypes;
+  options.inputTypes = opts.inputTypes;
+  options.batch = opts.batch;
   elapsed();
   StaticifyResult result = staticifyModule(loaded.module, options);
   std::vector<std::pair<std::string, double>> seconds = {{"load", loadSeconds}};

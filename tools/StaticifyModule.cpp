@@ -2,6 +2,8 @@
 
 #include "tools/StaticifyModule.h"
 
+#include "passes/Batch.h"
+
 #include "passes/GraphUtils.h"
 #include "passes/Outline.h"
 #include "passes/Pipeline.h"
@@ -202,13 +204,13 @@ StaticifyResult staticifyModule(torch::jit::Module &module,
     if (!options.lowerTarget.empty()) {
       MethodReport::Lowering &l = result.report.lowering;
       l.target = options.lowerTarget;
-      l.signature = options.lowerSignature;
+      l.signature = options.inputTypes;
 #ifdef STATICIFY_WITH_MLIR
       lower::LoweringTargets targets;
       targets.cpu = options.lowerTarget.find("cpu") != std::string::npos;
       targets.cuda = options.lowerTarget.find("cuda") != std::string::npos;
       std::vector<lower::TensorSignature> signature =
-          lower::parseSignature(options.lowerSignature);
+          lower::parseSignature(options.inputTypes);
       lower::LoweringOutcome lowered = lower::lowerMethod(
           module, name, signature, targets);
       l.lowered = lowered.lowered;
@@ -245,6 +247,15 @@ StaticifyResult staticifyModule(torch::jit::Module &module,
 #else
       throw UserError("--lower needs a staticify built with MLIR (libmlir-22-dev)");
 #endif
+    }
+    if (options.batch) {
+      BatchOutcome batched =
+          addBatchedMethod(module, name, parseSignature(options.inputTypes));
+      result.report.batch = {true, batched.method, batched.reason};
+      out.notes.push_back(name + (batched.method.empty()
+                                      ? ": not batched: " + batched.reason
+                                      : ": batched as method '" +
+                                            batched.method + "'"));
     }
     result.report.assumedNone = std::move(assumed);
     out.methods.push_back(std::move(result.report));

@@ -42,7 +42,11 @@ struct StaticifyOptions {
   /// --lower=cpu: compile each method, after rewriting, into a CPU kernel for
   /// inputs of this signature (lower/LowerModule.h); "" for no lowering.
   std::string lowerTarget;
-  std::string lowerSignature;
+  /// --input-types: the methods' tensor inputs (passes/Signature.h), for
+  /// --lower and --batch.
+  std::string inputTypes;
+  /// --batch: add `<method>_batched` to each static method (passes/Batch.h).
+  bool batch = false;
 };
 
 struct StaticifyResult {

@@ -73,6 +73,12 @@ def build_variants(n, staticify_bin, workdir, device="cpu", carried=None, compil
                    capture_output=True)
     subprocess.run([str(staticify_bin), str(path), "-o", str(graphed), "--cuda-graphs"],
                    check=True, capture_output=True)
+    # forward_batched (--batch): the batch in one call; the example run takes
+    # this N (a sampler of SUB_SAMPLE rows needs as many inputs).
+    batch_out = workdir / f"sampler-{n}-batched.pt"
+    subprocess.run([str(staticify_bin), str(path), "-o", str(batch_out), "--batch",
+                    "--input-types", f"f32[{n},{FEATURES}], i64[{n}]"],
+                   check=True, capture_output=True)
     # The fused kernels (--lower=cpu on a CPU, --lower=cuda on a GPU), when
     # they build.
     target = "cpu" if device == "cpu" else "cuda"
@@ -96,6 +102,7 @@ def build_variants(n, staticify_bin, workdir, device="cpu", carried=None, compil
         "staticify": torch.jit.load(str(out)),
         # CUDA graphs on a GPU; on a CPU the runner's fallback (plain run).
         "staticify+cuda-graphs": torch.jit.load(str(graphed)),
+        "staticify+batch": torch.jit.load(str(batch_out)),
     }
     if lowered:
         variants[f"staticify+lower-{'cuda' if carried else target}"] = torch.jit.load(str(lowered))
@@ -210,6 +217,12 @@ def run(args, on_rows=None):
                 labels = torch.randint(0, 2, shape, generator=gen, device=device)
                 fns = {}
                 for name, module in variants.items():
+                    if name == "staticify+batch":
+                        # forward_batched takes the batch; at batch 1 it is
+                        # staticify's output with a dimension more: not timed.
+                        if batch > 1:
+                            fns[name] = module.forward_batched
+                        continue
                     native = name.startswith("handwritten")
                     fns[name] = module if batch == 1 or native else batched(module)
                 # Warm-up (compilation, caches), then interleaved repetitions.
@@ -245,7 +258,8 @@ def run(args, on_rows=None):
                 for name, s in samples.items():
                     q = statistics.quantiles(s, n=4) if len(s) > 1 else [s[0]] * 3
                     row = {"n": n, "batch": batch, "variant": name,
-                           "loop": batch > 1 and not name.startswith("handwritten"),
+                           "loop": batch > 1 and not name.startswith("handwritten")
+                           and name != "staticify+batch",
                            "median_us": statistics.median(s),
                            "iqr_us": q[2] - q[0], "repeats": len(s),
                            "ratio_vs_original": statistics.median(s) / base}

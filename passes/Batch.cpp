@@ -645,35 +645,36 @@ private:
     if (!d || !t)
       throw Refused{"'aten::randperm' without its device and dtype"};
     Value *device = in[*d];
-    Value *onCpu = op("aten::eq", {op("prim::type", {device}), std::string("cpu")});
     Value *rows = dst->insertNode(dst->createList(c10::IntType::get(),
                                                   {B, in[0]}))
                       ->output();
     Value *dtype = in[*t]->mustBeNone() ? dst->insertConstant(c10::ScalarType::Long)
                                         : in[*t];
-    return staticify::emitIf(
-        *dst, onCpu, anchor,
-        [&] {
-          Value *out = emit(*dst, "aten::empty", {rows}, anchor,
-                            {{"dtype", dtype}, {"device", device}});
-          Node *loop = dst->insertNode(dst->create(
-              c10::prim::Loop, {B, dst->insertConstant(true)}, 0));
-          Block *body = loop->addBlock();
-          Value *i = body->addInput()->setType(c10::IntType::get());
-          torch::jit::WithInsertPoint at(body);
-          Node *draw = dst->insertNode(dst->create(n->kind(), in, 0));
-          draw->copyAttributes(*n);
-          draw->addOutput()->setType(n->output()->type());
-          op("aten::copy_", {op("aten::select", {out, int64_t{0}, i}),
-                             draw->output()});
-          body->registerOutput(dst->insertConstant(true));
-          return out;
-        },
-        [&] {
-          Value *keys = emit(*dst, "aten::rand", {rows}, anchor,
-                             {{"device", device}});
-          return op("aten::to", {op("aten::argsort", {keys, int64_t{1}}), dtype});
-        });
+    auto perRow = [&] {
+      Value *out = emit(*dst, "aten::empty", {rows}, anchor,
+                        {{"dtype", dtype}, {"device", device}});
+      Node *loop = dst->insertNode(dst->create(
+          c10::prim::Loop, {B, dst->insertConstant(true)}, 0));
+      Block *body = loop->addBlock();
+      Value *i = body->addInput()->setType(c10::IntType::get());
+      torch::jit::WithInsertPoint at(body);
+      Node *draw = dst->insertNode(dst->create(n->kind(), in, 0));
+      draw->copyAttributes(*n);
+      draw->addOutput()->setType(n->output()->type());
+      op("aten::copy_", {op("aten::select", {out, int64_t{0}, i}),
+                         draw->output()});
+      body->registerOutput(dst->insertConstant(true));
+      return out;
+    };
+    if (device->mustBeNone()) // the default device: the CPU
+      return perRow();
+    Value *onCpu =
+        op("aten::eq", {op("prim::type", {device}), std::string("cpu")});
+    return staticify::emitIf(*dst, onCpu, anchor, perRow, [&] {
+      Value *keys = emit(*dst, "aten::rand", {rows}, anchor,
+                         {{"device", device}});
+      return op("aten::to", {op("aten::argsort", {keys, int64_t{1}}), dtype});
+    });
   }
 
   /// x[idx] and the ops that pick or write rows by index.
@@ -1057,6 +1058,8 @@ BatchOutcome addBatchedMethod(torch::jit::Module &module,
     // A rule that emitted what libtorch rejects: the method stays
     // unbatched, and the report says where.
     std::string what = e.what();
+    size_t start = what.find_first_not_of(" \n");
+    what = start == std::string::npos ? what : what.substr(start);
     out.reason = "staticify could not batch it (please report): " +
                  what.substr(0, what.find('\n'));
   }

@@ -95,23 +95,26 @@ _DTYPES = {torch.float16: "f16", torch.bfloat16: "bf16", torch.float32: "f32",
            torch.int64: "i64", torch.bool: "b8"}
 
 
-def signature_of(example_inputs) -> str:
+def signature_of(example_inputs, sizes: bool = False) -> str:
     """--input-types for tensors like these: their dtypes and ranks, every
-    size `?` (the kernel takes any size)."""
+    size `?` (the kernel takes any size), or with `sizes` their sizes (the
+    sizes batch=True's example run takes)."""
     inputs = example_inputs if isinstance(example_inputs, tuple) else (example_inputs,)
     types = []
     for t in inputs:
         if not isinstance(t, torch.Tensor) or t.dtype not in _DTYPES:
-            raise Error(f"lower= takes tensor inputs of {', '.join(_DTYPES.values())}; "
+            raise Error(f"lower= and batch= take tensor inputs of {', '.join(_DTYPES.values())}; "
                         f"got {type(t).__name__ if not isinstance(t, torch.Tensor) else t.dtype}")
-        types.append(f"{_DTYPES[t.dtype]}[{','.join('?' * t.dim())}]")
+        dims = map(str, t.shape) if sizes else "?" * t.dim()
+        types.append(f"{_DTYPES[t.dtype]}[{','.join(dims)}]")
     return ", ".join(types)
 
 
 def _options(methods, passes=None, bounds=None, padded_outputs=False, outline=False,
              cuda_graphs=False, runtime_ops=False, specialize_training=False,
              drop_data_asserts=False, load_libraries=(), lower=None, lower_types=None,
-             assume_none=(), static_forms=False, inference=False, static_loops=False):
+             assume_none=(), static_forms=False, inference=False, static_loops=False,
+             batch=False):
     args = []
     for name in ([assume_none] if isinstance(assume_none, str) else assume_none):
         args += ["--assume-none", name]
@@ -130,7 +133,8 @@ def _options(methods, passes=None, bounds=None, padded_outputs=False, outline=Fa
                      ("--specialize-training", specialize_training),
                      ("--drop-data-asserts", drop_data_asserts),
                      ("--static-loops", static_loops),
-                     ("--static-forms", static_forms), ("--inference", inference)):
+                     ("--static-forms", static_forms), ("--inference", inference),
+                     ("--batch", batch)):
         if on:
             args.append(flag)
     for lib in ([load_libraries] if isinstance(load_libraries, (str, os.PathLike))
@@ -146,7 +150,8 @@ _ARGUMENTS = {"--assume-none": "assume_none", "--bound": "bounds", "--lower": "l
               "--outline": "outline", "--cuda-graphs": "cuda_graphs",
               "--runtime-ops": "runtime_ops", "--specialize-training": "specialize_training",
               "--drop-data-asserts": "drop_data_asserts", "--static-forms": "static_forms",
-              "--static-loops": "static_loops", "--inference": "inference"}
+              "--static-loops": "static_loops", "--inference": "inference",
+              "--batch": "batch"}
 
 
 def _in_python_terms(message: str, tmp: str, model_name: str) -> str:
@@ -219,7 +224,8 @@ def optimize(model, example_inputs: Optional[Tuple] = None, *,
              input_types: Optional[str] = None,
              assume_none: Iterable[str] = (),
              static_forms: bool = False, static_loops: bool = False,
-             inference: bool = False) -> Tuple[torch.jit.ScriptModule, Report]:
+             inference: bool = False,
+             batch: bool = False) -> Tuple[torch.jit.ScriptModule, Report]:
     """Rewrites `model` into static form: (the new ScriptModule, its Report).
 
     Each option is the CLI's (`staticify --help`): `methods` --method,
@@ -236,18 +242,22 @@ def optimize(model, example_inputs: Optional[Tuple] = None, *,
     method compiled into a CPU kernel kept beside its TorchScript; "cuda":
     into CUDA kernels; "cpu,cuda": both; for inputs
     of `input_types`, or, without them, of the dtypes and ranks of
-    `example_inputs`; docs/lowering.md). With `example_inputs`, the
+    `example_inputs`; docs/lowering.md), `batch` --batch (each static method
+    M gains M_batched, whose tensor arguments and results have a leading
+    batch dimension; the rows' ranks from `input_types` or, without them,
+    from `example_inputs`, whose sizes its one example run takes;
+    docs/batching.md). With `example_inputs`, the
     new module is run once on them before it is returned, so that a module
     that cannot run fails here. Raises `staticify.Error` with the CLI's
     message. The report's `input` and `output` name the temporary files the
     run used.
     """
     lower_types = input_types
-    if lower is not None and lower_types is None:
+    if (lower is not None or batch) and lower_types is None:
         if example_inputs is None:
-            raise Error(f"lower={lower!r} needs input_types or example_inputs "
-                        "(their dtypes and ranks)")
-        lower_types = signature_of(example_inputs)
+            raise Error(f"{'lower=' + repr(lower) if lower is not None else 'batch=True'} "
+                        "needs input_types or example_inputs (their dtypes and ranks)")
+        lower_types = signature_of(example_inputs, sizes=lower is None)
     module, report = _staticify(model, True, methods, passes=passes, bounds=bounds,
                                 padded_outputs=padded_outputs, outline=outline,
                                 cuda_graphs=cuda_graphs, runtime_ops=runtime_ops,
@@ -256,7 +266,7 @@ def optimize(model, example_inputs: Optional[Tuple] = None, *,
                                 load_libraries=load_libraries, lower=lower,
                                 lower_types=lower_types, assume_none=assume_none,
                                 static_forms=static_forms, static_loops=static_loops,
-                                inference=inference)
+                                inference=inference, batch=batch)
     if example_inputs is not None:
         inputs = example_inputs if isinstance(example_inputs, tuple) else (example_inputs,)
         try:

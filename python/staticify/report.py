@@ -109,6 +109,9 @@ class MethodReport:
     # With lower=: {"target", "inputs", "lowered", "reason", "kernel_bytes"}
     # (docs/report-format.md); None otherwise.
     lowering: Optional[dict] = None
+    #: With batch=True: {"method": the batched method or None, "reason": why
+    #: none, or None}; None otherwise.
+    batch: Optional[dict] = None
     #: The Optional arguments treated as None (assume_none, or inference's
     #: arguments that default to None).
     assumed_none: Tuple[str, ...] = ()
@@ -121,7 +124,7 @@ class MethodReport:
                             before=Summary.from_json(d["before"]),
                             after=Summary.from_json(d["after"]),
                             findings=tuple(Finding.from_json(f) for f in d["findings"]),
-                            lowering=d.get("lowering"),
+                            lowering=d.get("lowering"), batch=d.get("batch"),
                             assumed_none=tuple(d.get("assumed_none", ())),
                             hints=tuple(d.get("hints", ())))
 

@@ -19,6 +19,7 @@ def test_seed000_harness_smoke(tmp_path):
     for batch in (1, 2):
         for v in ("original", "handwritten", "staticify", "staticify+cuda-graphs"):
             assert (v, batch) in ran
+    assert ("staticify+batch", 2) in ran and ("staticify+batch", 1) not in ran
     # Only the torch.compile variants (PyTorch 2.x) may fail to compile; they
     # are reported, not dropped.
     for r in rows:

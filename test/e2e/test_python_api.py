@@ -381,6 +381,22 @@ def test_optimize_lowers_to_a_cpu_kernel_from_example_inputs():
         staticify_api.optimize(model, (loss, targets), lower="gpu")
 
 
+def test_optimize_batches_from_example_inputs():
+    """batch=True: the types, sizes included, from example_inputs; the new
+    method takes B rows and gives each row's result."""
+    model = models.Seed002Example1()
+    loss, targets = torch.randn(300), torch.randint(0, 3, (300,))
+    assert staticify_api.signature_of((loss, targets), sizes=True) == "f32[300], i64[300]"
+    module, report = staticify_api.optimize(model, (loss, targets), batch=True)
+    assert report.method().batch == {"method": "forward_batched", "reason": None}
+    xs, ts = torch.randn(5, 70), torch.randint(0, 3, (5, 70))
+    got = module.forward_batched(xs, ts)
+    for b in range(5):
+        torch.testing.assert_close(got[b], model(xs[b], ts[b]), rtol=1e-5, atol=1e-5)
+    with pytest.raises(staticify_api.Error, match="batch=True needs input_types"):
+        staticify_api.optimize(model, batch=True)
+
+
 def test_static_loops_is_the_flag():
     """optimize(static_loops=True) runs a loop that stops on data on to its
     bound, as --static-loops does; by default the loop keeps its read."""

@@ -1,0 +1,99 @@
+//===- BatchTest.cpp - M_batched from a static method ---------------------===//
+
+#include "passes/Batch.h"
+
+#include <ATen/ATen.h>
+#include <gtest/gtest.h>
+#include <torch/csrc/jit/api/module.h>
+
+using namespace staticify;
+
+namespace {
+
+torch::jit::Module moduleWith(const std::string &source) {
+  torch::jit::Module m("m");
+  m.define(source);
+  return m;
+}
+
+/// Whether \p method's graph has a node of kind \p kind.
+bool hasNode(torch::jit::Module &m, const std::string &method,
+             const std::string &kind) {
+  for (const torch::jit::Node *n :
+       m.get_method(method).graph()->nodes())
+    if (std::string(n->kind().toQualString()) == kind)
+      return true;
+  return false;
+}
+
+} // namespace
+
+TEST(Batch, EachRowIsTheMethodOnThatRow) {
+  // An elementwise op of a row [N] and a per-row scalar (a 0-d sum), a
+  // reduction over every element, a shape read and a row-wise cumsum.
+  torch::jit::Module m = moduleWith(R"(
+def forward(self, x, w):
+    s = x.sum()
+    y = (x - s / x.numel()) * w
+    return y.cumsum(0), y.max()
+)");
+  BatchOutcome out =
+      addBatchedMethod(m, "forward", parseSignature("f32[?], f32[?]"));
+  ASSERT_EQ(out.method, "forward_batched") << out.reason;
+  at::Tensor xs = at::randn({5, 7}), ws = at::randn({5, 7});
+  auto got = m.get_method("forward_batched")({xs, ws}).toTuple();
+  for (int64_t b = 0; b < 5; ++b) {
+    auto want = m.forward({xs[b], ws[b]}).toTuple();
+    EXPECT_TRUE(at::allclose(got->elements()[0].toTensor()[b],
+                             want->elements()[0].toTensor()));
+    EXPECT_TRUE(at::allclose(got->elements()[1].toTensor()[b],
+                             want->elements()[1].toTensor()));
+  }
+  // The per-row scalar meets the row with a size-1 dimension after the
+  // batch one; the full reduction is over each row's elements.
+  EXPECT_TRUE(hasNode(m, "forward_batched", "aten::unsqueeze"));
+  EXPECT_TRUE(hasNode(m, "forward_batched", "aten::amax"));
+}
+
+TEST(Batch, RandomOpsDrawPerRow) {
+  torch::jit::Module m = moduleWith(R"(
+def forward(self, x):
+    return x[torch.randperm(x.size(0))]
+)");
+  BatchOutcome out = addBatchedMethod(m, "forward", parseSignature("f32[?]"));
+  ASSERT_EQ(out.method, "forward_batched") << out.reason;
+  at::Tensor row = at::arange(50, at::kFloat);
+  at::Tensor got =
+      m.get_method("forward_batched")({row.expand({8, 50}).contiguous()})
+          .toTensor();
+  for (int64_t b = 0; b < 8; ++b)
+    EXPECT_TRUE(at::equal(std::get<0>(got[b].sort()), row)); // a permutation
+  EXPECT_FALSE(at::equal(got[0], got[1])); // of its own (50! orders)
+}
+
+TEST(Batch, AnOpWithoutABatchedFormIsNamedAndNothingIsAdded) {
+  // A value read to the host per row has no batched form.
+  torch::jit::Module m = moduleWith(R"(
+def forward(self, x):
+    return x.new_zeros([3]) + torch.tensor(x.size(0)).float()
+)");
+  BatchOutcome fine = addBatchedMethod(m, "forward", parseSignature("f32[?]"));
+  EXPECT_EQ(fine.method, "forward_batched") << fine.reason; // sizes: shared
+  torch::jit::Module dynamic = moduleWith(R"(
+def forward(self, x):
+    return x[x > 0]
+)");
+  BatchOutcome refused =
+      addBatchedMethod(dynamic, "forward", parseSignature("f32[?]"));
+  EXPECT_TRUE(refused.method.empty());
+  EXPECT_NE(refused.reason.find("not static"), std::string::npos)
+      << refused.reason;
+  EXPECT_FALSE(dynamic.find_method("forward_batched"));
+  torch::jit::Module lists = moduleWith(R"(
+def forward(self, xs: List[Tensor]):
+    return xs[0]
+)");
+  BatchOutcome list =
+      addBatchedMethod(lists, "forward", parseSignature("list[f32[?]]"));
+  EXPECT_NE(list.reason.find("list argument"), std::string::npos) << list.reason;
+}

@@ -155,6 +155,7 @@ public:
       throw Refused{"the method takes no tensor argument to batch"};
     anchor = dst->block()->param_node();
     B = emit(*dst, "aten::size", {first, int64_t{0}}, anchor);
+    checkBatchSizes(first);
     emitBlock(src.block(), dst->block());
     for (Value *out : src.outputs())
       dst->registerOutput(batchedResult(env.at(out)));
@@ -163,6 +164,27 @@ public:
   }
 
 private:
+  /// Every batched argument has B rows, or the method raises (rows would
+  /// otherwise broadcast against each other).
+  void checkBatchSizes(Value *first) {
+    for (Value *in : dst->inputs()) {
+      if (!isB(in) || in == first)
+        continue;
+      Value *differs =
+          op("aten::ne", {op("aten::size", {in, int64_t{0}}), B});
+      Node *check = dst->insertNode(dst->create(c10::prim::If, {differs}, 0));
+      torch::jit::Block *raise = check->addBlock();
+      check->addBlock();
+      torch::jit::WithInsertPoint inRaise(raise);
+      Value *message = dst->insertConstant(
+          "the tensor arguments of a batched method take one batch size "
+          "(their first dimension)");
+      Value *cls = dst->insertConstant(std::string("builtins.ValueError"));
+      dst->insertNode(
+          dst->create(c10::prim::RaiseException, {message, cls}, 0));
+    }
+  }
+
   Graph &src;
   std::vector<std::string> argumentNames;
   std::unordered_map<const Value *, int64_t> ranks;
@@ -218,8 +240,6 @@ private:
         // A list or tensor written with batched values is batched from
         // where it is made.
         if (any && !n->inputs().empty() &&
-            (n->kind() == c10::aten::append || n->kind().is_aten()) &&
-            carriesTensor(n->input(0)->type()) &&
             (n->kind() == c10::aten::append || mutatesInput0(n)))
           changed |= mark(n->input(0));
       }
@@ -394,7 +414,7 @@ private:
       // A guard's fallback (the original code, where the guard's host facts
       // fail) reads the host: it runs row by row.
       if (n->hasAttribute(guardAttr()) && b == n->blocks()[1]) {
-        rowByRow(b, nb, n);
+        rowByRow(b, nb);
         continue;
       }
       emitBlock(b, nb);
@@ -438,9 +458,8 @@ private:
   }
 
   /// \p from as it is, once per row, into \p to: its batched inputs are
-  /// row b's, and each result (a tensor of each row) is stacked. The
-  /// results of \p owner are then batched.
-  void rowByRow(Block *from, Block *to, Node *owner) {
+  /// row b's, and each result (a tensor of each row) is stacked.
+  void rowByRow(Block *from, Block *to) {
     torch::jit::WithInsertPoint at(to);
     std::vector<Value *> free;
     std::unordered_set<Value *> seen;
@@ -480,11 +499,8 @@ private:
         op("aten::append", {lists[i], rowEnv.at(from->outputs()[i])});
       body->registerOutput(dst->insertConstant(true));
     }
-    for (size_t i = 0; i < lists.size(); ++i) {
-      Value *rows = asBatched(op("aten::stack", {lists[i], int64_t{0}}));
-      to->registerOutput(rows);
-      (void)owner;
-    }
+    for (Value *list : lists)
+      to->registerOutput(asBatched(op("aten::stack", {list, int64_t{0}})));
   }
 
   /// A result of the batched method: tensors with the batch dimension, in

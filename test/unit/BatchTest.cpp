@@ -97,3 +97,19 @@ def forward(self, xs: List[Tensor]):
       addBatchedMethod(lists, "forward", parseSignature("list[f32[?]]"));
   EXPECT_NE(list.reason.find("list argument"), std::string::npos) << list.reason;
 }
+
+TEST(Batch, ArgumentsOfTwoBatchSizesRaise) {
+  torch::jit::Module m = moduleWith(R"(
+def forward(self, x, y):
+    return x + y
+)");
+  ASSERT_EQ(addBatchedMethod(m, "forward", parseSignature("f32[?], f32[?]"))
+                .method,
+            "forward_batched");
+  EXPECT_THROW(m.get_method("forward_batched")({at::ones({3, 4}), at::ones({1, 4})}),
+               std::exception); // would broadcast one row against three
+  EXPECT_TRUE(at::equal(
+      m.get_method("forward_batched")({at::ones({3, 4}), at::ones({3, 4})})
+          .toTensor(),
+      at::full({3, 4}, 2.0)));
+}

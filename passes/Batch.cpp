@@ -370,6 +370,18 @@ private:
     }
   }
 
+  /// A loop over the B rows: \p body emits row i's work (i its argument)
+  /// in the loop's body.
+  void forEachRow(const std::function<void(Value *)> &body) {
+    Node *loop = dst->insertNode(
+        dst->create(c10::prim::Loop, {B, dst->insertConstant(true)}, 0));
+    Block *block = loop->addBlock();
+    Value *row = block->addInput()->setType(c10::IntType::get());
+    torch::jit::WithInsertPoint at(block);
+    body(row);
+    block->registerOutput(dst->insertConstant(true));
+  }
+
   /// \p v (dst) where source value \p as is: batched if it is.
   Value *carried(const Value *as, Value *v) {
     return batched.count(as) ? materialize(v) : v;
@@ -472,12 +484,7 @@ private:
       lists.push_back(dst->insertNode(dst->createList(c10::TensorType::get(), {}))
                           ->output());
     }
-    Node *loop = dst->insertNode(
-        dst->create(c10::prim::Loop, {B, dst->insertConstant(true)}, 0));
-    Block *body = loop->addBlock();
-    Value *row = body->addInput()->setType(c10::IntType::get());
-    {
-      torch::jit::WithInsertPoint inBody(body);
+    forEachRow([&](Value *row) {
       std::unordered_map<Value *, Value *> rowEnv;
       for (Value *v : free) {
         Value *m = env.at(v);
@@ -497,8 +504,7 @@ private:
       }
       for (size_t i = 0; i < lists.size(); ++i)
         op("aten::append", {lists[i], rowEnv.at(from->outputs()[i])});
-      body->registerOutput(dst->insertConstant(true));
-    }
+    });
     for (Value *list : lists)
       to->registerOutput(asBatched(op("aten::stack", {list, int64_t{0}})));
   }
@@ -669,17 +675,13 @@ private:
     auto perRow = [&] {
       Value *out = emit(*dst, "aten::empty", {rows}, anchor,
                         {{"dtype", dtype}, {"device", device}});
-      Node *loop = dst->insertNode(dst->create(
-          c10::prim::Loop, {B, dst->insertConstant(true)}, 0));
-      Block *body = loop->addBlock();
-      Value *i = body->addInput()->setType(c10::IntType::get());
-      torch::jit::WithInsertPoint at(body);
-      Node *draw = dst->insertNode(dst->create(n->kind(), in, 0));
-      draw->copyAttributes(*n);
-      draw->addOutput()->setType(n->output()->type());
-      op("aten::copy_", {op("aten::select", {out, int64_t{0}, i}),
-                         draw->output()});
-      body->registerOutput(dst->insertConstant(true));
+      forEachRow([&](Value *i) {
+        Node *draw = dst->insertNode(dst->create(n->kind(), in, 0));
+        draw->copyAttributes(*n);
+        draw->addOutput()->setType(n->output()->type());
+        op("aten::copy_", {op("aten::select", {out, int64_t{0}, i}),
+                           draw->output()});
+      });
       return out;
     };
     if (device->mustBeNone()) // the default device: the CPU

@@ -4,6 +4,7 @@
 #include "passes/Analysis.h"
 #include "passes/GraphUtils.h"
 #include "passes/OpInfo.h"
+#include "passes/Selection.h"
 
 #include <torch/csrc/jit/api/function_impl.h>
 #include <torch/csrc/jit/ir/ir.h>
@@ -46,7 +47,8 @@ void valuesInOrder(Block *block, std::vector<Value *> &out) {
 /// Each tensor's rank in one run of \p graph (a method of \p module) on
 /// inputs of \p signature, for the tensors that run reached: a copy of the
 /// graph appends (value number, dim) to a list it returns. Each `?` is 8,
-/// or 1024 where 8 raises (a sampler of 1,000 rows).
+/// 1024 (a sampler of 1,000 rows raises at 8) and 0 (an empty input's
+/// branches), each run that does not raise adding what it reached.
 std::unordered_map<const Value *, int64_t>
 recordRanks(torch::jit::Module &module, Graph &graph,
             const std::vector<TensorSignature> &signature) {
@@ -89,8 +91,13 @@ recordRanks(torch::jit::Module &module, Graph &graph,
     copy->registerOutput(both);
   }
   torch::jit::GraphFunction fn("batch_ranks", copy, nullptr);
+  // Runs at several sizes reach different branches (`if x.size(0) == 0`);
+  // a value two runs give different ranks has none.
+  std::unordered_map<const Value *, int64_t> out;
+  std::unordered_set<const Value *> conflicting;
   std::string error;
-  for (int64_t dynamic : {8, 1024}) {
+  bool ran = false;
+  for (int64_t dynamic : {8, 1024, 0}) {
     torch::jit::Stack stack;
     stack.emplace_back(module._ivalue());
     for (c10::IValue &in : exampleInputs(signature, dynamic))
@@ -102,18 +109,26 @@ recordRanks(torch::jit::Module &module, Graph &graph,
       std::string what = e.what();
       while (!what.empty() && what.back() == '\n')
         what.pop_back();
-      error = what.substr(what.rfind('\n') + 1);
+      if (error.empty())
+        error = what.substr(what.rfind('\n') + 1);
       continue;
     }
-    std::unordered_map<const Value *, int64_t> out;
+    ran = true;
     c10::List<int64_t> list =
         stack.back().toTupleRef().elements().back().toIntList();
-    for (size_t i = 0; i + 1 < list.size(); i += 2)
-      out.emplace(original[list.get(i)], list.get(i + 1));
-    return out;
+    for (size_t i = 0; i + 1 < list.size(); i += 2) {
+      const Value *v = original[list.get(i)];
+      auto [at, fresh] = out.emplace(v, list.get(i + 1));
+      if (!fresh && at->second != list.get(i + 1))
+        conflicting.insert(v);
+    }
   }
-  throw Refused{"the example run on the input types raised: " + error +
-                " (give --input-types sizes the method takes)"};
+  if (!ran)
+    throw Refused{"the example run on the input types raised: " + error +
+                  " (give --input-types sizes the method takes)"};
+  for (const Value *v : conflicting)
+    out.erase(v);
+  return out;
 }
 
 bool isRandom(const Node *n) {
@@ -280,9 +295,17 @@ private:
   /// The per-row rank of source value \p v.
   int64_t rowRank(const Value *v) {
     auto it = ranks.find(v);
+    // Where the runs did not go: the rank the ops that made it fix
+    // (arange's is 1).
     if (it == ranks.end())
-      throw Refused{"the rank of '%" + v->debugName() +
-                    "' is unknown (the example run did not reach it)"};
+      if (std::optional<int64_t> r = knownRank(v))
+        it = ranks.emplace(v, *r).first;
+    if (it == ranks.end())
+      throw Refused{"the rank of '%" + v->debugName() + "' (" +
+                    (v->node()->kind() == c10::prim::Param
+                         ? std::string("a block's argument")
+                         : "of '" + opName(v->node()) + "'") +
+                    ") is unknown (the example runs did not reach it)"};
     return it->second;
   }
 

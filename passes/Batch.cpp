@@ -447,8 +447,10 @@ private:
     for (Block *b : n->blocks()) {
       Block *nb = branch->addBlock();
       // A guard's fallback (the original code, where the guard's host facts
-      // fail) reads the host: it runs row by row.
-      if (n->hasAttribute(guardAttr()) && b == n->blocks()[1]) {
+      // fail) and a branch that only raises (its message may read sizes and
+      // values) read the host: they run row by row.
+      if ((n->hasAttribute(guardAttr()) && b == n->blocks()[1]) ||
+          onlyRaises(b)) {
         rowByRow(b, nb);
         continue;
       }

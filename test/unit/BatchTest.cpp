@@ -16,14 +16,21 @@ torch::jit::Module moduleWith(const std::string &source) {
   return m;
 }
 
-/// Whether \p method's graph has a node of kind \p kind.
-bool hasNode(torch::jit::Module &m, const std::string &method,
-             const std::string &kind) {
-  for (const torch::jit::Node *n :
-       m.get_method(method).graph()->nodes())
+bool hasNode(torch::jit::Block *block, const std::string &kind) {
+  for (torch::jit::Node *n : block->nodes()) {
     if (std::string(n->kind().toQualString()) == kind)
       return true;
+    for (torch::jit::Block *b : n->blocks())
+      if (hasNode(b, kind))
+        return true;
+  }
   return false;
+}
+
+/// Whether \p method's graph has a node of kind \p kind, in a block too.
+bool hasNode(torch::jit::Module &m, const std::string &method,
+             const std::string &kind) {
+  return hasNode(m.get_method(method).graph()->block(), kind);
 }
 
 } // namespace
@@ -112,4 +119,23 @@ def forward(self, x, y):
       m.get_method("forward_batched")({at::ones({3, 4}), at::ones({3, 4})})
           .toTensor(),
       at::full({3, 4}, 2.0)));
+}
+
+TEST(Batch, ABranchThatOnlyRaisesRunsRowByRow) {
+  // Its message reads a value of the row: no batched form, so it runs row
+  // by row, and raises as the method raises on each row.
+  torch::jit::Module m = moduleWith(R"(
+def forward(self, x, y):
+    assert x.size(0) == y.size(0), "sizes differ; x sums to " + str(int(x.sum()))
+    return x * y
+)");
+  ASSERT_EQ(addBatchedMethod(m, "forward", parseSignature("f32[?], f32[?]"))
+                .method,
+            "forward_batched");
+  EXPECT_TRUE(hasNode(m, "forward_batched", "prim::Loop"));
+  EXPECT_THROW(m.get_method("forward_batched")({at::ones({2, 3}), at::ones({2, 4})}),
+               std::exception);
+  at::Tensor x = at::randn({2, 3}), y = at::randn({2, 3});
+  EXPECT_TRUE(at::allclose(
+      m.get_method("forward_batched")({x, y}).toTensor(), x * y));
 }

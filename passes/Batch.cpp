@@ -723,6 +723,18 @@ private:
   /// x[idx] and the ops that pick or write rows by index.
   bool batchIndexing(Node *n, std::vector<Value *> &in) {
     const std::string name = opName(n);
+    if (name == "aten::one_hot") {
+      // A class dimension after each element's: row-wise, given the
+      // number of classes (without it, each row's largest class decides).
+      std::optional<c10::IValue> classes = torch::jit::toIValue(n->input(1));
+      if (!classes || classes->toInt() < 0)
+        throw Refused{"'aten::one_hot' without num_classes (each row's "
+                      "largest class would size it)"};
+      cloneWith(n, in, true);
+      return true;
+    }
+    if (name == "aten::index_add_" || name == "aten::index_add")
+      return indexAdd(n, in);
     if (name == "aten::index") {
       // One index tensor, on the first dimension.
       Node *list = n->input(1)->node();
@@ -799,6 +811,39 @@ private:
       return op("aten::gather", {x, int64_t{1}, idx});
     }
     return indexWith(x, {rowIds(rowRank(idxs), idx), idx});
+  }
+
+  /// x.index_add_(0, idx, src) of each row: along the rows' first
+  /// dimension, at shared indices the same op one dimension further, at
+  /// each row's own a scatter_add along it (which raises on an index out of
+  /// range, as index_add_ does).
+  bool indexAdd(Node *n, std::vector<Value *> &in) {
+    std::optional<c10::IValue> dim = torch::jit::toIValue(n->input(1));
+    int64_t r = rowRank(n->input(0));
+    if (!dim || !dim->isInt() || (dim->toInt() < 0 ? dim->toInt() + r : dim->toInt()) != 0)
+      throw Refused{"'" + opName(n) + "' along a dimension other than the rows' first"};
+    bool inPlace = n->kind() == c10::Symbol::aten("index_add_");
+    if (inPlace && !isB(in[0]))
+      throw Refused{"'aten::index_add_' writes a tensor every row shares"};
+    Value *x = materialize(in[0]), *src = materialize(in[3]);
+    std::optional<size_t> alpha = argumentIndex(n, "alpha");
+    Value *out;
+    if (!isB(in[2])) {
+      out = emit(*dst, opName(n).c_str(), {x, int64_t{1}, in[2], src}, anchor,
+                 {{"alpha", in[*alpha]}});
+    } else {
+      std::optional<c10::IValue> a = torch::jit::toIValue(in[*alpha]);
+      if (!a || !a->isScalar() || a->toScalar().toDouble() != 1.0)
+        src = op("aten::mul", {src, in[*alpha]});
+      Value *at = in[2];
+      for (int64_t d = 1; d < r; ++d)
+        at = op("aten::unsqueeze", {at, int64_t{-1}});
+      at = op("aten::expand_as", {at, src});
+      out = op(inPlace ? "aten::scatter_add_" : "aten::scatter_add",
+               {x, int64_t{1}, at, src});
+    }
+    env[n->output()] = asBatched(out);
+    return true;
   }
 
   /// arange(B) on \p like's device, shaped [B, 1, ...] against an index of
@@ -980,20 +1025,27 @@ private:
   /// first and the classes second as the op takes them, then each row's
   /// own sum or weighted mean.
   bool batchLoss(Node *n, std::vector<Value *> &in) {
-    if (opName(n) != "aten::cross_entropy_loss")
+    const std::string name = opName(n);
+    bool crossEntropy = name == "aten::cross_entropy_loss";
+    if (!crossEntropy && name != "aten::nll_loss_nd")
       return false;
     std::optional<c10::IValue> reduction = torch::jit::toIValue(n->input(3));
-    std::optional<c10::IValue> smoothing = torch::jit::toIValue(n->input(5));
+    std::optional<c10::IValue> smoothing =
+        crossEntropy ? torch::jit::toIValue(n->input(5))
+                     : std::optional<c10::IValue>(c10::IValue(0.0));
     int64_t r = rowRank(n->input(0));
     if (!reduction || !smoothing || smoothing->toDouble() != 0.0 || isB(in[2]) ||
         (r != 1 && r != 2) || rowRank(n->input(1)) != r - 1)
-      throw Refused{"'aten::cross_entropy_loss' other than of [N, C] or [C] "
-                    "rows against class targets, without label smoothing"};
+      throw Refused{"'" + name + "' other than of [N, C] or [C] rows against "
+                    "class targets, without label smoothing"};
     Value *logits = materialize(in[0]), *target = materialize(in[1]);
     if (r == 2)
       logits = op("aten::transpose", {logits, int64_t{1}, int64_t{2}});
-    Value *each = op("aten::cross_entropy_loss",
-                     {logits, target, in[2], int64_t{0}, in[4], in[5]});
+    std::vector<torch::jit::NamedValue> args = {logits, target, in[2],
+                                                int64_t{0}, in[4]};
+    if (crossEntropy)
+      args.emplace_back(in[5]);
+    Value *each = op(name.c_str(), args);
     int64_t how = reduction->toInt();
     Value *out = each;
     if (r == 2 && how == 2)

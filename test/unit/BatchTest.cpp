@@ -139,3 +139,24 @@ def forward(self, x, y):
   EXPECT_TRUE(at::allclose(
       m.get_method("forward_batched")({x, y}).toTensor(), x * y));
 }
+
+TEST(Batch, IndexAddAtEachRowsOwnIndices) {
+  // A histogram of each row's classes: index_add_ at per-row indices
+  // becomes a scatter_add within each row.
+  torch::jit::Module m = moduleWith(R"(
+def forward(self, classes, weights):
+    counts = torch.zeros([4], dtype=weights.dtype)
+    counts.index_add_(0, classes, weights)
+    return counts
+)");
+  ASSERT_EQ(addBatchedMethod(m, "forward", parseSignature("i64[?], f32[?]"))
+                .method,
+            "forward_batched");
+  at::Tensor c = at::randint(0, 4, {3, 9}), w = at::rand({3, 9});
+  at::Tensor got = m.get_method("forward_batched")({c, w}).toTensor();
+  for (int64_t b = 0; b < 3; ++b)
+    EXPECT_TRUE(at::allclose(got[b], m.forward({c[b], w[b]}).toTensor()));
+  EXPECT_THROW(m.get_method("forward_batched")(
+                   {at::full({3, 9}, 4, at::kLong), w}),
+               std::exception); // out of range raises, as index_add_ does
+}

@@ -262,6 +262,21 @@ private:
     return changed;
   }
 
+  /// Whether a result of \p n may alias an operand (a view, `x[0:2]`, or
+  /// a read of a container or attribute): schemas say so, and nodes without
+  /// one other than a list built here are taken to.
+  static bool aliasesAnInput(const Node *n) {
+    if (n->kind() == c10::prim::ListConstruct)
+      return false;
+    const c10::FunctionSchema *schema = n->maybeSchema();
+    if (!schema)
+      return true;
+    for (const c10::Argument &r : schema->returns())
+      if (r.alias_info())
+        return true;
+    return false;
+  }
+
   static bool mutatesInput0(const Node *n) {
     const c10::FunctionSchema *schema = n->maybeSchema();
     return schema && !schema->arguments().empty() &&
@@ -384,12 +399,19 @@ private:
       else
         emitNode(n);
       // A value batched where it is made only because it is written with
-      // batched values later (a list appended to, a buffer filled in place).
+      // batched values later (a list appended to, a buffer filled in place):
+      // each row gets its own copy, so it must be made here, not a view of
+      // another tensor (the writes would no longer reach that one).
       for (Value *o : n->outputs())
-        if (batched.count(o) && !isB(env.at(o)))
+        if (batched.count(o) && !isB(env.at(o))) {
+          if (aliasesAnInput(n))
+            throw Refused{"'" + opName(n) +
+                          "' makes a view that is later written with values "
+                          "that differ by row"};
           env[o] = o->type()->kind() == c10::TypeKind::TensorType
                        ? materialize(env.at(o), /*own=*/true)
                        : env.at(o);
+        }
     }
   }
 

@@ -160,3 +160,18 @@ def forward(self, classes, weights):
                    {at::full({3, 9}, 4, at::kLong), w}),
                std::exception); // out of range raises, as index_add_ does
 }
+
+TEST(Batch, AViewWrittenWithPerRowValuesIsNotBatched) {
+  // part views buf: a copy per row would leave buf without the writes.
+  torch::jit::Module m = moduleWith(R"(
+def forward(self, x):
+    buf = torch.zeros([4])
+    part = buf[0:2]
+    part.copy_(x[0:2])
+    return buf
+)");
+  BatchOutcome out = addBatchedMethod(m, "forward", parseSignature("f32[?]"));
+  EXPECT_TRUE(out.method.empty());
+  EXPECT_NE(out.reason.find("makes a view"), std::string::npos) << out.reason;
+  EXPECT_FALSE(m.find_method("forward_batched"));
+}

@@ -315,6 +315,15 @@ private:
     if (it == ranks.end())
       if (std::optional<int64_t> r = knownRank(v))
         it = ranks.emplace(v, *r).first;
+    // An if's result: as a branch's, where a run reached one.
+    if (it == ranks.end() && v->node()->kind() == c10::prim::If)
+      for (const Block *b : v->node()->blocks()) {
+        auto at = ranks.find(b->outputs()[v->offset()]);
+        if (at != ranks.end()) {
+          it = ranks.emplace(v, at->second).first;
+          break;
+        }
+      }
     if (it == ranks.end())
       throw Refused{"the rank of '%" + v->debugName() + "' (" +
                     (v->node()->kind() == c10::prim::Param
@@ -527,7 +536,8 @@ private:
     std::vector<Value *> lists;
     for (Value *o : from->outputs()) {
       if (o->type()->kind() != c10::TypeKind::TensorType)
-        throw Refused{"a guard's fallback with a result that is not a tensor"};
+        throw Refused{"a guard's fallback with a result of type " +
+                      o->type()->annotation_str() + " (row by row, only tensors stack)"};
       lists.push_back(dst->insertNode(dst->createList(c10::TensorType::get(), {}))
                           ->output());
     }
@@ -1102,10 +1112,17 @@ private:
   bool batchElementwise(Node *n, std::vector<Value *> &in) {
     const OpInfo *info = opInfo(n);
     bool likeInput = info && info->has(kLikeInput);
-    // copy_ broadcasts its source into self, elementwise.
+    // copy_ broadcasts its source into self, elementwise; `op_` is op in
+    // place (ATen's naming), elementwise where op is.
     bool copy = n->kind() == c10::aten::copy_;
-    if (!copy && (!info || !(info->has(kElementwise) || likeInput) ||
-                  n->outputs().size() != 1))
+    const std::string name = opName(n);
+    bool inPlace = !info && name.back() == '_' &&
+                   anyOpInfo(c10::Symbol::fromQualString(
+                                 name.substr(0, name.size() - 1)),
+                             [](const OpInfo &o) { return o.has(kElementwise); });
+    if (!copy && !inPlace &&
+        (!info || !(info->has(kElementwise) || likeInput) ||
+         n->outputs().size() != 1))
       return false;
     return alignAndClone(n, in);
   }

@@ -12,7 +12,9 @@ kinds (random, quantised, all-false and all-true masks, NaN and infinities,
 empty), and a row the original raises on is left out. Exit status 1 on any
 wrong output or crash, with the program and inputs printed."""
 import argparse
+import json
 import pathlib
+import re
 import subprocess
 import sys
 import tempfile
@@ -75,6 +77,8 @@ def run_batch_fuzz(programs=200, seed=0, rows=3, binary=None, echo=print):
             groups.setdefault(signature(p), []).append(p)
     stats = {"programs": len(progs), "batched": 0, "rows compared": 0, "wrong": 0,
              "crashes": 0, "not batched": 0}
+    reasons = {}
+    stats["reasons"] = reasons
     kinds_cycle = ["random", "quant", "none", "all", "special"]
     with tempfile.TemporaryDirectory() as tmp:
         workdir = pathlib.Path(tmp)
@@ -84,8 +88,9 @@ def run_batch_fuzz(programs=200, seed=0, rows=3, binary=None, echo=print):
                 if not good:
                     continue
                 out = workdir / f"out_{g}_{start}.pt"
+                report = workdir / f"report_{g}_{start}.json"
                 cmd = [binary, str(path), "-o", str(out), "--batch", "--input-types", sig,
-                       *D.FLAGS]
+                       "--report-json", str(report), *D.FLAGS]
                 for p in good:
                     cmd += ["--method", p.method]
                 proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
@@ -94,6 +99,12 @@ def run_batch_fuzz(programs=200, seed=0, rows=3, binary=None, echo=print):
                     echo(f"staticify failed on {sig}: {proc.stderr[-2000:]}")
                     continue
                 original, batched = torch.jit.load(str(path)), torch.jit.load(str(out))
+                for m in json.loads(report.read_text())["methods"]:
+                    reason = (m.get("batch") or {}).get("reason")
+                    if reason:
+                        # The op named, without the value's number.
+                        key = re.sub(r"'%[^']*'", "'%v'", reason)
+                        reasons[key] = reasons.get(key, 0) + 1
                 for p in good:
                     check_batched(p, original, batched, rows, seed, kinds_cycle, stats, echo)
     return stats
@@ -138,8 +149,11 @@ def main(argv=None):
     ap.add_argument("--binary", default=None)
     args = ap.parse_args(argv)
     stats = run_batch_fuzz(args.programs, args.seed, args.rows, args.binary)
+    reasons = stats.pop("reasons")
     for key, value in stats.items():
         print(f"{key:<16}{value}")
+    for reason, n in sorted(reasons.items(), key=lambda kv: -kv[1])[:12]:
+        print(f"  {n:>5}  not batched: {reason}")
     return 1 if stats["wrong"] or stats["crashes"] else 0
 
 

@@ -8,7 +8,6 @@ calls under torch.no_grad(), for --rows rows.
 
     /usr/bin/python3 bench/lowered_layers.py [--rows 64 4096 65536] [--json OUT] [--docs docs]
 """
-import argparse
 import json
 import pathlib
 import subprocess
@@ -21,7 +20,7 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "test" / "e2e"))
 sys.path.insert(0, str(ROOT / "bench"))
 from docs_section import write_section  # noqa: E402
-from timing import interleaved  # noqa: E402
+from timing import interleaved, lowering_bench_args  # noqa: E402
 from test_lower import ConvThenHead, LayeredHead  # noqa: E402
 
 MODELS = [
@@ -60,16 +59,9 @@ def timed(models, args, reps):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rows", type=int, nargs="+", default=[64, 4096, 65536])
-    parser.add_argument("--reps", type=int, default=30)
-    parser.add_argument("--bin", default=str(ROOT / "build" / "bin"))
-    parser.add_argument("--json")
-    parser.add_argument("--docs")
-    opts = parser.parse_args()
-    torch.set_num_threads(1)
-    torch.ops.load_library(str(pathlib.Path(opts.bin).parent / "lib" /
-                               "libstaticify_runtime.so"))
+    opts = lowering_bench_args(
+        __doc__.splitlines()[0], 30,
+        lambda p: p.add_argument("--rows", type=int, nargs="+", default=[64, 4096, 65536]))
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         for label, cls, types, make in MODELS:

@@ -7,7 +7,6 @@ the article's fused floor would be one draw of keys (rand) and a top-k.
 
     /usr/bin/python3 bench/lowered_primitives.py [--size 1e6] [--json OUT] [--docs docs]
 """
-import argparse
 import json
 import pathlib
 import subprocess
@@ -19,7 +18,7 @@ import torch
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "bench"))
 from docs_section import write_section  # noqa: E402
-from timing import interleaved  # noqa: E402
+from timing import interleaved, lowering_bench_args  # noqa: E402
 
 BEGIN = "<!-- lowered_primitives.py: begin -->"
 END = "<!-- lowered_primitives.py: end -->"
@@ -69,16 +68,8 @@ class TopK(torch.nn.Module):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--size", default="1e6")
-    parser.add_argument("--reps", type=int, default=21)
-    parser.add_argument("--bin", default=str(ROOT / "build" / "bin"))
-    parser.add_argument("--json")
-    parser.add_argument("--docs")
-    opts = parser.parse_args()
-    torch.set_num_threads(1)
-    torch.ops.load_library(str(pathlib.Path(opts.bin).parent / "lib" /
-                               "libstaticify_runtime.so"))
+    opts = lowering_bench_args(
+        __doc__.splitlines()[0], 21, lambda p: p.add_argument("--size", default="1e6"))
     n = int(float(opts.size))
     gen = torch.Generator().manual_seed(0)
     y = (torch.rand(n, generator=gen) < 0.3).long()

@@ -333,6 +333,12 @@ private:
     return it->second;
   }
 
+  /// The elements of each row of batched \p x (B may be 0).
+  Value *rowNumel(Value *x) {
+    return op("aten::floordiv",
+              {op("aten::numel", {x}), op("prim::max", {B, int64_t{1}})});
+  }
+
   /// [B] + sizes (a host list).
   Value *withBatch(Value *sizes) {
     Value *head =
@@ -667,8 +673,7 @@ private:
     else if (name == "aten::size" && in.size() == 2)
       out = op("aten::size", {x, shiftDim(in[1])});
     else if (name == "aten::numel")
-      out = op("aten::floordiv",
-               {op("aten::numel", {x}), op("prim::max", {B, int64_t{1}})});
+      out = rowNumel(x);
     else if (name == "aten::dim")
       out = op("aten::sub", {op("aten::dim", {x}), int64_t{1}});
     else if (name == "aten::len")
@@ -970,13 +975,10 @@ private:
       return true;
     }
     // Each row's elements as one dimension.
-    Value *rows = op("aten::reshape",
-                     {x, dst->insertNode(dst->createList(
-                                 c10::IntType::get(),
-                                 {B, op("aten::floordiv",
-                                        {op("aten::numel", {x}),
-                                         op("prim::max", {B, int64_t{1}})})}))
-                             ->output()});
+    Value *rows = op(
+        "aten::reshape",
+        {x, dst->insertNode(dst->createList(c10::IntType::get(), {B, rowNumel(x)}))
+                ->output()});
     const std::string name = opName(n);
     std::vector<int64_t> one = {1};
     Value *out = nullptr;

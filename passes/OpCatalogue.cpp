@@ -129,6 +129,37 @@ bool opElementwise(const Node *node) {
 /// ranks and lengths, the constants -1, 0, 1 and None, and list and integer
 /// arithmetic on them (`[m.numel()] + x.size()[m.dim():]`, `m.size() + [1] *
 /// k`). A reshape to such sizes raises on shapes only, as broadcasting does.
+/// Whether \p size, a list of sizes, holds no negative one whatever the
+/// data: another tensor's sizes (`x.new_zeros(x.shape)`), constants >= 0
+/// (`new_zeros(())`), a list of those and single sizes (`[x.size(0), 4]`),
+/// and such lists joined or sliced.
+static bool nonNegativeSizes(const Value *size, int depth = 0) {
+  const Node *n = size->node();
+  if (n->kind() == c10::aten::size && n->inputs().size() == 1)
+    return true;
+  // Lists joined or sliced (`[1] + x.size()[1:]`): of sizes >= 0.
+  if (depth < 8 && size->type()->kind() == c10::TypeKind::ListType &&
+      (n->kind() == c10::aten::add || n->kind() == c10::aten::slice))
+    return n->kind() == c10::aten::slice
+               ? nonNegativeSizes(n->input(0), depth + 1)
+               : nonNegativeSizes(n->input(0), depth + 1) &&
+                     nonNegativeSizes(n->input(1), depth + 1);
+  if (auto list = constantIntList(size))
+    return std::all_of(list->begin(), list->end(),
+                       [](int64_t c) { return c >= 0; });
+  if (n->kind() != c10::prim::ListConstruct)
+    return false;
+  return std::all_of(n->inputs().begin(), n->inputs().end(),
+                     [](const Value *v) {
+                       std::optional<int64_t> c = constantInt(v);
+                       c10::Symbol op = v->node()->kind();
+                       return (c && *c >= 0) ||
+                              (!c && (op == c10::aten::size ||
+                                      op == c10::aten::len ||
+                                      op == c10::Symbol::aten("numel")));
+                     });
+}
+
 static bool fromShapesAlone(const Value *v, int depth = 0) {
   const Node *n = v->node();
   const std::string op = n->kind().toQualString();
@@ -195,8 +226,7 @@ bool neverRaisesOnValues(const Node *node) {
   if (info->has(kMakesSized)) {
     const Value *size = namedInput(node, "size");
     const c10::FunctionSchema *schema = node->maybeSchema();
-    if (size && schema && size->node()->kind() == c10::aten::size &&
-        size->node()->inputs().size() == 1) {
+    if (size && schema && nonNegativeSizes(size)) {
       bool plain = true;
       for (size_t i = 0; i < node->inputs().size() && plain; ++i) {
         const Value *in = node->input(i);

@@ -39,8 +39,8 @@ const char *const kMaskStore = "with a boolean mask computes the mask's "
 // clang-format off
 const std::vector<OpInfo> kTable = {
     // DESIGN §3: ops whose result shape depends on data.
-    {"aten::nonzero", nullptr, R::DynamicShapeRoot, kNonzeroCoordinates, D::Long, I::NotApplicable, nullptr, kOneRowPerNonzero},
-    {"aten::argwhere", nullptr, R::DynamicShapeRoot, kNonzeroCoordinates, D::Long, I::NotApplicable, nullptr, kOneRowPerNonzero},
+    {"aten::nonzero", nullptr, R::DynamicShapeRoot, kNonzeroCoordinates | kNonNegativeValues, D::Long, I::NotApplicable, nullptr, kOneRowPerNonzero},
+    {"aten::argwhere", nullptr, R::DynamicShapeRoot, kNonzeroCoordinates | kNonNegativeValues, D::Long, I::NotApplicable, nullptr, kOneRowPerNonzero},
     {"aten::nonzero_numpy", nullptr, R::DynamicShapeRoot, kNoTraits, D::Long, I::NotApplicable, nullptr, "returns the indices of the nonzero elements"},
     {"aten::where", "", R::DynamicShapeRoot, kNoTraits, D::Long, I::NotApplicable, nullptr, "returns the indices of the true elements"},
     {"aten::masked_select", nullptr, R::DynamicShapeRoot, kNoTraits, D::Unknown, I::NotApplicable, nullptr, "returns one element per true mask element"},
@@ -134,7 +134,7 @@ const std::vector<OpInfo> kTable = {
     {"aten::prod", nullptr, R::Reduction, kNoTraits, D::Accumulates, I::One},
     {"aten::any", nullptr, R::Reduction, kNoTraits, D::BoolUnlessByte, I::Zero},
     {"aten::all", nullptr, R::Reduction, kNoTraits, D::BoolUnlessByte, I::One},
-    {"aten::count_nonzero", nullptr, R::Reduction, kNoTraits, D::Long, I::Zero},
+    {"aten::count_nonzero", nullptr, R::Reduction, kNonNegativeValues, D::Long, I::Zero},
     {"aten::norm", nullptr, R::Reduction, kNoTraits, D::Unknown, I::ZeroForPositiveP},
     {"aten::linalg_vector_norm", nullptr, R::Reduction, kNoTraits, D::Unknown, I::ZeroForPositiveP},
     {"aten::logsumexp", nullptr, R::Reduction, kNoTraits, D::Unknown, I::NegInf},
@@ -260,7 +260,7 @@ const std::vector<OpInfo> kTable = {
     {"aten::cat", nullptr, R::LeadingPreserving, kAlongDim | kMayRaise, D::KeepsInput, I::NotApplicable, nullptr, nullptr, RootShape::Leading, {"dim"}},
     {"aten::slice", nullptr, R::LeadingPreserving, kAlongDim | kKeepsRank, D::KeepsInput, I::NotApplicable, nullptr, nullptr, RootShape::Leading, {"dim"}},
     {"aten::narrow", nullptr, R::LeadingPreserving, kAlongDim | kMayRaise | kKeepsRank, D::KeepsInput, I::NotApplicable, nullptr, nullptr, RootShape::Leading, {"dim"}},
-    {"aten::randperm", nullptr, R::LeadingPreserving, kMayRaise | kRandom | kBuildsOnHost, D::ExplicitElseLong},
+    {"aten::randperm", nullptr, R::LeadingPreserving, kMayRaise | kRandom | kBuildsOnHost | kNonNegativeValues, D::ExplicitElseLong},
     {"aten::arange", nullptr, R::LeadingPreserving, kMayRaise | kBuildsOnHost, D::ExplicitElseLongForInts},
 
     // Host scalar arithmetic, conversions and the rest.
@@ -315,9 +315,9 @@ const std::vector<OpInfo> kTable = {
     // Reductions to indices: over the rows of a selection they would index
     // the unselected or padded rows (no fill makes them the cut's), within
     // each row they keep the rows.
-    {"aten::argmax", nullptr, R::Reduction, kMayRaise, D::Long, I::FirstSelected},
-    {"aten::argmin", nullptr, R::Reduction, kMayRaise, D::Long, I::FirstSelected},
-    {"aten::argsort", nullptr, R::Other, kKeepsRank, D::Long, I::NotApplicable, nullptr, nullptr, RootShape::Leading, {"dim"}},
+    {"aten::argmax", nullptr, R::Reduction, kMayRaise | kNonNegativeValues, D::Long, I::FirstSelected},
+    {"aten::argmin", nullptr, R::Reduction, kMayRaise | kNonNegativeValues, D::Long, I::FirstSelected},
+    {"aten::argsort", nullptr, R::Other, kKeepsRank | kNonNegativeValues, D::Long, I::NotApplicable, nullptr, nullptr, RootShape::Leading, {"dim"}},
     {"aten::sort", nullptr, R::Other, kKeepsRank, D::LongSecond, I::NotApplicable, nullptr, nullptr, RootShape::Leading, {"dim"}},
     {"aten::topk", nullptr, R::Other, kKeepsRank, D::LongSecond, I::NotApplicable, nullptr, nullptr, RootShape::Leading, {"dim"}},
     {"aten::kthvalue", nullptr, R::Other, kNoTraits, D::LongSecond, I::NotApplicable, nullptr, nullptr, RootShape::Leading, {"dim"}},

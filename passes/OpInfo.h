@@ -49,7 +49,7 @@ enum class OpRole {
 };
 
 /// Orthogonal facts about an op, combined with `|`.
-enum Trait : uint32_t {
+enum Trait : uint64_t {
   kNoTraits = 0,
   /// Each result element depends only on the operands' elements at the same
   /// (broadcast) position: safe to run on padding and unselected elements.
@@ -139,8 +139,12 @@ enum Trait : uint32_t {
   /// pow: raises only where an integer base meets a negative integer
   /// exponent; never with a constant exponent that is a float or >= 0.
   kRaisesOnNegativeExponent = 1u << 31,
+  /// Its first result holds no negative value, whatever its inputs:
+  /// permutations, positions and counts (randperm, nonzero, argmax,
+  /// count_nonzero). An index made so needs no wrap from the end.
+  kNonNegativeValues = 1ull << 32,
 };
-using Traits = uint32_t;
+using Traits = uint64_t;
 
 /// How the dtype of an op's results follows from its operands, when the
 /// result type does not say.

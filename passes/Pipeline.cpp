@@ -609,7 +609,8 @@ const std::vector<PassInfo> &registeredPasses() {
       {"simplify",
        "what the rewrites left, with fewer ops: x != 0 of a bool x that "
        "nothing writes -> x, x.dtype of a bool x -> the constant, the tests "
-       "on it folded; int64 arithmetic with scalar_tensor(c) -> with c",
+       "on it folded; int64 arithmetic with scalar_tensor(c) -> with c; "
+       "shape reads of an elementwise op of one tensor -> of that tensor",
        false, simplify},
       // Not in the default pipeline: staticify --specialize-training puts
       // it right after inline (it needs the calls inlined, and normalize

@@ -6,6 +6,8 @@
 #include "passes/CanonicalForms.h"
 #include "passes/GraphUtils.h"
 #include "passes/InPlace.h"
+#include "passes/OpInfo.h"
+
 
 #include <algorithm>
 #include <functional>
@@ -122,6 +124,38 @@ bool foldInt64Operand(Graph &graph, Node *node, const DTypeOfValue &dtypeOf,
   return true;
 }
 
+/// numel/size/dim of `op(t, numbers...)`, an elementwise op whose only
+/// tensor operand is t: t's shape is the result's, and reads of one shape
+/// then merge (`(labels == 1).numel()` and `(labels == 0).numel()`).
+bool foldShapeOfElementwise(Node *node) {
+  using namespace c10;
+  static const Symbol numel = Symbol::aten("numel");
+  if (node->kind() != numel && node->kind() != aten::size &&
+      node->kind() != aten::dim)
+    return false;
+  Node *def = node->input(0)->node();
+  const OpInfo *info = opInfo(def);
+  // Not of copies (`updated = matches.clone()`): the copy's own reads keep
+  // a lowered region's inputs its own.
+  if (!info || !info->has(kElementwise) || info->has(kCopiesInput) ||
+      def->outputs().size() != 1)
+    return false;
+  Value *only = nullptr;
+  for (Value *in : def->inputs())
+    if (isTensor(in)) {
+      if (only)
+        return false;
+      only = in;
+    } else if (in->type()->kind() == TypeKind::ListType ||
+               in->type()->kind() == TypeKind::OptionalType) {
+      return false; // a list or an Optional may hold a tensor
+    }
+  if (!only)
+    return false;
+  node->replaceInput(0, only);
+  return true;
+}
+
 /// One sweep of the folds over the graph the cached facts describe.
 bool sweep(std::shared_ptr<Graph> &graph, PassContext &ctx) {
   const AnalysisResult &facts = ctx.facts.analysis(graph);
@@ -138,7 +172,8 @@ bool sweep(std::shared_ptr<Graph> &graph, PassContext &ctx) {
   for (Node *node : collectNodes(graph->block()))
     changed |= foldBoolDType(*graph, node, dtypeOf, made) ||
                foldBoolNonzero(node, dtypeOf, aliases) ||
-               foldInt64Operand(*graph, node, dtypeOf, made);
+               foldInt64Operand(*graph, node, dtypeOf, made) ||
+               foldShapeOfElementwise(node);
   return changed;
 }
 
@@ -157,6 +192,7 @@ bool simplify(std::shared_ptr<Graph> &graph, PassContext &ctx) {
     propagateConstants(graph, nullptr);
     eliminateDeadCode(graph, nullptr);
   }
+
   // normalize made the program's in-place activations functional: in
   // place again, they allocate no more than the program did.
   if (restoreInPlaceActivations(graph)) {

@@ -12,6 +12,9 @@
 //                                     propagation folds the tests on it
 //   op(t, scalar_tensor(c, int64)) -> op(t, c) for an int64 t: min/max as
 //                                     clamps, c - t as rsub(t, c)
+//   numel/size/dim of op(t, numbers) -> of t, for an elementwise op: reads
+//                                     of one shape then merge (the
+//                                     pipeline's merge after the rewrites)
 //
 // then constant propagation and dead code. It merges nothing and touches no
 // random op.

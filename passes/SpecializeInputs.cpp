@@ -80,21 +80,45 @@ Value *refined(Graph &graph, const Fact &fact, const Node *anchor) {
   return emit(graph, "aten::view", {fact.input, list}, anchor);
 }
 
-/// The graph input \p index reads, through ops that keep their first
-/// operand's dtype (views, clone, to(device), expand_as, a selection x[i]);
+/// The one tensor operand of \p node whose dtype the result takes: its
+/// first, or, of an op that promotes its operands to their common dtype
+/// (`ge(a, b) & valid`), the one not known to be bool: bool promotes to
+/// any dtype, so the result has that operand's.
+Value *dtypeOperand(Node *node, const AnalysisResult &analysis) {
+  const OpInfo *op = opInfo(node);
+  if (!op || node->inputs().empty() || !isTensor(node->input(0)))
+    return nullptr;
+  if (op->dtype == DTypeRule::KeepsValueOperand)
+    return node->input(0);
+  if (op->dtype != DTypeRule::KeepsInput)
+    return nullptr;
+  if (!op->has(kElementwise) ||
+      analysis.info(node->input(0)).dtype != DTypeKind::Bool)
+    return node->input(0); // views, copies: the first's (not expand_as's y)
+  Value *decides = nullptr;
+  for (Value *in : node->inputs()) {
+    if (!isTensor(in) || analysis.info(in).dtype == DTypeKind::Bool)
+      continue;
+    if (decides)
+      return nullptr;
+    decides = in;
+  }
+  return decides ? decides : node->input(0);
+}
+
+/// The graph input \p index reads, through ops that keep its dtype (views,
+/// clone, to(device), expand_as, a selection x[i], `&` with masks);
 /// nullptr where it is none.
-Value *inputBehind(Value *index, const Graph &graph) {
+Value *inputBehind(Value *index, const Graph &graph,
+                   const AnalysisResult &analysis) {
   for (int depth = 0; depth < 16; ++depth) {
     Node *node = index->node();
     if (node->kind() == c10::prim::Param)
       return node->owningBlock() == graph.block() && isTensor(index) ? index
                                                                       : nullptr;
-    const OpInfo *op = opInfo(node);
-    bool keeps = op && (op->dtype == DTypeRule::KeepsInput ||
-                        op->dtype == DTypeRule::KeepsValueOperand);
-    if (!keeps || node->inputs().empty() || !isTensor(node->input(0)))
+    index = dtypeOperand(node, analysis);
+    if (!index)
       return nullptr;
-    index = node->input(0);
   }
   return nullptr;
 }
@@ -117,7 +141,7 @@ inputsDecidingIndices(const Graph &graph, const AnalysisResult &analysis) {
     if (index->mustBeNone() ||
         analysis.info(index).dtype != DTypeKind::Unknown)
       return;
-    Value *input = inputBehind(index, graph);
+    Value *input = inputBehind(index, graph, analysis);
     if (!input)
       return;
     auto it = std::find_if(inputs.begin(), inputs.end(),
@@ -160,7 +184,7 @@ std::vector<Value *> inputsDecidingUniques(const Graph &graph,
     Value *x = node->input(0);
     if (analysis.info(x).dtype != DTypeKind::Unknown)
       continue;
-    Value *input = inputBehind(x, graph);
+    Value *input = inputBehind(x, graph, analysis);
     if (input && std::find(inputs.begin(), inputs.end(), input) == inputs.end())
       inputs.push_back(input);
   }
@@ -278,8 +302,17 @@ bool versionable(const std::shared_ptr<Graph> &graph, PassContext &ctx) {
 }
 
 /// The tensor inputs of unknown rank from which a data-dependent shape is
-/// computed (a nonzero, a selection), at most kMaxRankInputs of them.
-std::vector<Value *> inputsReachingShapeRoots(Graph &graph) {
+/// computed (a nonzero, a selection, an op given a size read from data:
+/// `scores.topk(int(m.sum()))`), at most kMaxRankInputs of them.
+std::vector<Value *> inputsReachingShapeRoots(Graph &graph,
+                                              const AnalysisResult &analysis) {
+  auto sizedByData = [&](const Node *node) {
+    return std::any_of(node->inputs().begin(), node->inputs().end(),
+                       [&](const Value *in) {
+                         return in->type()->kind() == c10::TypeKind::IntType &&
+                                analysis.info(in).isDataDependent();
+                       });
+  };
   constexpr size_t kMaxRankInputs = 4;
   constexpr size_t kMaxVisits = 4096;
   std::vector<Value *> inputs;
@@ -294,7 +327,9 @@ std::vector<Value *> inputsReachingShapeRoots(Graph &graph) {
       const Value *v = work.back();
       work.pop_back();
       for (const torch::jit::Use &use : v->uses()) {
-        if (opRole(use.user) == OpRole::DynamicShapeRoot) {
+        if (opRole(use.user) == OpRole::DynamicShapeRoot ||
+            (!use.user->outputs().empty() && isTensor(use.user->output(0)) &&
+             sizedByData(use.user))) {
           reaches = true;
           break;
         }
@@ -408,7 +443,8 @@ bool specializeShapes(std::shared_ptr<Graph> &graph, PassContext &ctx) {
 bool specializeRanks(std::shared_ptr<Graph> &graph, PassContext &ctx) {
   if (!versionable(graph, ctx))
     return false;
-  std::vector<Value *> inputs = inputsReachingShapeRoots(*graph);
+  std::vector<Value *> inputs =
+      inputsReachingShapeRoots(*graph, ctx.facts.analysis(graph));
   if (inputs.empty())
     return false;
   const std::vector<std::string> after = passesAfter("specialize-ranks");
@@ -423,11 +459,14 @@ bool specializeRanks(std::shared_ptr<Graph> &graph, PassContext &ctx) {
       chosen = facts;
     }
   };
+  // Vectors, matrices, and stacks of masks or images ([N, H, W]: SAM's
+  // `masks[keep].sum((-1, -2))` reduces trailing dims only at rank 3).
+  constexpr int64_t kMaxRank = 3;
   if (inputs.size() <= 2) {
-    // Every choice of rank (none, 1, 2) for each: an expert's input and its
-    // router may only help together (8 trials at most).
-    for (int64_t a = 0; a <= 2; ++a)
-      for (int64_t b = 0; b <= (inputs.size() == 2 ? 2 : 0); ++b) {
+    // Every choice of rank (none, 1, 2, 3) for each: an expert's input and
+    // its router may only help together (15 trials at most).
+    for (int64_t a = 0; a <= kMaxRank; ++a)
+      for (int64_t b = 0; b <= (inputs.size() == 2 ? kMaxRank : 0); ++b) {
         std::vector<Fact> facts;
         if (a)
           facts.push_back({inputs[0], a});
@@ -440,7 +479,7 @@ bool specializeRanks(std::shared_ptr<Graph> &graph, PassContext &ctx) {
     // `x[m] -= v[m]`, only help together), then greedily, input by input:
     // the rank whose version, with those chosen before, reaches the host at
     // the fewest points.
-    for (int64_t rank : {1, 2}) {
+    for (int64_t rank = 1; rank <= kMaxRank; ++rank) {
       std::vector<Fact> facts;
       for (Value *input : inputs)
         facts.push_back({input, rank});
@@ -450,7 +489,7 @@ bool specializeRanks(std::shared_ptr<Graph> &graph, PassContext &ctx) {
       if (std::any_of(chosen.begin(), chosen.end(),
                       [&](const Fact &f) { return f.input == input; }))
         continue;
-      for (int64_t rank : {1, 2}) {
+      for (int64_t rank = 1; rank <= kMaxRank; ++rank) {
         std::vector<Fact> facts = chosen;
         facts.push_back({input, rank});
         tryFacts(facts);

@@ -37,7 +37,7 @@
 // Which inputs: for dtypes, one given to indexing or an indexed store,
 // directly or through ops that keep its dtype (views, clone, a move to a
 // device); for ranks, one of unknown rank from which a data-dependent shape
-// (nonzero, a selection) is computed, tried at ranks 1 and 2 in turn; for
+// (nonzero, a selection) is computed, tried at ranks 1 to 3 in turn; for
 // shapes, the values whose shapes a masked_select's base and mask keep
 // (shapeRoot), where the graph does not show them equal.
 //

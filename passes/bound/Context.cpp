@@ -281,6 +281,15 @@ Range RuleContext::rangeOf(Value *v) {
     for (Value *operand : def->inputs())
       if (auto c = constantInt(operand))
         r.lo = std::max(r.lo.value_or(*c), *c);
+  // min(n, c) is at most c, and of a size never negative.
+  if (is(def, "prim::min") && def->inputs().size() == 2)
+    for (size_t i = 0; i < 2; ++i)
+      if (auto c = constantInt(def->input(i))) {
+        r.hiConst = std::min(r.hiConst.value_or(*c), *c);
+        std::optional<int64_t> other = rangeOf(def->input(1 - i)).lo;
+        if (other)
+          r.lo = std::min(*other, *c);
+      }
   return r;
 }
 
@@ -312,13 +321,12 @@ Range RuleContext::rangeOfOp(Node *node) {
   if (is(node, "prim::min")) {
     out.lo =
         both(a.lo, b.lo, [](int64_t x, int64_t y) { return std::min(x, y); });
-    out.hi = ha && hb ? hostOp("prim::min", ha, hb, node) : (ha ? ha : hb);
+    out.hi = upperOfMin(a, b, node);
     out.hiConst = a.hiConst && b.hiConst ? std::min(*a.hiConst, *b.hiConst)
                                          : (a.hiConst ? a.hiConst : b.hiConst);
   } else if (is(node, "prim::max")) {
     out.lo = a.lo && b.lo ? std::max(*a.lo, *b.lo) : (a.lo ? a.lo : b.lo);
-    if (ha && hb)
-      out.hi = hostOp("prim::max", ha, hb, node);
+    out.hi = upperOfMax(a, b, node);
     out.hiConst = both(a.hiConst, b.hiConst,
                        [](int64_t x, int64_t y) { return std::max(x, y); });
   } else if (is(node, "aten::add")) {
@@ -352,13 +360,45 @@ Range RuleContext::rangeOfOp(Node *node) {
   return out;
 }
 
+/// Whether x <= y for all values in ranges \p x and \p y.
+static bool alwaysAtMost(const Range &x, const Range &y) {
+  return x.hiConst && y.lo && *x.hiConst <= *y.lo;
+}
+
+Value *RuleContext::upperOfMin(const Range &a, const Range &b,
+                               const Node *anchor) {
+  Value *ha = upper(a), *hb = upper(b);
+  if (!ha || !hb)
+    return ha ? ha : hb; // either bounds the min
+  if (alwaysAtMost(a, b))
+    return ha;
+  if (alwaysAtMost(b, a))
+    return hb;
+  return hostOp("prim::min", ha, hb, anchor);
+}
+
+Value *RuleContext::upperOfMax(const Range &a, const Range &b,
+                               const Node *anchor) {
+  Value *ha = upper(a), *hb = upper(b);
+  if (!ha || !hb)
+    return nullptr;
+  // x <= hiConst(x) <= (a constant upper bound of y): max(x, y) <= it.
+  auto coveredBy = [](const Range &x, const Range &y, Value *hy) {
+    std::optional<int64_t> c = constantInt(hy);
+    return alwaysAtMost(x, y) || (x.hiConst && c && *x.hiConst <= *c);
+  };
+  if (coveredBy(b, a, ha))
+    return ha;
+  if (coveredBy(a, b, hb))
+    return hb;
+  return hostOp("prim::max", ha, hb, anchor);
+}
+
 Range RuleContext::join(const Range &a, const Range &b, const Node *anchor) {
   Range r;
   if (a.lo && b.lo)
     r.lo = std::min(*a.lo, *b.lo);
-  Value *ha = upper(a), *hb = upper(b);
-  if (ha && hb)
-    r.hi = hostOp("prim::max", ha, hb, anchor);
+  r.hi = upperOfMax(a, b, anchor);
   if (a.hiConst && b.hiConst)
     r.hiConst = std::max(*a.hiConst, *b.hiConst);
   return r;

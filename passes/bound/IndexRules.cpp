@@ -20,6 +20,7 @@
 #include "passes/GraphUtils.h"
 #include "passes/LiftScalars.h"
 #include "passes/OpCatalogue.h"
+#include "passes/OpInfo.h"
 #include "passes/Selection.h"
 
 #include <algorithm>
@@ -135,7 +136,8 @@ bool inScopeAt(const Value *v, const Node *at) {
 
 /// A random order of \p mask's positions for the rewrite at \p node: one
 /// drawn for masks disjoint from it where one is in scope, else a new one.
-Value *randomOrderFor(Value *mask, Node *node, RuleContext &rc) {
+RuleContext::RandomOrder &randomOrderFor(Value *mask, Node *node,
+                                         RuleContext &rc) {
   for (RuleContext::RandomOrder &drawn : rc.randomOrders)
     if (inScopeAt(drawn.order, node) &&
         std::all_of(drawn.masks.begin(), drawn.masks.end(),
@@ -143,11 +145,28 @@ Value *randomOrderFor(Value *mask, Node *node, RuleContext &rc) {
                       return provablyDisjoint(other, mask, rc);
                     })) {
       drawn.masks.push_back(mask);
-      return drawn.order;
+      return drawn;
     }
   Value *order = insertForm(rc.graph, "random_order", {mask}, node)[0];
-  rc.randomOrders.push_back({order, {mask}});
-  return order;
+  rc.randomOrders.push_back({order, {mask}, nullptr, {}});
+  return rc.randomOrders.back();
+}
+
+/// The sizes of the masks drawing \p drawn (disjoint masks are of one
+/// shape: comparisons of one tensor, a mask and its negation) and their
+/// row stride for coordinate \p dim, made once where \p node sees them.
+std::pair<Value *, Value *> sharedStride(RuleContext::RandomOrder &drawn,
+                                         int64_t dim, Node *node,
+                                         RuleContext &rc) {
+  if (!drawn.sizes || !inScopeAt(drawn.sizes, node)) {
+    drawn.sizes = emit(rc.graph, "aten::size", {drawn.masks.front()}, node);
+    drawn.strides.clear();
+  }
+  Value *&stride = drawn.strides[dim];
+  if (!stride || !inScopeAt(stride, node))
+    stride = insertForm(rc.graph, "row_stride",
+                        {drawn.sizes, rc.constant(dim)}, node)[0];
+  return {drawn.sizes, stride};
 }
 
 RuleResult whereElement(Node *node, RuleContext &rc) {
@@ -378,11 +397,15 @@ RuleResult gather(Node *node, RuleContext &rc) {
       return RuleResult::declined();
     index = node->input(2);
   }
-  if (!rc.isIndex(index))
+  // index_select raises for an index that is not an integer vector, so a
+  // selected index whose dtype the graph does not show is one (`ids[ok]`
+  // of an input `ids`); x[i] would select by a bool i.
+  bool selects = is(node, "aten::index_select");
+  if (!selects && !rc.isIndex(index))
     return RuleResult::declined();
   Rep *s = rc.rep(src), *i = rc.rep(index);
   if ((s && s->kind != Rep::Kind::Bounded) ||
-      (i && i->kind != Rep::Kind::Bounded))
+      (i && i->kind != Rep::Kind::Bounded) || (!s && !i))
     return RuleResult::declined();
   if (s && i && i->atPositions) {
     // y[m][i] and where(m)[k][i] for rows i of a selection by m given at
@@ -408,10 +431,11 @@ RuleResult gather(Node *node, RuleContext &rc) {
   if (s && i && s->whereCond && i->drawOf == s->count) {
     // where(c)[k][randperm(count)[:top]]: `top` random true positions of
     // c, the first in one random order of its positions (no compaction).
-    Value *order = randomOrderFor(s->whereCond, node, rc);
+    RuleContext::RandomOrder &drawn = randomOrderFor(s->whereCond, node, rc);
+    auto [sizes, stride] = sharedStride(drawn, s->whereDim, node, rc);
     Value *out = insertForm(rc.graph, "random_true_positions",
-                            {s->whereCond, order, rc.constant(s->whereDim),
-                             i->drawTop},
+                            {s->whereCond, drawn.order, sizes,
+                             rc.constant(s->whereDim), stride, i->drawTop},
                             node)[0];
     rc.setBounded(node->output(), out, i->count, true, /*is1D=*/true);
     if (list)
@@ -420,11 +444,22 @@ RuleResult gather(Node *node, RuleContext &rc) {
   }
   Value *srcCount = s ? s->count : rc.rowsOf(src, node);
   Value *padded = s ? s->value : src;
+  // A vector index takes one index_select; one that holds no negative
+  // value (a randperm, positions) needs no wrap from the end.
+  bool vector = selects || (i ? i->is1D : knownRank(index, &rc.analysis) == 1);
+  const OpInfo *made = opInfo(index->node());
+  // index_select raises for a negative index, as the form then does.
+  bool wrap = !selects && (i || !made || !made->has(kNonNegativeValues));
   Value *out =
-      insertForm(rc.graph, "gather_rows",
-                 {padded, srcCount, i ? i->value : index,
-                  i ? i->count : rc.none()},
-                 node)[0];
+      vector ? insertForm(rc.graph, "gather_vector_rows",
+                          {padded, srcCount, i ? i->value : index,
+                           i ? i->count : rc.none(),
+                           rc.graph.insertConstant(wrap)},
+                          node)[0]
+             : insertForm(rc.graph, "gather_rows",
+                          {padded, srcCount, i ? i->value : index,
+                           i ? i->count : rc.none()},
+                          node)[0];
   if (i)
     rc.setBounded(node->output(), out, i->count,
                   s ? s->isIndex : rc.isIndex(src), i->is1D && s && s->is1D);
@@ -458,7 +493,12 @@ RuleResult cat(Node *node, RuleContext &rc) {
   Value *countList =
       rc.graph.insertNode(rc.graph.createList(c10::TensorType::get(), counts))
           ->output();
-  auto outs = insertForm(rc.graph, "cat_rows", {partList, countList}, node);
+  // Two parts (`cat([pos, neg])`): one gather, no compaction.
+  auto outs =
+      parts.size() == 2
+          ? insertForm(rc.graph, "cat_two_rows",
+                       {parts[0], counts[0], parts[1], counts[1]}, node)
+          : insertForm(rc.graph, "cat_rows", {partList, countList}, node);
   rc.setBounded(node->output(), outs[0], outs[1], allIndex, all1D);
   rc.absorb(list);
   return RuleResult::applied();
@@ -566,6 +606,81 @@ RuleResult writeRows(Node *node, RuleContext &rc, const Rep &i,
 /// valid rows on the CPU. An index whose
 /// dtype the graph does not show is checked to be int64 on the host, behind
 /// the guard (a bool one would be a mask).
+/// The form writing rows of \p node: put_rows (a 0-d value), put_row_values
+/// (rows), put_add_rows (accumulate); `_out` where not in place.
+const char *putForm(const Node *node, bool accumulate, bool rows) {
+  bool inPlace = is(node, "aten::index_put_");
+  return accumulate ? (inPlace ? "put_add_rows_" : "put_add_rows")
+         : rows     ? (inPlace ? "put_row_values" : "put_row_values_out")
+                    : (inPlace ? "put_rows" : "put_rows_out");
+}
+
+/// x[m] = v of a static vector mask m and rows v with the count of the
+/// selections by m (NeRF's `out[hit] = (w * z).sum(-1) / w.sum(-1)` of
+/// `w = weights[hit]`, `z = zs[hit]`): the r-th true element of m takes v's
+/// row r (put_at_mask: a cumsum of m and one gather, no compaction). m
+/// unwritten, so the count of its selections is its count at the store.
+/// What the form assumes and only the run time knows is checked on the
+/// host: m as long as x's rows (a mask of one element would broadcast),
+/// and v of x's rank, trailing sizes and dtype (index_put_ broadcasts or
+/// raises otherwise); where that fails, the store as it was, on v's valid
+/// rows.
+RuleResult putAtMask(Node *node, RuleContext &rc, bool accumulate) {
+  Value *x = node->input(0), *m = node->input(1)->node()->input(0);
+  Rep *rows = rc.bounded(node->input(2));
+  if (!rows || rc.rep(x) || rc.rep(m) || rc.dtypeOf(m) != DTypeKind::Bool ||
+      knownRank(m, &rc.analysis) != 1 || rc.aliases.hasWriters(m))
+    return RuleResult::declined();
+  if (accumulate)
+    return RuleResult::declined("accumulate=True at a mask is not rewritten");
+  auto selected = rc.selectionCounts.find(m);
+  if (selected == rc.selectionCounts.end() ||
+      !rc.sameCount(selected->second.second, rows->count))
+    return RuleResult::declined(
+        "the values written are not one row per true element of the mask");
+  torch::jit::Graph &graph = rc.graph;
+  Value *v = rows->value;
+  auto same = [&](const char *read, Value *a, Value *b) {
+    return emit(graph, "aten::eq", {emit(graph, read, {a}, node),
+                                    emit(graph, read, {b}, node)},
+                node);
+  };
+  auto trailing = [&](Value *t) {
+    return emit(graph, "aten::slice",
+                {emit(graph, "aten::size", {t}, node), 1, c10::IValue(), 1},
+                node);
+  };
+  Value *cond = emit(graph, "aten::eq",
+                     {emit(graph, "aten::size", {m, 0}, node),
+                      emit(graph, "aten::size", {x, 0}, node)},
+                     node);
+  for (Value *fact :
+       {same("aten::dim", v, x), same("prim::dtype", v, x),
+        emit(graph, "aten::eq", {trailing(v), trailing(x)}, node)})
+    cond = emit(graph, "aten::__and__", {cond, fact}, node);
+  bool inPlace = mutatesFirstInput(node);
+  Value *out = emitIf(
+      graph, cond, node,
+      [&] {
+        return insertForm(graph, inPlace ? "put_at_mask" : "put_at_mask_out",
+                          {x, m, v}, node)[0];
+      },
+      [&] {
+        Value *n = emit(graph, "aten::Int", {rows->count}, node);
+        Value *valid =
+            emit(graph, "aten::slice", {v, 0, rc.constant(0), n, 1}, node);
+        return graph
+            .insertNode(graph.createClone(
+                node, [&](Value *in) { return in == node->input(2) ? valid : in; }))
+            ->output();
+      });
+  out->node()->i_(guardAttr(), 1);
+  rc.replaceStatic(node->output(), out);
+  if (inPlace)
+    rc.replaceWriter(node); // it writes: never erased as dead
+  return RuleResult::applied();
+}
+
 RuleResult put(Node *node, RuleContext &rc) {
   Node *list = node->input(1)->node();
   Value *x = node->input(0), *v = node->input(2);
@@ -580,7 +695,7 @@ RuleResult put(Node *node, RuleContext &rc) {
     return RuleResult::declined("accumulate is computed at run time");
   Rep *i = rc.bounded(list->input(0));
   if (!i)
-    return RuleResult::declined();
+    return putAtMask(node, rc, *accumulate);
   DTypeKind indexDType = rc.dtypeOf(list->input(0));
   if (!i->isIndex && indexDType != DTypeKind::Unknown)
     return RuleResult::declined("the index is not an integer tensor");
@@ -599,10 +714,8 @@ RuleResult put(Node *node, RuleContext &rc) {
         "the values written are not one row per row of the index");
   if (!rows && !provablyZeroDim(v))
     return RuleResult::declined();
-  const char *form = *accumulate ? (inPlace ? "put_add_rows_" : "put_add_rows")
-                     : rows      ? (inPlace ? "put_row_values" : "put_row_values_out")
-                                 : (inPlace ? "put_rows" : "put_rows_out");
-  return writeRows(node, rc, *i, list->output(), v, rows, form,
+  return writeRows(node, rc, *i, list->output(), v, rows,
+                   putForm(node, *accumulate, rows != nullptr),
                    /*checkIndexDType=*/!i->isIndex, *accumulate);
 }
 

@@ -517,6 +517,21 @@ std::vector<Value *> topOfSelection(Node *node, const Rep &r, Value *hi,
 RuleResult sortRows(Node *node, RuleContext &rc) {
   Rep *r = rc.bounded(node->input(0));
   bool topk = is(node, "aten::topk");
+  // topk(x, k) of a static x with a lifted k (`scores.topk(int(m.sum()))`):
+  // x's rows, every one valid, whose first k are the result. Of a rank >= 1
+  // the program fixes: a 0-d x has no rows to count.
+  Rep whole(Rep::Kind::Bounded);
+  Value *x = node->input(0);
+  if (!r && topk && !rc.rep(x) && rc.lifted(node->input(1))) {
+    std::optional<int64_t> rank = knownRank(x, &rc.analysis);
+    if (!rank || *rank < 1)
+      return RuleResult::declined("the rank of its input is not known");
+    whole.value = x;
+    whole.count = rc.rowsOf(x, node);
+    whole.is1D = *rank == 1;
+    whole.isIndex = rc.isIndex(x);
+    r = &whole;
+  }
   if (!r)
     return RuleResult::declined();
   for (size_t i = 1; i < node->inputs().size(); ++i)

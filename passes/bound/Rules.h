@@ -289,7 +289,11 @@ public:
   /// order's masks takes its picks from that order, one draw for them all.
   struct RandomOrder {
     torch::jit::Value *order;
-    std::vector<torch::jit::Value *> masks;
+    std::vector<torch::jit::Value *> masks; // provably disjoint, one shape
+    /// The first mask's sizes and, per coordinate, their row stride: host
+    /// arithmetic every mask drawing the order shares.
+    torch::jit::Value *sizes = nullptr;
+    std::map<int64_t, torch::jit::Value *> strides;
   };
   std::vector<RandomOrder> randomOrders;
   /// Whether counts \p a and \p b are provably equal.
@@ -342,6 +346,13 @@ public:
   /// The range of scalar op \p node's result from its operands' ranges.
   Range rangeOfOp(torch::jit::Node *node);
   Range join(const Range &a, const Range &b, const torch::jit::Node *anchor);
+  /// Upper bounds of min(a, b) and max(a, b): where one operand's constant
+  /// bounds settle which is smaller (a <= 500 <= b), that operand's bound,
+  /// with no host op.
+  torch::jit::Value *upperOfMin(const Range &a, const Range &b,
+                                const torch::jit::Node *anchor);
+  torch::jit::Value *upperOfMax(const Range &a, const Range &b,
+                                const torch::jit::Node *anchor);
   /// An int operand's range when it is a valid, non-negative length.
   std::optional<Range> length(torch::jit::Value *v);
   /// For an int whose sign only the host knows (a module's attribute K, or

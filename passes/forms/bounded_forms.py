@@ -51,13 +51,38 @@ def neutral_padding(x: Tensor, count: Tensor) -> Tensor:
     return torch.where(live, x, torch.full([], fill, dtype=x.dtype, device=x.device))
 
 
+def row_stride(sizes: List[int], k: int) -> int:
+    """The row-major stride of coordinate k in a tensor of `sizes`."""
+    if k < 0:
+        k = k + len(sizes)
+    return stride_after(sizes, k)
+
+
+def stride_after(sizes: List[int], k: int) -> int:
+    """row_stride for k >= 0: a dim of size 0 counted as 1 (a tensor with
+    one has no position to divide)."""
+    stride = 1
+    for d in range(k + 1, len(sizes)):
+        stride = stride * max(sizes[d], 1)
+    return stride
+
+
 def coordinate(flat: Tensor, sizes: List[int], k: int) -> Tensor:
     """Coordinate k of row-major flat positions in a tensor of `sizes`."""
     if k < 0:
         k = k + len(sizes)
-    stride = 1
-    for d in range(k + 1, len(sizes)):
-        stride = stride * max(sizes[d], 1)
+    return divide_at(flat, sizes, k, stride_after(sizes, k))
+
+
+def coordinate_at(flat: Tensor, sizes: List[int], k: int, stride: int) -> Tensor:
+    """coordinate() given k's row_stride, which masks of one shape share."""
+    if k < 0:
+        k = k + len(sizes)
+    return divide_at(flat, sizes, k, stride)
+
+
+def divide_at(flat: Tensor, sizes: List[int], k: int, stride: int) -> Tensor:
+    """Coordinate k >= 0 of flat positions, k's stride given."""
     c = flat
     if stride != 1:
         c = torch.div(c, stride, rounding_mode="floor")
@@ -125,14 +150,17 @@ def random_order(c: Tensor) -> Tensor:
     return torch.randperm(c.numel(), device=c.device)
 
 
-def random_true_positions(c: Tensor, order: Tensor, dim: int, k: int) -> Tensor:
+def random_true_positions(c: Tensor, order: Tensor, sizes: List[int], dim: int,
+                          stride: int, k: int) -> Tensor:
     """where(c)[dim][randperm(count)[:k]], k <= c.numel(): coordinate dim of
     k random true elements of c, in random order: the first k true elements
     of c in `order`, a random order of its positions (random_order: no
-    compaction of c); rows past the count of true elements are padding."""
+    compaction of c); rows past the count of true elements are padding.
+    `sizes` are c's (or those of a mask of c's shape drawing the same order)
+    and `stride` their row_stride for dim: masks of one shape share both."""
     flat = c.reshape(-1)  # a 0-d c: one element, sizes [] (where_index)
     keep = flat.index_select(0, order) != 0
-    return coordinate(first_kept(order, keep, k), c.size(), dim)
+    return coordinate_at(first_kept(order, keep, k), sizes, dim, stride)
 
 
 def gather_rows(src: Tensor, src_count: Tensor, index: Tensor,
@@ -150,6 +178,21 @@ def gather_rows(src: Tensor, src_count: Tensor, index: Tensor,
     if src.size(0) == 0:
         return src.new_zeros(shape)
     return src.index_select(0, i.reshape(-1)).reshape(shape)
+
+
+def gather_vector_rows(src: Tensor, src_count: Tensor, index: Tensor,
+                       index_count: Optional[Tensor], wrap: bool) -> Tensor:
+    """gather_rows for a vector index: one index_select, no reshapes.
+    `wrap` is False where the index holds no negative value (a randperm,
+    positions): nothing counts from the end."""
+    i = index
+    if wrap:
+        i = torch.where(index < 0, index + src_count, index)
+    if index_count is not None:
+        i = i.masked_fill(~live_rows(index.size(0), index_count), 0)
+    if src.size(0) == 0:
+        return src.new_zeros([index.size(0)] + src.size()[1:])
+    return src.index_select(0, i)
 
 
 def gather_rows_at(src: Tensor, src_count: Optional[Tensor], index: List[Tensor],
@@ -211,6 +254,19 @@ def cat_rows(parts: List[Tensor], counts: List[Tensor]) -> Tuple[Tensor, Tensor]
     return torch.cat(parts, 0).index_select(0, pos), count
 
 
+def cat_two_rows(a: Tensor, count_a: Tensor, b: Tensor,
+                 count_b: Tensor) -> Tuple[Tensor, Tensor]:
+    """cat([a, b], 0) of bounded parts by one gather, no compaction: row r
+    below count_a is a's row r; from there on, b's row r - count_a, which
+    sits at a.size(0) + r - count_a in the padded cat. Rows past the two
+    counts are padding (clamped into range)."""
+    both = torch.cat([a, b], 0)
+    n = both.size(0)
+    r = torch.arange(n, device=both.device)
+    src = torch.where(r < count_a, r, r + torch.rsub(count_a, a.size(0)))
+    return both.index_select(0, src.clamp_max(n - 1)), count_a + count_b
+
+
 def put_slots(x: Tensor, index: Tensor, count: Tensor) -> Tensor:
     """Where each row of a bounded 1-D index writes in x's rows, shifted by
     one: padding rows go to slot 0, which is dropped; an index out of x's
@@ -233,6 +289,24 @@ def put_rows_out(x: Tensor, index: Tensor, count: Tensor, value: Tensor) -> Tens
     hit = torch.zeros([n + 1], device=x.device) != 0
     hit = hit.index_fill(0, put_slots(x, index, count), 1)[1:]
     return torch.where(hit.reshape([n] + [1] * (x.dim() - 1)), value.to(x.dtype), x)
+
+
+def put_at_mask_out(x: Tensor, mask: Tensor, rows: Tensor) -> Tensor:
+    """x[mask] = rows, out of place, for a bool vector mask over x's rows and
+    rows whose first mask.sum() rows are the values, in order (padding
+    after): the r-th true element of mask takes row r. No compaction of the
+    mask: one cumsum, one gather, one where."""
+    if rows.size(0) == 0:  # no row, so no true element either
+        return x.clone()
+    at = (torch.cumsum(mask, 0) - 1).clamp_min(0)
+    picked = rows.index_select(0, at)
+    keep = mask.reshape([mask.size(0)] + [1] * (x.dim() - 1))
+    return torch.where(keep, picked, x)
+
+
+def put_at_mask(x: Tensor, mask: Tensor, rows: Tensor) -> Tensor:
+    """put_at_mask_out, written into x."""
+    return x.copy_(put_at_mask_out(x, mask, rows))
 
 
 def put_rows(x: Tensor, index: Tensor, count: Tensor, value: Tensor) -> Tensor:

@@ -99,6 +99,82 @@ def test_gather_cat_put(cu):
     assert x.tolist() == [0, 1, 0, 0, 0, 1]  # the padding rows (5, 0) are not written
 
 
+def test_cat_two_rows_and_vector_gathers(cu):
+    """cat_two_rows against cat of the valid rows, over parts of any bounds
+    and counts (0, all, some; 1-D and 2-D rows), and gather_vector_rows
+    against gather_rows, which wraps negative indices from the count."""
+    gen = torch.Generator().manual_seed(1)
+    for _ in range(400):
+        trailing = [] if bool(torch.randint(0, 2, (), generator=gen)) else [3]
+        bounds = [int(b) for b in torch.randint(0, 6, (2,), generator=gen)]
+        counts = [int(torch.randint(0, b + 1, (), generator=gen)) for b in bounds]
+        parts = [torch.randn([b] + trailing, generator=gen) for b in bounds]
+        padded, count = cu.cat_two_rows(parts[0], torch.tensor(counts[0]),
+                                        parts[1], torch.tensor(counts[1]))
+        assert padded.shape[0] == sum(bounds)
+        assert torch.equal(valid(padded, count),
+                           torch.cat([parts[0][:counts[0]], parts[1][:counts[1]]]))
+        src = torch.cat(parts)
+        n = int(torch.randint(0, src.shape[0] + 1, (), generator=gen))
+        if n == 0:
+            continue
+        index = torch.randint(-n, n, (7,), generator=gen)
+        live = torch.tensor(int(torch.randint(0, 8, (), generator=gen)))
+        for index_count in (None, live):
+            want = cu.gather_rows(src, torch.tensor(n), index, index_count)
+            got = cu.gather_vector_rows(src, torch.tensor(n), index, index_count, True)
+            assert torch.equal(got, want)
+        nonneg = index.abs().clamp_max(n - 1)
+        assert torch.equal(cu.gather_vector_rows(src, torch.tensor(n), nonneg, None, False),
+                           src[nonneg])
+    empty = torch.zeros(0, 3)
+    assert cu.gather_vector_rows(empty, torch.tensor(0), torch.zeros(4, dtype=torch.long),
+                                 torch.tensor(0), False).shape == (4, 3)
+
+
+def test_put_at_mask_is_a_masked_store(cu):
+    """put_at_mask(x, m, rows) against x[m] = rows[:m.sum()], rows padded
+    with garbage past the count, 1-D and 2-D x, masks keeping none, all or
+    some; out of place it leaves x as it was."""
+    gen = torch.Generator().manual_seed(3)
+    for _ in range(300):
+        n = int(torch.randint(0, 8, (), generator=gen))
+        trailing = [] if bool(torch.randint(0, 2, (), generator=gen)) else [3]
+        x = torch.randn([n] + trailing, generator=gen)
+        kind = int(torch.randint(0, 3, (), generator=gen))
+        m = torch.rand(n, generator=gen) < (0.0, 1.0, 0.5)[kind]
+        count = int(m.sum())
+        pad = int(torch.randint(0, 3, (), generator=gen))
+        rows = torch.randn([count + pad] + trailing, generator=gen)
+        rows[count:] = float("nan")  # the padding is never written
+        want = x.clone()
+        want[m] = rows[:count]
+        before = x.clone()
+        assert torch.equal(cu.put_at_mask_out(x, m, rows), want)
+        assert torch.equal(x, before)
+        assert torch.equal(cu.put_at_mask(x, m, rows), want) and torch.equal(x, want)
+
+
+def test_coordinates_share_a_stride(cu):
+    """coordinate_at given row_stride is coordinate, for every rank and k,
+    sizes with zeros included."""
+    gen = torch.Generator().manual_seed(2)
+    for shape in shapes(gen):
+        n = 1
+        for s in shape:
+            n *= s
+        flat = torch.arange(n)
+        for k in range(-len(shape), max(len(shape), 1)):
+            if len(shape) == 0 and k != 0:
+                continue
+            assert torch.equal(cu.coordinate_at(flat, shape, k, cu.row_stride(shape, k)),
+                               cu.coordinate(flat, shape, k)), (shape, k)
+            if len(shape) > 0:
+                # every position in row-major order: nonzero of ones
+                want = torch.nonzero(torch.ones(shape))[:, k]
+                assert torch.equal(cu.coordinate(flat, shape, k), want), (shape, k)
+
+
 def test_put_forms_equal_index_put_with_repeats(cu):
     """x[index] = value against PyTorch on CPU for put_rows (0-d value) and
     put_row_values (a row per index row): negative and repeated indices

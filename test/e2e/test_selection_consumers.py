@@ -10,7 +10,11 @@ random inputs whose masks keep nothing, everything or some, mismatched mask
 lengths included (both raise); greedy CTC decoding (unique_consecutive's
 runs, blanks dropped); masked_select by a mask the program takes as an input
 through expand_as (its dtype unknown: specialize-dtypes versions the method
-on it being bool); the sync points are the report's."""
+on it being bool); a store at a mask of rows computed from selections by it
+(NeRF), at a mask made with an input of unknown dtype (ATSS), and sums over
+the trailing dims of a selected stack of masks (SAM); index_select by ids
+a mask keeps, and topk by a count read from data; the sync points are
+the report's."""
 
 import pytest
 import torch
@@ -181,6 +185,99 @@ def mask_inputs(gen, rank):
     return x, keep.to((torch.bool, torch.bool, torch.bool, torch.uint8)[kind])
 
 
+class StoreDerivedRows(torch.nn.Module):
+    """NeRF: a depth per ray that hit, computed from selections by the
+    mask and stored at it (bound's x[m] = v; the rank of the inputs
+    versioned by specialize-ranks)."""
+
+    def forward(self, weights: Tensor, z: Tensor) -> Tensor:
+        hit = weights.sum(-1) > 1e-3
+        w = weights[hit]
+        depth = (w * z[hit]).sum(-1) / w.sum(-1)
+        out = torch.zeros(weights.shape[0])
+        out[hit] = depth
+        return out
+
+
+def ray_inputs(gen, rank):
+    n = int(torch.randint(0, 10, (1,), generator=gen))
+    kind = int(torch.randint(0, 3, (1,), generator=gen))
+    hits = torch.rand(n, 1, generator=gen) < (0.0, 1.0, 0.5)[kind]
+    return torch.rand(n, 4, generator=gen) * hits, torch.rand(n, 4, generator=gen)
+
+
+class StoreAtInputMask(torch.nn.Module):
+    """ATSS: positives where the IoU passes its threshold and the anchor
+    lies inside its box, `is_in` an input whose dtype the graph does not
+    show (specialize-dtypes versions on it through `&`)."""
+
+    def forward(self, ious: Tensor, is_in: Tensor) -> Tensor:
+        thr = ious.mean(0) + ious.std(0)
+        pos = (ious >= thr[None, :]) & is_in
+        out = torch.full_like(ious, -1.0)
+        out[pos] = ious[pos]
+        return out.max(dim=1).values
+
+
+def anchor_inputs(gen, rank):
+    n = int(torch.randint(1, 10, (1,), generator=gen))
+    kind = int(torch.randint(0, 3, (1,), generator=gen))
+    is_in = torch.rand(n, 5, generator=gen) < (0.0, 1.0, 0.5)[kind]
+    return torch.rand(n, 5, generator=gen), is_in
+
+
+class StackOfMasks(torch.nn.Module):
+    """SAM: the stability of the masks whose predicted IoU passes, summed
+    over dims -1 and -2 of a stack of masks (specialize-ranks tries rank 3)."""
+
+    def forward(self, masks: Tensor, iou_pred: Tensor) -> Tensor:
+        m = masks[iou_pred > 0.5]
+        inter = (m > 1.0).sum((-1, -2)).float()
+        union = (m > -1.0).sum((-1, -2)).float()
+        return (inter / union.clamp(min=1.0)).sum()
+
+
+def stack_inputs(gen, rank):
+    n = int(torch.randint(0, 6, (1,), generator=gen))
+    kind = int(torch.randint(0, 3, (1,), generator=gen))
+    iou = torch.rand(n, generator=gen)
+    iou = {0: iou * 0.4, 1: iou * 0.4 + 0.6}.get(kind, iou)
+    return torch.randn(n, 3, 4, generator=gen) * 2, iou
+
+
+class GatherBySelectedIds(torch.nn.Module):
+    """Features of the ids an input mask keeps, gathered by index_select:
+    `ids` is an input whose dtype the graph does not show, and
+    index_select takes only integer indices."""
+
+    def forward(self, feats: Tensor, ids: Tensor, ok: Tensor) -> Tensor:
+        return feats.index_select(0, ids[ok.to(torch.bool)]).sum(0)
+
+
+def id_inputs(gen, rank):
+    n = int(torch.randint(0, 9, (1,), generator=gen))
+    kind = int(torch.randint(0, 3, (1,), generator=gen))
+    ok = torch.rand(n, generator=gen) < (0.0, 1.0, 0.5)[kind]
+    return torch.randn(10, 4, generator=gen), torch.randint(0, 10, (n,), generator=gen), ok.long()
+
+
+class TopkByCount(torch.nn.Module):
+    """The top scores, as many as there are positive labels (a count read
+    from data; specialize-ranks makes the scores a vector)."""
+
+    def forward(self, scores: Tensor, labels: Tensor) -> Tensor:
+        k = int((labels > 0).sum())
+        return scores.topk(k).values.sum()
+
+
+def count_inputs(gen, rank):
+    n = int(torch.randint(0, 12, (1,), generator=gen))
+    kind = int(torch.randint(0, 3, (1,), generator=gen))
+    labels = torch.randint(0, 3, (n,), generator=gen)
+    labels = {0: labels * 0, 1: labels + 1}.get(kind, labels)
+    return torch.randn(n, generator=gen), labels
+
+
 CASES = [
     # name, module, inputs, rank, sync points (before, after)
     ("masked-select-input-mask", MaskedSelectInputMask(), mask_inputs, 1, (1, 0)),
@@ -201,6 +298,11 @@ CASES = [
     ("store-in-place", StoreInPlace(), index_inputs, 1, (3, 0)),
     ("ctc-greedy-length", CtcGreedyLength(), ctc_inputs, 2, (2, 0)),
     ("ctc-greedy-along-dim", CtcGreedyAlongDim(), ctc_inputs, 2, (2, 0)),
+    ("store-derived-rows", StoreDerivedRows(), ray_inputs, 2, (3, 0)),
+    ("store-at-input-mask", StoreAtInputMask(), anchor_inputs, 2, (2, 0)),
+    ("stack-of-masks", StackOfMasks(), stack_inputs, 3, (1, 0)),
+    ("gather-by-selected-ids", GatherBySelectedIds(), id_inputs, 1, (1, 0)),
+    ("topk-by-count", TopkByCount(), count_inputs, 1, (1, 0)),
 ]
 
 

@@ -273,10 +273,14 @@ TEST(BoundRules, PrefixesAndGathers) {
   %static : Tensor = aten::slice(%y, %zero, %zero, %three, %one)
   %step : Tensor = aten::slice(%x, %zero, %zero, %three, %three)
   %g : Tensor = aten::index_select(%y, %zero, %x)
-  %bad : Tensor = aten::index_select(%y, %zero, %f)
-  return (%head, %static, %step, %g, %bad)
+  %l : Tensor?[] = prim::ListConstruct(%f)
+  %bad : Tensor = aten::index(%y, %l)
+  %sel : Tensor = aten::index_select(%y, %zero, %f)
+  %none : Tensor = aten::index_select(%y, %zero, %c)
+  return (%head, %static, %step, %g, %bad, %sel, %none)
 )IR");
   f.bounded("x", "p", "c", /*isIndex=*/true);
+  f.bounded("f", "p", "c", /*isIndex=*/false);
   ASSERT_EQ(f.ask("prefix", "head").kind, Kind::Applied);
   EXPECT_EQ(f.rc.bounded(f.value("head"))->value->node()->kind(),
             c10::aten::slice);
@@ -286,8 +290,12 @@ TEST(BoundRules, PrefixesAndGathers) {
   EXPECT_EQ(f.ask("prefix", "step").kind, Kind::Declined);
   ASSERT_EQ(f.ask("gather", "g").kind, Kind::Applied);
   EXPECT_EQ(f.rc.bounded(f.value("g"))->count, f.value("c"));
-  // Must not touch: an index of unknown dtype may be a mask.
+  // Must not touch: an index of unknown dtype may be a mask; nor a gather
+  // of nothing bounded. index_select takes integer indices only.
   EXPECT_EQ(f.ask("gather", "bad").kind, Kind::Declined);
+  EXPECT_EQ(f.ask("gather", "none").kind, Kind::Declined);
+  ASSERT_EQ(f.ask("gather", "sel").kind, Kind::Applied);
+  EXPECT_EQ(f.rc.bounded(f.value("sel"))->count, f.value("c"));
 }
 
 //===----------------------------------------------------------------------===//

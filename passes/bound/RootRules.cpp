@@ -5,6 +5,7 @@
 //   (of a bounded c too: its padding rows count as false)
 //   x[mask], masked_select           -> bounded gather
 //   _unique2, unique_consecutive     -> sort + adjacent diff
+//   unique_consecutive(x, dim=0)     -> adjacent diff of rows
 //   (of a bounded value too: its live elements' groups)
 //   unique(dim=0)                    -> sorted rows + adjacent diff
 //   int(m.sum()), int(count_nonzero(x)),
@@ -158,6 +159,31 @@ RuleResult selection(Node *node, RuleContext &rc) {
   return RuleResult::applied();
 }
 
+/// unique_consecutive(x, dim=0) of a static x: the first row of each run
+/// of equal rows (unique_consecutive_rows: an adjacent difference of the
+/// rows, cumsum, one index_copy); values and counts bounded by the runs'
+/// count, the inverse static. Another dim is not rewritten.
+RuleResult consecutiveRows(Node *node, RuleContext &rc) {
+  if (constantInt(node->input(3)) != 0)
+    return RuleResult::declined("unique_consecutive along a dimension other "
+                                "than 0: no bounded form");
+  auto inverse = torch::jit::toIValue(node->input(1));
+  auto counts = torch::jit::toIValue(node->input(2));
+  if (!inverse || !inverse->isBool() || !counts || !counts->isBool())
+    return RuleResult::declined();
+  auto outs = insertForm(rc.graph, "unique_consecutive_rows",
+                         {node->input(0), node->input(1), node->input(2)}, node);
+  bool vector = knownRank(node->input(0), &rc.analysis) == 1;
+  rc.setBounded(node->output(0), outs[0], outs[3], rc.isIndex(node->input(0)),
+                vector);
+  rc.replaceStatic(node->output(1), outs[1]);
+  if (counts->toBool())
+    rc.setBounded(node->output(2), outs[2], outs[3], false, /*is1D=*/true);
+  else
+    rc.replaceStatic(node->output(2), outs[2]);
+  return RuleResult::applied();
+}
+
 /// _unique2 and unique_consecutive (no dim): sort (for _unique2), adjacent
 /// difference, cumsum, scatter; values and counts are vectors of the
 /// groups' count. Of a static input the inverse is static; of a bounded one
@@ -170,10 +196,12 @@ RuleResult unique(Node *node, RuleContext &rc) {
   Rep *r = rc.bounded(node->input(0));
   if (rc.rep(node->input(0)) && !r)
     return RuleResult::declined();
-  if (consecutive && !node->input(3)->mustBeNone())
-    return r ? RuleResult::declined("unique_consecutive along a dimension of "
-                                    "a bounded value: no bounded form")
-             : RuleResult::notApplicable(); // over a dim: not handled
+  if (consecutive && !node->input(3)->mustBeNone()) {
+    if (r)
+      return RuleResult::declined("unique_consecutive along a dimension of "
+                                  "a bounded value: no bounded form");
+    return consecutiveRows(node, rc);
+  }
   auto inverse = torch::jit::toIValue(node->input(flags));
   auto counts = torch::jit::toIValue(node->input(flags + 1));
   if (!inverse || !counts || !rc.onlyFirstRepresented(node))

@@ -435,6 +435,30 @@ def unique_consecutive(x: Tensor, return_inverse: bool,
     return values, inverse, counts, count
 
 
+def unique_consecutive_rows(x: Tensor, return_inverse: bool,
+                            return_counts: bool) -> Tuple[Tensor, Tensor, Tensor, Tensor]:
+    """unique_consecutive(x, dim=0): the first row of each run of equal rows,
+    in order (a row differs from the one before where any element differs:
+    a NaN differs from itself, as at::equal has it). The inverse is static;
+    values and counts are bounded by the runs' count."""
+    n = x.size(0)
+    rows = x.reshape([n, x.numel() // max(n, 1)])
+    first = torch.ones([n], device=x.device) != 0
+    if n > 1:
+        first = torch.cat([first[:1], (rows[1:] != rows[:-1]).any(1)])
+    group = torch.cumsum(first.long(), 0) - 1
+    # Rows of a run are equal: any of them may land in its slot.
+    values = torch.zeros_like(x).index_copy(0, group, x)
+    empty = torch.zeros([0], device=x.device).long()
+    counts = empty
+    if return_counts:
+        counts = torch.zeros_like(group).scatter_add(0, group, torch.ones_like(group))
+    inverse = empty
+    if return_inverse:
+        inverse = group
+    return values, inverse, counts, first.sum()
+
+
 def live_elements(padded: Tensor, count: Tensor) -> Tuple[Tensor, Tensor]:
     """A bounded value flattened, and which of its elements are live: the
     live rows lead, so their elements come first, count * (elements per

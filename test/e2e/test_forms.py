@@ -155,6 +155,23 @@ def test_put_at_mask_is_a_masked_store(cu):
         assert torch.equal(cu.put_at_mask(x, m, rows), want) and torch.equal(x, want)
 
 
+def test_unique_consecutive_rows_is_torchs(cu):
+    """unique_consecutive_rows against torch.unique_consecutive(dim=0):
+    values, inverse and counts, rows of ints and of floats with NaN."""
+    gen = torch.Generator().manual_seed(4)
+    for _ in range(300):
+        n = int(torch.randint(0, 9, (), generator=gen))
+        x = torch.randint(0, 3, (n, 2), generator=gen)
+        if bool(torch.randint(0, 2, (), generator=gen)):
+            x = x.float()
+            x[torch.rand(n, 2, generator=gen) < 0.1] = float("nan")
+        want = torch.unique_consecutive(x, return_inverse=True, return_counts=True, dim=0)
+        values, inverse, counts, count = cu.unique_consecutive_rows(x, True, True)
+        assert torch.equal(valid(values, count), want[0]) or (
+            torch.allclose(valid(values, count), want[0], equal_nan=True)), x
+        assert torch.equal(inverse, want[1]) and torch.equal(valid(counts, count), want[2]), x
+
+
 def test_coordinates_share_a_stride(cu):
     """coordinate_at given row_stride is coordinate, for every rank and k,
     sizes with zeros included."""

@@ -13,8 +13,8 @@ through expand_as (its dtype unknown: specialize-dtypes versions the method
 on it being bool); a store at a mask of rows computed from selections by it
 (NeRF), at a mask made with an input of unknown dtype (ATSS), and sums over
 the trailing dims of a selected stack of masks (SAM); index_select by ids
-a mask keeps, and topk by a count read from data; the sync points are
-the report's."""
+a mask keeps, topk by a count read from data, and runs of equal rows
+(unique_consecutive along dim 0); the sync points are the report's."""
 
 import pytest
 import torch
@@ -278,6 +278,22 @@ def count_inputs(gen, rank):
     return torch.randn(n, generator=gen), labels
 
 
+class ConsecutiveRows(torch.nn.Module):
+    """Runs of equal rows (unique_consecutive along dim 0: deduplicating
+    consecutive boxes or frames), summed with the runs' lengths."""
+
+    def forward(self, x: Tensor, w: Tensor) -> Tensor:
+        u, counts = torch.unique_consecutive(x, return_counts=True, dim=0)
+        return u.float().sum(0) + (counts * 2).sum() + w.sum()
+
+
+def run_inputs(gen, rank):
+    n = int(torch.randint(0, 10, (1,), generator=gen))
+    kind = int(torch.randint(0, 3, (1,), generator=gen))
+    x = torch.randint(0, (1, 4, 2)[kind], (n, 2), generator=gen)
+    return x, torch.randn(2, generator=gen)
+
+
 CASES = [
     # name, module, inputs, rank, sync points (before, after)
     ("masked-select-input-mask", MaskedSelectInputMask(), mask_inputs, 1, (1, 0)),
@@ -303,6 +319,7 @@ CASES = [
     ("stack-of-masks", StackOfMasks(), stack_inputs, 3, (1, 0)),
     ("gather-by-selected-ids", GatherBySelectedIds(), id_inputs, 1, (1, 0)),
     ("topk-by-count", TopkByCount(), count_inputs, 1, (1, 0)),
+    ("consecutive-rows", ConsecutiveRows(), run_inputs, 2, (1, 0)),
 ]
 
 
@@ -328,3 +345,11 @@ def test_selection_consumer_equals_original(staticify, save, tmp_path, name, mod
         assert got.dtype == want.dtype and got.shape == want.shape, (name, args, want, got)
         torch.testing.assert_close(got, want, equal_nan=True, atol=1e-5, rtol=1e-5)
     assert ran > TRIALS // 3, ran  # most inputs do not raise
+
+
+def test_consecutive_rows_need_no_version_by_rank(staticify, save):
+    """unique_consecutive along dim 0 of a matrix is static by itself: no
+    method versioned on a rank whose fallback (the original, with its host
+    read) the matrix would take."""
+    after = staticify.report(save(ConsecutiveRows()))["methods"][0]["after"]
+    assert (after["sync_points"], after["fallback_sync_points"]) == (0, 0)

@@ -25,6 +25,7 @@ const std::pair<const char *, size_t> kForms[] = {
     {"gather_vector_rows", 1},
     {"cat_two_rows", 2},
     {"put_at_mask_out", 1},
+    {"unique_consecutive_rows", 4},
     {"row_stride", 1},
     {"coordinate_at", 1},
     {"random_true_positions", 1},

@@ -159,6 +159,16 @@ RuleResult selection(Node *node, RuleContext &rc) {
   return RuleResult::applied();
 }
 
+/// A unique form's counts (result 2): bounded by the groups' count (form
+/// result 3) where asked for, else the form's empty tensor.
+void setGroupCounts(Node *node, const std::vector<Value *> &outs, bool asked,
+                    RuleContext &rc) {
+  if (asked)
+    rc.setBounded(node->output(2), outs[2], outs[3], false, /*is1D=*/true);
+  else
+    rc.replaceStatic(node->output(2), outs[2]);
+}
+
 /// unique_consecutive(x, dim=0) of a static x: the first row of each run
 /// of equal rows (unique_consecutive_rows: an adjacent difference of the
 /// rows, cumsum, one index_copy); values and counts bounded by the runs'
@@ -177,10 +187,7 @@ RuleResult consecutiveRows(Node *node, RuleContext &rc) {
   rc.setBounded(node->output(0), outs[0], outs[3], rc.isIndex(node->input(0)),
                 vector);
   rc.replaceStatic(node->output(1), outs[1]);
-  if (counts->toBool())
-    rc.setBounded(node->output(2), outs[2], outs[3], false, /*is1D=*/true);
-  else
-    rc.replaceStatic(node->output(2), outs[2]);
+  setGroupCounts(node, outs, counts->toBool(), rc);
   return RuleResult::applied();
 }
 
@@ -231,10 +238,7 @@ RuleResult unique(Node *node, RuleContext &rc) {
     rc.setBounded(node->output(1), outs[1], r->count, true, r->is1D);
   else
     rc.replaceStatic(node->output(1), outs[1]);
-  if (counts->toBool())
-    rc.setBounded(node->output(2), outs[2], outs[3], false, /*is1D=*/true);
-  else
-    rc.replaceStatic(node->output(2), outs[2]);
+  setGroupCounts(node, outs, counts->toBool(), rc);
   return RuleResult::applied();
 }
 

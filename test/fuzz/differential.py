@@ -82,7 +82,7 @@ HELPERS = '''
 
 # Productions whose result depends on data through a data-dependent op.
 DD_FEATURES = {"store-const", "store-0d", "store-sel", "store-sel-var", "store-augmented",
-               "store-rmw", "histogram-sel",
+               "store-rmw", "store-derived", "histogram-sel", "topk-count", "runs",
                "index-mask", "masked_select", "index-where", "index_select-where",
                "helper-call", "where", "nonzero", "gather", "int-of-count", "int", "float",
                "num", "numel", "reduce", "reduce-dim0", "sort", "topk", "unique", "cat",
@@ -290,6 +290,11 @@ class Gen:
                           and v.sig == self.sel_sig(m, a))
             if s is not None:
                 val, feat = s.name, "store-sel-var"
+        elif r < 0.72:
+            # Rows computed from a selection by m, not a selection themselves
+            # (a sort along the rows: bound's store at a mask).
+            b = self.pick(lambda v: v.kind == "full" and v.dtype == "f" and v.mk == a.mk)
+            val, feat = f"torch.sort({b.name}[{m.name}], 0)[0]", "store-derived"
         elif r < 0.8:
             # Read-modify-write: x[m] = f(x[m]) (torchaudio's dcshift, phaser).
             val, feat = self.c([f"{new.name}[{m.name}] * 2.0 - 1.0",
@@ -453,6 +458,21 @@ class Gen:
         return self.add(dataclasses.replace(a, name=self.fresh("s"), dtype=dtype,
                                             where_of=None), expr, "dyn-chain")
 
+    def p_runs(self):
+        """Runs of equal rows of a static tensor (unique_consecutive along
+        dim 0), or of its elements, with their lengths."""
+        a = self.pick(lambda v: v.kind == "full" and v.dtype == "f")
+        if a is None:
+            return False
+        rank = self.rank_of(a.mk)
+        keys = f"({a.name} > 0.0).long()"
+        if self.r.random() < 0.5:
+            return self.add(Var(self.fresh("s"), "dyn", "i", rank=rank, sig=("new", self.n)),
+                            f"torch.unique_consecutive({keys}, dim=0)", "runs")
+        return self.add(Var(self.fresh("s"), "dyn", "i", sig=("new", self.n)),
+                        f"torch.unique_consecutive({keys}, return_counts=True, dim=0)[1]",
+                        "runs")
+
     def p_dyn_struct(self):
         s = self.dyn()
         if s is None:
@@ -610,6 +630,15 @@ class Gen:
         if r < 0.4:
             return self.add(Var(self.fresh("s"), "dyn", "f", sig=("new", self.n)),
                             f"torch.arange({n.name}).float() * 0.5", "arange")
+        if r < 0.5:
+            # The top n of a static tensor (n may exceed its elements: the
+            # original raises there, and the input is skipped). Values only:
+            # the order of equal values' indices is PyTorch's to choose.
+            a = self.pick(lambda v: v.kind == "full" and v.dtype == "f")
+            return self.add(Var(self.fresh("s"), "dyn", "f", sig=("new", self.n)),
+                            self.c([f"torch.topk({a.name}.flatten(), {n.name})[0]",
+                                    f"{a.name}.flatten().topk({n.name}, largest=False)[0]"
+                                    f" * 2.0"]), "topk-count")
         a = self.pick(lambda v: v.kind == "full" and v.dtype in "fi")
         expr = self.c([f"{a.name}[:{n.name}]",
                        f"{a.name}.narrow(0, 0, min({n.name}, {a.name}.size(0)))"])
@@ -766,7 +795,7 @@ class Gen:
                    ("p_dyn_unary", 6), ("p_dyn_binary", 7), ("p_dyn_struct", 8),
                    ("p_reduce", 16), ("p_scalar", 9), ("p_int_use", 5), ("p_if", 6),
                    ("p_dead", 3), ("p_helper_dyn", 1), ("p_recompute", 3), ("p_loop", 4),
-                   ("p_branch_store", 4)]
+                   ("p_branch_store", 4), ("p_runs", 2)]
 
     def returnable(self, v):
         return v.kind not in ("num",) and v.name not in ("x", "y", "t", "xi")

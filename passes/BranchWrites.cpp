@@ -31,10 +31,6 @@ struct Write {
   Value *root;
 };
 
-bool isOp(const Node *node, const char *op) {
-  return node->kind() == c10::Symbol::fromQualString(op);
-}
-
 bool writesInside(const Node *node) {
   for (const Block *b : node->blocks())
     for (const Node *n : b->nodes())

@@ -94,11 +94,9 @@ std::optional<Fill> identityOf(const Node *node, bool compacted,
   return std::nullopt;
 }
 
-/// Why the reduction's dimensions do not provably include dimension
-/// \p selected of its input (of rank \p rank where known: a negative
-/// dimension counts from it), or "" when they do.
-std::string uncoveredSelectedDim(const Node *node, int64_t selected = 0,
-                                 std::optional<int64_t> rank = std::nullopt) {
+/// Why the reduction's dimensions do not provably include dimension 0 of
+/// its input, or "" when they do.
+std::string uncoveredSelectedDim(const Node *node) {
   Value *dim = namedInput(node, "dim");
   if (!dim)
     return node->inputs().size() == 1 || node->maybeSchema()
@@ -114,12 +112,10 @@ std::string uncoveredSelectedDim(const Node *node, int64_t selected = 0,
   if (dims->empty())
     return "";
   for (int64_t d : *dims)
-    if (d == selected || (rank && d < 0 && d + *rank == selected))
+    if (d == 0)
       return "";
-  return selected == 0 ? "it reduces only dimensions after the selected one: "
-                         "the result keeps the data-dependent count"
-                       : "it does not reduce the selected dimension: the "
-                         "result keeps the data-dependent count";
+  return "it reduces only dimensions after the selected one: the result "
+         "keeps the data-dependent count";
 }
 
 Value *emitFill(Graph &graph, Fill fill, const RowView &view,
@@ -240,42 +236,6 @@ bool rewriteSizeRead(Graph &graph, Node *node, const Selection &sel,
 
 namespace {
 
-/// emitMaskedReduction for a view whose selected dimension is \p selected
-/// (of an input of rank \p rank where known).
-std::vector<Value *> emitMaskedReductionAt(Graph &graph, Node *node,
-                                           const RowView &view, bool compacted,
-                                           int64_t selected,
-                                           std::optional<int64_t> rank,
-                                           std::string &why) {
-  std::optional<Fill> fill = identityOf(node, compacted, why);
-  if (fill && *fill == Fill::FirstRow && selected != 0) {
-    why = "max/min over a selection along a dimension after the first: no "
-          "first selected row to fill with";
-    return {};
-  }
-  if (fill)
-    why = uncoveredSelectedDim(node, selected, rank);
-  if (!fill || !why.empty())
-    return {};
-  Value *padded = emitFill(graph, *fill, view, node);
-  if (*fill == Fill::Mean)
-    return {emitMean(graph, node, padded, view)};
-  if (*fill == Fill::Variance)
-    return {emitVariance(graph, node, padded, view)};
-  Node *copy =
-      graph.insertNode(graph.createClone(node, [](Value *v) { return v; }));
-  copy->replaceInput(0, padded);
-  return {copy->outputs().begin(), copy->outputs().end()};
-}
-
-/// `x[:, ..., m]`: a 1-D mask over dimension `dim` >= 1 of x (the index
-/// list's leading entries None); x's rank where known.
-struct ColumnSelection {
-  Selection sel;
-  int64_t dim = 0;
-  std::optional<int64_t> rank;
-};
-
 bool isMask(DTypeKind k) { return k == DTypeKind::Bool || k == DTypeKind::Byte; }
 
 /// Why aten::index \p producer is no selection masked-reduce takes.
@@ -289,96 +249,11 @@ std::string whyNoSelection(const Node *producer,
         return "an integer index, not a mask";
     if (list->inputs().size() > 1)
       return "a mask over a dimension after the first, of a rank not known "
-             "before the program runs, or not reduced over";
+             "before the program runs (leading-selections moves only a "
+             "vector's)";
   }
   return "the index's dtype is unknown; if it is a mask, make it explicit "
          "with .to(torch.bool)";
-}
-
-std::optional<ColumnSelection> matchColumns(Value *v,
-                                            const AnalysisResult &analysis) {
-  Node *node = v->node();
-  if (node->kind() != c10::aten::index)
-    return std::nullopt;
-  Node *list = node->input(1)->node();
-  if (list->kind() != c10::prim::ListConstruct || list->inputs().size() < 2)
-    return std::nullopt;
-  int64_t dim = static_cast<int64_t>(list->inputs().size()) - 1;
-  for (int64_t i = 0; i < dim; ++i)
-    if (!list->input(i)->mustBeNone())
-      return std::nullopt;
-  ColumnSelection c;
-  c.sel.node = node;
-  c.sel.base = node->input(0);
-  c.sel.mask = list->input(dim);
-  DTypeKind dtype = analysis.info(c.sel.mask).dtype;
-  std::optional<int64_t> maskRank = knownRank(c.sel.mask, &analysis);
-  std::optional<int64_t> rank = knownRank(c.sel.base, &analysis);
-  if (!isMask(dtype) || maskRank != 1 || (rank && *rank <= dim))
-    return std::nullopt;
-  c.sel.isByteMask = dtype == DTypeKind::Byte;
-  c.dim = dim;
-  c.rank = rank;
-  return c;
-}
-
-/// x itself and the mask shaped [1, ..., size(x, dim), ..., 1]: the reshape
-/// raises exactly where x[:, m] would, the mask's length not x's size there.
-RowView emitColumnView(Graph &graph, const ColumnSelection &c,
-                       const Node *anchor) {
-  Value *mask = c.sel.mask;
-  if (c.sel.isByteMask)
-    mask = emit(graph, "aten::ne", {mask, 0}, anchor);
-  mask = emit(graph, "aten::to",
-              {mask, emit(graph, "prim::device", {c.sel.base}, anchor)},
-              anchor);
-  // [1] * dim + [size(x, dim)] + [1] * (x.dim() - dim - 1), on the host.
-  std::vector<Value *> head(c.dim, graph.insertConstant(1));
-  head.push_back(emit(graph, "aten::size", {c.sel.base, c.dim}, anchor));
-  Value *lead =
-      graph.insertNode(graph.createList(c10::IntType::get(), head))->output();
-  Value *one = graph
-                   .insertNode(graph.createList(c10::IntType::get(),
-                                                {graph.insertConstant(1)}))
-                   ->output();
-  Value *after = emit(
-      graph, "aten::sub",
-      {emit(graph, "aten::dim", {c.sel.base}, anchor), c.dim + 1}, anchor);
-  Value *shape = emit(graph, "aten::add",
-                      {lead, emit(graph, "aten::mul", {one, after}, anchor)},
-                      anchor);
-  return {c.sel.base, emit(graph, "aten::reshape", {mask, shape}, anchor)};
-}
-
-/// A reduction over the selected dimension of `x[:, m]` (a column
-/// selection): the same reduction of x with the unselected columns made
-/// the identity. The result has no data-dependent size: the reduced
-/// dimension is gone (or kept as 1).
-bool rewriteColumnReduction(Graph &graph, Node *node,
-                            const ColumnSelection &c, PassContext &ctx,
-                            const Aliases &aliases) {
-  if (!isUnwritten(c.sel, aliases)) {
-    ctx.declined(c.sel.node, kRule,
-                 "the selection, its tensor or its mask is written to in place");
-    return false;
-  }
-  torch::jit::WithInsertPoint guard(node);
-  InsertedBefore emitted(node);
-  RowView view = emitColumnView(graph, c, node);
-  std::string why;
-  std::vector<Value *> outs = emitMaskedReductionAt(
-      graph, node, view, /*compacted=*/false, c.dim, c.rank, why);
-  if (outs.empty()) {
-    emitted.rollback();
-    ctx.declined(c.sel.node, kRule, why);
-    return false;
-  }
-  for (size_t i = 0; i < outs.size(); ++i)
-    node->output(i)->replaceAllUsesWith(outs[i]);
-  ctx.rewrote(node, kRule);
-  node->destroy();
-  eraseIfDead(c.sel.node, ctx, kRule);
-  return true;
 }
 
 } // namespace
@@ -386,8 +261,20 @@ bool rewriteColumnReduction(Graph &graph, Node *node,
 std::vector<Value *> emitMaskedReduction(Graph &graph, Node *node,
                                          const RowView &view,
                                          bool compacted, std::string &why) {
-  return emitMaskedReductionAt(graph, node, view, compacted, 0, std::nullopt,
-                               why);
+  std::optional<Fill> fill = identityOf(node, compacted, why);
+  if (fill)
+    why = uncoveredSelectedDim(node);
+  if (!fill || !why.empty())
+    return {};
+  Value *padded = emitFill(graph, *fill, view, node);
+  if (*fill == Fill::Mean)
+    return {emitMean(graph, node, padded, view)};
+  if (*fill == Fill::Variance)
+    return {emitVariance(graph, node, padded, view)};
+  Node *copy =
+      graph.insertNode(graph.createClone(node, [](Value *v) { return v; }));
+  copy->replaceInput(0, padded);
+  return {copy->outputs().begin(), copy->outputs().end()};
 }
 
 bool maskedReduce(std::shared_ptr<Graph> &graph, PassContext &ctx) {
@@ -406,13 +293,6 @@ bool maskedReduce(std::shared_ptr<Graph> &graph, PassContext &ctx) {
         node->input(0)->type()->kind() != c10::TypeKind::TensorType)
       continue; // max(a, b) and min(a, b) are elementwise, not reductions
     auto sel = matchSelection(node->input(0), analysis);
-    if (!sel && role == OpRole::Reduction) {
-      if (auto columns = matchColumns(node->input(0), analysis)) {
-        changed |= rewriteColumnReduction(*graph, node, *columns, ctx,
-                                          ctx.facts.aliases(graph));
-        continue;
-      }
-    }
     if (!sel) {
       const Node *producer = node->input(0)->node();
       if (producer->kind() == c10::aten::index &&

@@ -26,9 +26,8 @@ namespace staticify {
 /// the selection (no dim, None, [], or a constant list containing 0), and a
 /// max/min's indices are unused. Empty selections: sum 0, prod 1, mean NaN,
 /// any False, all True; max/min (which raise in PyTorch) return an element of
-/// x's first row. A column selection `x[:, m]` (a 1-D mask over dimension
-/// d >= 1) reduced over d is the reduction of x with the unselected columns
-/// made the identity (max/min excepted: no first selected column).
+/// x's first row. A selection along dimension d >= 1 (`x[:, m]`) comes here
+/// as one along dimension 0 (leading-selections).
 bool maskedReduce(std::shared_ptr<torch::jit::Graph> &graph, PassContext &ctx);
 
 /// Reduction \p node over the live rows of \p view, emitted at the

@@ -16,6 +16,7 @@
 #include "passes/InPlace.h"
 #include "passes/IndexToMask.h"
 #include "passes/LiftScalars.h"
+#include "passes/LeadingSelections.h"
 #include "passes/MaskPropagate.h"
 #include "passes/MaskStore.h"
 #include "passes/MaskedReduce.h"
@@ -552,6 +553,13 @@ const std::vector<PassInfo> &registeredPasses() {
        "boxes of one class suppress each other, marking the same mask; "
        "behind a guard on shapes, dtypes and devices",
        true, batchedNms},
+      {"leading-selections",
+       "a selection along a dimension d >= 1 by a vector (x[:, m], "
+       "x.index_select(1, i)) -> the same selection along dimension 0 of "
+       "x.movedim(d, 0), moved back after the elementwise ops, reductions "
+       "and ops along a dimension that follow it: the rules for dimension 0 "
+       "meet it",
+       true, leadingSelections},
       {"index-to-mask",
        "gather/index_select/index by where(m)[0] -> a padded gather "
        "selected by a mask (cumsum + scatter compaction, no sync)",

@@ -80,6 +80,11 @@ RowView emitRowView(Graph &graph, const Selection &sel, const Node *anchor) {
   Value *rest = emit(graph, "aten::slice", {baseSizes, maskRank}, anchor);
   Value *rowsShape = emit(graph, "aten::add", {head, rest}, anchor);
   Value *rows = emit(graph, "aten::reshape", {base, rowsShape}, anchor);
+  // The mask as x's leading sizes first: that reshape raises where x[m]
+  // would (a mask of another length), also when x has no elements (the rows'
+  // reshape of nothing to nothing would not).
+  Value *lead = emit(graph, "aten::slice", {baseSizes, 0, maskRank}, anchor);
+  mask = emit(graph, "aten::reshape", {mask, lead}, anchor);
   // x[m] also accepts a mask on another device (a CPU mask for CUDA data).
   mask = emit(graph, "aten::to",
               {mask, emit(graph, "prim::device", {base}, anchor)}, anchor);

@@ -310,6 +310,11 @@ private:
         out.dataLength = true;
         out.addRootsOf(cond);
       }
+      // A dtype the result's type states holds whichever branch ran (a
+      // form whose branches' ops do not show it: bound's row_at).
+      if (auto tt = node->output(i)->type()->cast<c10::TensorType>())
+        if (auto st = tt->scalarType())
+          out.dtype = dtypeKindOf(*st);
       info(node->output(i)) = out;
     }
   }

@@ -281,6 +281,36 @@ RuleResult prefix(Node *node, RuleContext &rc) {
   return RuleResult::applied();
 }
 
+/// x[k] of bounded rows at a constant k, a select along dim 0: the first
+/// true position (`torch.nonzero(m)[0]`), the last selected row
+/// (`x[m][-1]`). A negative k counts back from the count (row_at), as it
+/// counted from the original's length; past the live rows the original
+/// raises and the form reads zeros. Along a trailing dim: the per-row rule.
+RuleResult rowAt(Node *node, RuleContext &rc) {
+  Rep *x = rc.bounded(node->input(0));
+  if (!x || node->inputs().size() != 3)
+    return RuleResult::notApplicable();
+  std::optional<int64_t> dim = constantInt(node->input(1));
+  if (!dim)
+    return RuleResult::notApplicable();
+  std::optional<int64_t> along =
+      x->is1D && (*dim == 0 || *dim == -1)
+          ? std::optional<int64_t>(0)
+          : resolveDim(*dim, node->input(0), 0, &rc.analysis);
+  if (along != 0)
+    return RuleResult::notApplicable(); // trailing, or unknown: per-row's
+  if (!constantInt(node->input(2)))
+    return RuleResult::declined("the row is computed at run time");
+  Value *out = insertForm(rc.graph, "row_at",
+                          {x->value, x->count, node->input(2)}, node)[0];
+  // A row of indices is one still, for the gathers it feeds (`x[nonzero(m)
+  // [0]]`): the type says so, as the form's ops do not.
+  if (x->isIndex)
+    out->setType(c10::TensorType::get()->withScalarType(c10::kLong));
+  rc.replaceStatic(node->output(), out);
+  return RuleResult::applied();
+}
+
 /// x[i0, i1] and x[i0, i1, i2] of integer vectors bounded with one count,
 /// into x's leading dims: row r of the result is x[i0[r], i1[r], ...], so
 /// it is bounded with that count (gather_rows_at). One mask per RoI, of its
@@ -454,7 +484,8 @@ RuleResult gather(Node *node, RuleContext &rc) {
       vector ? insertForm(rc.graph, "gather_vector_rows",
                           {padded, srcCount, i ? i->value : index,
                            i ? i->count : rc.none(),
-                           rc.graph.insertConstant(wrap)},
+                           rc.graph.insertConstant(wrap),
+                           rc.graph.insertConstant(selects)},
                           node)[0]
              : insertForm(rc.graph, "gather_rows",
                           {padded, srcCount, i ? i->value : index,
@@ -760,6 +791,7 @@ void addIndexRules(std::vector<BoundRule> &rules) {
                    whereElement});
   rules.push_back(
       {"prefix", On::Use, ops({"aten::slice", "aten::narrow"}), prefix});
+  rules.push_back({"row-at", On::Use, ops({"aten::select"}), rowAt});
   rules.push_back({"selection-of-bounded", On::Use,
                    ops({"aten::index", "aten::masked_select"}),
                    selectionOfBounded});

@@ -6,6 +6,9 @@
 //   cumsum/cumprod/logcumsumexp/cummax/cummin  -> on the padded rows: a scan's
 //   along dim 0                                   live prefix reads only the
 //                                                 live rows before it
+//   softmax/log_softmax along dim 0           -> softmax_rows: the padding
+//                                                 made -inf, so it weighs
+//                                                 nothing
 //   median(), nanmedian(), quantile(q),        -> order_statistic: the live
 //   nanquantile(q) (no dim)                       elements sorted first
 //   one_hot(x, K), constant K >= 1             -> on the padded rows, the
@@ -55,6 +58,35 @@ RuleResult scanRows(Node *node, RuleContext &rc) {
     rc.setBounded(node->output(i), copy->output(i), r->count,
                   i == 1 || rc.dtypeOf(node->output(i), 0) == DTypeKind::Long,
                   r->is1D);
+  return RuleResult::applied();
+}
+
+/// softmax(x, 0) and log_softmax(x, 0) of a bounded value: every live row's
+/// result reads every live row (their sum), so the padding is made -inf, the
+/// exponential's zero (softmax_rows). Along a trailing dim each row is its
+/// own (the per-row rule).
+RuleResult softmaxRows(Node *node, RuleContext &rc) {
+  Rep *r = rc.bounded(node->input(0));
+  Value *dimArg = namedInput(node, "dim");
+  Value *dtype = namedInput(node, "dtype");
+  if (!r || !dimArg || !dtype || !rc.onlyFirstRepresented(node) ||
+      node->outputs().size() != 1)
+    return RuleResult::notApplicable();
+  std::optional<int64_t> dim = constantInt(dimArg);
+  if (!dim)
+    return RuleResult::notApplicable();
+  std::optional<int64_t> along =
+      r->is1D && (*dim == 0 || *dim == -1)
+          ? std::optional<int64_t>(0)
+          : resolveDim(*dim, node->input(0), 0, &rc.analysis);
+  if (along != 0)
+    return RuleResult::notApplicable(); // trailing, or unknown: per-row's
+  bool log = is(node, "aten::log_softmax");
+  Value *out = insertForm(rc.graph, "softmax_rows",
+                          {r->value, r->count, rc.graph.insertConstant(log),
+                           dtype},
+                          node)[0];
+  rc.setBounded(node->output(), out, r->count, /*isIndex=*/false, r->is1D);
   return RuleResult::applied();
 }
 
@@ -126,6 +158,8 @@ void addOrderRules(std::vector<BoundRule> &rules) {
                    ops({"aten::cumsum", "aten::cumprod", "aten::logcumsumexp",
                         "aten::cummax", "aten::cummin"}),
                    scanRows});
+  rules.push_back({"softmax-rows", On::Use,
+                   ops({"aten::softmax", "aten::log_softmax"}), softmaxRows});
   rules.push_back({"order-statistic", On::Use,
                    ops({"aten::median", "aten::nanmedian", "aten::quantile",
                         "aten::nanquantile"}),

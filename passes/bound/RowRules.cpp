@@ -227,6 +227,47 @@ RuleResult perRow(Node *node, RuleContext &rc) {
                *minRank));
 }
 
+/// x.expand(-1, s1, ...) of bounded rows x, one size per dim of x and -1
+/// first: each row is expanded alone (`dst[keep][:, None].expand(-1, c)`
+/// before a scatter_add, PyG). A size list longer than x's rank adds
+/// leading dims and moves the rows: of a rank the program does not fix,
+/// the host checks it (a guard whose fallback is the original, counted
+/// apart).
+RuleResult expandRows(Node *node, RuleContext &rc) {
+  Rep *r = rc.bounded(node->input(0));
+  if (!r || node->inputs().size() != 3)
+    return RuleResult::notApplicable();
+  // The sizes: a constant list, or a list built of host ints.
+  std::vector<std::optional<int64_t>> sizes;
+  if (std::optional<std::vector<int64_t>> all = constantIntList(node->input(1))) {
+    sizes.assign(all->begin(), all->end());
+  } else if (const Node *list = node->input(1)->node();
+             list->kind() == c10::prim::ListConstruct) {
+    for (const Value *size : list->inputs())
+      sizes.push_back(constantInt(size));
+  }
+  std::optional<int64_t> rank = knownRank(node->input(0), &rc.analysis);
+  if (sizes.empty() || sizes.front() != -1 ||
+      (rank && static_cast<size_t>(*rank) != sizes.size()))
+    return RuleResult::declined(
+        "expand's sizes do not keep the rows: -1 first, one per dim");
+  torch::jit::Graph &graph = rc.graph;
+  auto expanded = [&] {
+    return emit(graph, "aten::expand", {r->value, node->input(1)}, node,
+                {torch::jit::NamedValue("implicit", node->input(2))});
+  };
+  Value *out =
+      rank ? expanded()
+           : rc.guardOriginal(
+                 emit(graph, "aten::eq",
+                      {emit(graph, "aten::dim", {r->value}, node),
+                       rc.constant(static_cast<int64_t>(sizes.size()))},
+                      node),
+                 node, expanded);
+  rc.setBounded(node->output(), out, r->count, r->isIndex);
+  return RuleResult::applied();
+}
+
 /// unbind(x, d) of a bounded x along a dim d >= 1, unpacked (torchvision's
 /// resize_boxes: `xmin, ymin, xmax, ymax = boxes.unbind(1)`): each part
 /// has x's rows. A dim the rank does not resolve to >= 1 (of a vector,
@@ -925,6 +966,7 @@ void addRowRules(std::vector<BoundRule> &rules) {
   rules.push_back(
       {"roi-align", On::Use, ops({"torchvision::roi_align"}), roiAlignRows});
   rules.push_back({"unbind", On::Use, ops({"aten::unbind"}), unbindRows});
+  rules.push_back({"expand", On::Use, ops({"aten::expand"}), expandRows});
   rules.push_back({"broadcast", On::Use, ops({"aten::broadcast_tensors"}),
                    broadcastRows});
   rules.push_back({"class-loss", On::Use,

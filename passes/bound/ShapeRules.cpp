@@ -8,6 +8,8 @@
 //                         each shaped as the original shapes it
 //   y.reshape(-1, s...)   each row becomes r = row size / prod(s) rows: the
 //                         padded rows' r times as many, count * r valid
+//   v.reshape(-1, s...)   of a vector, s host ints: every prod(s) elements
+//                         a row, count / prod(s) valid
 //   x.expand_as(y)        of bounded y, where x's rows broadcast: y's
 //                         padded shape, y's count
 //
@@ -216,6 +218,9 @@ RuleResult reshapeMergingRows(Node *node, RuleContext &rc) {
       return RuleResult::notApplicable();
     known *= (*target)[i];
   }
+  // A vector's rows are elements: several make a row (reshapeVectorToRows).
+  if (known > 1 && (y->is1D || knownRank(node->input(0), &rc.analysis) == 1))
+    return RuleResult::notApplicable();
   torch::jit::Graph &graph = rc.graph;
   Value *rowSize = insertForm(graph, "row_size", {y->value}, node)[0];
   Value *whole = emit(graph, "aten::eq",
@@ -230,6 +235,89 @@ RuleResult reshapeMergingRows(Node *node, RuleContext &rc) {
   Value *perRow = rc.hostOp("aten::floordiv", rowSize, rc.constant(known), node);
   Value *count = emit(graph, "aten::mul", {y->count, perRow}, node);
   rc.setBounded(node->output(), out, count, y->isIndex, target->size() == 1);
+  return RuleResult::applied();
+}
+
+/// reshape/view(v, [-1, s...]) of a bounded vector v, the sizes s host
+/// ints (SSD's `loc_data[pos_idx].view(-1, 4)`, the elements of the rows a
+/// mask expanded over them selects, in order): every prod(s) elements make
+/// a row, so the padded elements make as many rows as they fill and
+/// count / prod(s) of them are valid (the original raises where the count
+/// is no multiple). Where the padded length is no multiple of prod(s), or
+/// the value is no vector where the program does not fix its rank (host
+/// facts), the fallback runs the original on the valid elements.
+RuleResult reshapeVectorToRows(Node *node, RuleContext &rc) {
+  Rep *y = rc.bounded(node->input(0));
+  if (!y)
+    return RuleResult::notApplicable();
+  // Of a rank the program does not fix (`loc_t[pos_idx]` of a mask made
+  // the shape of another input), a vector only behind the guard.
+  std::optional<int64_t> rank = y->is1D ? 1 : knownRank(node->input(0), &rc.analysis);
+  if (rank && *rank != 1)
+    return RuleResult::notApplicable();
+  // The sizes: a constant list, or one built of host ints; -1 first.
+  torch::jit::Graph &graph = rc.graph;
+  std::vector<Value *> sizes;
+  Node *list = node->input(1)->node();
+  if (std::optional<std::vector<int64_t>> all = constantIntList(node->input(1))) {
+    for (int64_t size : *all)
+      sizes.push_back(rc.constant(size));
+  } else if (list->kind() == c10::prim::ListConstruct) {
+    sizes.assign(list->inputs().begin(), list->inputs().end());
+  }
+  if (sizes.size() < 2 || constantInt(sizes.front()) != -1)
+    return RuleResult::notApplicable();
+  Value *known = rc.constant(1);
+  for (size_t i = 1; i < sizes.size(); ++i) {
+    if (rc.rep(sizes[i]) || (constantInt(sizes[i]) && *constantInt(sizes[i]) < 0))
+      return RuleResult::declined("a size after the -1 is read from data");
+    known = rc.hostOp("aten::mul", known, sizes[i], node);
+  }
+  Value *length = emit(graph, "aten::size", {y->value, rc.constant(0)}, node);
+  Value *positive = emit(graph, "aten::gt", {known, rc.constant(0)}, node);
+  if (!rank)
+    positive = emit(graph, "aten::__and__",
+                    {positive, emit(graph, "aten::eq",
+                                    {emit(graph, "aten::dim", {y->value}, node),
+                                     rc.constant(1)},
+                                    node)},
+                    node);
+  Value *whole = emitIf(
+      graph, positive, node,
+      [&] {
+        return emit(graph, "aten::eq",
+                    {emit(graph, "aten::remainder", {length, known}, node),
+                     rc.constant(0)},
+                    node);
+      },
+      [&] { return graph.insertConstant(false); });
+  Value *out = rc.guardOriginal(whole, node, [&] {
+    return emit(graph, node->kind().toQualString(), {y->value, node->input(1)},
+                node);
+  });
+  // One count for the rows of vectors with one count viewed alike (SSD's
+  // `loc_data[pos_idx].view(-1, 4)` and `loc_t[pos_idx].view(-1, 4)`): their
+  // valid rows line up, so that elementwise ops and size checks combine
+  // them.
+  Value *count = nullptr;
+  if (std::optional<int64_t> divisor = constantInt(known))
+    for (const auto &[v, r] : rc.reps) {
+      const Node *made = r.kind == Rep::Kind::Bounded && r.count
+                             ? r.count->node()
+                             : nullptr;
+      if (made && is(made, "aten::div") && made->inputs().size() == 3 &&
+          constantInt(made->input(1)) == divisor &&
+          rc.sameCount(made->input(0), y->count) && visibleAt(r.count, node)) {
+        count = r.count;
+        break;
+      }
+    }
+  if (!count)
+    count = emit(graph, "aten::div", {y->count, known}, node,
+                 {torch::jit::NamedValue("rounding_mode", std::string("floor"))});
+  rc.setBounded(node->output(), out, count, y->isIndex, false);
+  if (list->kind() == c10::prim::ListConstruct)
+    rc.absorb(list);
   return RuleResult::applied();
 }
 
@@ -262,6 +350,8 @@ void addShapeRules(std::vector<BoundRule> &rules) {
                    ops({"aten::reshape", "aten::view"}), reshapeByCount});
   rules.push_back({"reshape-merging-rows", On::Use,
                    ops({"aten::reshape", "aten::view"}), reshapeMergingRows});
+  rules.push_back({"reshape-vector-to-rows", On::Use,
+                   ops({"aten::reshape", "aten::view"}), reshapeVectorToRows});
   rules.push_back(
       {"expand-as-rows", On::Use, ops({"aten::expand_as"}), expandAsRows});
 }

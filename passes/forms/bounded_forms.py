@@ -177,24 +177,41 @@ def gather_rows(src: Tensor, src_count: Tensor, index: Tensor,
         live = live.reshape([index.size(0)] + [1] * (index.dim() - 1))
         i = torch.where(live, i, torch.zeros_like(i))
     shape = index.size() + src.size()[1:]
-    if src.size(0) == 0:
+    if src.numel() == 0:
+        # Nothing to gather: zero rows or rows of nothing (src[index] of an
+        # empty src reads no element, so no index raises).
         return src.new_zeros(shape)
     return src.index_select(0, i.reshape(-1)).reshape(shape)
 
 
 def gather_vector_rows(src: Tensor, src_count: Tensor, index: Tensor,
-                       index_count: Optional[Tensor], wrap: bool) -> Tensor:
+                       index_count: Optional[Tensor], wrap: bool,
+                       checked: bool) -> Tensor:
     """gather_rows for a vector index: one index_select, no reshapes.
     `wrap` is False where the index holds no negative value (a randperm,
-    positions): nothing counts from the end."""
+    positions): nothing counts from the end. `checked` for index_select's
+    gather, which raises for an index out of range even where src's rows
+    hold no element (src[index] reads none and raises nowhere)."""
     i = index
     if wrap:
         i = torch.where(index < 0, index + src_count, index)
     if index_count is not None:
         i = i.masked_fill(~live_rows(index.size(0), index_count), 0)
-    if src.size(0) == 0:
+    if src.size(0) == 0 or (not checked and src.numel() == 0):
         return src.new_zeros([index.size(0)] + src.size()[1:])
     return src.index_select(0, i)
+
+
+def row_at(rows: Tensor, count: Tensor, k: int) -> Tensor:
+    """rows[k] of a bounded value, a negative k counting back from the
+    count (`nonzero(m)[0]`, `x[m][-1]`). Past the live rows, where the
+    original raises, zeros (as a max of nothing reads a row, passes.md)."""
+    at = count + k if k < 0 else torch.zeros_like(count) + k
+    if rows.size(0) == 0:
+        return rows.new_zeros(rows.size()[1:])
+    live = (at >= 0) & (at < count)
+    row = rows.index_select(0, at.clamp(0, rows.size(0) - 1).reshape(1).to(rows.device))[0]
+    return torch.where(live.to(rows.device), row, torch.zeros_like(row))
 
 
 def gather_rows_at(src: Tensor, src_count: Optional[Tensor], index: List[Tensor],
@@ -571,6 +588,18 @@ def keep_rows(padded: Tensor, count: Tensor) -> Tensor:
     bound = padded.size(0)
     return live_rows(bound, count).reshape([bound] + [1] * (padded.dim() - 1))
 
+
+
+def softmax_rows(rows: Tensor, count: Tensor, log: bool,
+                 dtype: Optional[int]) -> Tensor:
+    """softmax(x, 0) (log_softmax with log) of a bounded value: the padding
+    made -inf, so that the live rows' results are the original's (the
+    padding's are 0, or -inf for log)."""
+    x = rows if dtype is None else rows.to(dtype)
+    x = x.masked_fill(~keep_rows(x, count), float("-inf"))
+    if log:
+        return torch.log_softmax(x, 0)
+    return torch.softmax(x, 0)
 
 
 def bincount_live(x: Tensor, count: Tensor, minlength: int) -> Tensor:

@@ -223,8 +223,6 @@ ROWS = [
 # to (docs/coverage.md's op matrix says more). test_op_matrix.py fails when
 # one gains a transfer (remove it here) or a row loses one.
 WITHOUT_TRANSFER = {
-    "aten::softmax (dim 0)": "a normalization along the bounded dim (padding would enter "
-                             "its sum): no masked form yet",
     "aten::add (broadcast)": "the static operand is a graph input's row of unknown rank, "
                              "which might broadcast against the bounded dim",
         "aten::numel": "a count as a host number (`torch.tensor(n)`): the arange class",
@@ -232,7 +230,6 @@ WITHOUT_TRANSFER = {
     "aten::t": "moves the bounded dim off dim 0: bounded dims other than 0 are not represented",
     "aten::transpose": "as aten::t",
     "aten::permute": "as aten::t",
-    "aten::expand": "an expand whose -1 is the bounded dim",
     "aten::flip": "reverses the bounded dim: the padding would come first",
     "aten::stack": "a list of bounded values built by a literal: list rules follow appends",
     "aten::broadcast_tensors": "as aten::stack",

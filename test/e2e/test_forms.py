@@ -122,14 +122,23 @@ def test_cat_two_rows_and_vector_gathers(cu):
         live = torch.tensor(int(torch.randint(0, 8, (), generator=gen)))
         for index_count in (None, live):
             want = cu.gather_rows(src, torch.tensor(n), index, index_count)
-            got = cu.gather_vector_rows(src, torch.tensor(n), index, index_count, True)
+            got = cu.gather_vector_rows(src, torch.tensor(n), index, index_count, True, False)
             assert torch.equal(got, want)
         nonneg = index.abs().clamp_max(n - 1)
-        assert torch.equal(cu.gather_vector_rows(src, torch.tensor(n), nonneg, None, False),
-                           src[nonneg])
+        assert torch.equal(cu.gather_vector_rows(src, torch.tensor(n), nonneg, None, False,
+                                                 True), src[nonneg])
     empty = torch.zeros(0, 3)
     assert cu.gather_vector_rows(empty, torch.tensor(0), torch.zeros(4, dtype=torch.long),
-                                 torch.tensor(0), False).shape == (4, 3)
+                                 torch.tensor(0), False, True).shape == (4, 3)
+    # Rows of nothing: src[i] reads no element and raises for no index;
+    # index_select (checked) raises for one out of range, as PyTorch's.
+    hollow, out_of_range = torch.zeros(2, 0), torch.tensor([0, 5])
+    assert torch.equal(cu.gather_vector_rows(hollow, torch.tensor(2), out_of_range, None,
+                                             False, False), hollow[out_of_range])
+    with pytest.raises(RuntimeError):
+        hollow.index_select(0, out_of_range)
+    with pytest.raises(RuntimeError):
+        cu.gather_vector_rows(hollow, torch.tensor(2), out_of_range, None, False, True)
 
 
 def test_put_at_mask_is_a_masked_store(cu):

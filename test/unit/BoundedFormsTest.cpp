@@ -23,6 +23,8 @@ const std::pair<const char *, size_t> kForms[] = {
     {"random_prefix", 1},
     {"gather_rows", 1},
     {"gather_vector_rows", 1},
+    {"row_at", 1},
+    {"softmax_rows", 1},
     {"cat_two_rows", 2},
     {"put_at_mask_out", 1},
     {"unique_consecutive_rows", 4},

@@ -712,18 +712,124 @@ RuleResult putAtMask(Node *node, RuleContext &rc, bool accumulate) {
   return RuleResult::applied();
 }
 
+/// x[c0, c1, ...] = v (index_put_, index_put) by two or more bounded
+/// coordinate vectors of one count into x's leading dims (voxel and
+/// heatmap grids: `grid[coords[:, 0], coords[:, 1], coords[:, 2]] = 1`):
+/// the write at the row-major positions of x's leading dims flattened into
+/// one (flat_position, which sends a coordinate out of its dim's range past
+/// the last position, so the write raises as the original's does), then
+/// the one-index forms. Behind a host guard that the coordinates are
+/// vectors of one length, whose fallback is the original on the valid
+/// rows.
+RuleResult putAtCoordinates(Node *node, RuleContext &rc, bool accumulate) {
+  Node *list = node->input(1)->node();
+  Value *x = node->input(0), *v = node->input(2);
+  std::vector<Rep *> coords;
+  for (Value *c : list->inputs()) {
+    Rep *r = rc.bounded(c);
+    if (!r || !rc.isIndex(c) ||
+        (!coords.empty() && !rc.sameCount(r->count, coords.front()->count)))
+      return RuleResult::declined(
+          "the indices are not integer vectors bounded with one count");
+    coords.push_back(r);
+  }
+  Rep *rows = rc.rep(v);
+  if (rows && (rows->kind != Rep::Kind::Bounded ||
+               !rc.sameCount(rows->count, coords.front()->count)))
+    return RuleResult::declined(
+        "the values written are not one row per row of the indices");
+  if (!rows && !provablyZeroDim(v))
+    return RuleResult::declined();
+  torch::jit::Graph &graph = rc.graph;
+  Value *first = coords.front()->value;
+  Value *cond = emit(graph, "aten::eq",
+                     {emit(graph, "aten::dim", {first}, node), rc.constant(1)},
+                     node);
+  for (size_t k = 1; k < coords.size(); ++k)
+    cond = emit(graph, "aten::__and__",
+                {cond, emit(graph, "aten::eq",
+                            {emit(graph, "aten::size", {first}, node),
+                             emit(graph, "aten::size", {coords[k]->value}, node)},
+                            node)},
+                node);
+  Value *count = coords.front()->count;
+  auto original = [&] {
+    // The original on the valid rows, after a host read.
+    Value *n = emit(graph, "aten::Int", {count}, node);
+    auto cut = [&](Value *padded) {
+      return emit(graph, "aten::slice", {padded, 0, rc.constant(0), n, 1}, node);
+    };
+    std::vector<Value *> valid;
+    for (Rep *r : coords)
+      valid.push_back(cut(r->value));
+    Value *validList =
+        graph.insertNode(graph.createList(c10::OptionalType::ofTensor(), valid))
+            ->output();
+    Value *value = rows ? cut(rows->value) : v;
+    return graph
+        .insertNode(graph.createClone(node,
+                                      [&](Value *in) {
+                                        return in == list->output() ? validList
+                                               : in == v            ? value
+                                                                    : in;
+                                      }))
+        ->output();
+  };
+  Value *out = emitIf(graph, cond, node, [&] {
+    std::vector<Value *> padded;
+    for (Rep *r : coords)
+      padded.push_back(r->value);
+    Value *coordList =
+        graph.insertNode(graph.createList(c10::TensorType::get(), padded))
+            ->output();
+    Value *sizes = emit(graph, "aten::size", {x}, node);
+    Value *flat = insertForm(graph, "flat_position", {coordList, sizes}, node)[0];
+    // x with its indexed dims made one: [-1] + x.size()[k:].
+    Value *minusOne =
+        graph.insertNode(graph.createList(c10::IntType::get(), {rc.constant(-1)}))
+            ->output();
+    Value *rest = emit(graph, "aten::slice",
+                       {sizes, rc.constant(static_cast<int64_t>(coords.size())),
+                        rc.none(), rc.constant(1)},
+                       node);
+    Value *merged = emit(graph, "aten::reshape",
+                         {x, emit(graph, "aten::add", {minusOne, rest}, node)},
+                         node);
+    const char *form = accumulate ? "put_add_rows"
+                       : rows     ? "put_row_values_out"
+                                  : "put_rows_out";
+    Value *written = insertForm(graph, form,
+                                {merged, flat, count, rows ? rows->value : v},
+                                node)[0];
+    Value *shaped = emit(graph, "aten::reshape", {written, sizes}, node);
+    return mutatesFirstInput(node)
+               ? emit(graph, "aten::copy_", {x, shaped}, node)
+               : shaped;
+  }, original);
+  out->node()->i_(guardAttr(), 1);
+  rc.replaceStatic(node->output(), out);
+  rc.absorb(list);
+  if (mutatesFirstInput(node))
+    rc.replaceWriter(node); // it writes: never erased as dead
+  return RuleResult::applied();
+}
+
 RuleResult put(Node *node, RuleContext &rc) {
   Node *list = node->input(1)->node();
   Value *x = node->input(0), *v = node->input(2);
   Rep *bx = rc.rep(x);
   bool inPlace = is(node, "aten::index_put_");
-  if (list->kind() != c10::prim::ListConstruct ||
-      list->inputs().size() != 1 ||
+  if (list->kind() != c10::prim::ListConstruct || list->inputs().empty() ||
       (bx && (bx->kind != Rep::Kind::Bounded || !inPlace)))
     return RuleResult::declined();
   std::optional<bool> accumulate = constantBool(node->input(3));
   if (!accumulate)
     return RuleResult::declined("accumulate is computed at run time");
+  if (list->inputs().size() > 1) {
+    if (bx)
+      return RuleResult::declined();
+    return putAtCoordinates(node, rc, *accumulate);
+  }
   Rep *i = rc.bounded(list->input(0));
   if (!i)
     return putAtMask(node, rc, *accumulate);
@@ -750,6 +856,96 @@ RuleResult put(Node *node, RuleContext &rc) {
                    /*checkIndexDType=*/!i->isIndex, *accumulate);
 }
 
+/// The vector w of an index made by expanding it over columns
+/// (`w[:, None].expand(-1, c)`, `w.unsqueeze(1).expand_as(src)`,
+/// `w.view(-1, 1).expand_as(src)`: PyG's broadcast of an index to its
+/// source): every element of row r holds w[r]. Null otherwise.
+Value *expandedColumn(Value *index) {
+  const Node *expand = index->node();
+  if (!is(expand, "aten::expand") && !is(expand, "aten::expand_as"))
+    return nullptr;
+  const Node *column = expand->input(0)->node();
+  if (is(column, "aten::unsqueeze") && constantInt(column->input(1)) == 1)
+    return column->input(0);
+  if ((is(column, "aten::view") || is(column, "aten::reshape")) &&
+      constantIntList(column->input(1)) == std::vector<int64_t>{-1, 1})
+    return column->input(0);
+  return nullptr;
+}
+
+/// x.scatter_add(0, w[:, None].expand_as(src), src) of a matrix x, bounded
+/// w and src of one count (PyG's scatter sum, message passing on the edges
+/// a mask keeps): every column of row r adds to row w[r], which is
+/// index_add(0, w, src) (add_rows) where the index has src's shape and x
+/// src's columns, host facts checked behind a guard whose fallback runs the
+/// original on the valid rows.
+RuleResult scatterAddByColumn(Node *node, RuleContext &rc) {
+  Value *x = node->input(0), *index = node->input(2), *source = node->input(3);
+  Value *column = expandedColumn(index);
+  Rep *w = column ? rc.bounded(column) : nullptr;
+  Rep *expanded = rc.bounded(index), *rows = rc.bounded(source);
+  if (!w || !expanded || !rows || !rc.sameCount(w->count, rows->count) ||
+      !(w->is1D || knownRank(column, &rc.analysis) == 1))
+    return RuleResult::declined("it scatters into a tensor of unknown or "
+                                "higher rank by an index that is not one "
+                                "vector expanded over its source's columns");
+  torch::jit::Graph &graph = rc.graph;
+  auto sizeAt = [&](Value *t, int64_t d) {
+    return emit(graph, "aten::size", {t, rc.constant(d)}, node);
+  };
+  auto both = [&](Value *a, Value *b) {
+    return emit(graph, "aten::__and__", {a, b}, node);
+  };
+  auto equal = [&](Value *a, Value *b) {
+    return emit(graph, "aten::eq", {a, b}, node);
+  };
+  // Ranks first: size(_, 1) of a vector would raise.
+  Value *two = rc.constant(2);
+  Value *ranks = both(
+      both(equal(emit(graph, "aten::dim", {x}, node), two),
+           equal(emit(graph, "aten::dim", {rows->value}, node), two)),
+      equal(emit(graph, "aten::dim", {expanded->value}, node), two));
+  Value *fits = emitIf(
+      graph, ranks, node,
+      [&] {
+        Value *columns = sizeAt(rows->value, 1);
+        return both(both(equal(sizeAt(x, 1), columns),
+                         equal(sizeAt(expanded->value, 1), columns)),
+                    equal(emit(graph, "prim::dtype", {rows->value}, node),
+                          emit(graph, "prim::dtype", {x}, node)));
+      },
+      [&] { return graph.insertConstant(false); });
+  Value *out = emitIf(
+      graph, fits, node,
+      [&] {
+        return insertForm(graph,
+                          mutatesFirstInput(node) ? "add_rows_" : "add_rows",
+                          {x, w->value, w->count, rows->value}, node)[0];
+      },
+      [&] {
+        // The original on the valid rows, after a host read.
+        Value *n = emit(graph, "aten::Int", {rows->count}, node);
+        auto cut = [&](Value *padded) {
+          return emit(graph, "aten::slice", {padded, 0, rc.constant(0), n, 1},
+                      node);
+        };
+        Value *validIndex = cut(expanded->value), *validRows = cut(rows->value);
+        return graph
+            .insertNode(graph.createClone(node,
+                                          [&](Value *in) {
+                                            return in == index    ? validIndex
+                                                   : in == source ? validRows
+                                                                  : in;
+                                          }))
+            ->output();
+      });
+  out->node()->i_(guardAttr(), 1);
+  rc.replaceStatic(node->output(), out);
+  if (mutatesFirstInput(node))
+    rc.replaceWriter(node); // it writes: never erased as dead
+  return RuleResult::applied();
+}
+
 /// x.index_add(0, i, source) and index_add_ for a bounded index i and
 /// source rows of its count (GShard-style combine of expert outputs:
 /// `out.index_add_(0, idx, expert(x[idx]))`), with alpha 1: the live rows
@@ -764,8 +960,7 @@ RuleResult addRows(Node *node, RuleContext &rc) {
     return RuleResult::declined();
   if (is(node, "aten::scatter_add") || is(node, "aten::scatter_add_")) {
     if (knownRank(x, &rc.analysis) != 1)
-      return RuleResult::declined("it scatters into a tensor of unknown or "
-                                  "higher rank");
+      return scatterAddByColumn(node, rc);
   } else {
     Value *alpha = namedInput(node, "alpha");
     auto one = alpha ? torch::jit::toIValue(alpha) : c10::nullopt;

@@ -197,7 +197,8 @@ def gather_vector_rows(src: Tensor, src_count: Tensor, index: Tensor,
         i = torch.where(index < 0, index + src_count, index)
     if index_count is not None:
         i = i.masked_fill(~live_rows(index.size(0), index_count), 0)
-    if src.size(0) == 0 or (not checked and src.numel() == 0):
+    empty = src.size(0) == 0 if checked else src.numel() == 0
+    if empty:
         return src.new_zeros([index.size(0)] + src.size()[1:])
     return src.index_select(0, i)
 
@@ -297,6 +298,24 @@ def put_slots(x: Tensor, index: Tensor, count: Tensor) -> Tensor:
     i = torch.where(i >= 0, i + 1, torch.full_like(i, n + 1))
     return torch.where(live_rows(i.size(0), count.to(x.device)), i,
                        torch.zeros_like(i))
+
+
+def flat_position(coords: List[Tensor], sizes: List[int]) -> Tensor:
+    """The row-major position in the first len(coords) dims (of `sizes`) of
+    the coordinate vectors `coords` (one per dim, of one length), a negative
+    coordinate counted from its dim's end as indexing counts it. One out of
+    its dim's range, where x[c0, c1, ...] raises, goes past the last
+    position, so that a write there raises as the original's does."""
+    flat = torch.zeros_like(coords[0])
+    valid = flat == 0
+    total = 1
+    for k in range(len(coords)):
+        size = sizes[k]
+        c = coords[k].to(flat.device)
+        valid = valid & (c >= -size) & (c < size)
+        flat = flat * size + torch.where(c < 0, c + size, c)
+        total = total * size
+    return torch.where(valid, flat, torch.full_like(flat, total))
 
 
 def put_rows_out(x: Tensor, index: Tensor, count: Tensor, value: Tensor) -> Tensor:

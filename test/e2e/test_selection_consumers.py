@@ -15,7 +15,9 @@ on it being bool); a store at a mask of rows computed from selections by it
 (NeRF), at a mask made with an input of unknown dtype (ATSS), and sums over
 the trailing dims of a selected stack of masks (SAM); index_select by ids
 a mask keeps, topk by a count read from data, and runs of equal rows
-(unique_consecutive along dim 0); the sync points are the report's."""
+(unique_consecutive along dim 0), a scatter sum by an index expanded over
+its source's columns (PyG) and a grid written at the coordinates of kept
+points; the sync points are the report's."""
 
 import pytest
 import torch
@@ -115,6 +117,45 @@ class DistillSelected(torch.nn.Module):
         s, t = x[keep], (x * 2.0)[keep]
         return F.kl_div(F.log_softmax(s, -1), F.softmax(t, -1), reduction="sum") / \
             keep.sum().clamp(min=1)
+
+
+class ScatterSumKeptEdges(torch.nn.Module):
+    """PyG's scatter sum over the edges a mask keeps: the destination index
+    expanded over the messages' columns."""
+
+    def forward(self, msg: Tensor, dst: Tensor, w: Tensor) -> Tensor:
+        keep = w > 0
+        index = dst[keep][:, None].expand(-1, msg.size(1))
+        return torch.zeros(6, msg.size(1)).scatter_add_(0, index, msg[keep])
+
+
+def edge_inputs(gen, rank):
+    n = int(torch.randint(0, 10, (1,), generator=gen))
+    high = 7 if int(torch.randint(0, 8, (1,), generator=gen)) == 0 else 6
+    w = torch.randn(n, generator=gen)
+    kind = int(torch.randint(0, 3, (1,), generator=gen))
+    w = {0: -w.abs() - 1, 1: w.abs() + 1}.get(kind, w)
+    return torch.randn(n, 3, generator=gen), torch.randint(0, high, (n,), generator=gen), w
+
+
+class GridOfKeptPoints(torch.nn.Module):
+    """Voxel occupancy: the kept points' cells written by their coordinates
+    (negative ones count from the end; out of range raises)."""
+
+    def forward(self, cells: Tensor, score: Tensor) -> Tensor:
+        kept = cells[score > 0]
+        grid = torch.zeros(4, 5, 2)
+        grid[kept[:, 0], kept[:, 1]] = score[score > 0][:, None].expand(-1, 2)
+        return grid
+
+
+def cell_inputs(gen, rank):
+    n = int(torch.randint(0, 10, (1,), generator=gen))
+    wide = int(torch.randint(0, 8, (1,), generator=gen)) == 0
+    cells = torch.randint(-6 if wide else -4, 7 if wide else 4, (n, 2), generator=gen)
+    score = torch.randn(n, generator=gen)
+    kind = int(torch.randint(0, 3, (1,), generator=gen))
+    return cells, {0: -score.abs() - 1, 1: score.abs() + 1}.get(kind, score)
 
 
 class BincountSelected(torch.nn.Module):
@@ -376,6 +417,8 @@ CASES = [
     ("first-true-position", FirstTruePosition(), row_inputs, 2, (1, 0)),
     ("masked-select-as-rows", MaskedSelectAsRows(), row_inputs, 2, (1, 0)),
     ("distill-selected", DistillSelected(), row_inputs, 2, (2, 0)),
+    ("scatter-sum-kept-edges", ScatterSumKeptEdges(), edge_inputs, 2, (2, 0)),
+    ("grid-of-kept-points", GridOfKeptPoints(), cell_inputs, 2, (3, 0)),
     # bincount's own length stays data-dependent: one sync point of its own.
     ("bincount-selected", BincountSelected(), label_inputs, 1, (2, 1)),
     # Weighted: kept; its two selections share one mask, cut once.

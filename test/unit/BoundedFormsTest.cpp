@@ -24,6 +24,7 @@ const std::pair<const char *, size_t> kForms[] = {
     {"gather_rows", 1},
     {"gather_vector_rows", 1},
     {"row_at", 1},
+    {"flat_position", 1},
     {"softmax_rows", 1},
     {"cat_two_rows", 2},
     {"put_at_mask_out", 1},

@@ -83,6 +83,7 @@ HELPERS = '''
 # Productions whose result depends on data through a data-dependent op.
 DD_FEATURES = {"store-const", "store-0d", "store-sel", "store-sel-var", "store-augmented",
                "store-rmw", "store-derived", "histogram-sel", "topk-count", "runs",
+               "columns", "rows-more", "grid-put",
                "index-mask", "masked_select", "index-where", "index_select-where",
                "helper-call", "where", "nonzero", "gather", "int-of-count", "int", "float",
                "num", "numel", "reduce", "reduce-dim0", "sort", "topk", "unique", "cat",
@@ -473,6 +474,51 @@ class Gen:
                         f"torch.unique_consecutive({keys}, return_counts=True, dim=0)[1]",
                         "runs")
 
+    def p_columns(self):
+        """A selection along dim 1 of a 2-D input by a vector mask or its
+        positions (x[:, m], index_select(1, nonzero(m))), reduced over the
+        selected dim, after elementwise ops or a softmax too."""
+        if len(self.S) != 2:
+            return False
+        a = self.pick(lambda v: v.kind == "full" and v.dtype == "f" and v.mk == "elem")
+        if a is None:
+            return False
+        m = f"({a.name}[0] > 0.0)"  # as long as a's columns; no row: raises
+        sel = self.c([f"{a.name}[:, {m}]",
+                      f"{a.name}.index_select(1, torch.nonzero({m}).flatten())",
+                      f"{a.name}[:, torch.where({m})[0]]"])
+        expr = self.c([f"{sel}.sum(1)", f"({sel} * 2.0 - 1.0).amax(1)",
+                       f"torch.softmax({sel}, 1).amax(dim=1)",
+                       f"{sel}.mean(dim=1, keepdim=True)",
+                       f"(torch.softmax({sel}, dim=1) * {sel}).sum(-1)"])
+        return self.add(Var(self.fresh("r"), "static", "f"), expr, "columns")
+
+    def p_rows_more(self):
+        """Consumers of selected rows with transfers of their own: softmax
+        along the rows, a row at a constant, the elements viewed as rows,
+        expand(-1, c), a grid written at selected coordinates."""
+        r = self.r.random()
+        if r < 0.25:
+            j = self.dyn(lambda v: v.rank == 1 and v.dtype == "i")
+            if j is None:
+                return False
+            value = self.c(["1.0", f"{j.name}.float()"])
+            value = value if value == "1.0" else value
+            expr = (f"torch.zeros(5, 6).index_put(({j.name}.clamp(-5, 4), "
+                    f"({j.name} * 3).clamp(-6, 5)), "
+                    + (f"torch.ones_like({j.name}).float()" if value == "1.0" else value)
+                    + self.c([")", ", accumulate=True)"]))
+            return self.add(Var(self.fresh("r"), "static", "f"), expr, "grid-put")
+        s = self.dyn(lambda v: v.rank == 2 and v.dtype == "f")
+        if s is None:
+            return False
+        expr = self.c([f"torch.softmax({s.name}, 0).sum(0)",
+                       f"torch.log_softmax({s.name}, dim=0).amax(0)",
+                       f"{s.name}[{self.c(['0', '-1', '1'])}]",
+                       f"{s.name}.reshape(-1).view(-1, {s.name}.size(1)).sum(0)",
+                       f"{s.name}[:, :1].expand(-1, 3).sum(0)"])
+        return self.add(Var(self.fresh("r"), "static", "f"), expr, "rows-more")
+
     def p_dyn_struct(self):
         s = self.dyn()
         if s is None:
@@ -795,7 +841,8 @@ class Gen:
                    ("p_dyn_unary", 6), ("p_dyn_binary", 7), ("p_dyn_struct", 8),
                    ("p_reduce", 16), ("p_scalar", 9), ("p_int_use", 5), ("p_if", 6),
                    ("p_dead", 3), ("p_helper_dyn", 1), ("p_recompute", 3), ("p_loop", 4),
-                   ("p_branch_store", 4), ("p_runs", 2)]
+                   ("p_branch_store", 4), ("p_runs", 2), ("p_columns", 2),
+                   ("p_rows_more", 3)]
 
     def returnable(self, v):
         return v.kind not in ("num",) and v.name not in ("x", "y", "t", "xi")

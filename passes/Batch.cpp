@@ -940,8 +940,10 @@ private:
       for (int64_t d : iv->toIntVector())
         dims.push_back((d < 0 ? d + r : d) + 1);
       out = op("aten::permute", {in[0], dims});
-    } else if ((name == "aten::transpose") && isB(in[0])) {
-      out = op("aten::transpose", {in[0], shiftDim(in[1]), shiftDim(in[2])});
+    } else if ((name == "aten::transpose" || name == "aten::movedim") &&
+               isB(in[0]) && n->input(1)->type()->kind() == c10::TypeKind::IntType) {
+      // movedim(x, a, b) of ints, as leading-selections makes it.
+      out = op(name.c_str(), {in[0], shiftDim(in[1]), shiftDim(in[2])});
     } else if (name == "aten::t" && isB(in[0])) {
       out = rowRank(n->input(0)) < 2
                 ? in[0]

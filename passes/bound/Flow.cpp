@@ -521,6 +521,16 @@ bool encloses(const torch::jit::Block *b, const Node *def) {
 
 /// Whether \p node is one of \p graph's (a node a restored trial made is
 /// gone).
+bool alongRows(const Value *dim, const Value *of, const Rep &r,
+               const AnalysisResult &analysis) {
+  std::optional<int64_t> d = constantInt(dim);
+  if (!d)
+    return false;
+  if (r.is1D && (*d == 0 || *d == -1))
+    return true;
+  return resolveDim(*d, of, 0, &analysis) == 0;
+}
+
 bool inGraph(Graph &graph, const Node *node) {
   for (const Node *n : collectNodes(graph.block()))
     if (n == node)

@@ -24,6 +24,8 @@
 #include "passes/Selection.h"
 
 #include <algorithm>
+#include <functional>
+#include <unordered_map>
 
 namespace staticify::bound {
 
@@ -288,16 +290,8 @@ RuleResult prefix(Node *node, RuleContext &rc) {
 /// raises and the form reads zeros. Along a trailing dim: the per-row rule.
 RuleResult rowAt(Node *node, RuleContext &rc) {
   Rep *x = rc.bounded(node->input(0));
-  if (!x || node->inputs().size() != 3)
-    return RuleResult::notApplicable();
-  std::optional<int64_t> dim = constantInt(node->input(1));
-  if (!dim)
-    return RuleResult::notApplicable();
-  std::optional<int64_t> along =
-      x->is1D && (*dim == 0 || *dim == -1)
-          ? std::optional<int64_t>(0)
-          : resolveDim(*dim, node->input(0), 0, &rc.analysis);
-  if (along != 0)
+  if (!x || node->inputs().size() != 3 ||
+      !alongRows(node->input(1), node->input(0), *x, rc.analysis))
     return RuleResult::notApplicable(); // trailing, or unknown: per-row's
   if (!constantInt(node->input(2)))
     return RuleResult::declined("the row is computed at run time");
@@ -535,6 +529,35 @@ RuleResult cat(Node *node, RuleContext &rc) {
   return RuleResult::applied();
 }
 
+/// Cuts a padded value to its valid rows (a slice by a count read once).
+using CutRows = std::function<Value *(Value *)>;
+
+/// A copy of \p node, the original, reading in place of each input that
+/// \p valid answers for (given a cut to the first \p count rows, read on
+/// the host) what it answers: the original on the valid rows, the fallback
+/// of a write's guard.
+Value *originalOnValidRows(Node *node, RuleContext &rc, Value *count,
+                           const std::function<Value *(Value *, const CutRows &)> &valid) {
+  torch::jit::Graph &graph = rc.graph;
+  Value *n = emit(graph, "aten::Int", {count}, node);
+  CutRows cut = [&](Value *padded) {
+    return emit(graph, "aten::slice", {padded, 0, rc.constant(0), n, 1}, node);
+  };
+  std::unordered_map<Value *, Value *> replaced;
+  for (Value *in : node->inputs())
+    if (!replaced.count(in))
+      if (Value *with = valid(in, cut))
+        replaced[in] = with;
+  return graph
+      .insertNode(graph.createClone(node,
+                                    [&](Value *in) {
+                                      auto it = replaced.find(in);
+                                      return it == replaced.end() ? in
+                                                                  : it->second;
+                                    }))
+      ->output();
+}
+
 /// A write of \p node at the rows of x that bounded index \p i names, of
 /// the 0-d value \p v or of \p v's bounded rows (\p rows, i's count): the
 /// form \p form on (x, i's padded rows, its count, the values). What the
@@ -597,24 +620,19 @@ RuleResult writeRows(Node *node, RuleContext &rc, const Rep &i,
     for (size_t k = 1; k < facts.size(); ++k)
       cond = emit(graph, "aten::__and__", {cond, facts[k]}, node);
     out = emitIf(graph, cond, node, emitForm, [&] {
-      Value *n = emit(graph, "aten::Int", {i.count}, node);
-      auto cut = [&](Value *padded) {
-        return emit(graph, "aten::slice", {padded, 0, rc.constant(0), n, 1},
-                    node);
-      };
-      Value *index = cut(i.value);
-      if (indexUse->type()->kind() == c10::TypeKind::ListType)
-        index = graph.insertNode(graph.createList(c10::TensorType::get(),
-                                                  {index}))->output();
-      Value *value = rows ? cut(rows->value) : v;
-      return graph
-          .insertNode(graph.createClone(node,
-                                        [&](Value *in) {
-                                          return in == indexUse ? index
-                                                 : in == v      ? value
-                                                                : in;
-                                        }))
-          ->output();
+      return originalOnValidRows(
+          node, rc, i.count, [&](Value *in, const CutRows &cut) -> Value * {
+            if (in == v)
+              return rows ? cut(rows->value) : nullptr;
+            if (in != indexUse)
+              return nullptr;
+            Value *index = cut(i.value);
+            return indexUse->type()->kind() == c10::TypeKind::ListType
+                       ? graph.insertNode(graph.createList(
+                                  c10::TensorType::get(), {index}))
+                             ->output()
+                       : index;
+          });
     });
     out->node()->i_(guardAttr(), 1);
   }
@@ -754,26 +772,19 @@ RuleResult putAtCoordinates(Node *node, RuleContext &rc, bool accumulate) {
                 node);
   Value *count = coords.front()->count;
   auto original = [&] {
-    // The original on the valid rows, after a host read.
-    Value *n = emit(graph, "aten::Int", {count}, node);
-    auto cut = [&](Value *padded) {
-      return emit(graph, "aten::slice", {padded, 0, rc.constant(0), n, 1}, node);
-    };
-    std::vector<Value *> valid;
-    for (Rep *r : coords)
-      valid.push_back(cut(r->value));
-    Value *validList =
-        graph.insertNode(graph.createList(c10::OptionalType::ofTensor(), valid))
-            ->output();
-    Value *value = rows ? cut(rows->value) : v;
-    return graph
-        .insertNode(graph.createClone(node,
-                                      [&](Value *in) {
-                                        return in == list->output() ? validList
-                                               : in == v            ? value
-                                                                    : in;
-                                      }))
-        ->output();
+    return originalOnValidRows(
+        node, rc, count, [&](Value *in, const CutRows &cut) -> Value * {
+          if (in == v)
+            return rows ? cut(rows->value) : nullptr;
+          if (in != list->output())
+            return nullptr;
+          std::vector<Value *> valid;
+          for (Rep *r : coords)
+            valid.push_back(cut(r->value));
+          return graph
+              .insertNode(graph.createList(c10::OptionalType::ofTensor(), valid))
+              ->output();
+        });
   };
   Value *out = emitIf(graph, cond, node, [&] {
     std::vector<Value *> padded;
@@ -923,21 +934,12 @@ RuleResult scatterAddByColumn(Node *node, RuleContext &rc) {
                           {x, w->value, w->count, rows->value}, node)[0];
       },
       [&] {
-        // The original on the valid rows, after a host read.
-        Value *n = emit(graph, "aten::Int", {rows->count}, node);
-        auto cut = [&](Value *padded) {
-          return emit(graph, "aten::slice", {padded, 0, rc.constant(0), n, 1},
-                      node);
-        };
-        Value *validIndex = cut(expanded->value), *validRows = cut(rows->value);
-        return graph
-            .insertNode(graph.createClone(node,
-                                          [&](Value *in) {
-                                            return in == index    ? validIndex
-                                                   : in == source ? validRows
-                                                                  : in;
-                                          }))
-            ->output();
+        return originalOnValidRows(
+            node, rc, rows->count, [&](Value *in, const CutRows &cut) -> Value * {
+              return in == index    ? cut(expanded->value)
+                     : in == source ? cut(rows->value)
+                                    : nullptr;
+            });
       });
   out->node()->i_(guardAttr(), 1);
   rc.replaceStatic(node->output(), out);

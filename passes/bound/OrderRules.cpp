@@ -41,16 +41,8 @@ namespace {
 RuleResult scanRows(Node *node, RuleContext &rc) {
   Rep *r = rc.bounded(node->input(0));
   Value *dimArg = namedInput(node, "dim");
-  if (!r || !dimArg || !rc.onlyFirstRepresented(node))
-    return RuleResult::notApplicable();
-  std::optional<int64_t> dim = constantInt(dimArg);
-  if (!dim)
-    return RuleResult::notApplicable();
-  std::optional<int64_t> along =
-      r->is1D && (*dim == 0 || *dim == -1)
-          ? std::optional<int64_t>(0)
-          : resolveDim(*dim, node->input(0), 0, &rc.analysis);
-  if (along != 0)
+  if (!r || !dimArg || !rc.onlyFirstRepresented(node) ||
+      !alongRows(dimArg, node->input(0), *r, rc.analysis))
     return RuleResult::notApplicable(); // trailing, or unknown: per-row's
   Node *copy = rc.graph.insertNode(rc.graph.createClone(
       node, [&](Value *v) { return v == node->input(0) ? r->value : v; }));
@@ -70,16 +62,8 @@ RuleResult softmaxRows(Node *node, RuleContext &rc) {
   Value *dimArg = namedInput(node, "dim");
   Value *dtype = namedInput(node, "dtype");
   if (!r || !dimArg || !dtype || !rc.onlyFirstRepresented(node) ||
-      node->outputs().size() != 1)
-    return RuleResult::notApplicable();
-  std::optional<int64_t> dim = constantInt(dimArg);
-  if (!dim)
-    return RuleResult::notApplicable();
-  std::optional<int64_t> along =
-      r->is1D && (*dim == 0 || *dim == -1)
-          ? std::optional<int64_t>(0)
-          : resolveDim(*dim, node->input(0), 0, &rc.analysis);
-  if (along != 0)
+      node->outputs().size() != 1 ||
+      !alongRows(dimArg, node->input(0), *r, rc.analysis))
     return RuleResult::notApplicable(); // trailing, or unknown: per-row's
   bool log = is(node, "aten::log_softmax");
   Value *out = insertForm(rc.graph, "softmax_rows",

@@ -634,6 +634,11 @@ bool encloses(const torch::jit::Block *b, const torch::jit::Node *def);
 /// Whether \p v may be used at \p at: defined before it, in its block or
 /// one around it (a value made earlier inside a branch or loop body may not).
 bool visibleAt(const torch::jit::Value *v, const torch::jit::Node *at);
+/// Whether constant dimension argument \p dim of an op on bounded \p r (the
+/// value \p of) is the rows' dimension: 0, or -1 of a vector, or a negative
+/// one the rank resolves to 0. False for a dim computed at run time.
+bool alongRows(const torch::jit::Value *dim, const torch::jit::Value *of,
+               const Rep &r, const AnalysisResult &analysis);
 /// Whether \p node is one of \p graph's.
 bool inGraph(torch::jit::Graph &graph, const torch::jit::Node *node);
 

@@ -146,5 +146,7 @@ def test_a_region_that_is_not_graphed_is_reported(staticify, save, tmp_path):
     assert "is not graphed: the method reads attribute 'scales' (float[])" in proc.stderr, \
         proc.stderr
     torch.ops.load_library(str(RUNTIME))
-    x = torch.randn(100)
-    assert torch.equal(torch.jit.load(str(out))(x), torch.jit.load(str(path))(x))
+    x = torch.randn(100, generator=torch.Generator().manual_seed(0))
+    # A masked sum against the selection's: equal up to summation order
+    # (docs/passes.md's contract), not bit for bit.
+    torch.testing.assert_close(torch.jit.load(str(out))(x), torch.jit.load(str(path))(x))

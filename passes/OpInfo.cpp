@@ -393,8 +393,13 @@ const std::vector<OpInfo> kTable = {
     // Library ops that check shapes and dtypes (host facts) and never raise
     // on values: a branch or loop body that runs where the original did not
     // may compute them (if-convert, lift-scalars' loops).
-    {"aten::matmul", nullptr, R::Other, kNeverRaises},
-    {"aten::mm", nullptr, R::Other, kNeverRaises},
+    // Row by row over a first operand of rank 2 or more against a matrix or
+    // a vector (the rule checks the second's rank: a batch of matrices
+    // would broadcast over the rows).
+    batched("aten::matmul", 2, kNoTraits),
+    batched("aten::mm", 2, kNoTraits),
+    batched("aten::cdist", 2, kNoTraits),
+    {"aten::cosine_similarity", nullptr, R::Other, kNeverRaises, D::Unknown, I::NotApplicable, nullptr, nullptr, RootShape::Leading, {"dim"}},
     {"aten::bmm", nullptr, R::Other, kNeverRaises},
     {"aten::addmm", nullptr, R::Other, kNeverRaises},
     {"aten::baddbmm", nullptr, R::Other, kNeverRaises},

@@ -268,6 +268,17 @@ RuleResult expandRows(Node *node, RuleContext &rc) {
   return RuleResult::applied();
 }
 
+/// x.expand_as(y) of bounded x and y with one count (F.normalize's
+/// `x / norm.clamp_min(eps).expand_as(x)` of selected rows): the padded
+/// rows expanded alike, the count kept (passRows: ranks the program does
+/// not fix are checked on the host).
+RuleResult expandAsOwnRows(Node *node, RuleContext &rc) {
+  Rep *x = rc.bounded(node->input(0)), *y = rc.bounded(node->input(1));
+  if (!x || !y)
+    return RuleResult::notApplicable();
+  return RuleResult::appliedIf(passRows(node, rc, /*keepsDtype=*/true));
+}
+
 /// unbind(x, d) of a bounded x along a dim d >= 1, unpacked (torchvision's
 /// resize_boxes: `xmin, ymin, xmax, ymax = boxes.unbind(1)`): each part
 /// has x's rows. A dim the rank does not resolve to >= 1 (of a vector,
@@ -445,6 +456,19 @@ RuleResult sampleRows(Node *node, RuleContext &rc) {
                    {emit(rc.graph, "aten::dim", {node->input(1)}, node),
                     rc.constant(2)},
                    node));
+  }
+  if (is(node, "aten::matmul") || is(node, "aten::mm") ||
+      is(node, "aten::cdist")) {
+    // x @ w row by row only for a matrix w (or a vector, matmul's): a batch
+    // of matrices would broadcast over x's rows (cdist's, a batch of sets),
+    // and no guard's fallback could give rows then. The rank must be the
+    // program's.
+    std::optional<int64_t> other = knownRank(node->input(1), &rc.analysis);
+    if (!other || *other > 2)
+      return RuleResult::declined(
+          "the program does not fix the second operand of '" + name +
+          "' as a matrix or a vector: a batch of them would broadcast over "
+          "the rows");
   }
   auto onRows = [&](const std::unordered_map<Value *, Value *> &r,
                     const std::vector<Value *> &) {
@@ -967,6 +991,8 @@ void addRowRules(std::vector<BoundRule> &rules) {
       {"roi-align", On::Use, ops({"torchvision::roi_align"}), roiAlignRows});
   rules.push_back({"unbind", On::Use, ops({"aten::unbind"}), unbindRows});
   rules.push_back({"expand", On::Use, ops({"aten::expand"}), expandRows});
+  rules.push_back({"expand-as-own-rows", On::Use, ops({"aten::expand_as"}),
+                   expandAsOwnRows});
   rules.push_back({"broadcast", On::Use, ops({"aten::broadcast_tensors"}),
                    broadcastRows});
   rules.push_back({"class-loss", On::Use,

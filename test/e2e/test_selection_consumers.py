@@ -158,6 +158,18 @@ def cell_inputs(gen, rank):
     return cells, {0: -score.abs() - 1, 1: score.abs() + 1}.get(kind, score)
 
 
+class ProjectSelected(torch.nn.Module):
+    """Selected rows through a matrix, normalized, and their cosine with a
+    scaled copy: matmul row by row, F.normalize's expand_as of the rows'
+    own norms, cosine_similarity along dim 1."""
+
+    def forward(self, x: Tensor, score: Tensor) -> Tensor:
+        w = torch.arange(9.0).view(3, -1) / 9.0
+        rows = x[score > 0] @ w
+        return (F.normalize(rows, dim=1) * 2.0).sum(0) + \
+            F.cosine_similarity(rows, (x * 2.0 + 1.0)[score > 0], dim=1).sum()
+
+
 class BincountSelected(torch.nn.Module):
     def forward(self, labels: Tensor, score: Tensor) -> Tensor:
         return torch.bincount(labels[score > 0], minlength=4)
@@ -419,6 +431,7 @@ CASES = [
     ("distill-selected", DistillSelected(), row_inputs, 2, (2, 0)),
     ("scatter-sum-kept-edges", ScatterSumKeptEdges(), edge_inputs, 2, (2, 0)),
     ("grid-of-kept-points", GridOfKeptPoints(), cell_inputs, 2, (3, 0)),
+    ("project-selected", ProjectSelected(), row_inputs, 2, (2, 0)),
     # bincount's own length stays data-dependent: one sync point of its own.
     ("bincount-selected", BincountSelected(), label_inputs, 1, (2, 1)),
     # Weighted: kept; its two selections share one mask, cut once.

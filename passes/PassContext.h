@@ -57,13 +57,18 @@ struct PassOptions {
   /// there is none. Empty: the pass does nothing.
   std::function<std::optional<bool>(const std::vector<std::string> &)>
       savedTraining;
-  /// normalize: the dtype of the tensor attribute at an attribute path from
-  /// `self` (the last name the tensor's), or nullopt where there is none or
-  /// a method of the module stores to that attribute (its dtype may then
-  /// change). A buffer's dtype is a fact of the model, as torch.jit.freeze
-  /// takes its value to be. Empty: no attribute has a known dtype.
-  std::function<std::optional<c10::ScalarType>(const std::vector<std::string> &)>
-      attributeDType;
+  /// normalize: the dtype and rank of the tensor attribute at an attribute
+  /// path from `self` (the last name the tensor's), or nullopt where there
+  /// is none or a method of the module stores to that attribute (they may
+  /// then change). A buffer's dtype and rank are facts of the model, as
+  /// torch.jit.freeze takes its value to be. Empty: no attribute has known
+  /// ones.
+  struct TensorFacts {
+    c10::ScalarType dtype;
+    int64_t rank;
+  };
+  std::function<std::optional<TensorFacts>(const std::vector<std::string> &)>
+      attributeFacts;
   /// assume-none: Optional arguments, by name, that callers never pass.
   std::vector<std::string> assumeNone;
 };

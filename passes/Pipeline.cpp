@@ -202,12 +202,13 @@ static const char *guardingPass(const Node *node) {
   return "bound";
 }
 
-/// The dtype of a tensor attribute of the module (a buffer, a parameter),
-/// where the model fixes it (PassOptions::attributeDType), on the value
-/// that reads it: `table[self.relative_position_index]` is a gather by an
-/// int64 buffer, not a selection by a mask of unknown dtype.
-static bool attributeDTypes(Graph &graph, const PassContext &ctx) {
-  if (!ctx.options.attributeDType)
+/// The dtype and rank of a tensor attribute of the module (a buffer, a
+/// parameter), where the model fixes them (PassOptions::attributeFacts), on
+/// the value that reads it: `table[self.relative_position_index]` is a
+/// gather by an int64 buffer, not a selection by a mask of unknown dtype,
+/// and `x[m] @ self.weight` a product by a matrix.
+static bool attributeTypes(Graph &graph, const PassContext &ctx) {
+  if (!ctx.options.attributeFacts)
     return false;
   bool changed = false;
   for (Node *node : collectNodes(graph.block())) {
@@ -220,8 +221,9 @@ static bool attributeDTypes(Graph &graph, const PassContext &ctx) {
         modulePath(graph, node->output());
     if (!path)
       continue;
-    if (std::optional<c10::ScalarType> dtype = ctx.options.attributeDType(*path)) {
-      node->output()->setType(type->withScalarType(*dtype));
+    if (auto facts = ctx.options.attributeFacts(*path)) {
+      node->output()->setType(
+          type->withScalarType(facts->dtype)->withDim(facts->rank));
       changed = true;
     }
   }
@@ -418,7 +420,7 @@ static bool normalize(std::shared_ptr<Graph> &graph, PassContext &ctx) {
   if (ctx.countDynamicOpsAtNormalize && !ctx.dynamicOpsAtNormalize)
     ctx.dynamicOpsAtNormalize = countDynamicOps(graph->block());
   // isinstance first: constant propagation then removes what it decides.
-  bool changed = attributeDTypes(*graph, ctx);
+  bool changed = attributeTypes(*graph, ctx);
   for (Node *node : collectNodes(graph->block()))
     changed |= foldIsinstance(*graph, node);
   // In-place activations as their functional forms, where libtorch's alias

@@ -398,6 +398,11 @@ std::optional<int64_t> knownRank(const Value *v, const AnalysisResult *analysis,
                                         : false;
     return keepsSelf ? rankOf(node->input(0)) : std::optional<int64_t>(1);
   }
+  // A module's tensor attribute that no method stores to: the rank
+  // normalize wrote on it from the model (PassOptions::attributeFacts).
+  if (node->kind() == c10::prim::GetAttr)
+    if (auto tt = v->type()->cast<c10::TensorType>(); tt && tt->dim())
+      return static_cast<int64_t>(*tt->dim());
   // A constant tensor (normalize folds `torch.zeros(8)`): its own rank. An
   // input's recorded type is not trusted: a trace records one example's.
   if (op == "prim::Constant")

@@ -88,14 +88,14 @@ storedAttributes(const torch::jit::Module &module) {
   return stored;
 }
 
-/// PassOptions::attributeDType over \p module: a tensor attribute's dtype,
-/// unless a method stores to it.
-std::function<std::optional<c10::ScalarType>(const std::vector<std::string> &)>
-attributeDTypes(const torch::jit::Module &module) {
+/// PassOptions::attributeFacts over \p module: a tensor attribute's dtype
+/// and rank, unless a method stores to it.
+std::function<std::optional<PassOptions::TensorFacts>(const std::vector<std::string> &)>
+attributeFacts(const torch::jit::Module &module) {
   auto stored = std::make_shared<
       std::optional<std::set<std::pair<const c10::ClassType *, std::string>>>>();
   return [module, stored](const std::vector<std::string> &path)
-             -> std::optional<c10::ScalarType> {
+             -> std::optional<PassOptions::TensorFacts> {
     if (path.empty())
       return std::nullopt;
     torch::jit::Module owner = module;
@@ -113,7 +113,8 @@ attributeDTypes(const torch::jit::Module &module) {
       *stored = storedAttributes(module);
     if ((*stored)->count({owner.type().get(), path.back()}))
       return std::nullopt;
-    return value.toTensor().scalar_type();
+    return PassOptions::TensorFacts{value.toTensor().scalar_type(),
+                                    value.toTensor().dim()};
   };
 }
 
@@ -151,7 +152,7 @@ StaticifyResult staticifyModule(torch::jit::Module &module,
   if ((!options.assumeNone.empty() || options.assumeDefaultNone) &&
       std::find(passes.begin(), passes.end(), "assume-none") == passes.end())
     passes.insert(passes.begin(), "assume-none");
-  passOptions.attributeDType = attributeDTypes(module);
+  passOptions.attributeFacts = attributeFacts(module);
   bool outline = options.outline || options.cudaGraphs;
   for (const std::string &name : options.methods) {
     auto method = module.find_method(name);

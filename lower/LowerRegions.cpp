@@ -292,11 +292,13 @@ lowerRegions(torch::jit::Module &module, const std::string &method,
   std::vector<OutlinedRegion> regions =
       outlineRegions(module, method, *graph, partition);
   size_t number = partition.segments.size();
-  for (auto &[block, run] : nested)
+  for (auto &[block, run] : nested) {
+    ++number; // its name and its number agree
     if (auto r = outlineNodes(module, *graph, block, run,
-                              method + "_region_" + std::to_string(++number),
+                              method + "_region_" + std::to_string(number),
                               number))
       regions.push_back(std::move(*r));
+  }
   if (regions.empty()) {
     why = "no static region of three ops or more";
     replaceGraphContents(*graph, *before);

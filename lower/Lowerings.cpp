@@ -32,10 +32,6 @@ std::vector<std::string> each(std::initializer_list<const char *> names,
   return keys;
 }
 
-std::string loweringKey(const torch::jit::Node *node) {
-  return bridge::Evaluator::operatorKey(node);
-}
-
 } // namespace
 
 void Evaluator::LoweringTable::add(std::initializer_list<const char *> keys,

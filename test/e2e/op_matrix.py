@@ -240,7 +240,6 @@ WITHOUT_TRANSFER = {
     "aten::matmul": "the static operand is a graph input's slice of unknown rank",
     "aten::linear": "as aten::matmul",
     "aten::masked_select": "a selection of a bounded value: no nested count",
-    "aten::expand_as": "expands to a bounded operand's shape: no rule for two bounded shapes",
     "aten::add_": "an in-place write to a bounded value: no rule (the out-of-place op has one)",
     "aten::mul_": "as aten::add_",
     "aten::div_": "as aten::add_",

@@ -181,13 +181,13 @@ std::optional<Sunk> sinkPast(Graph &graph, Node *use, const Moved &moved,
     if (!isTensor(in))
       continue;
     std::optional<Moved> m = movedFromFront(in);
-    if (m && m->dim == moved.dim && !first) {
+    bool movedAlike = m && m->dim == moved.dim;
+    if (movedAlike && !first) {
       first = in;
       rank = knownRank(in, &analysis);
     }
-    if (m && m->dim == moved.dim &&
-        (in == first || provablySameRank(in, first) ||
-         (rank && knownRank(in, &analysis) == rank))) {
+    if (movedAlike && (in == first || provablySameRank(in, first) ||
+                       (rank && knownRank(in, &analysis) == rank))) {
       sources.emplace_back(i, m->source);
       continue;
     }
@@ -263,18 +263,20 @@ std::optional<Sunk> sinkPast(Graph &graph, Node *use, const Moved &moved,
   return Sunk{clone, backDim};
 }
 
-/// Moves every selection along a dimension >= 1 of \p graph to dimension 0
-/// and sinks the moves back; returns whether there was one.
-bool moveSelections(std::shared_ptr<Graph> &graph, PassContext &ctx) {
-  const AnalysisResult &analysis = ctx.facts.analysis(graph);
+/// A selection to move and where it selects.
+struct Candidate {
+  Node *node;
+  AlongDim along;
+};
+
+/// Moves \p candidates, selections of \p graph along a dimension >= 1, to
+/// dimension 0 and sinks the moves back (\p analysis: \p graph's, before).
+void moveSelections(Graph &graph, PassContext &ctx,
+                    const AnalysisResult &analysis,
+                    const std::vector<Candidate> &candidates) {
   std::deque<Node *> moves;
-  for (Node *node : analysis.nodesWhere([](c10::Symbol op) {
-         return op == c10::aten::index || op == c10::aten::index_select;
-       }))
-    if (std::optional<AlongDim> along = selectionAlongDim(node, analysis, ctx))
-      moves.push_back(moveToFront(*graph, node, *along, ctx));
-  if (moves.empty())
-    return false;
+  for (const Candidate &c : candidates)
+    moves.push_back(moveToFront(graph, c.node, c.along, ctx));
   // Each sunk consumer's results are moves back in their turn: a chain of
   // consumers is followed to its end, each rewritten once.
   while (!moves.empty()) {
@@ -288,14 +290,14 @@ bool moveSelections(std::shared_ptr<Graph> &graph, PassContext &ctx) {
       if (std::find(users.begin(), users.end(), u.user) == users.end())
         users.push_back(u.user);
     for (Node *use : users) {
-      std::optional<Sunk> sunk = sinkPast(*graph, use, *moved, analysis);
+      std::optional<Sunk> sunk = sinkPast(graph, use, *moved, analysis);
       if (!sunk)
         continue;
       torch::jit::WithInsertPoint guard(use);
       for (size_t i = 0; i < use->outputs().size(); ++i) {
         Value *out = sunk->clone->output(i);
         if (sunk->backDim && *sunk->backDim > 0) {
-          out = emitMove(*graph, out, 0, *sunk->backDim, use);
+          out = emitMove(graph, out, 0, *sunk->backDim, use);
           moves.push_back(out->node());
         }
         use->output(i)->replaceAllUsesWith(out);
@@ -305,7 +307,6 @@ bool moveSelections(std::shared_ptr<Graph> &graph, PassContext &ctx) {
     }
     eraseIfDead(move, ctx, kRule);
   }
-  return true;
 }
 
 /// The passes after this one up to bound, in pipeline order: the rules that
@@ -327,31 +328,37 @@ std::vector<std::string> takers() {
 
 bool leadingSelections(std::shared_ptr<Graph> &graph, PassContext &ctx) {
   const AnalysisResult &analysis = ctx.facts.analysis(graph);
-  std::vector<Node *> selections;
+  std::vector<Candidate> candidates;
   for (Node *node : analysis.nodesWhere([](c10::Symbol op) {
          return op == c10::aten::index || op == c10::aten::index_select;
        }))
-    if (selectionAlongDim(node, analysis, ctx))
-      selections.push_back(node);
-  if (selections.empty())
+    if (std::optional<AlongDim> along = selectionAlongDim(node, analysis, ctx))
+      candidates.push_back({node, *along});
+  if (candidates.empty())
     return false;
   // The moves cost two views each and gain only where a rule for dimension
   // 0 takes the selection further: tried on copies, with and without them,
   // through the passes that would, and kept only for fewer sync points.
   RewriteTrial with(*graph, ctx);
-  moveSelections(with.graph(), with.ctx());
+  std::vector<Candidate> twins;
+  for (const Candidate &c : candidates)
+    twins.push_back({with.counterpart(c.node),
+                     {c.along.dim, with.counterpart(c.along.index)}});
+  moveSelections(*with.graph(), with.ctx(),
+                 with.ctx().facts.analysis(with.graph()), twins);
   with.ctx().facts.invalidate();
   with.runPasses(takers());
   RewriteTrial without(*graph, ctx);
   without.runPasses(takers());
   if (with.cost().syncPoints >= without.cost().syncPoints) {
-    for (Node *node : selections)
-      ctx.declined(node, kRule,
+    for (const Candidate &c : candidates)
+      ctx.declined(c.node, kRule,
                    "along dimension 0 no rule takes it further: the graph "
                    "would reach the host as often");
     return false;
   }
-  return moveSelections(graph, ctx);
+  moveSelections(*graph, ctx, analysis, candidates);
+  return true;
 }
 
 } // namespace staticify

@@ -214,6 +214,17 @@ Value *RuleContext::guardOriginal(Value *cond, Node *node,
   return out;
 }
 
+std::vector<Value *> RuleContext::intListElements(Value *list) {
+  std::vector<Value *> elements;
+  if (std::optional<std::vector<int64_t>> all = constantIntList(list)) {
+    for (int64_t c : *all)
+      elements.push_back(constant(c));
+  } else if (list->node()->kind() == c10::prim::ListConstruct) {
+    elements.assign(list->node()->inputs().begin(), list->node()->inputs().end());
+  }
+  return elements;
+}
+
 Value *RuleContext::boundOf(const Rep &r, const Node *anchor) {
   return r.bound ? r.bound : emit(graph, "aten::size", {r.value, 0}, anchor);
 }

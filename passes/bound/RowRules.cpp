@@ -237,17 +237,9 @@ RuleResult expandRows(Node *node, RuleContext &rc) {
   Rep *r = rc.bounded(node->input(0));
   if (!r || node->inputs().size() != 3)
     return RuleResult::notApplicable();
-  // The sizes: a constant list, or a list built of host ints.
-  std::vector<std::optional<int64_t>> sizes;
-  if (std::optional<std::vector<int64_t>> all = constantIntList(node->input(1))) {
-    sizes.assign(all->begin(), all->end());
-  } else if (const Node *list = node->input(1)->node();
-             list->kind() == c10::prim::ListConstruct) {
-    for (const Value *size : list->inputs())
-      sizes.push_back(constantInt(size));
-  }
+  std::vector<Value *> sizes = rc.intListElements(node->input(1));
   std::optional<int64_t> rank = knownRank(node->input(0), &rc.analysis);
-  if (sizes.empty() || sizes.front() != -1 ||
+  if (sizes.empty() || constantInt(sizes.front()) != -1 ||
       (rank && static_cast<size_t>(*rank) != sizes.size()))
     return RuleResult::declined(
         "expand's sizes do not keep the rows: -1 first, one per dim");

@@ -308,6 +308,9 @@ public:
   //===--- Emitting -------------------------------------------------------===//
 
   torch::jit::Value *constant(int64_t c) { return graph.insertConstant(c); }
+  /// The elements of int list \p list: a constant list's as constants, a
+  /// list construct's inputs; empty for a list made otherwise.
+  std::vector<torch::jit::Value *> intListElements(torch::jit::Value *list);
   torch::jit::Value *none() { return graph.insertConstant(c10::IValue()); }
   torch::jit::Value *deviceOf(torch::jit::Value *t,
                               const torch::jit::Node *anchor);

@@ -255,16 +255,10 @@ RuleResult reshapeVectorToRows(Node *node, RuleContext &rc) {
   std::optional<int64_t> rank = y->is1D ? 1 : knownRank(node->input(0), &rc.analysis);
   if (rank && *rank != 1)
     return RuleResult::notApplicable();
-  // The sizes: a constant list, or one built of host ints; -1 first.
+  // The sizes, -1 first.
   torch::jit::Graph &graph = rc.graph;
-  std::vector<Value *> sizes;
   Node *list = node->input(1)->node();
-  if (std::optional<std::vector<int64_t>> all = constantIntList(node->input(1))) {
-    for (int64_t size : *all)
-      sizes.push_back(rc.constant(size));
-  } else if (list->kind() == c10::prim::ListConstruct) {
-    sizes.assign(list->inputs().begin(), list->inputs().end());
-  }
+  std::vector<Value *> sizes = rc.intListElements(node->input(1));
   if (sizes.size() < 2 || constantInt(sizes.front()) != -1)
     return RuleResult::notApplicable();
   Value *known = rc.constant(1);

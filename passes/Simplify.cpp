@@ -124,14 +124,15 @@ bool foldInt64Operand(Graph &graph, Node *node, const DTypeOfValue &dtypeOf,
   return true;
 }
 
-/// numel/size/dim of `op(t, numbers...)`, an elementwise op whose only
-/// tensor operand is t: t's shape is the result's, and reads of one shape
-/// then merge (`(labels == 1).numel()` and `(labels == 0).numel()`).
+/// numel/size/dim/device of `op(t, numbers...)`, an elementwise op whose
+/// only tensor operand is t: t's shape and device are the result's, and
+/// reads of one shape then merge (`(labels == 1).numel()` and
+/// `(labels == 0).numel()`).
 bool foldShapeOfElementwise(Node *node) {
   using namespace c10;
   static const Symbol numel = Symbol::aten("numel");
   if (node->kind() != numel && node->kind() != aten::size &&
-      node->kind() != aten::dim)
+      node->kind() != aten::dim && node->kind() != prim::device)
     return false;
   Node *def = node->input(0)->node();
   const OpInfo *info = opInfo(def);

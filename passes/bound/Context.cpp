@@ -133,6 +133,9 @@ void RuleContext::rename(Value *from, Value *to) {
     swap(drawn.order);
     for (Value *&mask : drawn.masks)
       swap(mask);
+    swap(drawn.sizes);
+    for (auto &[dim, stride] : drawn.strides)
+      swap(stride);
   }
 }
 

@@ -644,6 +644,15 @@ bool boundShapes(std::shared_ptr<Graph> &graph, PassContext &ctx) {
                                                drawn.masks.end(), there);
                          }),
           randomOrders.end());
+      // Their sizes and strides are made again where gone (folded, merged).
+      for (bound::RuleContext::RandomOrder &drawn : randomOrders)
+        if (drawn.sizes && !there(drawn.sizes)) {
+          drawn.sizes = nullptr;
+          drawn.strides.clear();
+        } else {
+          for (auto it = drawn.strides.begin(); it != drawn.strides.end();)
+            it = there(it->second) ? std::next(it) : drawn.strides.erase(it);
+        }
     }
     current = after;
     changed = true;

@@ -167,7 +167,11 @@ std::pair<Value *, Value *> sharedStride(RuleContext::RandomOrder &drawn,
   Value *&stride = drawn.strides[dim];
   if (!stride || !inScopeAt(stride, node))
     stride = insertForm(rc.graph, "row_stride",
-                        {drawn.sizes, rc.constant(dim)}, node)[0];
+                        {drawn.sizes,
+                         emit(rc.graph, "aten::numel", {drawn.masks.front()},
+                              node),
+                         rc.constant(dim)},
+                        node)[0];
   return {drawn.sizes, stride};
 }
 
@@ -474,12 +478,15 @@ RuleResult gather(Node *node, RuleContext &rc) {
   const OpInfo *made = opInfo(index->node());
   // index_select raises for a negative index, as the form then does.
   bool wrap = !selects && (i || !made || !made->has(kNonNegativeValues));
+  bool srcVector = s ? s->is1D : knownRank(src, &rc.analysis) == 1;
+  bool guardEmpty = i || !(selects || srcVector);
   Value *out =
       vector ? insertForm(rc.graph, "gather_vector_rows",
                           {padded, srcCount, i ? i->value : index,
                            i ? i->count : rc.none(),
                            rc.graph.insertConstant(wrap),
-                           rc.graph.insertConstant(selects)},
+                           rc.graph.insertConstant(selects),
+                           rc.graph.insertConstant(guardEmpty)},
                           node)[0]
              : insertForm(rc.graph, "gather_rows",
                           {padded, srcCount, i ? i->value : index,

@@ -53,10 +53,16 @@ def neutral_padding(x: Tensor, count: Tensor) -> Tensor:
     return torch.where(live, x, torch.full([], fill, dtype=x.dtype, device=x.device))
 
 
-def row_stride(sizes: List[int], k: int) -> int:
-    """The row-major stride of coordinate k in a tensor of `sizes`."""
+def row_stride(sizes: List[int], numel: int, k: int) -> int:
+    """The row-major stride of coordinate k in a tensor of `sizes` holding
+    `numel` elements, for dividing its positions. Of dim 0, numel over the
+    rows, no loop over the dims: exact where the tensor has an element
+    (every dim >= 1); where it has none, the only position to divide is
+    padding 0, and any stride >= 1 serves. A 0-d tensor is one row."""
     if k < 0:
         k = k + len(sizes)
+    if k == 0:
+        return max(numel // max((sizes + [1])[0], 1), 1)
     return stride_after(sizes, k)
 
 
@@ -186,19 +192,23 @@ def gather_rows(src: Tensor, src_count: Tensor, index: Tensor,
 
 def gather_vector_rows(src: Tensor, src_count: Tensor, index: Tensor,
                        index_count: Optional[Tensor], wrap: bool,
-                       checked: bool) -> Tensor:
+                       checked: bool, guard: bool) -> Tensor:
     """gather_rows for a vector index: one index_select, no reshapes.
     `wrap` is False where the index holds no negative value (a randperm,
     positions): nothing counts from the end. `checked` for index_select's
     gather, which raises for an index out of range even where src's rows
-    hold no element (src[index] reads none and raises nowhere)."""
+    hold no element (src[index] reads none and raises nowhere). `guard`
+    where an empty src needs zeros: padding rows of a bounded index read
+    row 0, which raises where the original reads nothing; x[i] of rows of
+    nothing reads no element, where index_select still checks i. Without
+    (a static index into a vector, or by index_select), the gather raises
+    where the original raises."""
     i = index
     if wrap:
         i = torch.where(index < 0, index + src_count, index)
     if index_count is not None:
         i = i.masked_fill(~live_rows(index.size(0), index_count), 0)
-    empty = src.size(0) == 0 if checked else src.numel() == 0
-    if empty:
+    if guard and (src.size(0) == 0 if checked else src.numel() == 0):
         return src.new_zeros([index.size(0)] + src.size()[1:])
     return src.index_select(0, i)
 

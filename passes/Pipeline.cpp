@@ -6,6 +6,7 @@
 #include "passes/AssumeNone.h"
 #include "passes/BatchedNms.h"
 #include "passes/BranchWrites.h"
+#include "passes/AllTestedSelections.h"
 #include "passes/CanonicalForms.h"
 #include "passes/Bounded.h"
 #include "passes/DictKeys.h"
@@ -555,6 +556,12 @@ const std::vector<PassInfo> &registeredPasses() {
        "boxes of one class suppress each other, marking the same mask; "
        "behind a guard on shapes, dtypes and devices",
        true, batchedNms},
+      {"all-tested-selections",
+       "`if not m.all(): x = x[m]` (or `if m.sum() != len(x)`, `if "
+       "(~m).any()`...) -> x[m]: where m is a bool vector of x's rows, x[m] "
+       "is x when every element holds; behind a host guard on m's dtype, "
+       "rank and rows, the if as it was in its fallback",
+       true, allTestedSelections},
       {"leading-selections",
        "a selection along a dimension d >= 1 by a vector (x[:, m], "
        "x.index_select(1, i)) -> the same selection along dimension 0 of "

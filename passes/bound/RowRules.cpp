@@ -217,6 +217,15 @@ RuleResult perRow(Node *node, RuleContext &rc) {
   const std::vector<const char *> *dims = perRowDims(node);
   std::optional<int64_t> minRank =
       dims ? trailingDimsRank(node, *dims, rc) : std::nullopt;
+  // Rank 1 at least, of a bounded operand (stack(..., dim=-1) of vectors
+  // whose rank the program does not fix): it has rows, no guard needed.
+  const Node *list = node->input(0)->node();
+  Value *ranked = list->kind() == c10::prim::ListConstruct &&
+                          !list->inputs().empty()
+                      ? list->input(0)
+                      : node->input(0);
+  if (minRank && *minRank == 1 && rc.bounded(ranked))
+    minRank = 0;
   // Behind a rank guard, the fallback's result must have the input's rows.
   if (!minRank || (*minRank > 0 && !opInfo(node)->has(kKeepsShape)))
     return RuleResult::notApplicable();

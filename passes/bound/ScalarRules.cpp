@@ -134,14 +134,34 @@ RuleResult reshapeLike(Node *node, RuleContext &rc) {
 
 /// A size list whose rows are those of a bounded value, with host sizes
 /// after it: `y.size()`, or `y.size() + [4]` (the checks batched_nms's
-/// rewrite makes of boxes against classes).
+/// rewrite makes of boxes against classes); or its rows alone,
+/// `y.size()[:1]` (AllTestedSelections.cpp's guard that a mask is a vector
+/// of y's rows).
 struct RowSizes {
   const Rep *of = nullptr;
   Value *extra = nullptr; // the host list after the sizes, or null
+  bool rowsOnly = false;
 };
+
+/// Whether \p node is `sizes[:1]`, of \p sizes if given.
+bool leadingSize(const Node *node, const Value *sizes = nullptr) {
+  return is(node, "aten::slice") && node->inputs().size() == 4 &&
+         (!sizes || node->input(0) == sizes) &&
+         (node->input(1)->mustBeNone() || constantInt(node->input(1)) == 0) &&
+         constantInt(node->input(2)) == 1 && constantInt(node->input(3)) == 1;
+}
 
 std::optional<RowSizes> rowSizes(Value *list, RuleContext &rc) {
   Node *node = list->node();
+  if (leadingSize(node)) {
+    Node *size = node->input(0)->node();
+    Rep *of = size->inputs().size() == 1 && is(size, "aten::size")
+                  ? rc.bounded(size->input(0))
+                  : nullptr;
+    if (!of)
+      return std::nullopt;
+    return RowSizes{of, nullptr, true};
+  }
   Value *extra = nullptr;
   if (is(node, "aten::add") && node->inputs().size() == 2 &&
       !rc.rep(node->input(1))) {
@@ -206,11 +226,17 @@ RuleResult sizeListCompared(Node *node, const Rep &r, RuleContext &rc) {
       for (const torch::jit::Use &sum : user->output()->uses())
         if (!compare(sum, RowSizes{&r, user->input(1)}))
           return RuleResult::declined();
+    } else if (use.offset == 0 && leadingSize(user, node->output())) {
+      for (const torch::jit::Use &rows : user->output()->uses())
+        if (!compare(rows, RowSizes{&r, nullptr, true}))
+          return RuleResult::declined();
     } else if (!compare(use, RowSizes{&r, nullptr})) {
       return RuleResult::declined();
     }
   }
   auto trailing = [&](const RowSizes &sizes) {
+    if (sizes.rowsOnly) // the rows alone: nothing after them
+      return rc.graph.insertConstant(std::vector<int64_t>{});
     Value *all = emit(rc.graph, "aten::size", {sizes.of->value}, node);
     Value *rest = emit(rc.graph, "aten::slice", {all, 1, rc.none(), 1}, node);
     return sizes.extra ? emit(rc.graph, "aten::add", {rest, sizes.extra}, node)

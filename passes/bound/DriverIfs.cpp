@@ -198,6 +198,13 @@ void Driver::joinBranches(Node *node) {
     return;
   // The results it had: those added here are padded rows and counts.
   const size_t results = node->outputs().size();
+  // The counts joined so far, with the branch counts each joins: results
+  // that have one count in each branch (selections by one mask there,
+  // kornia's match_mnn) keep one count after the if too.
+  struct Joined {
+    Value *then, *otherwise, *count;
+  };
+  std::vector<Joined> counts;
   for (size_t i = 0; i < results; ++i) {
     Block *then = node->blocks()[0], *otherwise = node->blocks()[1];
     Value *a = then->outputs()[i], *b = otherwise->outputs()[i];
@@ -229,9 +236,18 @@ void Driver::joinBranches(Node *node) {
     if (!rc.sameCount(ra->count, rb->count) ||
         encloses(then, ra->count->node()) ||
         encloses(otherwise, ra->count->node())) {
-      then->registerOutput(ra->count);
-      otherwise->registerOutput(rb->count);
-      count = node->addOutput()->setType(ra->count->type());
+      auto twin = std::find_if(counts.begin(), counts.end(), [&](const Joined &j) {
+        return rc.sameCount(j.then, ra->count) &&
+               rc.sameCount(j.otherwise, rb->count);
+      });
+      if (twin != counts.end()) {
+        count = twin->count;
+      } else {
+        then->registerOutput(ra->count);
+        otherwise->registerOutput(rb->count);
+        count = node->addOutput()->setType(ra->count->type());
+        counts.push_back({ra->count, rb->count, count});
+      }
     }
     rc.setBounded(node->output(i), padded, count, ra->isIndex && rb->isIndex,
                   ra->is1D && rb->is1D);

@@ -128,7 +128,7 @@ bool passRows(Node *node, RuleContext &rc, bool keepsDtype,
       return false;
   Value *count = nullptr;
   Value *first = nullptr; // the first bounded operand
-  bool allIndex = true;
+  bool allIndex = true, all1D = true;
   // Padded operands whose rank must equal the first's at run time.
   std::vector<Value *> guarded;
   // The padded stand-in of one operand, or null if it cannot go through.
@@ -154,6 +154,7 @@ bool passRows(Node *node, RuleContext &rc, bool keepsDtype,
     first = first ? first : v;
     count = count ? count : r->count;
     allIndex &= r->isIndex;
+    all1D &= r->is1D;
     return r->value;
   };
   std::unordered_map<Value *, Value *> replaced;
@@ -205,7 +206,11 @@ bool passRows(Node *node, RuleContext &rc, bool keepsDtype,
     bool index =
         known == DTypeKind::Long ||
         (known == DTypeKind::Unknown && allIndex && keepsDtype && i == 0);
-    rc.setBounded(node->output(i), results[i], count, index);
+    // Vectors and numbers make a vector where the op keeps the shape.
+    const OpInfo *op = opInfo(node);
+    bool vector = all1D && !list &&
+                  (opElementwise(node) || (op && op->has(kKeepsShape)));
+    rc.setBounded(node->output(i), results[i], count, index, vector);
   }
   if (list)
     rc.absorb(list);
@@ -215,8 +220,11 @@ bool passRows(Node *node, RuleContext &rc, bool keepsDtype,
 /// An op of kPerRowOps on trailing dimensions.
 RuleResult perRow(Node *node, RuleContext &rc) {
   const std::vector<const char *> *dims = perRowDims(node);
-  std::optional<int64_t> minRank =
+  std::optional<int64_t> rank =
       dims ? trailingDimsRank(node, *dims, rc) : std::nullopt;
+  if (!rank)
+    return RuleResult::notApplicable();
+  int64_t minRank = *rank;
   // Rank 1 at least, of a bounded operand (stack(..., dim=-1) of vectors
   // whose rank the program does not fix): it has rows, no guard needed.
   const Node *list = node->input(0)->node();
@@ -224,16 +232,16 @@ RuleResult perRow(Node *node, RuleContext &rc) {
                           !list->inputs().empty()
                       ? list->input(0)
                       : node->input(0);
-  if (minRank && *minRank == 1 && rc.bounded(ranked))
+  if (minRank == 1 && rc.bounded(ranked))
     minRank = 0;
   // Behind a rank guard, the fallback's result must have the input's rows.
-  if (!minRank || (*minRank > 0 && !opInfo(node)->has(kKeepsShape)))
+  if (minRank > 0 && !opInfo(node)->has(kKeepsShape))
     return RuleResult::notApplicable();
   Value *dtype = namedInput(node, "dtype");
   return RuleResult::appliedIf(
       passRows(node, rc,
                (!dtype || dtype->mustBeNone()) && !is(node, "aten::argsort"),
-               *minRank));
+               minRank));
 }
 
 /// x.expand(-1, s1, ...) of bounded rows x, one size per dim of x and -1

@@ -218,8 +218,9 @@ RuleResult reshapeMergingRows(Node *node, RuleContext &rc) {
       return RuleResult::notApplicable();
     known *= (*target)[i];
   }
-  // A vector's rows are elements: several make a row (reshapeVectorToRows).
-  if (known > 1 && (y->is1D || knownRank(node->input(0), &rc.analysis) == 1))
+  // A vector's rows are elements: several, or one, make a row
+  // (reshapeVectorToRows, which keeps the vector's count for one).
+  if (y->is1D || knownRank(node->input(0), &rc.analysis) == 1)
     return RuleResult::notApplicable();
   torch::jit::Graph &graph = rc.graph;
   Value *rowSize = insertForm(graph, "row_size", {y->value}, node)[0];
@@ -293,8 +294,11 @@ RuleResult reshapeVectorToRows(Node *node, RuleContext &rc) {
   // `loc_data[pos_idx].view(-1, 4)` and `loc_t[pos_idx].view(-1, 4)`): their
   // valid rows line up, so that elementwise ops and size checks combine
   // them.
-  Value *count = nullptr;
-  if (std::optional<int64_t> divisor = constantInt(known))
+  // Rows of one element (`w.view(-1, 1)`, a weight per row): the
+  // vector's own count.
+  std::optional<int64_t> divisor = constantInt(known);
+  Value *count = divisor == 1 ? y->count : nullptr;
+  if (divisor && !count)
     for (const auto &[v, r] : rc.reps) {
       const Node *made = r.kind == Rep::Kind::Bounded && r.count
                              ? r.count->node()

@@ -159,9 +159,13 @@ bool rowIndicesAsWhere(Graph &graph, Node *node) {
                  node->inputs().size() == 3 &&
                  constantInt(node->input(1)) == 1 &&
                  constantInt(node->input(2)) == 0;
+  // nonzero's result has two dims: squeeze(-1) is squeeze(1).
+  std::optional<int64_t> squeezed =
+      node->kind() == c10::aten::squeeze && node->inputs().size() == 2
+          ? constantInt(node->input(1))
+          : std::nullopt;
   bool asVector =
-      (node->kind() == c10::aten::squeeze && node->inputs().size() == 2 &&
-       constantInt(node->input(1)) == 1) ||
+      (squeezed && (*squeezed == 1 || *squeezed == -1)) ||
       ((node->kind() == c10::aten::reshape || node->kind() == c10::aten::view) &&
        node->inputs().size() == 2 && isFlatShape(node->input(1)));
   if (!column0 && !(asVector && knownRank(m) == 1))

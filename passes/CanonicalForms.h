@@ -8,7 +8,7 @@
 //   argwhere(m)                        -> nonzero(m)
 //   masked_select(x, m), x of m's shape -> x[m]
 //   nonzero(m)[:, 0]                   -> where(m)[0]
-//   nonzero(m).squeeze(1), .view(-1),
+//   nonzero(m).squeeze(1) (or -1), .view(-1),
 //   .reshape(-1), .flatten(), m 1-D    -> where(m)[0]
 //   abs(t) (Python's builtin)          -> t.abs()
 //   int(t.item()), float(t.item())     -> int(t), float(t)

@@ -90,6 +90,17 @@ Value *dtypeOperand(Node *node, const AnalysisResult &analysis) {
     return nullptr;
   if (op->dtype == DTypeRule::KeepsValueOperand)
     return node->input(0);
+  if (op->dtype == DTypeRule::Promotes) {
+    // Arithmetic of one tensor and integers (`gt_inds[pos] - 1`, mmdet's
+    // assigned boxes): the tensor's dtype decides (an int64 stays int64);
+    // a float number makes a float, a second tensor promotes with it.
+    for (size_t i = 1; i < node->inputs().size(); ++i) {
+      c10::TypeKind k = node->input(i)->type()->kind();
+      if (k != c10::TypeKind::IntType && k != c10::TypeKind::BoolType)
+        return nullptr;
+    }
+    return node->input(0);
+  }
   if (op->dtype != DTypeRule::KeepsInput)
     return nullptr;
   if (!op->has(kElementwise) ||

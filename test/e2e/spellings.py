@@ -426,6 +426,14 @@ def _(node, facts):
     return c and method(torch_call("nonzero", c), "squeeze", const(1))
 
 
+@expression_rule("where-nonzero-squeeze-last")
+def _(node, facts):
+    """`torch.where(c)[0]` (c 1-D) as `torch.nonzero(c).squeeze(-1)` (mmdet's
+    samplers)."""
+    c = _where_first(node, facts)
+    return c and method(torch_call("nonzero", c), "squeeze", const(-1))
+
+
 @expression_rule("where-nonzero-flatten")
 def _(node, facts):
     """`torch.where(c)[0]` (c 1-D) as `c.nonzero().flatten()`."""

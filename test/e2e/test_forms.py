@@ -122,23 +122,33 @@ def test_cat_two_rows_and_vector_gathers(cu):
         live = torch.tensor(int(torch.randint(0, 8, (), generator=gen)))
         for index_count in (None, live):
             want = cu.gather_rows(src, torch.tensor(n), index, index_count)
-            got = cu.gather_vector_rows(src, torch.tensor(n), index, index_count, True, False)
+            got = cu.gather_vector_rows(src, torch.tensor(n), index, index_count, True, False,
+                                        True)
             assert torch.equal(got, want)
         nonneg = index.abs().clamp_max(n - 1)
         assert torch.equal(cu.gather_vector_rows(src, torch.tensor(n), nonneg, None, False,
-                                                 True), src[nonneg])
+                                                 True, False), src[nonneg])
     empty = torch.zeros(0, 3)
     assert cu.gather_vector_rows(empty, torch.tensor(0), torch.zeros(4, dtype=torch.long),
-                                 torch.tensor(0), False, True).shape == (4, 3)
+                                 torch.tensor(0), False, True, True).shape == (4, 3)
+    # Unguarded (a static index into a vector): an empty vector raises for
+    # an index, as the original's does, and gathers nothing for none.
+    nothing, some = torch.zeros(0), torch.tensor([0, 1])
+    with pytest.raises(IndexError):
+        nothing[some]
+    with pytest.raises(RuntimeError):
+        cu.gather_vector_rows(nothing, torch.tensor(0), some, None, False, False, False)
+    assert cu.gather_vector_rows(nothing, torch.tensor(0), some[:0], None, False, False,
+                                 False).shape == (0,)
     # Rows of nothing: src[i] reads no element and raises for no index;
     # index_select (checked) raises for one out of range, as PyTorch's.
     hollow, out_of_range = torch.zeros(2, 0), torch.tensor([0, 5])
     assert torch.equal(cu.gather_vector_rows(hollow, torch.tensor(2), out_of_range, None,
-                                             False, False), hollow[out_of_range])
+                                             False, False, True), hollow[out_of_range])
     with pytest.raises(RuntimeError):
         hollow.index_select(0, out_of_range)
     with pytest.raises(RuntimeError):
-        cu.gather_vector_rows(hollow, torch.tensor(2), out_of_range, None, False, True)
+        cu.gather_vector_rows(hollow, torch.tensor(2), out_of_range, None, False, True, False)
 
 
 def test_put_at_mask_is_a_masked_store(cu):
@@ -183,7 +193,8 @@ def test_unique_consecutive_rows_is_torchs(cu):
 
 def test_coordinates_share_a_stride(cu):
     """coordinate_at given row_stride is coordinate, for every rank and k,
-    sizes with zeros included."""
+    sizes with zeros included (where a size is 0 there is no position to
+    divide, and row_stride of dim 0 may differ)."""
     gen = torch.Generator().manual_seed(2)
     for shape in shapes(gen):
         n = 1
@@ -193,7 +204,7 @@ def test_coordinates_share_a_stride(cu):
         for k in range(-len(shape), max(len(shape), 1)):
             if len(shape) == 0 and k != 0:
                 continue
-            assert torch.equal(cu.coordinate_at(flat, shape, k, cu.row_stride(shape, k)),
+            assert torch.equal(cu.coordinate_at(flat, shape, k, cu.row_stride(shape, n, k)),
                                cu.coordinate(flat, shape, k)), (shape, k)
             if len(shape) > 0:
                 # every position in row-major order: nonzero of ones

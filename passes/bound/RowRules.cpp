@@ -24,6 +24,7 @@
 #include "passes/OpCatalogue.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <limits>
 #include <unordered_map>
@@ -873,6 +874,44 @@ RuleResult divideByHostScalar(Node *node, RuleContext &rc) {
   return RuleResult::applied();
 }
 
+/// x * s, x / s, x + s, x - s of a static tensor x and a number s the
+/// rules lifted to a 0-d tensor (`loss.sum() / max(pos.numel(), 1)` of a
+/// count only the device knows): s moved to x's device and dtype, as the
+/// op casts a number to a floating x's dtype. Only for a floating x, which
+/// the host checks (metadata); an integral or bool x promotes a number
+/// otherwise than a tensor, and runs the op as it was in the guard's
+/// fallback (which reads s there).
+RuleResult scaleByLiftedNumber(Node *node, RuleContext &rc) {
+  static const std::array<const char *, 5> ops = {
+      "aten::mul", "aten::div", "aten::true_divide", "aten::add", "aten::sub"};
+  if (std::none_of(ops.begin(), ops.end(),
+                   [&](const char *op) { return is(node, op); }) ||
+      node->inputs().size() < 2 || !isTensor(node->input(0)) ||
+      rc.rep(node->input(0)) ||
+      rc.analysis.info(node->input(0)).isDataDependent())
+    return RuleResult::notApplicable();
+  Rep *s = rc.lifted(node->input(1));
+  c10::TypeKind kind = node->input(1)->type()->kind();
+  if (!s || (kind != c10::TypeKind::IntType && kind != c10::TypeKind::FloatType))
+    return RuleResult::notApplicable();
+  // alpha 1 (add, sub) and no rounding mode (div): a plain op on a tensor.
+  for (size_t i = 2; i < node->inputs().size(); ++i) {
+    Value *extra = node->input(i);
+    if (rc.rep(extra) ||
+        !(extra->mustBeNone() || constantInt(extra) == 1))
+      return RuleResult::notApplicable();
+  }
+  torch::jit::Graph &graph = rc.graph;
+  Value *x = node->input(0);
+  Value *floating = emit(graph, "aten::is_floating_point", {x}, node);
+  Value *out = rc.guardOriginal(floating, node, [&] {
+    Value *number = emit(graph, "aten::to", {s->value, x}, node);
+    return emit(graph, node->kind().toQualString(), {x, number}, node);
+  });
+  rc.replaceStatic(node->output(), out);
+  return RuleResult::applied();
+}
+
 /// x.to(other) and x.type_as(other) of a bounded other: other gives its
 /// dtype and device only, which its padded tensor has (torchvision's
 /// batched_nms: `torch.tensor(1).to(boxes)`, `idxs.to(boxes)`). x keeps
@@ -1013,6 +1052,7 @@ void addRowRules(std::vector<BoundRule> &rules) {
   rules.push_back({"reduce", On::Use, {}, reduce});
   rules.push_back({"convert-like-other", On::Use, {}, convertLikeOther});
   rules.push_back({"divide-by-host-scalar", On::Use, {}, divideByHostScalar});
+  rules.push_back({"scale-by-lifted-number", On::Use, {}, scaleByLiftedNumber});
   rules.push_back({"elementwise", On::Use, {}, elementwise});
 }
 

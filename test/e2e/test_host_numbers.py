@@ -13,7 +13,10 @@ the real binary, against the original in PyTorch.
   scatter_add into 256 zeros; any other dtype or rank takes bincount.
 - lift-scalars: a fake-quantize observer's scale and zero point, read with
   `.item()`/`float()`/`int()`, go to fake_quantize_per_tensor_affine's
-  tensor overload."""
+  tensor overload.
+- bound: a loss divided by a count only the device knows (mmdet's
+  `loss / max(pos_inds.numel(), 1)`) divides by the count as a tensor of
+  the loss's dtype; an integer sum takes the guard's fallback."""
 from typing import List
 
 import pytest
@@ -194,3 +197,34 @@ def test_confusion_of_a_host_class_count_is_static(staticify, save, tmp_path):
     original.num_classes = result.num_classes = 3
     pred, target = torch.randint(0, 3, (20,), generator=gen), torch.randint(0, 3, (20,), generator=gen)
     assert torch.equal(original(pred, target), result(pred, target))
+
+
+class AssignedBoxLoss(torch.nn.Module):
+    """mmdet's PseudoSampler and bbox loss: positives by unique(nonzero),
+    their ground truth by gt_inds - 1, the summed L1 loss over the number
+    of positives (a count only the device knows), and an integer sum over
+    it, whose fallback divides as the original does."""
+
+    def forward(self, gt_inds, bboxes, gt_bboxes):
+        pos = torch.unique(torch.nonzero(gt_inds > 0).squeeze(-1))
+        gt = gt_bboxes[gt_inds[pos] - 1, :]
+        loss = torch.nn.functional.l1_loss(bboxes[pos], gt, reduction="sum")
+        return loss / max(pos.numel(), 1), gt_inds.sum() / max(pos.numel(), 1)
+
+
+def test_a_loss_over_a_device_count_is_static(staticify, save, tmp_path):
+    path = save(AssignedBoxLoss())
+    out = tmp_path / "static.pt"
+    report = staticify.report(path, "-o", out)
+    before, after = sync_points(report)
+    assert before >= 4 and after == 0, (before, after)
+    original, static = torch.jit.load(str(path)), torch.jit.load(str(out))
+    gen = torch.Generator().manual_seed(0)
+    for n, gts in ((0, 3), (1, 3), (9, 3), (9, 1)):
+        # Nothing assigned, some, everything.
+        for high in (1, gts + 1):
+            gt_inds = torch.randint(0, high, (n,), generator=gen)
+            bboxes, gt_bboxes = torch.randn(n, 4, generator=gen), torch.randn(gts, 4, generator=gen)
+            want, got = original(gt_inds, bboxes, gt_bboxes), static(gt_inds, bboxes, gt_bboxes)
+            for w, g in zip(want, got):
+                assert w.dtype == g.dtype and torch.allclose(w, g), (n, gts, high)

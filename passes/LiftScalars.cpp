@@ -8,6 +8,7 @@
 #include "passes/Selection.h"
 
 #include <algorithm>
+#include <array>
 #include <functional>
 #include <limits>
 #include <map>
@@ -199,6 +200,14 @@ bool takesQParamsAsTensors(const Node *node) {
 bool acceptsTensorAt(const Node *node, size_t offset) {
   if (takesQParamsAsTensors(node))
     return offset == 1 || offset == 2;
+  // x.mul_(s) and its kin: their Tensor overloads write x in place too,
+  // casting s to x's dtype as the Scalar ones do (mmseg's accuracy,
+  // `correct_k.mul_(100.0 / total)`).
+  static const std::array<c10::Symbol, 4> inPlace = {
+      c10::Symbol::aten("mul_"), c10::Symbol::aten("div_"),
+      c10::Symbol::aten("add_"), c10::Symbol::aten("sub_")};
+  if (std::find(inPlace.begin(), inPlace.end(), node->kind()) != inPlace.end())
+    return offset == 1 && node->inputs().size() <= 3 && isTensor(node->input(0));
   const OpInfo *op = opInfo(node);
   if (!op || node->outputs().size() != 1 || !isTensor(node->output(0)))
     return false;

@@ -874,7 +874,7 @@ RuleResult divideByHostScalar(Node *node, RuleContext &rc) {
   return RuleResult::applied();
 }
 
-/// x * s, x / s, x + s, x - s of a static tensor x and a number s the
+/// x * s, x / s, x + s, x - s (or in place: x.mul_(s)) of a static tensor x and a number s the
 /// rules lifted to a 0-d tensor (`loss.sum() / max(pos.numel(), 1)` of a
 /// count only the device knows): s moved to x's device and dtype, as the
 /// op casts a number to a floating x's dtype. Only for a floating x, which
@@ -884,8 +884,15 @@ RuleResult divideByHostScalar(Node *node, RuleContext &rc) {
 RuleResult scaleByLiftedNumber(Node *node, RuleContext &rc) {
   static const std::array<const char *, 5> ops = {
       "aten::mul", "aten::div", "aten::true_divide", "aten::add", "aten::sub"};
-  if (std::none_of(ops.begin(), ops.end(),
-                   [&](const char *op) { return is(node, op); }) ||
+  static const std::array<const char *, 4> inPlace = {
+      "aten::mul_", "aten::div_", "aten::add_", "aten::sub_"};
+  // In place (`res.append(correct_k.mul_(100.0 / total))`, mmseg's
+  // accuracy): the Tensor overload, in place too.
+  auto any = [&](const auto &names) {
+    return std::any_of(names.begin(), names.end(),
+                       [&](const char *op) { return is(node, op); });
+  };
+  if ((!any(ops) && !any(inPlace)) ||
       node->inputs().size() < 2 || !isTensor(node->input(0)) ||
       rc.rep(node->input(0)) ||
       rc.analysis.info(node->input(0)).isDataDependent())

@@ -221,6 +221,32 @@ bool acceptsTensorAt(const Node *node, size_t offset) {
   return false;
 }
 
+/// The write of `x[..., a:b] = value` (TorchScript: the slice's copy_ of
+/// a 0-d tensor, or its fill_), where \p slice is `slice(v, dim, a, b, 1)`
+/// with a constant dim, used only by that write and by reads of its dtype
+/// and device; nullptr for any other slice. A bound read from data (a
+/// SpecAugment mask's start, a sequence's length) then needs no host read:
+/// the store is a masked one, by the positions the slice spans.
+Node *rangeStore(const Node *slice) {
+  if (slice->kind() != c10::aten::slice || slice->inputs().size() != 5 ||
+      !isTensor(slice->input(0)) || !constantInt(slice->input(1)) ||
+      constantInt(slice->input(4)) != 1)
+    return nullptr;
+  Node *write = nullptr;
+  for (const torch::jit::Use &use : slice->output()->uses()) {
+    const Node *user = use.user;
+    if (user->kind() == c10::prim::dtype || user->kind() == c10::prim::device)
+      continue;
+    bool fills = user->kind() == c10::aten::fill_ && user->inputs().size() == 2 &&
+                 !isTensor(user->input(1));
+    bool copies = user->kind() == c10::aten::copy_ && provablyZeroDim(user->input(1));
+    if (write || use.offset != 0 || !(fills || copies) || user->output()->hasUses())
+      return nullptr;
+    write = use.user;
+  }
+  return write;
+}
+
 struct Region {
   std::vector<Node *> sources;                  // the sync reads it grows from
   std::unordered_set<Node *> touched;           // every user seen, for grouping
@@ -488,6 +514,7 @@ Region growRegion(const std::vector<Node *> &sources,
         continue;
       }
       if (isScalarFactory(user, use.offset) ||
+          ((use.offset == 2 || use.offset == 3) && rangeStore(user)) ||
           (!inputAffectsShape(user, use.offset) &&
            acceptsTensorAt(user, use.offset))) {
         r.sinks.emplace_back(user, use.offset);
@@ -627,6 +654,8 @@ private:
   Value *device = nullptr; // where host operands go: the first source's
   std::unordered_map<Value *, Value *> lifted;
   std::map<std::pair<Value *, const torch::jit::Block *>, Value *> hostTensors;
+  /// Range stores made (liftRangeStore): their slices are gone.
+  std::unordered_set<const Node *> stored;
 
   /// `t.item()` as a Python number would be: int64 for integral dtypes,
   /// float64 for floating ones, bool for bool; chosen by branches on t's
@@ -780,7 +809,90 @@ private:
     }
   }
 
+  /// `v[..., a:b] = value` along \p slice's dim as
+  /// `v.masked_fill_(positions in [a, b), value)`: a and b, lifted or host
+  /// numbers, made non-negative and clamped to the dim as slicing does; a
+  /// tensor value (not a host number made one) goes in by where.
+  void liftRangeStore(Node *slice, Node *write, PassContext &ctx) {
+    torch::jit::WithInsertPoint guard(slice);
+    Value *v = slice->input(0);
+    const int64_t dim = *constantInt(slice->input(1));
+    Value *n = emit(graph, "aten::size", {v, dim}, slice);
+    Value *dev = emit(graph, "prim::device", {v}, slice);
+    Value *nt = emit(graph, "aten::scalar_tensor", {n}, slice,
+                     {torch::jit::NamedValue("dtype", int64_t{4}),
+                      torch::jit::NamedValue("device", dev)});
+    auto bound = [&](Value *b, bool isEnd) {
+      if (b->mustBeNone())
+        return isEnd ? nt : emit(graph, "aten::zeros_like", {nt}, slice);
+      Value *t = emit(graph, "aten::to",
+                      {operand(b, slice), dev, int64_t{4}}, slice);
+      Value *wrapped = emit(
+          graph, "aten::where",
+          {emit(graph, "aten::lt", {t, 0}, slice),
+           emit(graph, "aten::add", {t, nt}, slice), t},
+          slice);
+      return emit(graph, "aten::minimum",
+                  {emit(graph, "aten::clamp_min", {wrapped, 0}, slice), nt},
+                  slice);
+    };
+    Value *start = bound(slice->input(2), false);
+    Value *end = bound(slice->input(3), true);
+    Value *positions = emit(graph, "aten::arange", {n}, slice,
+                            {torch::jit::NamedValue("device", dev)});
+    Value *inside = emit(
+        graph, "aten::__and__",
+        {emit(graph, "aten::ge", {positions, start}, slice),
+         emit(graph, "aten::lt", {positions, end}, slice)},
+        slice);
+    // Along dim: [n] followed by a 1 per dim after it.
+    Value *rank = emit(graph, "aten::dim", {v}, slice);
+    Value *after = dim >= 0 ? emit(graph, "aten::sub", {rank, dim + 1}, slice)
+                            : graph.insertConstant(-dim - 1);
+    Value *shape = emit(
+        graph, "aten::add",
+        {graph.insertNode(graph.createList(c10::IntType::get(), {n}))->output(),
+         emit(graph, "aten::mul", {std::vector<int64_t>{1}, after}, slice)},
+        slice);
+    Value *mask = emit(graph, "aten::reshape", {inside, shape}, slice);
+    Value *value = write->input(1);
+    // A host number made a tensor (`x[a:b] = 0.0`): masked_fill's number.
+    if (write->kind() == c10::aten::copy_ && value->node()->kind() == c10::aten::tensor &&
+        !isTensor(value->node()->input(0)))
+      value = value->node()->input(0);
+    {
+      torch::jit::WithInsertPoint at(write);
+      if (isTensor(value))
+        emit(graph, "aten::copy_",
+             {v, emit(graph, "aten::where",
+                      {mask, emit(graph, "aten::to",
+                                  {value, emit(graph, "prim::dtype", {v}, write)},
+                                  write),
+                       v},
+                      write)},
+             write);
+      else
+        emit(graph, "aten::masked_fill_", {v, mask, value}, write);
+    }
+    // The slice's dtype and device are v's.
+    for (const torch::jit::Use &use : std::vector<torch::jit::Use>(
+             slice->output()->uses().begin(), slice->output()->uses().end()))
+      if (use.user != write)
+        use.user->replaceInput(use.offset, v);
+    ctx.rewrote(write, kRule);
+    write->destroy();
+    ctx.rewrote(slice, kRule);
+    slice->destroy();
+  }
+
   void liftSink(Node *user, size_t offset, PassContext &ctx) {
+    if (stored.count(user))
+      return; // a range store, made at its other bound
+    if (user->kind() == c10::aten::slice) {
+      stored.insert(user);
+      liftRangeStore(user, rangeStore(user), ctx);
+      return;
+    }
     torch::jit::WithInsertPoint guard(user);
     Value *t = lifted.at(user->input(offset));
     if (isScalarFactory(user, offset)) {

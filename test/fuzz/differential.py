@@ -88,7 +88,8 @@ DD_FEATURES = {"store-const", "store-0d", "store-sel", "store-sel-var", "store-a
                "helper-call", "where", "nonzero", "gather", "int-of-count", "int", "float",
                "num", "numel", "reduce", "reduce-dim0", "sort", "topk", "unique", "cat",
                "nested-mask", "arange", "slice-k", "narrow-k", "if", "if-elif", "if-shield",
-               "recompute-select", "loop", "branch-store"}
+               "recompute-select", "loop", "branch-store", "all-tested",
+               "all-tested-normalized", "range-store"}
 
 
 @dataclasses.dataclass
@@ -519,6 +520,67 @@ class Gen:
                        f"{s.name}[:, :1].expand(-1, 3).sum(0)"])
         return self.add(Var(self.fresh("r"), "static", "f"), expr, "rows-more")
 
+    def p_all_tested(self):
+        """Rows selected only where some are filtered (detectron2's `if not
+        valid.all(): boxes = boxes[valid]`), in the test's spellings, of one
+        or two tensors by one row mask; then a sum over the selected rows
+        divided by their count, out of place or in place (mmdet, mmseg)."""
+        m = self.pick(lambda v: v.kind == "mask" and v.mk == "row")
+        if m is None:
+            return False
+        a = self.pick(lambda v: v.kind == "full" and v.dtype == "f" and self.mask_fits(m, v))
+        if a is None:
+            return False
+        b = self.pick(lambda v: v.kind == "full" and self.mask_fits(m, v) and v is not a)
+        test = self.c([f"not bool({m.name}.all())", f"bool((~{m.name}).any())",
+                       f"int({m.name}.sum()) != {a.name}.size(0)",
+                       f"{m.name}.sum().item() != len({a.name})"])
+        rank = self.rank_of(a.mk)
+        outs = [(a, Var(self.fresh("s"), "dyn", a.dtype, rank=rank, sig=self.sel_sig(m, a)))]
+        if b is not None and self.r.random() < 0.6:
+            outs.append((b, Var(self.fresh("s"), "dyn", b.dtype, rank=self.rank_of(b.mk),
+                                sig=self.sel_sig(m, b))))
+        for src, out in outs:
+            self.emit(f"{out.name} = {src.name}", "all-tested")
+        self.emit(f"if {test}:", "all-tested")
+        for src, out in outs:
+            self.emit(f"    {out.name} = {src.name}[{m.name}]", "all-tested")
+        for _, out in outs:
+            out.dd = True
+            self.pool.append(out)
+        s = outs[0][1]
+        if self.r.random() < 0.6:
+            total = Var(self.fresh("r"), "static", "f")
+            count = self.c([f"max({s.name}.size(0), 1)", f"max({s.name}.numel(), 1)"])
+            expr = self.c([f"{s.name}.sum(0) / {count}",
+                           f"{s.name}.sum().mul_(100.0 / {count})"])
+            return self.add(total, expr, "all-tested-normalized")
+        return True
+
+    def p_range_store(self):
+        """A store into a range bounded by data (torchaudio's
+        mask_along_axis, a padding mask row by row): `c[:, a:b] = v` with a
+        and b read from a tensor, negative and past the dim included, on a
+        copy of a 2-D input."""
+        if len(self.S) != 2:
+            return False
+        a = self.pick(lambda v: v.kind == "full" and v.dtype == "f" and v.mk == "elem")
+        if a is None:
+            return False
+        out = Var(self.fresh("c"), "full", "f", "elem")
+        lo = self.c([f"int({a.name}[0, 0] * 3.0)", f"int(({a.name} > 0.0).sum()) - 2",
+                     f"{a.name}.argmax().item() % 4", ""])
+        hi = self.c([f"int({a.name}.sum())", f"int(({a.name} > 0.5).sum())",
+                     f"-int(({a.name} < 0.0).sum())", ""])
+        if not lo and not hi:
+            hi = f"int({a.name}.sum())"
+        value = self.c(["0.0", "-1.5", f"{a.name}.amax()"])
+        self.emit(f"{out.name} = {a.name}.clone()", "range-store")
+        self.emit(f"{out.name}[:, {lo}:{hi}] = {value}", "range-store")
+        out.dd = True
+        self.pool.append(out)
+        return True
+
     def p_dyn_struct(self):
         s = self.dyn()
         if s is None:
@@ -842,7 +904,7 @@ class Gen:
                    ("p_reduce", 16), ("p_scalar", 9), ("p_int_use", 5), ("p_if", 6),
                    ("p_dead", 3), ("p_helper_dyn", 1), ("p_recompute", 3), ("p_loop", 4),
                    ("p_branch_store", 4), ("p_runs", 2), ("p_columns", 2),
-                   ("p_rows_more", 3)]
+                   ("p_rows_more", 3), ("p_all_tested", 3), ("p_range_store", 2)]
 
     def returnable(self, v):
         return v.kind not in ("num",) and v.name not in ("x", "y", "t", "xi")

@@ -259,7 +259,8 @@ RuleResult intOfTensor(Node *node, RuleContext &rc) {
   if (!isTensor(node->input(0)))
     return RuleResult::notApplicable();
   Value *counted = countedTensor(node->input(0), rc);
-  if (!counted && !rc.hintFor(node->output()))
+  // item() of a count is an int too (`torch.arange(m.sum().item())`).
+  if (!counted && (is(node, "aten::item") || !rc.hintFor(node->output())))
     return RuleResult::notApplicable();
   Rep r(Rep::Kind::Lifted);
   r.value = castTo(rc.graph,
@@ -269,6 +270,15 @@ RuleResult intOfTensor(Node *node, RuleContext &rc) {
   if (counted) {
     r.range.lo = 0;
     r.range.hi = emit(rc.graph, "aten::numel", {counted}, node);
+    // int(m.sum()) of a bool m that nothing writes counts m's true
+    // elements: the count of a selection by m (PyG's subgraph,
+    // `node_idx[subset] = torch.arange(int(subset.sum()))`: one value per
+    // true element of the mask written at it).
+    Node *sum = node->input(0)->node();
+    if (is(sum, "aten::sum") && sum->input(0) == counted &&
+        rc.analysis.info(counted).dtype == DTypeKind::Bool &&
+        !rc.aliases.hasWriters(counted))
+      rc.selectionCounts.emplace(counted, std::make_pair(counted, r.value));
   }
   rc.setRep(node->output(), r);
   return RuleResult::applied();
@@ -299,7 +309,8 @@ void addRootRules(std::vector<BoundRule> &rules) {
   rules.push_back({"unique-rows", On::Root, ops({"aten::unique_dim"}),
                    uniqueRows});
   rules.push_back({"int-of-tensor", On::Root,
-                   ops({"aten::Int", "aten::IntImplicit"}), intOfTensor});
+                   ops({"aten::Int", "aten::IntImplicit", "aten::item"}),
+                   intOfTensor});
 }
 
 } // namespace staticify::bound

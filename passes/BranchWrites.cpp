@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <unordered_map>
+#include <unordered_set>
 
 namespace staticify {
 
@@ -29,7 +30,92 @@ constexpr const char *kRule = "branch-writes";
 struct Write {
   Node *node;
   Value *root;
+  const Block *branch; // the branch it is in (node goes when functionalized)
+  /// The views the write goes through, made in the branch from the root
+  /// (`y[i] = v`, `y[:, a:b] = v`: selects and slices), outermost first.
+  std::vector<Node *> views;
 };
+
+/// `select(x, d, i)` or `slice(x, d, s, e, step)` with host arguments: a
+/// view whose write has a functional form (scatterInto).
+bool isScatterableView(const Node *n) {
+  if (n->kind() != c10::aten::select && n->kind() != c10::aten::slice)
+    return false;
+  if (!isTensor(n->input(0)) || n->outputs().size() != 1)
+    return false;
+  return std::none_of(n->inputs().begin() + 1, n->inputs().end(),
+                      [](const Value *in) { return carriesTensor(in->type()); });
+}
+
+/// The views from a root to \p y, made in \p block, each read only by
+/// the next (or the write) and for its metadata: empty where \p y is no
+/// such view.
+std::vector<Node *> viewChain(Value *y, const Block *block) {
+  std::vector<Node *> chain;
+  for (Value *v = y; v->node()->owningBlock() == block &&
+                     isScatterableView(v->node());
+       v = v->node()->input(0)) {
+    // Read only by the next view or the write, and for its dtype and
+    // device (`y[0] = 1.0` makes its value with the view's).
+    size_t valueReads = 0;
+    for (const torch::jit::Use &use : v->uses())
+      valueReads += use.user->kind() != c10::prim::dtype &&
+                    use.user->kind() != c10::prim::device;
+    if (valueReads != 1)
+      return {};
+    chain.push_back(v->node());
+  }
+  std::reverse(chain.begin(), chain.end());
+  return chain;
+}
+
+/// The value \p view's write-back makes of its base: \p base with \p
+/// content where the view is, made before \p at. A slice's by
+/// slice_scatter, which clamps its bounds as slice does (it raises only
+/// where content has another shape than the slice, and content is made of
+/// it). A select's by where() at the row k, which never raises: hoisted,
+/// a k out of range where the branch is not taken writes nothing (the
+/// select itself is shielded: if-convert).
+Value *scatterInto(Graph &graph, Node *view, Value *base, Value *content,
+                   Node *at) {
+  torch::jit::WithInsertPoint before(at);
+  if (view->kind() == c10::aten::slice) {
+    std::vector<torch::jit::NamedValue> args = {base, content};
+    for (size_t i = 1; i < view->inputs().size(); ++i)
+      args.emplace_back(view->input(i));
+    return emit(graph, "aten::slice_scatter", args, view);
+  }
+  Value *rank = emit(graph, "aten::dim", {base}, view);
+  Value *d = view->input(1);
+  if (std::optional<int64_t> c = constantInt(d); !c || *c < 0)
+    d = emit(graph, "aten::remainder", {d, rank}, view); // from the end
+  Value *n = emit(graph, "aten::size", {base, d}, view);
+  Value *k = view->input(2);
+  Value *p = emit(graph, "aten::arange", {n}, view,
+                  {torch::jit::NamedValue("device",
+                                          emit(graph, "prim::device", {base}, view))});
+  // Row k counted from either end: no row where k is out of range.
+  Value *row = emit(graph, "aten::__or__",
+                    {emit(graph, "aten::eq", {p, k}, view),
+                     emit(graph, "aten::eq",
+                          {p, emit(graph, "aten::add", {k, n}, view)}, view)},
+                    view);
+  Value *trailing = emit(graph, "aten::sub",
+                         {emit(graph, "aten::sub", {rank, d}, view), 1}, view);
+  Value *shape = emit(
+      graph, "aten::add",
+      {graph.insertNode(graph.createList(c10::IntType::get(), {n}))->output(),
+       emit(graph, "aten::mul", {std::vector<int64_t>{1}, trailing}, view)},
+      view);
+  // Of the rows (d = 0) content broadcasts against base as it is; along
+  // another dim it takes that dim back.
+  Value *rows = constantInt(d) == 0
+                    ? content
+                    : emit(graph, "aten::unsqueeze", {content, d}, view);
+  return emit(graph, "aten::where",
+              {emit(graph, "aten::reshape", {row, shape}, view), rows, base},
+              view);
+}
 
 bool writesInside(const Node *node) {
   for (const Block *b : node->blocks())
@@ -88,6 +174,14 @@ std::string planReason(Node *ifNode, const Aliases &aliases, Plan &plan) {
       if (!computableOutOfPlace(n))
         return "'" + op + "' has no out-of-place form";
       Value *y = n->input(0);
+      // A write into a view of the root made here (`y[i] = v`): the root
+      // with the view's new content scattered into it.
+      std::vector<Node *> views = viewChain(y, b);
+      if (!views.empty()) {
+        if (n->output()->hasUses())
+          return "a branch reads the view '" + op + "' writes";
+        y = views.front()->input(0);
+      }
       if (auto it = rootOf.find(y); it != rootOf.end())
         y = it->second;
       // A value made in the branch must be new memory (a clone, zeros...),
@@ -101,8 +195,9 @@ std::string planReason(Node *ifNode, const Aliases &aliases, Plan &plan) {
                                 aliases.mayAlias(y, in);
                        })))
         return "a branch writes to a value that may be a view";
-      rootOf[n->output()] = y;
-      writes.push_back({n, y});
+      if (views.empty())
+        rootOf[n->output()] = y;
+      writes.push_back({n, y, b, std::move(views)});
     }
   }
   // A result that is a written value in one branch must be that value in
@@ -123,12 +218,34 @@ std::string planReason(Node *ifNode, const Aliases &aliases, Plan &plan) {
   }
   // A view of a written value read in a branch would see the write there;
   // computed out of place, it would not.
+  // (The views a write goes through are read only by it.)
+  std::unordered_set<const Value *> written;
+  for (const Write &w : writes)
+    for (const Node *view : w.views)
+      written.insert(view->output());
+  // A view of the root made in the branch (`y[0] * 2.0` after `y[1] =
+  // ...`) reads the root's version where it is made, as out of place it
+  // does, unless a write to the root comes between it and a read of it.
+  auto freshView = [&](const Value *v, const Value *root) {
+    const Node *view = v->node();
+    if (!insideOf(view, ifNode) || !isScatterableView(view) ||
+        (view->input(0) != root && rootOfWritten(view->input(0), writes) != root))
+      return false;
+    for (const Write &x : writes)
+      if (x.root == root && x.node->owningBlock() == view->owningBlock() &&
+          view->isBefore(x.node))
+        for (const torch::jit::Use &use : v->uses())
+          if (!use.user->isBefore(x.node))
+            return false;
+    return true;
+  };
   for (const Write &w : writes)
     for (Block *b : ifNode->blocks()) {
       std::vector<const Value *> reads;
       readsOf(b, reads);
       for (const Value *v : reads)
-        if (rootOfWritten(v, writes) != w.root && aliases.mayAlias(v, w.root))
+        if (!written.count(v) && rootOfWritten(v, writes) != w.root &&
+            !freshView(v, w.root) && aliases.mayAlias(v, w.root))
           return "a branch reads a value that may alias one it writes";
     }
   return "";
@@ -171,8 +288,13 @@ std::vector<Value *> functionalize(Graph &graph, Node *ifNode,
       if (w == writes.end())
         continue;
       Value *value = outOfPlace(graph, n, n->input(0));
+      // Through views: each one's new content scattered into its base, out
+      // to the root (the views read the root's current version already).
+      for (auto view = w->views.rbegin(); view != w->views.rend(); ++view)
+        value = scatterInto(graph, *view, (*view)->input(0), value, n);
       now[w->root] = value;
-      n->output()->replaceAllUsesWith(value);
+      if (w->views.empty())
+        n->output()->replaceAllUsesWith(value);
       ctx.rewrote(n, kRule);
       n->destroy();
     }
@@ -188,12 +310,21 @@ std::vector<Value *> functionalize(Graph &graph, Node *ifNode,
 }
 
 /// After \p ifNode (on data): each root written back from the if's
-/// result, unconditionally with grad mode off, else only where the
-/// condition holds (the guard's fallback): a write there could invalidate a
+/// result, unconditionally with grad mode off, else only where a branch
+/// that writes it is taken (the guard's fallback): a write there could invalidate a
 /// tensor saved for backward, or make the root require grad where the
 /// original left it alone.
-void writeBack(Graph &graph, Node *ifNode, const std::vector<Value *> &roots) {
+void writeBack(Graph &graph, Node *ifNode, const std::vector<Value *> &roots,
+               const std::vector<Write> &writes) {
   size_t first = ifNode->outputs().size() - roots.size();
+  // Which branch writes each root (the then branch, the else branch, or
+  // both): where grad mode is on, the fallback writes a root back only
+  // where a branch that writes it is taken.
+  auto writtenIn = [&](const Block *b, const Value *root) {
+    return std::any_of(writes.begin(), writes.end(), [&](const Write &w) {
+      return w.root == root && w.branch == b;
+    });
+  };
   Node *cond = ifNode->input(0)->node();
   torch::jit::WithInsertPoint at(ifNode->next());
   // With grad mode on, a write where the branch was not taken could bump
@@ -203,16 +334,18 @@ void writeBack(Graph &graph, Node *ifNode, const std::vector<Value *> &roots) {
   Value *untracked = emit(
       graph, "aten::__not__",
       {emit(graph, "aten::is_grad_enabled", {}, ifNode)}, ifNode);
-  auto copies = [&](Block *block) {
+  // \p branch: the branch whose writes are copied back; null: all.
+  auto copies = [&](Block *block, const Block *branch) {
     torch::jit::WithInsertPoint in(block);
     for (size_t k = 0; k < roots.size(); ++k)
-      emit(graph, "aten::copy_", {roots[k], ifNode->output(first + k)}, ifNode);
+      if (!branch || writtenIn(branch, roots[k]))
+        emit(graph, "aten::copy_", {roots[k], ifNode->output(first + k)}, ifNode);
   };
   Node *guard =
       graph.insertNode(graph.create(c10::prim::If, {untracked}, 0));
   guard->setSourceRange(ifNode->sourceRange());
   guard->i_(guardAttr(), 1);
-  copies(guard->addBlock());
+  copies(guard->addBlock(), nullptr);
   Block *fallback = guard->addBlock();
   torch::jit::WithInsertPoint in(fallback);
   // `bool(t)` read again there, so that the if's own read can go when it is
@@ -224,8 +357,8 @@ void writeBack(Graph &graph, Node *ifNode, const std::vector<Value *> &roots) {
   Node *taken =
       graph.insertNode(graph.create(c10::prim::If, {again}, 0));
   taken->setSourceRange(ifNode->sourceRange());
-  copies(taken->addBlock());
-  taken->addBlock();
+  copies(taken->addBlock(), ifNode->blocks()[0]);
+  copies(taken->addBlock(), ifNode->blocks()[1]);
 }
 
 } // namespace
@@ -263,7 +396,7 @@ bool branchWrites(std::shared_ptr<Graph> &graph, PassContext &ctx) {
     }
     std::vector<Value *> roots = functionalize(*graph, node, plan.writes, ctx);
     if (!roots.empty())
-      writeBack(*graph, node, roots);
+      writeBack(*graph, node, roots, plan.writes);
     changed = true;
   }
   return changed;

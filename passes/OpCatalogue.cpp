@@ -202,6 +202,13 @@ bool neverRaisesOnValues(const Node *node) {
               (d->isDouble() && d->toDouble() != 0.0)))
       return true;
   }
+  // arange(n) of a size (`arange(x.size(d))`): n >= 0, no raise.
+  if (node->kind() == c10::aten::arange && node->inputs().size() == 5) {
+    c10::Symbol from = node->input(0)->node()->kind();
+    if (from == c10::aten::size || from == c10::aten::len ||
+        from == c10::Symbol::aten("numel"))
+      return true;
+  }
   if (info->has(kMayRaise))
     return false;
   // A reshape (or view) to sizes computed from shapes alone: mask-store's

@@ -341,6 +341,9 @@ const std::vector<OpInfo> kTable = {
     {"aten::view_as", nullptr, R::Other, kNoTraits, D::KeepsValueOperand},
     {"aten::reshape_as", nullptr, R::Other, kNoTraits, D::KeepsValueOperand},
     {"aten::select", nullptr, R::Other, kDropsDim, D::KeepsInput, I::NotApplicable, nullptr, nullptr, RootShape::Leading, {"dim"}},
+    // The functional form of a write into a slice (branch-writes): it clamps
+    // its bounds as slice does, and raises only where src has another shape.
+    {"aten::slice_scatter", nullptr, R::Other, kKeepsRank | kKeepsShape | kNeverRaises, D::KeepsInput},
     {"aten::repeat", nullptr, R::Other, kNoTraits, D::KeepsInput},
     {"aten::flip", nullptr, R::Other, kKeepsShape, D::KeepsInput, I::NotApplicable, nullptr, nullptr, RootShape::Leading, {"dims"}},
     {"aten::roll", nullptr, R::Other, kKeepsShape, D::KeepsInput, I::NotApplicable, nullptr, nullptr, RootShape::Leading, {"dims"}},

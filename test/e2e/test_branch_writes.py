@@ -75,6 +75,32 @@ class LocalInBranch(torch.nn.Module):
         return r
 
 
+class WriteAtRows(torch.nn.Module):
+    """Writes through views made in the branch (`y[0] = ...`, `y[1:3] =
+    ...`, a tracker's `ids[i] = j`): scattered back into y (select_scatter,
+    slice_scatter), y[0] read after the first write seeing it."""
+
+    def forward(self, x: Tensor, m: Tensor) -> Tensor:
+        y = x * 1.0
+        if bool(m.any()):
+            y[1:3] = -1.0
+            y[0] = y[0] * 2.0 + y[-1]
+        return y * 2
+
+
+class BothBranchesWrite(torch.nn.Module):
+    """Each branch writes y: with autograd on, the fallback writes y back
+    whichever branch is taken (each branch's writes where it is taken)."""
+
+    def forward(self, x: Tensor, m: Tensor) -> Tensor:
+        y = x * 1.0
+        if bool(m.any()):
+            y.add_(1.0)
+        else:
+            y.mul_(2.0)
+        return y * 2
+
+
 class IntoInput(torch.nn.Module):
     """Must not touch: a graph input is written, and libtorch's alias
     analysis lets graph inputs alias each other (m might be a view of x)."""
@@ -99,6 +125,8 @@ CASES = [
     ("accumulate", Accumulate(), (1, 0)),
     ("binned-error", BinnedError(), (3, 0)),
     ("local-in-branch", LocalInBranch(), (2, 0)),
+    ("write-at-rows", WriteAtRows(), (1, 0)),
+    ("both-branches-write", BothBranchesWrite(), (1, 0)),
     ("into-input", IntoInput(), (1, 1)),
 ]
 
@@ -117,7 +145,7 @@ def test_branch_writes_equal_original(staticify, save, tmp_path, name, module, s
         assert compare_outputs(original, rewritten, mask_inputs, TRIALS, name) > TRIALS // 2
 
 
-@pytest.mark.parametrize("name,module", [c[:2] for c in CASES[:5]], ids=[c[0] for c in CASES[:5]])
+@pytest.mark.parametrize("name,module", [c[:2] for c in CASES[:7]], ids=[c[0] for c in CASES[:7]])
 def test_branch_writes_gradients(staticify, save, tmp_path, name, module):
     """With autograd recording the written tensor, the guard's fallback
     writes only where the branch is taken: outputs and gradients match."""

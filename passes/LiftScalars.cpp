@@ -817,16 +817,17 @@ private:
     torch::jit::WithInsertPoint guard(slice);
     Value *v = slice->input(0);
     const int64_t dim = *constantInt(slice->input(1));
+    const auto kLong = static_cast<int64_t>(c10::ScalarType::Long);
     Value *n = emit(graph, "aten::size", {v, dim}, slice);
     Value *dev = emit(graph, "prim::device", {v}, slice);
     Value *nt = emit(graph, "aten::scalar_tensor", {n}, slice,
-                     {torch::jit::NamedValue("dtype", int64_t{4}),
+                     {torch::jit::NamedValue("dtype", kLong),
                       torch::jit::NamedValue("device", dev)});
     auto bound = [&](Value *b, bool isEnd) {
       if (b->mustBeNone())
         return isEnd ? nt : emit(graph, "aten::zeros_like", {nt}, slice);
       Value *t = emit(graph, "aten::to",
-                      {operand(b, slice), dev, int64_t{4}}, slice);
+                      {operand(b, slice), dev, kLong}, slice);
       Value *wrapped = emit(
           graph, "aten::where",
           {emit(graph, "aten::lt", {t, 0}, slice),

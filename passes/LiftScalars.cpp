@@ -2,6 +2,7 @@
 
 #include "passes/LiftScalars.h"
 
+#include "passes/BoundedForms.h"
 #include "passes/GraphUtils.h"
 #include "passes/IfConvert.h"
 #include "passes/OpCatalogue.h"
@@ -816,46 +817,15 @@ private:
   void liftRangeStore(Node *slice, Node *write, PassContext &ctx) {
     torch::jit::WithInsertPoint guard(slice);
     Value *v = slice->input(0);
-    const int64_t dim = *constantInt(slice->input(1));
-    const auto kLong = static_cast<int64_t>(c10::ScalarType::Long);
-    Value *n = emit(graph, "aten::size", {v, dim}, slice);
-    Value *dev = emit(graph, "prim::device", {v}, slice);
-    Value *nt = emit(graph, "aten::scalar_tensor", {n}, slice,
-                     {torch::jit::NamedValue("dtype", kLong),
-                      torch::jit::NamedValue("device", dev)});
-    auto bound = [&](Value *b, bool isEnd) {
-      if (b->mustBeNone())
-        return isEnd ? nt : emit(graph, "aten::zeros_like", {nt}, slice);
-      Value *t = emit(graph, "aten::to",
-                      {operand(b, slice), dev, kLong}, slice);
-      Value *wrapped = emit(
-          graph, "aten::where",
-          {emit(graph, "aten::lt", {t, 0}, slice),
-           emit(graph, "aten::add", {t, nt}, slice), t},
-          slice);
-      return emit(graph, "aten::minimum",
-                  {emit(graph, "aten::clamp_min", {wrapped, 0}, slice), nt},
-                  slice);
+    // A missing bound: 0, or past any size (the form clamps it to the dim's).
+    auto bound = [&](Value *b, int64_t missing) {
+      return operand(b->mustBeNone() ? graph.insertConstant(missing) : b, slice);
     };
-    Value *start = bound(slice->input(2), false);
-    Value *end = bound(slice->input(3), true);
-    Value *positions = emit(graph, "aten::arange", {n}, slice,
-                            {torch::jit::NamedValue("device", dev)});
-    Value *inside = emit(
-        graph, "aten::__and__",
-        {emit(graph, "aten::ge", {positions, start}, slice),
-         emit(graph, "aten::lt", {positions, end}, slice)},
-        slice);
-    // Along dim: [n] followed by a 1 per dim after it.
-    Value *rank = emit(graph, "aten::dim", {v}, slice);
-    Value *after = dim >= 0 ? emit(graph, "aten::sub", {rank, dim + 1}, slice)
-                            : graph.insertConstant(-dim - 1);
-    Value *shape = emit(
-        graph, "aten::add",
-        {graph.insertNode(graph.createList(c10::IntType::get(), {n}))->output(),
-         emit(graph, "aten::mul", {std::vector<int64_t>{1}, after}, slice)},
-        slice);
-    Value *mask = emit(graph, "aten::reshape", {inside, shape}, slice);
+    Value *mask = insertForm(
+        graph, "slice_positions",
+        {v, slice->input(1), bound(slice->input(2), 0),
+         bound(slice->input(3), std::numeric_limits<int64_t>::max())},
+        slice)[0];
     Value *value = write->input(1);
     // A host number made a tensor (`x[a:b] = 0.0`): masked_fill's number.
     if (write->kind() == c10::aten::copy_ && value->node()->kind() == c10::aten::tensor &&

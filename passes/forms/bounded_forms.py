@@ -40,6 +40,26 @@ def live_rows(bound: int, count: Tensor) -> Tensor:
     return torch.arange(bound, device=count.device) < count
 
 
+def slice_bound(b: Tensor, n: int, device: Device) -> Tensor:
+    """A bound of a slice of n positions as slicing takes it: counted from
+    the end where negative, clamped to [0, n]."""
+    t = b.to(device=device, dtype=4)  # int64
+    return torch.where(t < 0, t + n, t).clamp(0, n)
+
+
+def slice_positions(v: Tensor, dim: int, start: Tensor, end: Tensor) -> Tensor:
+    """Where v.slice(dim, start, end) (step 1) is, as a bool mask of v's
+    positions along dim shaped to broadcast against v: a store into the
+    slice is a store masked by it (lift-scalars' range stores)."""
+    if dim < 0:
+        dim = dim + v.dim()
+    n = v.size(dim)
+    device = v.device
+    p = torch.arange(n, device=device)
+    inside = (p >= slice_bound(start, n, device)) & (p < slice_bound(end, n, device))
+    return inside.reshape([n] + [1] * (v.dim() - dim - 1))
+
+
 def neutral_padding(x: Tensor, count: Tensor) -> Tensor:
     """x with its rows past count filled with a value no real row of a
     detection or a selection holds: -1 for signed integers (labels and

@@ -41,6 +41,7 @@ const std::pair<const char *, size_t> kForms[] = {
     {"keep_rows", 1},
     {"sort_rows", 2},
     {"sort_dim", 2},
+    {"slice_positions", 1},
 };
 
 TEST(BoundedFormsTest, EveryFormIsStaticUnderOurOwnAnalysis) {

@@ -519,8 +519,6 @@ bool encloses(const torch::jit::Block *b, const Node *def) {
 }
 
 
-/// Whether \p node is one of \p graph's (a node a restored trial made is
-/// gone).
 bool alongRows(const Value *dim, const Value *of, const Rep &r,
                const AnalysisResult &analysis) {
   std::optional<int64_t> d = constantInt(dim);
@@ -531,6 +529,8 @@ bool alongRows(const Value *dim, const Value *of, const Rep &r,
   return resolveDim(*d, of, 0, &analysis) == 0;
 }
 
+/// Whether \p node is one of \p graph's (a node a restored trial made is
+/// gone).
 bool inGraph(Graph &graph, const Node *node) {
   for (const Node *n : collectNodes(graph.block()))
     if (n == node)

@@ -882,17 +882,13 @@ RuleResult divideByHostScalar(Node *node, RuleContext &rc) {
 /// otherwise than a tensor, and runs the op as it was in the guard's
 /// fallback (which reads s there).
 RuleResult scaleByLiftedNumber(Node *node, RuleContext &rc) {
-  static const std::array<const char *, 5> ops = {
-      "aten::mul", "aten::div", "aten::true_divide", "aten::add", "aten::sub"};
-  static const std::array<const char *, 4> inPlace = {
-      "aten::mul_", "aten::div_", "aten::add_", "aten::sub_"};
-  // In place (`res.append(correct_k.mul_(100.0 / total))`, mmseg's
-  // accuracy): the Tensor overload, in place too.
-  auto any = [&](const auto &names) {
-    return std::any_of(names.begin(), names.end(),
-                       [&](const char *op) { return is(node, op); });
-  };
-  if ((!any(ops) && !any(inPlace)) ||
+  // In place too (`res.append(correct_k.mul_(100.0 / total))`, mmseg's
+  // accuracy): the Tensor overload writes in place as well.
+  static const std::array<const char *, 9> ops = {
+      "aten::mul",  "aten::div",  "aten::true_divide", "aten::add", "aten::sub",
+      "aten::mul_", "aten::div_", "aten::add_",        "aten::sub_"};
+  if (std::none_of(ops.begin(), ops.end(),
+                   [&](const char *op) { return is(node, op); }) ||
       node->inputs().size() < 2 || !isTensor(node->input(0)) ||
       rc.rep(node->input(0)) ||
       rc.analysis.info(node->input(0)).isDataDependent())

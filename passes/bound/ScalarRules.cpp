@@ -153,27 +153,21 @@ bool leadingSize(const Node *node, const Value *sizes = nullptr) {
 
 std::optional<RowSizes> rowSizes(Value *list, RuleContext &rc) {
   Node *node = list->node();
+  RowSizes sizes;
   if (leadingSize(node)) {
-    Node *size = node->input(0)->node();
-    Rep *of = size->inputs().size() == 1 && is(size, "aten::size")
-                  ? rc.bounded(size->input(0))
-                  : nullptr;
-    if (!of)
-      return std::nullopt;
-    return RowSizes{of, nullptr, true};
-  }
-  Value *extra = nullptr;
-  if (is(node, "aten::add") && node->inputs().size() == 2 &&
-      !rc.rep(node->input(1))) {
-    extra = node->input(1);
+    sizes.rowsOnly = true;
+    node = node->input(0)->node();
+  } else if (is(node, "aten::add") && node->inputs().size() == 2 &&
+             !rc.rep(node->input(1))) {
+    sizes.extra = node->input(1);
     node = node->input(0)->node();
   }
-  Rep *of = node->inputs().size() == 1 && is(node, "aten::size")
-                ? rc.bounded(node->input(0))
-                : nullptr;
-  if (!of)
+  sizes.of = node->inputs().size() == 1 && is(node, "aten::size")
+                 ? rc.bounded(node->input(0))
+                 : nullptr;
+  if (!sizes.of)
     return std::nullopt;
-  return RowSizes{of, extra};
+  return sizes;
 }
 
 /// `x.size() == y.size()` (or `!=`) of bounded x and y with one count,

@@ -283,6 +283,73 @@ bool inPlaceOnFreshSelection(Graph &graph, Node *node) {
   return replace(node, outOfPlace(graph, node, node->input(0)));
 }
 
+/// The functional twin of the out= variant \p schema, whose argument
+/// \p out is its out tensor: the overload of its name that writes nothing
+/// and takes the same arguments but out, in order, with the same names.
+const c10::FunctionSchema *functionalTwin(const c10::FunctionSchema &schema,
+                                          size_t out) {
+  const c10::Symbol symbol = c10::Symbol::fromQualString(schema.name());
+  for (const std::shared_ptr<torch::jit::Operator> &op :
+       torch::jit::getAllOperatorsFor(symbol)) {
+    const c10::FunctionSchema &twin = op->schema();
+    if (twin.is_mutable() || twin.returns().size() != 1 ||
+        twin.arguments().size() + 1 != schema.arguments().size())
+      continue;
+    bool same = true;
+    for (size_t i = 0, j = 0; same && i < schema.arguments().size(); ++i) {
+      if (i == out)
+        continue;
+      const c10::Argument &a = schema.arguments()[i], &b = twin.arguments()[j++];
+      same = a.name() == b.name() && a.kwarg_only() == b.kwarg_only() &&
+             *a.type() == *b.type();
+    }
+    if (same)
+      return &twin;
+  }
+  return nullptr;
+}
+
+/// `op(args..., out=o)` computes op's result, resizes o to its shape (a
+/// no-op where they agree), copies the result in and returns o. The rules
+/// see writes where in-place ops make them, in their first input: as
+/// `o.resize_as_(r).copy_(r)` of the functional r = op(args...), the write
+/// to o is one they model (a write they did not see was a dead op to
+/// dead-code elimination: PyG's `index_select(m, 0, row, out=edge_mask)`
+/// lost). Only out variants with one written argument, their last, and a
+/// functional twin; any other write stays as it is.
+bool outVariantAsInPlace(Graph &graph, Node *node) {
+  const c10::FunctionSchema *schema = node->maybeSchema();
+  if (!schema || !schema->is_mutable() || node->outputs().size() != 1 ||
+      schema->arguments().size() != node->inputs().size() ||
+      mutatesFirstInput(node))
+    return false;
+  const size_t out = node->inputs().size() - 1;
+  for (size_t i = 0; i < schema->arguments().size(); ++i) {
+    const c10::AliasInfo *alias = schema->arguments()[i].alias_info();
+    if (alias && alias->isWrite() != (i == out))
+      return false;
+  }
+  const c10::AliasInfo *written = schema->arguments()[out].alias_info();
+  if (!written || !written->isWrite() ||
+      !schema->arguments()[out].kwarg_only() || !isTensor(node->input(out)) ||
+      !functionalTwin(*schema, out))
+    return false;
+  std::vector<torch::jit::NamedValue> args, kwargs;
+  for (size_t i = 0; i < out; ++i) {
+    const c10::Argument &arg = schema->arguments()[i];
+    if (arg.kwarg_only())
+      kwargs.emplace_back(arg.name(), node->input(i));
+    else
+      args.emplace_back(node->input(i));
+  }
+  torch::jit::WithInsertPoint guard(node);
+  Value *o = node->input(out);
+  Value *result = emit(graph, schema->name().c_str(), args, node, kwargs);
+  emit(graph, "aten::resize_as_", {o, result}, node);
+  emit(graph, "aten::copy_", {o, result}, node);
+  return replace(node, o);
+}
+
 /// `x[:]` along any dim (slice from None or 0 to None or the largest int,
 /// step 1) is x itself, a view of all of it: TorchScript spells `x[:, m]`
 /// as a full slice of dim 0 indexed by [None, m]. Reads and writes through
@@ -727,7 +794,8 @@ bool canonicalizeSpelling(Graph &graph, Node *node) {
     rowIndicesAsWhere(graph, reshape);
     return true;
   }
-  return evalDropoutAsInput(node) || embeddingAsIndex(graph, node) ||
+  return outVariantAsInPlace(graph, node) || evalDropoutAsInput(node) ||
+         embeddingAsIndex(graph, node) ||
          argwhereAsNonzero(graph, node) ||
          sameShapeMaskedSelectAsIndex(graph, node) ||
          rowIndicesAsWhere(graph, node) ||

@@ -170,6 +170,11 @@ DTypeKind inferDType(const Node *node, const Value *out,
   if ((node->kind() == c10::aten::cat || node->kind() == c10::aten::stack) &&
       !node->inputs().empty() && node->input(0)->type()->cast<c10::ListType>())
     return heldDType(node->input(0), dtypeOf);
+  // An op writing a tensor in place returns it, in its dtype (copy_ and
+  // resize_as_ of another dtype included: copy_ casts).
+  if (mutatesFirstInput(node) && out == node->output(0) &&
+      !node->inputs().empty() && isTensor(node->input(0)) && isTensor(out))
+    return dtypeOf(node->input(0));
   const OpInfo *op = opInfo(node);
   DTypeRule rule = op ? op->dtype : DTypeRule::Unknown;
   if (rule == DTypeRule::Bool)

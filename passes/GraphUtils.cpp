@@ -456,8 +456,9 @@ Value *namedInput(const Node *node, std::string_view name) {
 }
 
 static bool isErasable(const Node *node) {
+  // A write to any argument (in place, or out=), as its schema says.
   if (node->kind() == c10::prim::Param || node->kind() == c10::prim::Return ||
-      node->hasSideEffects() || mutatesFirstInput(node))
+      node->hasSideEffects() || writesAnArgument(node))
     return false;
   // An if or a loop goes with its blocks: only when nothing in them writes
   // or has a side effect.

@@ -110,6 +110,25 @@ bool mutatesFirstInput(const Node *node) {
   return alias && alias->isWrite();
 }
 
+bool writesThrough(const c10::AliasInfo &alias) {
+  if (alias.isWrite())
+    return true;
+  for (const c10::AliasInfo &inner : alias.containedTypes())
+    if (writesThrough(inner))
+      return true;
+  return false;
+}
+
+bool writesAnArgument(const Node *node) {
+  const c10::FunctionSchema *schema = node->maybeSchema();
+  if (!schema)
+    return false;
+  for (const c10::Argument &arg : schema->arguments())
+    if (arg.alias_info() && writesThrough(*arg.alias_info()))
+      return true;
+  return false;
+}
+
 int64_t lossReduction(const Node *node) {
   const OpInfo *op = opInfo(node);
   if (!op || !op->has(kReducedLoss))

@@ -50,6 +50,14 @@ int64_t lossReduction(const torch::jit::Node *node);
 /// Whether the node writes to its first input (`append`, `index_put_`...).
 bool mutatesFirstInput(const torch::jit::Node *node);
 
+/// Whether the node's schema writes to any of its arguments: in place (its
+/// first), an out= variant's out, a list's contents.
+bool writesAnArgument(const torch::jit::Node *node);
+
+/// Whether a schema argument with \p alias is written, itself or an
+/// element of it.
+bool writesThrough(const c10::AliasInfo &alias);
+
 /// Whether \p node can run on values it would never have seen in the
 /// original program (unselected elements, the branch not taken) without
 /// raising: elementwise ops other than integer division/remainder/pow,

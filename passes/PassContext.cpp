@@ -9,6 +9,7 @@
 #include "passes/PassContext.h"
 
 #include "passes/GraphUtils.h"
+#include "passes/OpCatalogue.h"
 
 #include <torch/csrc/jit/runtime/operator.h>
 
@@ -65,24 +66,12 @@ static bool anyWriterIn(const torch::jit::Block *block) {
   return false;
 }
 
-static bool writes(const c10::AliasInfo &alias) {
-  if (alias.isWrite())
-    return true;
-  for (const c10::AliasInfo &inner : alias.containedTypes())
-    if (writes(inner))
-      return true;
-  return false;
-}
-
 bool Aliases::mayWrite(const Node *node) {
-  if (const c10::FunctionSchema *schema = node->maybeSchema()) {
+  if (node->maybeSchema()) {
     if (node->getOperator().aliasAnalysisKind() ==
         c10::AliasAnalysisKind::CONSERVATIVE)
       return true; // modelled as writing to every input
-    for (const c10::Argument &arg : schema->arguments())
-      if (arg.alias_info() && writes(*arg.alias_info()))
-        return true;
-    return false;
+    return writesAnArgument(node);
   }
   // Nodes without a schema: the structural ones libtorch models as creating
   // or forwarding values; anything else (prim::SetAttr, calls, Python ops,
@@ -200,7 +189,7 @@ bool forEachAliasUse(
         return false;
       const c10::AliasInfo *alias =
           schema->arguments()[use.offset].alias_info();
-      visit(w, user, alias && writes(*alias));
+      visit(w, user, alias && writesThrough(*alias));
       if (!alias)
         continue; // read, and no result aliases it
       if (alias->isWildcardBefore() || alias->isWildcardAfter() ||

@@ -581,6 +581,31 @@ class Gen:
         self.pool.append(out)
         return True
 
+    def p_out_variant(self):
+        """A value written through out= (PyG's `index_select(m, 0, row,
+        out=edge_mask)`): a mask or a float tensor computed into a tensor
+        made beforehand, of its shape or empty (out= resizes), then used
+        like any other."""
+        a = self.pick(lambda v: v.kind == "full" and v.dtype == "f")
+        if a is None:
+            return False
+        if self.r.random() < 0.6:
+            out = Var(self.fresh("m"), "mask", "b", a.mk)
+            made = self.c([f"torch.zeros_like({a.name}, dtype=torch.bool)",
+                           "torch.zeros(0, dtype=torch.bool)"])
+            call = self.c([f"torch.gt({a.name}, {self.c(['0.0', '0.25'])}, out={out.name})",
+                           f"torch.lt({a.name}, -0.25, out={out.name})"])
+        else:
+            out = Var(self.fresh("c"), "full", "f", a.mk)
+            made = self.c([f"torch.empty_like({a.name})", "torch.empty(0)"])
+            call = self.c([f"torch.mul({a.name}, 2.0, out={out.name})",
+                           f"torch.index_select({a.name}, 0, "
+                           f"torch.arange({a.name}.size(0) - 1, -1, -1), out={out.name})"])
+        self.emit(f"{out.name} = {made}", "out-variant")
+        self.emit(call, "out-variant")
+        self.pool.append(out)
+        return True
+
     def p_dyn_struct(self):
         s = self.dyn()
         if s is None:
@@ -904,7 +929,8 @@ class Gen:
                    ("p_reduce", 16), ("p_scalar", 9), ("p_int_use", 5), ("p_if", 6),
                    ("p_dead", 3), ("p_helper_dyn", 1), ("p_recompute", 3), ("p_loop", 4),
                    ("p_branch_store", 4), ("p_runs", 2), ("p_columns", 2),
-                   ("p_rows_more", 3), ("p_all_tested", 3), ("p_range_store", 2)]
+                   ("p_rows_more", 3), ("p_all_tested", 3), ("p_range_store", 2),
+                   ("p_out_variant", 2)]
 
     def returnable(self, v):
         return v.kind not in ("num",) and v.name not in ("x", "y", "t", "xi")

@@ -574,6 +574,39 @@ std::optional<int64_t> knownRank(const Value *v, const AnalysisResult *analysis,
   return std::nullopt;
 }
 
+int64_t minimumRank(const Value *v, const AnalysisResult *analysis,
+                    int depth) {
+  if (std::optional<int64_t> r = knownRank(v, analysis))
+    return *r;
+  if (depth > 16 || !isTensor(v))
+    return 0;
+  auto below = [&](const Value *u) { return minimumRank(u, analysis, depth + 1); };
+  const Node *node = v->node();
+  // A slice needs a dim (`x[:, None]` is a slice of dim 0, then an
+  // unsqueeze); a selection by a mask has rows.
+  if (node->kind() == c10::aten::slice)
+    return std::max<int64_t>(1, below(node->input(0)));
+  if (node->kind() == c10::aten::masked_select)
+    return 1;
+  if (analysis && node->kind() == c10::aten::index &&
+      node->input(1)->node()->kind() == c10::prim::ListConstruct)
+    for (const Value *i : node->input(1)->node()->inputs()) {
+      DTypeKind k = i->mustBeNone() ? DTypeKind::Unknown : analysis->info(i).dtype;
+      if (k == DTypeKind::Bool || k == DTypeKind::Byte)
+        return 1;
+    }
+  if (std::optional<int64_t> step = rankStep(node))
+    return std::max<int64_t>(0, below(node->input(0)) + *step);
+  if (isRankPreserving(node)) {
+    int64_t rank = 0;
+    for (const Value *in : node->inputs())
+      if (isTensor(in))
+        rank = std::max(rank, below(in));
+    return rank;
+  }
+  return 0;
+}
+
 std::optional<int64_t> resolveDim(int64_t dim, const Value *of, int64_t extra,
                                   const AnalysisResult *analysis) {
   if (dim >= 0)

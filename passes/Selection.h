@@ -80,6 +80,13 @@ std::optional<int64_t> knownRank(const torch::jit::Value *v,
                                  const AnalysisResult *analysis = nullptr,
                                  int depth = 0);
 
+/// A lower bound on the rank of \p v: knownRank where known; otherwise from
+/// the ops that made it (an index or slice of dim 0 has a dim, unsqueeze
+/// one more than its input's bound, elementwise ops the largest of their
+/// operands'). 0 where nothing bounds it.
+int64_t minimumRank(const torch::jit::Value *v,
+                    const AnalysisResult *analysis = nullptr, int depth = 0);
+
 /// While alive, knownRank() answers for the tensors \p graph has when this
 /// is made as it would have then, whatever is rewritten since (bound's
 /// rules ask about values whose producers they have changed); values made

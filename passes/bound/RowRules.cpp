@@ -136,10 +136,16 @@ bool passRows(Node *node, RuleContext &rc, bool keepsDtype,
   // Bounded operands share one count; counts only known equal (selections
   // of bases of other ranks) also need equal ranks, since of two ranks they
   // would broadcast by their trailing dimensions: known, or guarded.
+  // Static tensors of more than 0 dims, which must broadcast against the
+  // bounded operands' trailing dims only (a lower rank than theirs).
+  std::vector<Value *> statics;
   auto padded = [&](Value *v) -> Value * {
     Rep *r = rc.rep(v);
-    if (!r)
-      return isTensor(v) && !provablyZeroDim(v) ? nullptr : v;
+    if (!r) {
+      if (isTensor(v) && !provablyZeroDim(v))
+        statics.push_back(v);
+      return v;
+    }
     if (r->kind != Rep::Kind::Bounded)
       return nullptr;
     if (count && r->count != count) {
@@ -190,14 +196,30 @@ bool passRows(Node *node, RuleContext &rc, bool keepsDtype,
   auto require = [&](Value *c) {
     cond = cond ? emit(graph, "aten::__and__", {cond, c}, node) : c;
   };
-  Value *rank = minRank > 0 || !guarded.empty()
-                    ? emit(graph, "aten::dim", {firstPadded}, node)
-                    : nullptr;
+  Value *rank = nullptr;
+  // A static operand of a rank below the bounded's broadcasts along their
+  // trailing dims (`t[:, None] * steps`, `rows * self.weight`): the rows
+  // stay theirs. Known from the ops that made them, or guarded.
+  std::vector<Value *> lower;
+  int64_t rowsRank = std::max<int64_t>(1, minimumRank(first, &rc.analysis));
+  std::optional<int64_t> firstRank = knownRank(first, &rc.analysis);
+  for (Value *s : statics) {
+    std::optional<int64_t> r = knownRank(s, &rc.analysis);
+    if (r && firstRank && *r >= *firstRank)
+      return false; // it broadcasts against the padding rows: no guard holds
+    if (!r || *r >= rowsRank)
+      lower.push_back(s);
+  }
+  if (minRank > 0 || !guarded.empty() || !lower.empty())
+    rank = emit(graph, "aten::dim", {firstPadded}, node);
   if (minRank > 0)
     require(emit(graph, "aten::ge", {rank, rc.constant(minRank)}, node));
   for (Value *p : guarded)
     require(emit(graph, "aten::eq",
                  {rank, emit(graph, "aten::dim", {p}, node)}, node));
+  for (Value *s : lower)
+    require(emit(graph, "aten::lt",
+                 {emit(graph, "aten::dim", {s}, node), rank}, node));
   std::vector<Value *> results =
       cond ? emitRankGuarded(rc, node, replaced, list, parts, firstPadded,
                              cond, count)
@@ -226,14 +248,18 @@ RuleResult perRow(Node *node, RuleContext &rc) {
   if (!rank)
     return RuleResult::notApplicable();
   int64_t minRank = *rank;
-  // Rank 1 at least, of a bounded operand (stack(..., dim=-1) of vectors
-  // whose rank the program does not fix): it has rows, no guard needed.
+  // A rank the ops that made the operand bound from below needs no guard:
+  // 1 of a bounded operand (stack(..., dim=-1) of vectors whose rank the
+  // program does not fix: it has rows), 3 of `pts[..., 0]` of pts =
+  // `o[:, None, :] + d[:, None, :] * t[..., None]` (minimumRank).
   const Node *list = node->input(0)->node();
   Value *ranked = list->kind() == c10::prim::ListConstruct &&
                           !list->inputs().empty()
                       ? list->input(0)
                       : node->input(0);
-  if (minRank == 1 && rc.bounded(ranked))
+  int64_t atLeast = std::max<int64_t>(rc.bounded(ranked) ? 1 : 0,
+                                      minimumRank(ranked, &rc.analysis));
+  if (minRank <= atLeast)
     minRank = 0;
   // Behind a rank guard, the fallback's result must have the input's rows.
   if (minRank > 0 && !opInfo(node)->has(kKeepsShape))

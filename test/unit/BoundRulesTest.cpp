@@ -230,14 +230,44 @@ TEST(BoundRules, RowsGoThroughElementwiseAndPerRowOps) {
   ASSERT_TRUE(r);
   EXPECT_EQ(r->count, f.value("c"));
   EXPECT_EQ(r->value->node()->input(0), f.value("p"));
-  // Must not touch: a static operand of unknown rank could broadcast
-  // against the padding rows.
-  EXPECT_EQ(f.ask("elementwise", "b").kind, Kind::NotApplicable);
+  // A static operand of unknown rank could broadcast against the padding
+  // rows: it goes through behind a guard that its rank is below x's.
+  Value *b = f.value("b");
+  ASSERT_EQ(f.ask("elementwise", "b").kind, Kind::Applied);
+  EXPECT_TRUE(f.rc.bounded(b));
+  EXPECT_NE(f.graph->toString().find("aten::lt"), std::string::npos);
   ASSERT_EQ(f.ask("per-row", "sm").kind, Kind::Applied);
   // Must not touch: a softmax over dim 0 mixes live and padding rows.
   EXPECT_EQ(f.ask("per-row", "sm0").kind, Kind::NotApplicable);
   ASSERT_EQ(f.ask("reduce", "t").kind, Kind::Applied);
   EXPECT_FALSE(f.rc.rep(f.value("t"))); // a masked sum: static again
+}
+
+TEST(BoundRules, StaticOperandsOfLowerRankBroadcastAlongTheRows) {
+  Fixture f(R"IR(graph(%x : Tensor, %p : Tensor, %c : Tensor):
+  %zero : int = prim::Constant[value=0]()
+  %one : int = prim::Constant[value=1]()
+  %none : NoneType = prim::Constant()
+  %two : int = prim::Constant[value=2]()
+  %three : int = prim::Constant[value=3]()
+  %vec : int[] = prim::ListConstruct(%three)
+  %mat : int[] = prim::ListConstruct(%two, %three)
+  %w : Tensor = aten::ones(%vec, %none, %none, %none, %none)
+  %big : Tensor = aten::ones(%mat, %none, %none, %none, %none)
+  %xs : int[] = prim::ListConstruct(%zero, %three)
+  %x2 : Tensor = aten::reshape(%x, %xs)
+  %lo : Tensor = aten::mul(%x2, %w)
+  %hi : Tensor = aten::mul(%x2, %big)
+  return (%lo, %hi)
+)IR");
+  f.bounded("x2", "p", "c");
+  // A vector against rows of 2 dims: along their trailing dim, no guard.
+  Value *lo = f.value("lo");
+  ASSERT_EQ(f.ask("elementwise", "lo").kind, Kind::Applied);
+  EXPECT_TRUE(f.rc.bounded(lo));
+  EXPECT_EQ(f.graph->toString().find("aten::lt"), std::string::npos);
+  // Must not touch: a matrix against rows of 2 dims broadcasts along them.
+  EXPECT_EQ(f.ask("elementwise", "hi").kind, Kind::NotApplicable);
 }
 
 TEST(BoundRules, TopkByADataDependentKIsLeftAlone) {

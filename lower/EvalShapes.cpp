@@ -102,6 +102,25 @@ void Evaluator::lowerSlice(Node *node) {
   };
   Host lo = clampBound(in[2], Host::constInt(0)), hi = clampBound(in[3], n);
   Host len = intOp("max", intOp("sub", hi, lo), Host::constInt(0));
+  bindSlice(node, x, d, lo, len);
+}
+
+void Evaluator::lowerNarrow(Node *node) {
+  auto in = node->inputs();
+  const Tensor &x = tensorOf(in[0]);
+  int64_t d = normDim(constInt(in[1], "narrow's dimension"), x.rank());
+  // narrow raises for a range out of bounds: its start (negative from the
+  // end) and length are exact.
+  const Host &start = hostOf(in[2]);
+  if (!start.isConstant())
+    throw Unsupported(where(node) + ": narrow from a start computed at run time");
+  Host lo = *start.i >= 0 ? start
+                          : intOp("add", start, x.sizes[d]);
+  bindSlice(node, x, d, lo, hostOf(in[3]));
+}
+
+void Evaluator::bindSlice(Node *node, const Tensor &x, int64_t d, const Host &lo,
+                          const Host &len) {
   std::vector<OpFoldResult> offsets, sizes, strides;
   std::vector<Host> outSizes = x.sizes;
   outSizes[d] = len;

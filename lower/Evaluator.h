@@ -486,6 +486,10 @@ private:
   void lowerUnsqueeze(Node *node);
   void lowerSqueeze(Node *node);
   void lowerSlice(Node *node);
+  void lowerNarrow(Node *node);
+  /// Binds \p node to rows [lo, lo + len) of \p x along \p d.
+  void bindSlice(Node *node, const Tensor &x, int64_t d, const Host &lo,
+                 const Host &len);
   void lowerSelect(Node *node);
   void lowerCat(Node *node);
   void lowerStack(Node *node);

@@ -148,6 +148,7 @@ void Evaluator::addShapeLowerings(LoweringTable &t) {
   t.add({"aten::unsqueeze"}, &Evaluator::lowerUnsqueeze);
   t.add({"aten::squeeze.dim"}, &Evaluator::lowerSqueeze);
   t.add({"aten::slice.Tensor"}, &Evaluator::lowerSlice);
+  t.add({"aten::narrow"}, &Evaluator::lowerNarrow);
   t.add({"aten::select.int"}, &Evaluator::lowerSelect);
   t.add({"aten::cat"}, &Evaluator::lowerCat);
   t.add({"aten::stack"}, &Evaluator::lowerStack);

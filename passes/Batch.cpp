@@ -793,10 +793,32 @@ private:
             asBatched(op("aten::index_select", {x, shiftDim(in[1]), in[2]}));
         return true;
       }
-      if (!dim || !dim->isInt() || dim->toInt() != 0)
-        throw Refused{"'aten::index_select' by per-row indices along a "
-                      "dimension other than 0"};
-      env[n->output()] = asBatched(pickRows(n->input(0), x, n->input(2), in[2], false));
+      if (!dim || !dim->isInt())
+        throw Refused{"'aten::index_select' along a dimension not known "
+                      "before the program runs"};
+      int64_t r = rowRank(n->input(0));
+      int64_t d = dim->toInt() < 0 ? dim->toInt() + r : dim->toInt();
+      if (d == 0) {
+        env[n->output()] = asBatched(pickRows(n->input(0), x, n->input(2), in[2], false));
+        return true;
+      }
+      // Along dim d of each row (the random order of a sampler's two
+      // masks, stacked): a gather along d + 1 by each row's indices, put
+      // at d + 1 and expanded over the other dims.
+      Value *at = in[2];
+      for (int64_t j = 0; j < d; ++j)
+        at = op("aten::unsqueeze", {at, int64_t{1}});
+      for (int64_t j = d + 1; j < r; ++j)
+        at = op("aten::unsqueeze", {at, int64_t{-1}});
+      std::vector<Value *> sizes;
+      for (int64_t j = 0; j <= r; ++j)
+        sizes.push_back(j == 0 || j == d + 1
+                            ? dst->insertConstant(int64_t{-1})
+                            : op("aten::size", {x, j}));
+      Value *shape = dst->insertNode(dst->createList(c10::IntType::get(), sizes))
+                         ->output();
+      env[n->output()] = asBatched(
+          op("aten::gather", {x, d + 1, op("aten::expand", {at, shape})}));
       return true;
     }
     if (name == "aten::gather" || name == "aten::scatter" ||
@@ -926,7 +948,7 @@ private:
       Value *x = in[0];
       if (rowRank(n->input(0)) == 0)
         x = op("aten::unsqueeze", {x, int64_t{1}});
-      out = op("aten::flatten", {x, shiftDim(in[1]), in[2]});
+      out = op("aten::flatten", {x, shiftDim(in[1]), shiftDim(in[2])});
     } else if (opInfo(n) && opInfo(n)->has(kMakesSized)) {
       // new_zeros(x, size): a tensor of that size every row shares.
       cloneWith(n, in, false);

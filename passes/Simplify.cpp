@@ -6,8 +6,9 @@
 #include "passes/CanonicalForms.h"
 #include "passes/GraphUtils.h"
 #include "passes/InPlace.h"
+#include "passes/OpCatalogue.h"
 #include "passes/OpInfo.h"
-
+#include "passes/Selection.h"
 
 #include <algorithm>
 #include <functional>
@@ -125,7 +126,8 @@ bool foldInt64Operand(Graph &graph, Node *node, const DTypeOfValue &dtypeOf,
 }
 
 /// numel/size/dim/device of `op(t, numbers...)`, an elementwise op whose
-/// only tensor operand is t: t's shape and device are the result's, and
+/// only tensor operand is t: t's shape and device are the result's (not
+/// of a move: `t.to(device)`, `t.cuda()`), and
 /// reads of one shape then merge (`(labels == 1).numel()` and
 /// `(labels == 0).numel()`).
 bool foldShapeOfElementwise(Node *node) {
@@ -141,6 +143,14 @@ bool foldShapeOfElementwise(Node *node) {
   if (!info || !info->has(kElementwise) || info->has(kCopiesInput) ||
       def->outputs().size() != 1)
     return false;
+  if (node->kind() == prim::device) {
+    const Value *device = namedInput(def, "device");
+    if ((device && !device->mustBeNone()) ||
+        (def->kind() == aten::to && namedInput(def, "other")) ||
+        def->kind() == Symbol::aten("cuda") || def->kind() == Symbol::aten("cpu") ||
+        def->kind() == Symbol::aten("type_as"))
+      return false; // a move to another device
+  }
   Value *only = nullptr;
   for (Value *in : def->inputs())
     if (isTensor(in)) {
@@ -154,6 +164,152 @@ bool foldShapeOfElementwise(Node *node) {
   if (!only)
     return false;
   node->replaceInput(0, only);
+  return true;
+}
+
+/// `cat([op(a, s...), op(b, s...)], d)` of one elementwise op with the
+/// same host numbers beside each part, each used only there:
+/// `op(cat([a, b], d), s...)`, one op for all the parts (the row index of a
+/// sampler's picks, each class's positions divided by one stride).
+bool foldCatOfSameOp(Graph &graph, Node *node, const Aliases &aliases) {
+  if (node->kind() != c10::aten::cat || node->inputs().size() != 2)
+    return false;
+  Node *list = node->input(0)->node();
+  if (list->kind() != c10::prim::ListConstruct || list->inputs().size() < 2 ||
+      node->input(0)->uses().size() != 1)
+    return false;
+  Node *first = list->input(0)->node();
+  if (!opElementwise(first) || first->outputs().size() != 1 ||
+      first->inputs().empty() || !isTensor(first->input(0)))
+    return false;
+  for (size_t i = 1; i < first->inputs().size(); ++i)
+    if (isTensor(first->input(i)) ||
+        first->input(i)->type()->kind() == c10::TypeKind::ListType ||
+        first->input(i)->type()->kind() == c10::TypeKind::OptionalType)
+      return false; // host numbers, strings and None only
+  for (const Value *part : list->inputs()) {
+    const Node *def = part->node();
+    if (def->kind() != first->kind() || part->uses().size() != 1 ||
+        def->inputs().size() != first->inputs().size() ||
+        def->maybeSchema() != first->maybeSchema())
+      return false;
+    for (size_t i = 1; i < def->inputs().size(); ++i)
+      if (!computesSameValue(def->input(i), first->input(i), aliases, 0))
+        return false; // the same value, or equal constants
+  }
+  torch::jit::WithInsertPoint guard(node);
+  std::vector<Value *> parts;
+  for (const Value *part : list->inputs())
+    parts.push_back(part->node()->input(0));
+  Value *joined =
+      graph.insertNode(graph.createList(c10::TensorType::get(), parts))->output();
+  Node *cat = graph.insertNode(graph.createClone(node, [&](Value *v) {
+    return v == node->input(0) ? joined : v;
+  }));
+  Node *op = graph.insertNode(graph.createClone(first, [&](Value *v) {
+    return v == first->input(0) ? cat->output() : v;
+  }));
+  op->output()->setType(node->output()->type());
+  node->output()->replaceAllUsesWith(op->output());
+  node->destroy();
+  return true;
+}
+
+/// `size(v, d)` where the op that made v fixes it: a row of `t.unbind(0)`
+/// has t's dims from 1 on, and `narrow(x, d, start, length)` has length
+/// rows along d (where it does not raise).
+bool foldSizeOfView(Node *node) {
+  if (node->kind() != c10::aten::size || node->inputs().size() != 2)
+    return false;
+  std::optional<int64_t> d = constantInt(node->input(1));
+  if (!d || *d < 0)
+    return false;
+  Node *def = node->input(0)->node();
+  if (def->kind() == c10::prim::ListUnpack &&
+      def->input(0)->node()->kind() == c10::aten::unbind &&
+      constantInt(def->input(0)->node()->input(1)) == 0) {
+    torch::jit::WithInsertPoint guard(node);
+    node->replaceInput(0, def->input(0)->node()->input(0));
+    node->replaceInput(1, node->owningGraph()->insertConstant(*d + 1));
+    return true;
+  }
+  if (def->kind() == c10::aten::narrow && constantInt(def->input(1)) == *d &&
+      def->input(3)->type()->kind() == c10::TypeKind::IntType) {
+    node->output()->replaceAllUsesWith(def->input(3));
+    node->destroy();
+    return true;
+  }
+  return false;
+}
+
+/// Whether \p x is a function of positions: `arange(n)` (from 0, step 1,
+/// int64), or an elementwise op of such functions and 0-d values whose one
+/// use is the expression it is in. \p depth bounds the search.
+bool ofPositions(const Value *x, int depth) {
+  const Node *def = x->node();
+  if (def->kind() == c10::aten::arange)
+    return def->inputs().size() == 5 && def->input(1)->mustBeNone();
+  if (depth == 0 || !opElementwise(def) || def->outputs().size() != 1 ||
+      x->uses().size() != 1)
+    return false;
+  bool any = false;
+  for (const Value *in : def->inputs()) {
+    if (!isTensor(in))
+      continue;
+    if (ofPositions(in, depth - 1))
+      any = true;
+    else if (!provablyZeroDim(in))
+      return false;
+  }
+  return any;
+}
+
+/// x[p] of a function of positions x (ofPositions): the function of p,
+/// the positions gathered (arange(n)[p] is p, where p < n; past n the
+/// original raises).
+Value *atPositions(Graph &graph, Value *x, Value *p, Node *anchor) {
+  Node *def = x->node();
+  if (def->kind() == c10::aten::arange)
+    return p;
+  Node *copy = graph.insertNode(graph.createClone(def, [&](Value *in) {
+    return isTensor(in) && !provablyZeroDim(in) ? atPositions(graph, in, p, anchor)
+                                                : in;
+  }));
+  copy->output()->setType(def->output()->type());
+  return copy->output();
+}
+
+/// `index_select(index_select(b, 0, i), 0, p)`, the inner used only here:
+/// `index_select(b, 0, i[p])`, the index gathered instead of b's rows; and
+/// `index_select(f(arange(n)), 0, p)`: f(p) (ofPositions). A two-part cat
+/// of bounded rows gathers by `where(r < count, r, ...)` of r = arange(n),
+/// then the program permutes it: one gather by f(perm) for both.
+bool foldGatherOfGather(Graph &graph, Node *node, const DTypeOfValue &dtypeOf) {
+  if (node->kind() != c10::aten::index_select || constantInt(node->input(1)) != 0 ||
+      dtypeOf(node->input(2)) != DTypeKind::Long)
+    return false;
+  Value *src = node->input(0), *p = node->input(2);
+  Node *inner = src->node();
+  torch::jit::WithInsertPoint guard(node);
+  constexpr int kDepth = 8;
+  Value *out = nullptr;
+  if (ofPositions(src, kDepth)) {
+    out = atPositions(graph, src, p, node);
+  } else if (inner->kind() == c10::aten::index_select &&
+             constantInt(inner->input(1)) == 0 && src->uses().size() == 1) {
+    Value *i = inner->input(2);
+    Value *picked = ofPositions(i, kDepth)
+                        ? atPositions(graph, i, p, node)
+                        : emit(graph, "aten::index_select",
+                               {i, int64_t{0}, p}, node);
+    out = emit(graph, "aten::index_select", {inner->input(0), int64_t{0}, picked},
+               node);
+  }
+  if (!out)
+    return false;
+  out->setType(node->output()->type());
+  node->output()->replaceAllUsesWith(out);
+  node->destroy();
   return true;
 }
 
@@ -174,7 +330,10 @@ bool sweep(std::shared_ptr<Graph> &graph, PassContext &ctx) {
     changed |= foldBoolDType(*graph, node, dtypeOf, made) ||
                foldBoolNonzero(node, dtypeOf, aliases) ||
                foldInt64Operand(*graph, node, dtypeOf, made) ||
-               foldShapeOfElementwise(node);
+               foldShapeOfElementwise(node) ||
+               foldCatOfSameOp(*graph, node, aliases) ||
+               foldSizeOfView(node) ||
+               foldGatherOfGather(*graph, node, dtypeOf);
   return changed;
 }
 
@@ -183,7 +342,7 @@ bool sweep(std::shared_ptr<Graph> &graph, PassContext &ctx) {
 bool simplify(std::shared_ptr<Graph> &graph, PassContext &ctx) {
   // A fold's result feeds the next (clamp_max(count, 500) < 500): sweeps
   // until none folds, a few at most.
-  constexpr int kMaxSweeps = 4;
+  constexpr int kMaxSweeps = 8;
   bool changed = false;
   for (int i = 0; i < kMaxSweeps; ++i) {
     if (!sweep(graph, ctx))

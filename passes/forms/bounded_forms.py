@@ -103,10 +103,15 @@ def coordinate(flat: Tensor, sizes: List[int], k: int) -> Tensor:
 
 
 def coordinate_at(flat: Tensor, sizes: List[int], k: int, stride: int) -> Tensor:
-    """coordinate() given k's row_stride, which masks of one shape share."""
+    """coordinate() of a few positions (picks) given k's row_stride, which
+    masks of one shape share: divided whatever the stride (one op on the
+    picks; a test of the stride and a branch would be three)."""
     if k < 0:
         k = k + len(sizes)
-    return divide_at(flat, sizes, k, stride)
+    c = torch.div(flat, stride, rounding_mode="floor")
+    if k > 0:
+        c = torch.remainder(c, max(sizes[k], 1))
+    return c
 
 
 def divide_at(flat: Tensor, sizes: List[int], k: int, stride: int) -> Tensor:
@@ -160,7 +165,7 @@ def first_kept(order: Tensor, keep: Tensor, k: int) -> Tensor:
     rank = torch.cumsum(keep, 0) * keep  # 1, 2, ... on the kept, 0 elsewhere
     # Slot 0 takes every dropped entry, slot k + 1 every kept one past k.
     slot = rank.clamp_max(k + 1)
-    return order.new_zeros([k + 2]).scatter(0, slot, order)[1:k + 1]
+    return order.new_zeros([k + 2]).scatter(0, slot, order).narrow(0, 1, k)
 
 
 def random_prefix(n: Tensor, bound: int, k: int,
@@ -309,12 +314,13 @@ def cat_two_rows(a: Tensor, count_a: Tensor, b: Tensor,
     """cat([a, b], 0) of bounded parts by one gather, no compaction: row r
     below count_a is a's row r; from there on, b's row r - count_a, which
     sits at a.size(0) + r - count_a in the padded cat. Rows past the two
-    counts are padding (clamped into range)."""
+    counts are padding (wrapped into range: the positions are never
+    negative; an empty cat has none to wrap, so n = 0 divides nothing)."""
     both = torch.cat([a, b], 0)
     n = both.size(0)
     r = torch.arange(n, device=both.device)
     src = torch.where(r < count_a, r, r + torch.rsub(count_a, a.size(0)))
-    return both.index_select(0, src.clamp_max(n - 1)), count_a + count_b
+    return both.index_select(0, src.remainder(n)), count_a + count_b
 
 
 def put_slots(x: Tensor, index: Tensor, count: Tensor) -> Tensor:

@@ -223,9 +223,7 @@ ROWS = [
 # to (docs/coverage.md's op matrix says more). test_op_matrix.py fails when
 # one gains a transfer (remove it here) or a row loses one.
 WITHOUT_TRANSFER = {
-    "aten::add (broadcast)": "the static operand is a graph input's row of unknown rank, "
-                             "which might broadcast against the bounded dim",
-        "aten::numel": "a count as a host number (`torch.tensor(n)`): the arange class",
+    "aten::numel": "a count as a host number (`torch.tensor(n)`): the arange class",
     "aten::size": "as aten::numel",
     "aten::t": "moves the bounded dim off dim 0: bounded dims other than 0 are not represented",
     "aten::transpose": "as aten::t",

@@ -210,3 +210,27 @@ def test_sampler_rows_draw_uniformly_and_independently(batched_sampler):
     shared = [len(sets[i] & sets[i + 1]) - 100 for i in range(39)]
     mean = sum(shared) / len(shared)
     assert abs(mean - 900 * 900 / 1100) < 10, mean
+
+
+# --- ops whose dims shift -----------------------------------------------------------
+
+class FlattenAndPickAlongColumns(torch.nn.Module):
+    """flatten over leading dims (end_dim >= 0) and index_select along
+    dim 1 by indices computed per row: both move one dim over in the
+    batched method."""
+
+    def forward(self, x, i):
+        picked = torch.index_select(x, 1, i.argsort())
+        return picked.flatten(0, 1) * 2.0
+
+
+def test_flatten_and_columns_batch(staticify, save, tmp_path):
+    module = FlattenAndPickAlongColumns()
+    path, out = save(module), tmp_path / "out.pt"
+    staticify(path, "-o", out, "--batch", "--input-types", "f32[3,5], f32[5]")
+    batched = torch.jit.load(str(out)).forward_batched
+    gen = torch.Generator().manual_seed(0)
+    xs, idx = torch.randn(4, 3, 5, generator=gen), torch.randn(4, 5, generator=gen)
+    got = batched(xs, idx)
+    want = torch.stack([module(xs[b], idx[b]) for b in range(4)])
+    assert got.shape == want.shape and torch.equal(got, want)

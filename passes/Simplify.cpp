@@ -180,7 +180,8 @@ bool foldCatOfSameOp(Graph &graph, Node *node, const Aliases &aliases) {
     return false;
   Node *first = list->input(0)->node();
   if (!opElementwise(first) || first->outputs().size() != 1 ||
-      first->inputs().empty() || !isTensor(first->input(0)))
+      first->inputs().empty() || !isTensor(first->input(0)) ||
+      first->isNondeterministic() || writesAnArgument(first))
     return false;
   for (size_t i = 1; i < first->inputs().size(); ++i)
     if (isTensor(first->input(i)) ||
@@ -247,10 +248,11 @@ bool foldSizeOfView(Node *node) {
 /// use is the expression it is in. \p depth bounds the search.
 bool ofPositions(const Value *x, int depth) {
   const Node *def = x->node();
-  if (def->kind() == c10::aten::arange)
-    return def->inputs().size() == 5 && def->input(1)->mustBeNone();
+  if (def->kind() == c10::aten::arange) // arange(n) of an int n: int64
+    return def->inputs().size() == 5 && def->input(1)->mustBeNone() &&
+           def->input(0)->type()->kind() == c10::TypeKind::IntType;
   if (depth == 0 || !opElementwise(def) || def->outputs().size() != 1 ||
-      x->uses().size() != 1)
+      x->uses().size() != 1 || def->isNondeterministic() || writesAnArgument(def))
     return false;
   bool any = false;
   for (const Value *in : def->inputs()) {
@@ -285,8 +287,10 @@ Value *atPositions(Graph &graph, Value *x, Value *p, Node *anchor) {
 /// of bounded rows gathers by `where(r < count, r, ...)` of r = arange(n),
 /// then the program permutes it: one gather by f(perm) for both.
 bool foldGatherOfGather(Graph &graph, Node *node, const DTypeOfValue &dtypeOf) {
+  // A vector p (a 0-d one gathers one row, where f(p) would be 0-d).
   if (node->kind() != c10::aten::index_select || constantInt(node->input(1)) != 0 ||
-      dtypeOf(node->input(2)) != DTypeKind::Long)
+      dtypeOf(node->input(2)) != DTypeKind::Long ||
+      knownRank(node->input(2)) != std::optional<int64_t>(1))
     return false;
   Value *src = node->input(0), *p = node->input(2);
   Node *inner = src->node();

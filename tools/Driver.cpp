@@ -96,7 +96,8 @@ options:
                         the method's signature (docs/passes.md, bound). A
                         returned dict (torchvision's detections) keeps its
                         type: each padded entry gets its count beside it,
-                        d["boxes"] with d["boxes_count"]
+                        d["boxes"] with d["boxes_count"]. A selection of
+                        columns (x[:, m]) is padded along its dim
   --static-forms        keep a rewritten method that reaches the host at as many
                         points as the original though it runs more ops (its
                         host reads then sit at the outputs, after a static

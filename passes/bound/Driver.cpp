@@ -351,17 +351,48 @@ bool Driver::returnPadded(const Rep &r, const torch::jit::Use &use) {
   Node *user = use.user;
   if (!isOutputPosition(user))
     return false;
-  bool inReturnedTuple = user->kind() == c10::prim::TupleConstruct;
   torch::jit::WithInsertPoint guard(user);
   Value *rows = insertForm(graph, "neutral_padding", {r.value, r.count}, user)[0];
-  Value *pair = graph.insertNode(graph.createTuple({rows, r.count}))->output();
-  user->replaceInput(use.offset, pair);
-  if (inReturnedTuple) { // retype the tuple around it
+  returnPair(user, use.offset, rows, r.count);
+  return true;
+}
+
+void Driver::returnPair(Node *user, size_t offset, Value *padded, Value *count) {
+  torch::jit::WithInsertPoint guard(user);
+  Value *pair = graph.insertNode(graph.createTuple({padded, count}))->output();
+  user->replaceInput(offset, pair);
+  if (user->kind() == c10::prim::TupleConstruct) { // retype the tuple around it
     std::vector<c10::TypePtr> types;
     for (Value *in : user->inputs())
       types.push_back(in->type());
     user->output()->setType(c10::TupleType::create(types));
   }
+}
+
+bool Driver::returnPaddedAlongDim(const Rep &r, const torch::jit::Use &use) {
+  if (!ctx.options.paddedOutputs || r.kind != Rep::Kind::Bounded ||
+      use.offset != 0)
+    return false;
+  Node *view = use.user;
+  bool moves = false;
+  if (view->kind() == c10::aten::movedim && view->inputs().size() == 3)
+    moves = constantInt(view->input(1)) == 0 && constantInt(view->input(2));
+  else if (view->kind() == c10::aten::transpose && view->inputs().size() == 3)
+    moves = (constantInt(view->input(1)) == 0 && constantInt(view->input(2))) ||
+            (constantInt(view->input(2)) == 0 && constantInt(view->input(1)));
+  if (!moves || view->outputs().size() != 1 ||
+      view->output()->uses().size() != 1 ||
+      !isOutputPosition(view->output()->uses()[0].user))
+    return false;
+  // `edge_index[:, mask]` (leading-selections: movedim(movedim(x, 1, 0)
+  // [mask], 0, 1)) comes back padded along dim 1.
+  const torch::jit::Use out = view->output()->uses()[0];
+  torch::jit::WithInsertPoint guard(out.user);
+  Value *rows = insertForm(graph, "neutral_padding", {r.value, r.count}, out.user)[0];
+  Node *moved = graph.insertNode(graph.createClone(view, [&](Value *v) {
+    return v == view->input(0) ? rows : v;
+  }));
+  returnPair(out.user, out.offset, moved->output(), r.count);
   return true;
 }
 
@@ -403,7 +434,8 @@ void Driver::materializeRest() {
       continue; // their remaining uses keep the original op
     std::vector<torch::jit::Use> uses = v->uses();
     for (const torch::jit::Use &use : uses) {
-      if (rc.absorbed.count(use.user) || returnPadded(r, use))
+      if (rc.absorbed.count(use.user) || returnPadded(r, use) ||
+          returnPaddedAlongDim(r, use))
         continue;
       if (r.kind == Rep::Kind::BoundedList || r.kind == Rep::Kind::SizeList) {
         if (rc.listUsers.at(v).count(use.user)) // not the rewrite's own

@@ -212,6 +212,13 @@ private:
 
   /// `(padded, count)` in place of a bounded graph output.
   bool returnPadded(const Rep &r, const torch::jit::Use &use);
+  /// A use by a view that moves the rows to another dim (`movedim(x, 0,
+  /// d)`, `transpose(x, 0, d)`) whose one use is an output position: with
+  /// --padded-outputs, the view of the padded rows and the count.
+  bool returnPaddedAlongDim(const Rep &r, const torch::jit::Use &use);
+  /// Replaces \p user's input \p offset, an output position, by the pair
+  /// (\p padded, \p count), retyping a returned tuple around it.
+  void returnPair(Node *user, size_t offset, Value *padded, Value *count);
 
   void materializeRest();
   /// A copy of bounded list \p r, each element cut to its count (of a size

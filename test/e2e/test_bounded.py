@@ -266,6 +266,36 @@ def test_padded_outputs_return_padded_and_count(staticify, save, tmp_path):
     assert int(count) < 20 and torch.equal(padded[int(count):], torch.zeros(20 - int(count), 3))
 
 
+class RemoveSelfLoops(torch.nn.Module):
+    """PyG's remove_self_loops on a [2, E] edge list: a selection of
+    columns, returned."""
+
+    def forward(self, e: torch.Tensor, attr: torch.Tensor):
+        edge_index = e.view(2, -1)
+        mask = edge_index[0] != edge_index[1]
+        return edge_index[:, mask], attr.view(-1)[mask]
+
+
+def test_padded_outputs_pad_a_column_selection_along_its_dim(staticify, save, tmp_path):
+    """`edge_index[:, mask]` comes back padded along dim 1, with its count:
+    no sync left (the session-start binary cut it, one sync)."""
+    path, out, method = static_output(staticify, save, tmp_path, RemoveSelfLoops(),
+                                      "--padded-outputs")
+    assert method["after"]["static"] is True
+    original, static = torch.jit.load(str(path)), torch.jit.load(str(out))
+    gen = torch.Generator().manual_seed(0)
+    for trial in range(12):
+        e = torch.randint(0, 4, (2, 10), generator=gen)
+        if trial % 3 == 0:
+            e[1] = e[0]  # every edge a self loop: nothing kept
+        attr = torch.randn(10, generator=gen)
+        want_index, want_attr = original(e, attr)
+        (index, count), (attrs, attr_count) = static(e, attr)
+        assert index.shape == (2, 10) and int(count) == want_index.size(1) == int(attr_count)
+        assert torch.equal(index[:, :int(count)], want_index)
+        assert torch.equal(attrs[:int(attr_count)], want_attr)
+
+
 class Detections(torch.nn.Module):
     def forward(self, scores: torch.Tensor, labels: torch.Tensor, boxes: torch.Tensor):
         keep = scores > 0.5

@@ -305,11 +305,24 @@ size_t syncPointsWith(Graph &graph, PassContext &ctx,
 }
 
 bool versionable(const std::shared_ptr<Graph> &graph, PassContext &ctx) {
-  // A padded output would change the method's results' types in one
-  // version: only where no result's shape depends on data.
+  // A padded output changes the method's results' types in the version
+  // bound rewrites; the others then return theirs whole, with their size
+  // as the count (bound's returnPair): tensors and tuples of them. A
+  // returned dict would lack its counts' keys in the other versions.
+  auto tensors = [](const c10::TypePtr &t) {
+    if (t->kind() == c10::TypeKind::TensorType)
+      return true;
+    auto tuple = t->cast<c10::TupleType>();
+    return tuple && std::all_of(tuple->elements().begin(), tuple->elements().end(),
+                                [](const c10::TypePtr &e) {
+                                  return e->kind() == c10::TypeKind::TensorType;
+                                });
+  };
   return graph->block()->nodes().begin() != graph->block()->nodes().end() &&
          (!ctx.options.paddedOutputs ||
-          ctx.facts.analysis(graph).outputsStatic);
+          ctx.facts.analysis(graph).outputsStatic ||
+          std::all_of(graph->outputs().begin(), graph->outputs().end(),
+                      [&](const Value *out) { return tensors(out->type()); }));
 }
 
 /// The tensor inputs of unknown rank from which a data-dependent shape is

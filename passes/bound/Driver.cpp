@@ -353,20 +353,65 @@ bool Driver::returnPadded(const Rep &r, const torch::jit::Use &use) {
     return false;
   torch::jit::WithInsertPoint guard(user);
   Value *rows = insertForm(graph, "neutral_padding", {r.value, r.count}, user)[0];
-  returnPair(user, use.offset, rows, r.count);
+  returnPair(user, use.offset, rows, r.count, 0);
   return true;
 }
 
-void Driver::returnPair(Node *user, size_t offset, Value *padded, Value *count) {
+/// Retypes the tuple \p node builds to its inputs' types.
+static void retypeTuple(Node *node) {
+  std::vector<c10::TypePtr> types;
+  for (Value *in : node->inputs())
+    types.push_back(in->type());
+  node->output()->setType(c10::TupleType::create(types));
+}
+
+/// (\p r, its size along \p dim as an int64 0-d tensor on r's device),
+/// made before \p at: a result the program computed whole, as the pair a
+/// padded output is (no padding).
+static Value *wholePair(torch::jit::Graph &graph, Value *r, int64_t dim,
+                        Node *at) {
+  torch::jit::WithInsertPoint guard(at);
+  Value *n = emit(graph, "aten::size", {r, dim}, at);
+  Value *count = emit(graph, "aten::scalar_tensor", {n}, at,
+                      {{"dtype", static_cast<int64_t>(c10::ScalarType::Long)},
+                       {"device", emit(graph, "prim::device", {r}, at)}});
+  return graph.insertNode(graph.createTuple({r, count}))->output();
+}
+
+void Driver::returnPair(Node *user, size_t offset, Value *padded, Value *count,
+                        int64_t dim) {
   torch::jit::WithInsertPoint guard(user);
   Value *pair = graph.insertNode(graph.createTuple({padded, count}))->output();
   user->replaceInput(offset, pair);
-  if (user->kind() == c10::prim::TupleConstruct) { // retype the tuple around it
-    std::vector<c10::TypePtr> types;
-    for (Value *in : user->inputs())
-      types.push_back(in->type());
-    user->output()->setType(c10::TupleType::create(types));
+  if (user->kind() == c10::prim::TupleConstruct)
+    retypeTuple(user);
+  // In a version's block (specialize-*), the other blocks return the same
+  // output as the program computes it: whole, with its size as the count.
+  Node *ret = user->kind() == c10::prim::Return ? user
+                                                : user->output()->uses()[0].user;
+  Node *version = ret->owningBlock()->owningNode();
+  if (!version)
+    return;
+  size_t index = ret == user ? offset : user->output()->uses()[0].offset;
+  for (torch::jit::Block *b : version->blocks()) {
+    if (b == ret->owningBlock())
+      continue;
+    Value *out = b->outputs()[index];
+    if (ret == user) {
+      if (!out->type()->cast<c10::TupleType>())
+        b->replaceOutput(index, wholePair(graph, out, dim, b->return_node()));
+      continue;
+    }
+    Node *tuple = out->node();
+    if (tuple->kind() != c10::prim::TupleConstruct)
+      throw std::logic_error("a version's block returns a tuple it did not build");
+    if (!tuple->input(offset)->type()->cast<c10::TupleType>()) {
+      tuple->replaceInput(offset,
+                          wholePair(graph, tuple->input(offset), dim, tuple));
+      retypeTuple(tuple);
+    }
   }
+  version->output(index)->setType(ret->input(index)->type());
 }
 
 bool Driver::returnPaddedAlongDim(const Rep &r, const torch::jit::Use &use) {
@@ -392,7 +437,10 @@ bool Driver::returnPaddedAlongDim(const Rep &r, const torch::jit::Use &use) {
   Node *moved = graph.insertNode(graph.createClone(view, [&](Value *v) {
     return v == view->input(0) ? rows : v;
   }));
-  returnPair(out.user, out.offset, moved->output(), r.count);
+  int64_t dim = view->kind() == c10::aten::movedim || constantInt(view->input(1)) == 0
+                    ? *constantInt(view->input(2))
+                    : *constantInt(view->input(1));
+  returnPair(out.user, out.offset, moved->output(), r.count, dim);
   return true;
 }
 

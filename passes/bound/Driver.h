@@ -217,8 +217,11 @@ private:
   /// --padded-outputs, the view of the padded rows and the count.
   bool returnPaddedAlongDim(const Rep &r, const torch::jit::Use &use);
   /// Replaces \p user's input \p offset, an output position, by the pair
-  /// (\p padded, \p count), retyping a returned tuple around it.
-  void returnPair(Node *user, size_t offset, Value *padded, Value *count);
+  /// (\p padded, \p count), padded along \p dim, retyping a returned
+  /// tuple around it; in a version's block, the other blocks return that
+  /// output whole with its size along \p dim.
+  void returnPair(Node *user, size_t offset, Value *padded, Value *count,
+                  int64_t dim);
 
   void materializeRest();
   /// A copy of bounded list \p r, each element cut to its count (of a size

@@ -296,6 +296,31 @@ def test_padded_outputs_pad_a_column_selection_along_its_dim(staticify, save, tm
         assert torch.equal(attrs[:int(attr_count)], want_attr)
 
 
+class SelectByAnInput(torch.nn.Module):
+    """x[m] with m a graph input: a mask or indices, as its dtype says."""
+
+    def forward(self, x: torch.Tensor, m: torch.Tensor):
+        return x[m] * 2.0, x.sum()
+
+
+def test_padded_outputs_behind_a_dtype_guard(staticify, save, tmp_path):
+    """With --padded-outputs a method versioned on an input's dtype returns
+    (padded, count) from every version: the bool version padded, the
+    fallback (int64 indices) its whole result with its size as the count."""
+    path, out, method = static_output(staticify, save, tmp_path, SelectByAnInput(),
+                                      "--padded-outputs")
+    assert method["after"]["static"] is True
+    original, static = torch.jit.load(str(path)), torch.jit.load(str(out))
+    gen = torch.Generator().manual_seed(0)
+    x = torch.randn(6, 3, generator=gen)
+    for m in (torch.randn(6, generator=gen) > 0, torch.zeros(6, dtype=torch.bool),
+              torch.tensor([4, 0, 4, 1])):
+        (want, want_sum), ((rows, count), total) = original(x, m), static(x, m)
+        assert int(count) == want.size(0) and count.dtype == torch.int64
+        assert torch.equal(rows[:int(count)], want) and torch.equal(total, want_sum)
+        assert rows.size(0) == (6 if m.dtype == torch.bool else 4)
+
+
 class Detections(torch.nn.Module):
     def forward(self, scores: torch.Tensor, labels: torch.Tensor, boxes: torch.Tensor):
         keep = scores > 0.5

@@ -403,8 +403,14 @@ void Driver::returnPair(Node *user, size_t offset, Value *padded, Value *count,
       continue;
     }
     Node *tuple = out->node();
-    if (tuple->kind() != c10::prim::TupleConstruct)
-      throw std::logic_error("a version's block returns a tuple it did not build");
+    if (tuple->kind() != c10::prim::TupleConstruct ||
+        tuple->owningBlock() != b || out->uses().size() != 1) {
+      // A tuple made elsewhere: its elements, and a tuple of them here.
+      torch::jit::WithInsertPoint at(b->return_node());
+      Node *parts = graph.insertNode(graph.createTupleUnpack(out));
+      tuple = graph.insertNode(graph.createTuple(parts->outputs()));
+      b->replaceOutput(index, tuple->output());
+    }
     if (!tuple->input(offset)->type()->cast<c10::TupleType>()) {
       tuple->replaceInput(offset,
                           wholePair(graph, tuple->input(offset), dim, tuple));

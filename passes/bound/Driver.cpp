@@ -425,12 +425,11 @@ bool Driver::returnPaddedAlongDim(const Rep &r, const torch::jit::Use &use) {
       use.offset != 0)
     return false;
   Node *view = use.user;
-  bool moves = false;
-  if (view->kind() == c10::aten::movedim && view->inputs().size() == 3)
-    moves = constantInt(view->input(1)) == 0 && constantInt(view->input(2));
-  else if (view->kind() == c10::aten::transpose && view->inputs().size() == 3)
-    moves = (constantInt(view->input(1)) == 0 && constantInt(view->input(2))) ||
-            (constantInt(view->input(2)) == 0 && constantInt(view->input(1)));
+  // Only leading-selections' movedim back: a transpose the program wrote
+  // of selected rows is returned padded along dim 0 of what it selected,
+  // cut as before.
+  bool moves = view->kind() == c10::aten::movedim && view->inputs().size() == 3 &&
+               constantInt(view->input(1)) == 0 && constantInt(view->input(2));
   if (!moves || view->outputs().size() != 1 ||
       view->output()->uses().size() != 1 ||
       !isOutputPosition(view->output()->uses()[0].user))
@@ -443,9 +442,7 @@ bool Driver::returnPaddedAlongDim(const Rep &r, const torch::jit::Use &use) {
   Node *moved = graph.insertNode(graph.createClone(view, [&](Value *v) {
     return v == view->input(0) ? rows : v;
   }));
-  int64_t dim = view->kind() == c10::aten::movedim || constantInt(view->input(1)) == 0
-                    ? *constantInt(view->input(2))
-                    : *constantInt(view->input(1));
+  int64_t dim = *constantInt(view->input(2));
   returnPair(out.user, out.offset, moved->output(), r.count, dim);
   return true;
 }

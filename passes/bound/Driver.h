@@ -212,8 +212,8 @@ private:
 
   /// `(padded, count)` in place of a bounded graph output.
   bool returnPadded(const Rep &r, const torch::jit::Use &use);
-  /// A use by a view that moves the rows to another dim (`movedim(x, 0,
-  /// d)`, `transpose(x, 0, d)`) whose one use is an output position: with
+  /// A use by leading-selections' view that moves the rows back to their
+  /// dim (`movedim(x, 0, d)`) whose one use is an output position: with
   /// --padded-outputs, the view of the padded rows and the count.
   bool returnPaddedAlongDim(const Rep &r, const torch::jit::Use &use);
   /// Replaces \p user's input \p offset, an output position, by the pair

@@ -236,8 +236,8 @@ WITHOUT_TRANSFER = {
     "aten::bincount": "the selection is gone (bincount_live), but bincount's length "
                       "depends on the largest value: its own sync point stays",
     "aten::matmul": "the static operand is a graph input's slice of unknown rank",
-    "aten::linear": "as aten::matmul",
-    "aten::masked_select": "a selection of a bounded value: no nested count",
+
+
     "aten::add_": "an in-place write to a bounded value: no rule (the out-of-place op has one)",
     "aten::mul_": "as aten::add_",
     "aten::div_": "as aten::add_",

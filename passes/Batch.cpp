@@ -802,9 +802,9 @@ private:
         env[n->output()] = asBatched(pickRows(n->input(0), x, n->input(2), in[2], false));
         return true;
       }
-      // Along dim d of each row (the random order of a sampler's two
-      // masks, stacked): a gather along d + 1 by each row's indices, put
-      // at d + 1 and expanded over the other dims.
+      // Along dim d > 0 of each row (columns picked by each row's own
+      // indices): a gather along d + 1 by the indices, put at d + 1 and
+      // expanded over the other dims.
       Value *at = in[2];
       for (int64_t j = 0; j < d; ++j)
         at = op("aten::unsqueeze", {at, int64_t{1}});

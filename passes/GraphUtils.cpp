@@ -267,16 +267,6 @@ bool onlyWarns(const torch::jit::Block *block) {
   return warns;
 }
 
-bool writesAnything(const Node *node) {
-  const c10::FunctionSchema *schema = node->maybeSchema();
-  if (!schema)
-    return false;
-  for (const c10::Argument &arg : schema->arguments())
-    if (arg.alias_info() && arg.alias_info()->isWrite())
-      return true;
-  return false;
-}
-
 bool isGuardFallback(const torch::jit::Block *block) {
   const Node *owner = block->owningNode();
   return owner && owner->hasAttribute(guardAttr()) &&
@@ -458,7 +448,7 @@ Value *namedInput(const Node *node, std::string_view name) {
 static bool isErasable(const Node *node) {
   // A write to any argument (in place, or out=), as its schema says.
   if (node->kind() == c10::prim::Param || node->kind() == c10::prim::Return ||
-      node->hasSideEffects() || writesAnArgument(node))
+      node->hasSideEffects() || writesAnything(node))
     return false;
   // An if or a loop goes with its blocks: only when nothing in them writes
   // or has a side effect.

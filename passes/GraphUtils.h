@@ -74,10 +74,6 @@ bool onlyRaises(const torch::jit::Block *block);
 /// reads for the message (the sizes) is read only then.
 bool onlyWarns(const torch::jit::Block *block);
 
-/// Whether \p node's schema marks one of its arguments written (an
-/// in-place op, an append).
-bool writesAnything(const torch::jit::Node *node);
-
 /// Whether \p node sits in one of \p owner's blocks, at any depth.
 bool insideOf(const torch::jit::Node *node, const torch::jit::Node *owner);
 /// Whether \p node sits in \p block, at any depth.

@@ -119,7 +119,7 @@ bool writesThrough(const c10::AliasInfo &alias) {
   return false;
 }
 
-bool writesAnArgument(const Node *node) {
+bool writesAnything(const Node *node) {
   const c10::FunctionSchema *schema = node->maybeSchema();
   if (!schema)
     return false;

@@ -52,7 +52,7 @@ bool mutatesFirstInput(const torch::jit::Node *node);
 
 /// Whether the node's schema writes to any of its arguments: in place (its
 /// first), an out= variant's out, a list's contents.
-bool writesAnArgument(const torch::jit::Node *node);
+bool writesAnything(const torch::jit::Node *node);
 
 /// Whether a schema argument with \p alias is written, itself or an
 /// element of it.

@@ -71,7 +71,7 @@ bool Aliases::mayWrite(const Node *node) {
     if (node->getOperator().aliasAnalysisKind() ==
         c10::AliasAnalysisKind::CONSERVATIVE)
       return true; // modelled as writing to every input
-    return writesAnArgument(node);
+    return writesAnything(node);
   }
   // Nodes without a schema: the structural ones libtorch models as creating
   // or forwarding values; anything else (prim::SetAttr, calls, Python ops,

@@ -181,7 +181,7 @@ bool foldCatOfSameOp(Graph &graph, Node *node, const Aliases &aliases) {
   Node *first = list->input(0)->node();
   if (!opElementwise(first) || first->outputs().size() != 1 ||
       first->inputs().empty() || !isTensor(first->input(0)) ||
-      first->isNondeterministic() || writesAnArgument(first))
+      first->isNondeterministic() || writesAnything(first))
     return false;
   for (size_t i = 1; i < first->inputs().size(); ++i)
     if (isTensor(first->input(i)) ||
@@ -252,7 +252,7 @@ bool ofPositions(const Value *x, int depth) {
     return def->inputs().size() == 5 && def->input(1)->mustBeNone() &&
            def->input(0)->type()->kind() == c10::TypeKind::IntType;
   if (depth == 0 || !opElementwise(def) || def->outputs().size() != 1 ||
-      x->uses().size() != 1 || def->isNondeterministic() || writesAnArgument(def))
+      x->uses().size() != 1 || def->isNondeterministic() || writesAnything(def))
     return false;
   bool any = false;
   for (const Value *in : def->inputs()) {

@@ -781,7 +781,7 @@ bool readOnlyByOps(const Value *v) {
   for (const torch::jit::Use &use : v->uses()) {
     const c10::FunctionSchema *schema = use.user->maybeSchema();
     if (!schema || use.offset >= schema->arguments().size() ||
-        schema->arguments()[use.offset].alias_info() || schema->is_mutable())
+        schema->arguments()[use.offset].alias_info())
       return false;
   }
   return true;

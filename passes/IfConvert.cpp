@@ -400,6 +400,12 @@ static bool sameConstant(const Value *x, const Value *y) {
 
 Value *selectBranch(Graph &graph, Value *c, Value *a, Value *b,
                     const Node *anchor) {
+  // A value one branch leaves undefined (an early return's, a break's) is
+  // read only where the other branch ran: the other's value serves both.
+  if (b->node()->kind() == c10::prim::Uninitialized)
+    return a;
+  if (a->node()->kind() == c10::prim::Uninitialized)
+    return b;
   if (congruent(a, b))
     return emit(graph, "aten::where", {c, a, b}, anchor);
   auto same = [&](const char *op, const char *cmp) {

@@ -26,6 +26,10 @@ namespace {
 
 constexpr const char *kRule = "lift-scalars";
 
+/// The offset a range store's write is recorded as a sink with: it takes
+/// the lifted bounds of its slices, at none of its own operands.
+constexpr size_t kRangeStore = std::numeric_limits<size_t>::max();
+
 } // namespace
 
 std::optional<c10::ScalarType> liftedDType(const c10::TypePtr &t) {
@@ -222,30 +226,132 @@ bool acceptsTensorAt(const Node *node, size_t offset) {
   return false;
 }
 
-/// The write of `x[..., a:b] = value` (TorchScript: the slice's copy_ of
-/// a 0-d tensor, or its fill_), where \p slice is `slice(v, dim, a, b, 1)`
-/// with a constant dim, used only by that write and by reads of its dtype
-/// and device; nullptr for any other slice. A bound read from data (a
-/// SpecAugment mask's start, a sequence's length) then needs no host read:
-/// the store is a masked one, by the positions the slice spans.
-Node *rangeStore(const Node *slice) {
-  if (slice->kind() != c10::aten::slice || slice->inputs().size() != 5 ||
-      !isTensor(slice->input(0)) || !constantInt(slice->input(1)) ||
-      constantInt(slice->input(4)) != 1)
-    return nullptr;
-  Node *write = nullptr;
-  for (const torch::jit::Use &use : slice->output()->uses()) {
-    const Node *user = use.user;
-    if (user->kind() == c10::prim::dtype || user->kind() == c10::prim::device)
+//===----------------------------------------------------------------------===//
+// Range stores
+//===----------------------------------------------------------------------===//
+//
+// `v[..., a:b] = value` (TorchScript: slices of v and a fill_ or copy_ of
+// the innermost one) with a bound read from data (a SpecAugment mask's
+// start, a sequence's length, a CutMix box's corners) needs no host read:
+// the store is a masked one, by the positions the slices span. Slices
+// along several dims (`img[:, :, y1:y2, x1:x2] = ...`) mask by the
+// product of their positions. The value is a number, a 0-d tensor, or the
+// same region of a tensor of v's shape (`x[:, a:b] = y[:, a:b]`): then
+// each position of the region takes y's element at that position. Any
+// other value (of the region's data-dependent shape) is refused.
+
+/// `slice(t, dim, start, end, 1)` of a tensor along a constant dim.
+bool isRangeSlice(const Node *node) {
+  return node->kind() == c10::aten::slice && node->inputs().size() == 5 &&
+         isTensor(node->input(0)) && constantInt(node->input(1)) &&
+         constantInt(node->input(4)) == 1;
+}
+
+/// The one use of \p v but for reads of its dtype and device (which a
+/// slice shares with the tensor it slices); nullopt where there is none or
+/// more than one.
+std::optional<torch::jit::Use> onlyUse(const Value *v) {
+  std::optional<torch::jit::Use> only;
+  for (const torch::jit::Use &use : v->uses()) {
+    if (use.user->kind() == c10::prim::dtype ||
+        use.user->kind() == c10::prim::device)
       continue;
-    bool fills = user->kind() == c10::aten::fill_ && user->inputs().size() == 2 &&
-                 !isTensor(user->input(1));
-    bool copies = user->kind() == c10::aten::copy_ && provablyZeroDim(user->input(1));
-    if (write || use.offset != 0 || !(fills || copies) || user->output()->hasUses())
-      return nullptr;
-    write = use.user;
+    if (only)
+      return std::nullopt;
+    only = use;
   }
-  return write;
+  return only;
+}
+
+/// The range slices that \p v is the innermost of, outermost first: each
+/// used only by the next (and by reads of its dtype and device).
+std::vector<Node *> sliceChain(Value *v) {
+  std::vector<Node *> chain;
+  for (Node *n = v->node(); isRangeSlice(n); n = n->input(0)->node()) {
+    if (!chain.empty() && !onlyUse(n->output()))
+      break;
+    chain.insert(chain.begin(), n);
+  }
+  return chain;
+}
+
+/// Whether two bounds of slices are one: one value, both missing, or equal
+/// constants.
+bool sameBound(const Value *a, const Value *b) {
+  if (a == b || (a->mustBeNone() && b->mustBeNone()))
+    return true;
+  auto ca = constantInt(a), cb = constantInt(b);
+  return ca && ca == cb;
+}
+
+struct RangeStore {
+  Node *write = nullptr;            // the fill_ or copy_ of the region
+  std::vector<Node *> slices;       // v's, outermost first
+  std::vector<Node *> valueSlices;  // the value's, the same; or none
+};
+
+/// The range store \p write makes, where it is one.
+std::optional<RangeStore> rangeStoreAt(Node *write) {
+  bool fills = write->kind() == c10::aten::fill_ &&
+               write->inputs().size() == 2 && !isTensor(write->input(1));
+  bool copies = write->kind() == c10::aten::copy_;
+  if (!(fills || copies) || write->output()->hasUses())
+    return std::nullopt;
+  RangeStore store{write, sliceChain(write->input(0)), {}};
+  if (store.slices.empty() ||
+      onlyUse(store.slices.back()->output())->user != write)
+    return std::nullopt;
+  // The dims, distinct: of one sign (or all counted from a known rank),
+  // distinct numbers are distinct dims.
+  Value *v = store.slices.front()->input(0);
+  std::optional<int64_t> rank = knownRank(v);
+  std::vector<int64_t> dims;
+  for (const Node *s : store.slices) {
+    int64_t d = *constantInt(s->input(1));
+    if (d < 0 && rank)
+      d += *rank;
+    if (std::find(dims.begin(), dims.end(), d) != dims.end())
+      return std::nullopt;
+    dims.push_back(d);
+  }
+  if (!rank && std::any_of(dims.begin(), dims.end(), [&](int64_t d) {
+        return (d < 0) != (dims.front() < 0);
+      }))
+    return std::nullopt;
+  if (!copies || provablyZeroDim(write->input(1)))
+    return store;
+  // A tensor value: the same region of a tensor of v's shape.
+  store.valueSlices = sliceChain(write->input(1));
+  if (store.valueSlices.size() != store.slices.size() ||
+      !provablySameShape(store.valueSlices.front()->input(0), v))
+    return std::nullopt;
+  for (size_t i = 0; i < store.slices.size(); ++i)
+    for (size_t k : {1, 2, 3})
+      if (!sameBound(store.slices[i]->input(k), store.valueSlices[i]->input(k)))
+        return std::nullopt;
+  return store;
+}
+
+/// The write of the range store \p slice is one of the slices of (of the
+/// region written, or of the value's); nullptr where it is in none.
+Node *rangeStoreWrite(const Node *slice) {
+  if (!isRangeSlice(slice))
+    return nullptr;
+  const Node *n = slice;
+  std::optional<torch::jit::Use> use;
+  while ((use = onlyUse(n->output())) && use->offset == 0 &&
+         isRangeSlice(use->user))
+    n = use->user;
+  if (!use || (use->user->kind() != c10::aten::fill_ &&
+               use->user->kind() != c10::aten::copy_))
+    return nullptr;
+  std::optional<RangeStore> store = rangeStoreAt(use->user);
+  if (!store)
+    return nullptr;
+  for (const auto *chain : {&store->slices, &store->valueSlices})
+    if (std::find(chain->begin(), chain->end(), slice) != chain->end())
+      return store->write;
+  return nullptr;
 }
 
 struct Region {
@@ -514,8 +620,16 @@ Region growRegion(const std::vector<Node *> &sources,
         push(user->output());
         continue;
       }
+      if (use.offset == 2 || use.offset == 3) {
+        if (Node *write = rangeStoreWrite(user)) {
+          // The store's sink: after every bound of its slices, and one
+          // node that each region reaching one of them touches.
+          r.touched.insert(write);
+          r.sinks.emplace_back(write, kRangeStore);
+          continue;
+        }
+      }
       if (isScalarFactory(user, use.offset) ||
-          ((use.offset == 2 || use.offset == 3) && rangeStore(user)) ||
           (!inputAffectsShape(user, use.offset) &&
            acceptsTensorAt(user, use.offset))) {
         r.sinks.emplace_back(user, use.offset);
@@ -805,63 +919,82 @@ private:
         out->replaceAllUsesWith(selectBranch(graph, c, a, b, node));
         continue;
       }
+      // Undefined in one branch (an early return's): read only where the
+      // other ran (selectBranch).
+      if (a->node()->kind() == c10::prim::Uninitialized ||
+          b->node()->kind() == c10::prim::Uninitialized) {
+        lifted[out] = operand(
+            a->node()->kind() == c10::prim::Uninitialized ? b : a, node);
+        continue;
+      }
       lifted[out] = emit(graph, "aten::where",
                          {c, operand(a, node), operand(b, node)}, node);
     }
   }
 
-  /// `v[..., a:b] = value` along \p slice's dim as
-  /// `v.masked_fill_(positions in [a, b), value)`: a and b, lifted or host
-  /// numbers, made non-negative and clamped to the dim as slicing does; a
-  /// tensor value (not a host number made one) goes in by where.
-  void liftRangeStore(Node *slice, Node *write, PassContext &ctx) {
-    torch::jit::WithInsertPoint guard(slice);
-    Value *v = slice->input(0);
+  /// \p store as `v.masked_fill_(positions in the region, value)`, or
+  /// `v.copy_(where(positions in the region, value, v))`: bounds, lifted
+  /// or host numbers, made non-negative and clamped to the dim as slicing
+  /// does; a tensor value (not a host number made one) goes in by where.
+  void liftRangeStore(const RangeStore &store, PassContext &ctx) {
+    Node *write = store.write;
+    torch::jit::WithInsertPoint guard(write);
+    Value *v = store.slices.front()->input(0);
     // A missing bound: 0, or past any size (the form clamps it to the dim's).
     auto bound = [&](Value *b, int64_t missing) {
-      return operand(b->mustBeNone() ? graph.insertConstant(missing) : b, slice);
+      return operand(b->mustBeNone() ? graph.insertConstant(missing) : b, write);
     };
-    Value *mask = insertForm(
-        graph, "slice_positions",
-        {v, slice->input(1), bound(slice->input(2), 0),
-         bound(slice->input(3), std::numeric_limits<int64_t>::max())},
-        slice)[0];
-    Value *value = write->input(1);
-    // A host number made a tensor (`x[a:b] = 0.0`): masked_fill's number.
-    if (write->kind() == c10::aten::copy_ && value->node()->kind() == c10::aten::tensor &&
-        !isTensor(value->node()->input(0)))
-      value = value->node()->input(0);
-    {
-      torch::jit::WithInsertPoint at(write);
-      if (isTensor(value))
-        emit(graph, "aten::copy_",
-             {v, emit(graph, "aten::where",
-                      {mask, emit(graph, "aten::to",
-                                  {value, emit(graph, "prim::dtype", {v}, write)},
-                                  write),
-                       v},
-                      write)},
-             write);
-      else
-        emit(graph, "aten::masked_fill_", {v, mask, value}, write);
+    Value *mask = nullptr;
+    for (Node *slice : store.slices) {
+      if (slice->input(2)->mustBeNone() && slice->input(3)->mustBeNone())
+        continue; // every position
+      Value *inside = insertForm(
+          graph, "slice_positions",
+          {v, slice->input(1), bound(slice->input(2), 0),
+           bound(slice->input(3), std::numeric_limits<int64_t>::max())},
+          write)[0];
+      mask = mask ? emit(graph, "aten::__and__", {mask, inside}, write) : inside;
     }
-    // The slice's dtype and device are v's.
-    for (const torch::jit::Use &use : std::vector<torch::jit::Use>(
-             slice->output()->uses().begin(), slice->output()->uses().end()))
-      if (use.user != write)
-        use.user->replaceInput(use.offset, v);
+    Value *value = write->input(1);
+    if (!store.valueSlices.empty()) {
+      // Each position of the region takes the element of the value's
+      // tensor there, on v's device, in v's dtype (as copy_ casts).
+      value = store.valueSlices.front()->input(0);
+      value = emit(graph, "aten::to",
+                   {value, emit(graph, "prim::device", {v}, write),
+                    emit(graph, "prim::dtype", {v}, write)},
+                   write);
+    } else if (write->kind() == c10::aten::copy_ &&
+               value->node()->kind() == c10::aten::tensor &&
+               !isTensor(value->node()->input(0))) {
+      // A host number made a tensor (`x[a:b] = 0.0`): masked_fill's number.
+      value = value->node()->input(0);
+    } else if (isTensor(value)) {
+      value = emit(graph, "aten::to",
+                   {value, emit(graph, "prim::dtype", {v}, write)}, write);
+    }
+    if (isTensor(value))
+      emit(graph, "aten::copy_",
+           {v, emit(graph, "aten::where", {mask, value, v}, write)}, write);
+    else
+      emit(graph, "aten::masked_fill_", {v, mask, value}, write);
     ctx.rewrote(write, kRule);
     write->destroy();
-    ctx.rewrote(slice, kRule);
-    slice->destroy();
+    // Innermost first; a slice's dtype and device are its tensor's.
+    for (const auto *chain : {&store.slices, &store.valueSlices}) {
+      for (auto it = chain->rbegin(); it != chain->rend(); ++it) {
+        Node *slice = *it;
+        slice->output()->replaceAllUsesWith(slice->input(0));
+        ctx.rewrote(slice, kRule);
+        slice->destroy();
+      }
+    }
   }
 
   void liftSink(Node *user, size_t offset, PassContext &ctx) {
-    if (stored.count(user))
-      return; // a range store, made at its other bound
-    if (user->kind() == c10::aten::slice) {
-      stored.insert(user);
-      liftRangeStore(user, rangeStore(user), ctx);
+    if (offset == kRangeStore) {
+      if (stored.insert(user).second) // else made at another bound
+        liftRangeStore(*rangeStoreAt(user), ctx);
       return;
     }
     torch::jit::WithInsertPoint guard(user);

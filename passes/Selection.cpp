@@ -272,11 +272,23 @@ static bool isRankPreserving(const Node *node) {
          !op->has(kConditionFirst);
 }
 
+/// Whether \p node's result has its first input's shape whatever its other
+/// operands (OpInfo's kKeepsShape: softmax, cumsum, flip, roll).
+static bool keepsFirstShape(const Node *node) {
+  const OpInfo *op = opInfo(node);
+  return op && op->has(kKeepsShape) && !node->inputs().empty() &&
+         isTensor(node->input(0));
+}
+
 static const Value *rankRoot(const Value *v) {
   for (int depth = 0; depth < 64; ++depth) {
     const Node *node = v->node();
     if (node->kind() == c10::aten::gather) {
       v = node->input(2); // gather's result has its index's shape
+      continue;
+    }
+    if (keepsFirstShape(node)) {
+      v = node->input(0);
       continue;
     }
     if (!isRankPreserving(node) || node->inputs().empty())
@@ -651,6 +663,10 @@ static const Value *shapeRoot(const Value *v, int &budget) {
     const Node *node = v->node();
     if (node->kind() == c10::aten::expand_as && node->inputs().size() == 2) {
       v = node->input(1);
+      continue;
+    }
+    if (keepsFirstShape(node)) {
+      v = node->input(0);
       continue;
     }
     // (values, indices) of max(x, d), sort, topk...: one shape.

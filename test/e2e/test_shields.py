@@ -175,3 +175,34 @@ def test_empty_rows_take_the_fallback(selecting):
     for module in (original, static):
         with pytest.raises(RuntimeError):
             module(x, 0, i)
+
+
+class NestedEarlyReturn(torch.nn.Module):
+    """mmdet's mask_matrix_nms, reduced: an early return nested in an if on
+    a host constant, after a selection. Where the inner branch does not
+    return, TorchScript leaves its returned value undefined
+    (prim::Uninitialized); the converted if must never ask that value its
+    shape or dtype (which raises)."""
+
+    def forward(self, scores: Tensor, order: Tensor) -> Tensor:
+        thr = 0.1
+        idx = order
+        if thr > 0:
+            keep = scores >= thr
+            idx = idx[keep]
+            if not keep.any():
+                return order
+        return idx[order]
+
+
+def test_a_nested_early_return_equals_the_original(staticify, save, tmp_path):
+    _, original, static = staticified(staticify, save, tmp_path, NestedEarlyReturn())
+    gen = torch.Generator().manual_seed(0)
+    for trial in range(30):
+        scores = torch.rand(6, generator=gen) * (trial % 3)  # none kept, some, all
+        order = torch.randperm(6, generator=gen)
+        try:
+            expected = original(scores, order)
+        except (IndexError, RuntimeError):
+            continue  # an index past the rows kept: nothing to compare
+        assert torch.equal(static(scores, order), expected), trial

@@ -291,6 +291,12 @@ Picked pick(Value *c, Value *a, Value *b, const Node *anchor,
     return Picked{v, rc.rowsOf(v, anchor), rc.isIndex(v),
                   knownRank(v, &rc.analysis) == 1};
   };
+  // A value one branch leaves undefined (an early return's) is read only
+  // where the other ran (selectBranch): the other's rows serve both.
+  if (a->node()->kind() == c10::prim::Uninitialized)
+    return rows(b);
+  if (b->node()->kind() == c10::prim::Uninitialized)
+    return rows(a);
   Picked ra = rows(a), rb = rows(b);
   auto size0 = [&](Value *t) {
     return emit(graph, "aten::size", {t, 0}, anchor);

@@ -200,6 +200,11 @@ Value *RuleContext::tensorOf(Value *v, Value *device, const Node *anchor) {
 }
 
 Value *RuleContext::rowsOf(Value *x, const Node *anchor) {
+  // Undefined where its branch ran (an early return's value): so is its
+  // count, read only where the value is.
+  if (x->node()->kind() == c10::prim::Uninitialized)
+    return graph.insertNode(graph.createUninitialized(c10::TensorType::get()))
+        ->output();
   return emit(graph, "aten::scalar_tensor",
               {emit(graph, "aten::size", {x, 0}, anchor)}, anchor,
               {NamedValue("dtype", static_cast<int64_t>(c10::kLong)),

@@ -206,3 +206,34 @@ def test_a_nested_early_return_equals_the_original(staticify, save, tmp_path):
         except (IndexError, RuntimeError):
             continue  # an index past the rows kept: nothing to compare
         assert torch.equal(static(scores, order), expected), trial
+
+
+class FilterThenSort(torch.nn.Module):
+    """mmdet's mask_matrix_nms after its decay: keep the scores above a
+    threshold, return empty results early where none is kept, else sort the
+    kept. Where the early return is not taken, its values are undefined;
+    the selections' counts must not be read from them."""
+
+    def forward(self, scores: Tensor, labels: Tensor, inds: Tensor):
+        thr = 0.1
+        if thr > 0:
+            keep = scores >= thr
+            inds = inds[keep]
+            if not keep.any():
+                return scores.new_zeros(0), labels.new_zeros(0), labels.new_zeros(0)
+            scores = scores[keep]
+            labels = labels[keep]
+        scores, order = torch.sort(scores, descending=True)
+        return scores, labels[order], inds[order]
+
+
+def test_an_early_return_of_empty_selections_equals_the_original(staticify, save, tmp_path):
+    _, original, static = staticified(staticify, save, tmp_path, FilterThenSort())
+    gen = torch.Generator().manual_seed(0)
+    for trial in range(30):
+        scores = torch.rand(7, generator=gen) * (trial % 3) * 0.1  # none kept, some, most
+        labels = torch.randint(0, 3, (7,), generator=gen)
+        inds = torch.randperm(7, generator=gen)
+        expected = original(scores, labels, inds)
+        got = static(scores, labels, inds)
+        assert all(torch.equal(e, g) for e, g in zip(expected, got)), trial

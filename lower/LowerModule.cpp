@@ -15,6 +15,7 @@
 
 #include <torch/csrc/jit/api/function_impl.h>
 #include <torch/csrc/jit/passes/inliner.h>
+#include <torch/csrc/jit/passes/remove_mutation.h>
 #include <torch/custom_class.h>
 
 #include <chrono>
@@ -162,6 +163,9 @@ LoweringOutcome lowerMethod(torch::jit::Module &module,
   // module's tensors it reads as inputs after the method's.
   std::shared_ptr<Graph> lowered = graph->copy();
   torch::jit::Inline(*lowered);
+  // The bridge's values are SSA tensors: an in-place op on a tensor nothing
+  // else sees (a form's own ranks) becomes its functional twin.
+  torch::jit::RemoveTensorMutation(lowered);
   LiftedAttributes lifted = liftAttributes(*lowered, module);
   if (!lifted.reason.empty()) {
     out.reason = lifted.reason;

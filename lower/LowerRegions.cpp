@@ -9,6 +9,7 @@
 
 #include <torch/csrc/jit/api/function_impl.h>
 #include <torch/csrc/jit/passes/inliner.h>
+#include <torch/csrc/jit/passes/remove_mutation.h>
 #include <torch/csrc/jit/passes/lower_tuples.h>
 
 #include <ATen/ATen.h>
@@ -274,6 +275,9 @@ lowerRegions(torch::jit::Module &module, const std::string &method,
   // attributes are read first: a region takes them as inputs (a region of
   // reads alone would copy the weights).
   torch::jit::Inline(*graph);
+  // The bridge's values are SSA tensors: an in-place op on a tensor nothing
+  // else sees (a form's own ranks) becomes its functional twin.
+  torch::jit::RemoveTensorMutation(graph);
   hoistAttributeReads(*graph);
   AnalysisResult analysis = analyzeGraph(*graph, Detail::Facts);
   std::vector<std::string> lowered = loweredOperators();

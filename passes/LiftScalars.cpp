@@ -297,9 +297,15 @@ std::optional<RangeStore> rangeStoreAt(Node *write) {
   bool copies = write->kind() == c10::aten::copy_;
   if (!(fills || copies) || write->output()->hasUses())
     return std::nullopt;
+  // Each chain's innermost slice is read by the write alone: its other
+  // reads would need its shape, and the slices go.
+  auto endsAtWrite = [&](const std::vector<Node *> &chain) {
+    std::optional<torch::jit::Use> last =
+        chain.empty() ? std::nullopt : onlyUse(chain.back()->output());
+    return last && last->user == write;
+  };
   RangeStore store{write, sliceChain(write->input(0)), {}};
-  if (store.slices.empty() ||
-      onlyUse(store.slices.back()->output())->user != write)
+  if (!endsAtWrite(store.slices))
     return std::nullopt;
   // The dims, distinct: of one sign (or all counted from a known rank),
   // distinct numbers are distinct dims.
@@ -322,7 +328,8 @@ std::optional<RangeStore> rangeStoreAt(Node *write) {
     return store;
   // A tensor value: the same region of a tensor of v's shape.
   store.valueSlices = sliceChain(write->input(1));
-  if (store.valueSlices.size() != store.slices.size() ||
+  if (!endsAtWrite(store.valueSlices) ||
+      store.valueSlices.size() != store.slices.size() ||
       !provablySameShape(store.valueSlices.front()->input(0), v))
     return std::nullopt;
   for (size_t i = 0; i < store.slices.size(); ++i)

@@ -718,6 +718,19 @@ bool masksEveryElement(const Value *mask, const Value *x) {
   return provablySameShape(mask, x);
 }
 
+bool masksLeadingDims(const Value *mask, const Value *x) {
+  if (masksEveryElement(mask, x))
+    return true;
+  int budget = kMaxShapeVisits;
+  const Node *root = shapeRoot(mask, budget)->node();
+  if (root->kind() != c10::aten::select || root->inputs().size() != 3 ||
+      !provablySameShape(root->input(0), x))
+    return false;
+  std::optional<int64_t> d = constantInt(root->input(1));
+  std::optional<int64_t> rank = knownRank(x);
+  return d && (*d == -1 || (rank && *d == *rank - 1));
+}
+
 bool provablySameRank(const Value *a, const Value *b) {
   if (a == b || rankRoot(a) == rankRoot(b))
     return true;

@@ -132,6 +132,13 @@ torch::jit::Value *rowIndicesOf(const torch::jit::Value *v);
 bool masksEveryElement(const torch::jit::Value *mask,
                        const torch::jit::Value *x);
 
+/// Whether \p mask provably has the shape of \p x's leading mask.dim()
+/// dimensions, so that x[mask] cannot raise on shapes: x's own shape
+/// (masksEveryElement), or that of a select along x's last dim
+/// (`boxes[boxes[:, -1] > 0]`).
+bool masksLeadingDims(const torch::jit::Value *mask,
+                      const torch::jit::Value *x);
+
 /// Whether \p v is provably a 0-d tensor (a number made a tensor, a full
 /// reduction).
 bool provablyZeroDim(const torch::jit::Value *v);

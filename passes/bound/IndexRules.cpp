@@ -397,7 +397,11 @@ RuleResult selectionOfBounded(Node *node, RuleContext &rc) {
         "theirs");
   Value *live = insertForm(rc.graph, "live_nonzero",
                            {mask->value, mask->count}, node)[0];
-  auto outs = insertForm(rc.graph, "select_rows", {base->value, live}, node);
+  auto outs = insertForm(rc.graph,
+                         masksLeadingDims(sel->mask, sel->base)
+                             ? "select_rows"
+                             : "select_checked_rows",
+                         {base->value, live}, node);
   rc.setBounded(node->output(), outs[0], outs[1],
                 rc.dtypeOf(node->output(), 0) == DTypeKind::Long,
                 is(node, "aten::masked_select") || ofItsShape);
@@ -444,7 +448,10 @@ RuleResult gather(Node *node, RuleContext &rc) {
         (m == i->selectedBy || computesSameValue(m, i->selectedBy, rc.aliases))) {
       Value *out =
           s->selectedFrom
-              ? insertForm(rc.graph, "rows_at",
+              ? insertForm(rc.graph,
+                           masksLeadingDims(m, s->selectedFrom)
+                               ? "rows_at"
+                               : "checked_rows_at",
                            {s->selectedFrom, m, i->atPositions}, node)[0]
               : insertForm(rc.graph, "where_index_at",
                            {m, rc.constant(s->whereDim), i->atPositions},

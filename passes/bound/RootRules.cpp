@@ -105,8 +105,13 @@ RuleResult selection(Node *node, RuleContext &rc) {
   if (!sel)
     return RuleResult::notApplicable();
   auto outs =
-      insertForm(rc.graph, sel->broadcasts ? "masked_select" : "select_rows",
-                 {sel->base, sel->mask}, node);
+      sel->broadcasts
+          ? insertForm(rc.graph, "masked_select", {sel->base, sel->mask}, node)
+          : insertForm(rc.graph,
+                       masksLeadingDims(sel->mask, sel->base)
+                           ? "select_rows"
+                           : "select_checked_rows",
+                       {sel->base, sel->mask}, node);
   // Both forms compact the mask's true positions in the same order: a
   // second selection by the same unwritten mask where the first's count is
   // visible (its block, or one nested in it: a version specialize-shapes

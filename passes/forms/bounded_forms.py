@@ -145,12 +145,35 @@ def where_index(x: Tensor, k: int) -> Tuple[Tensor, Tensor]:
     return coordinate(flat, x.size(), k), count
 
 
+def leading_rows(x: Tensor, mask: Tensor) -> Tensor:
+    """x as the rows a mask over its leading mask.dim() dimensions picks
+    from: [mask.numel()] + x's other sizes."""
+    rows = x.reshape([mask.numel()] + x.size()[mask.dim():])
+    return rows
+
+
+def checked_rows(x: Tensor, mask: Tensor) -> Tensor:
+    """leading_rows, raising where x[mask] raises on shapes: the mask
+    expanded to x's leading sizes raises where one differs from the mask's
+    but for a mask's size 1, and the reshape then on the count of elements
+    (a reshape alone takes any shape of as many elements, and any at all
+    where x has none). Not for shapes with a 0 beside a mask's 1 ([1] over
+    [0], [1] over rows of no element), where x[mask] raises and this does
+    not."""
+    return leading_rows(x, mask.expand(x.size()[:mask.dim()]))
+
+
 def select_rows(x: Tensor, mask: Tensor) -> Tuple[Tensor, Tensor]:
-    """x[mask] for a mask over x's leading mask.dim() dimensions."""
-    n = mask.numel()
-    rows = x.reshape([n] + x.size()[mask.dim():])
+    """x[mask] for a mask over x's leading mask.dim() dimensions, which the
+    graph shows to be the mask's shape."""
     pos, count = compact(mask.reshape(-1) != 0)
-    return rows.index_select(0, pos), count
+    return leading_rows(x, mask).index_select(0, pos), count
+
+
+def select_checked_rows(x: Tensor, mask: Tensor) -> Tuple[Tensor, Tensor]:
+    """select_rows where the shapes may differ (checked_rows)."""
+    pos, count = compact(mask.reshape(-1) != 0)
+    return checked_rows(x, mask).index_select(0, pos), count
 
 
 def masked_select(x: Tensor, mask: Tensor) -> Tuple[Tensor, Tensor]:
@@ -825,9 +848,14 @@ def ranks_at(mask: Tensor, positions: Tensor) -> Tensor:
 
 def rows_at(x: Tensor, mask: Tensor, positions: Tensor) -> Tensor:
     """x[mask] at the rows ranks_at(mask, positions) names, for a mask over
-    x's leading mask.dim() dimensions: x's rows at the positions."""
-    rows = x.reshape([mask.numel()] + x.size()[mask.dim():])
-    return rows.index_select(0, positions)
+    x's leading mask.dim() dimensions, which the graph shows to be the
+    mask's shape: x's rows at the positions."""
+    return leading_rows(x, mask).index_select(0, positions)
+
+
+def checked_rows_at(x: Tensor, mask: Tensor, positions: Tensor) -> Tensor:
+    """rows_at where the shapes may differ (checked_rows)."""
+    return checked_rows(x, mask).index_select(0, positions)
 
 
 def where_index_at(x: Tensor, k: int, positions: Tensor) -> Tensor:

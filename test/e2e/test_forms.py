@@ -40,8 +40,22 @@ def test_nonzero_where_and_selections(cu):
         for k in range(m.dim()):
             assert torch.equal(valid(*cu.where_index(m, k)), torch.where(m)[k])
         if m.dim() >= 1:
-            assert torch.equal(valid(*cu.select_rows(x.float(), m)), x.float()[m])
+            for select in (cu.select_rows, cu.select_checked_rows):
+                assert torch.equal(valid(*select(x.float(), m)), x.float()[m])
         assert torch.equal(valid(*cu.masked_select(x, m)), torch.masked_select(x, m))
+
+
+def test_checked_rows_raise_where_a_selection_raises(cu):
+    # A mask whose shape is not the leading dims' raises in x[m]; a reshape
+    # alone would take [4] over [0, 3] (no element) and [3, 2] over [2, 3].
+    for shape, mask_shape in (((0, 3), (4,)), ((2, 3), (3, 2)), ((2, 3), (3,))):
+        x, m = torch.randn(shape), torch.ones(mask_shape, dtype=torch.bool)
+        with pytest.raises(IndexError):
+            x[m]
+        with pytest.raises(RuntimeError):
+            cu.select_checked_rows(x, m)
+        with pytest.raises(RuntimeError):
+            cu.checked_rows_at(x, m, torch.zeros(1, dtype=torch.long))
 
 
 def test_unique_family(cu):

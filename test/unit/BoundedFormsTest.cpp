@@ -19,6 +19,7 @@ const std::pair<const char *, size_t> kForms[] = {
     {"nonzero", 2},
     {"where_index", 2},
     {"select_rows", 2},
+    {"select_checked_rows", 2},
     {"masked_select", 2},
     {"random_prefix", 1},
     {"gather_rows", 1},

@@ -304,6 +304,40 @@ RuleResult expandRows(Node *node, RuleContext &rc) {
   return RuleResult::applied();
 }
 
+/// x.repeat(sizes) of bounded rows x with one size per dim (a rank the
+/// program fixes): the trailing sizes repeat each row alone; the first, k,
+/// repeats the valid rows k times over, in order (repeat_rows: k times the
+/// padded rows, k times the count). A longer size list adds leading dims
+/// and moves the rows: not rewritten.
+RuleResult repeatRows(Node *node, RuleContext &rc) {
+  Rep *r = rc.bounded(node->input(0));
+  if (!r || node->inputs().size() != 2)
+    return RuleResult::notApplicable();
+  std::vector<Value *> sizes = rc.intListElements(node->input(1));
+  std::optional<int64_t> rank = knownRank(node->input(0), &rc.analysis);
+  if (sizes.empty() || !rank || static_cast<size_t>(*rank) != sizes.size())
+    return RuleResult::declined(
+        "repeat's sizes are not one per dim of rows of a known rank");
+  torch::jit::Graph &graph = rc.graph;
+  Value *rows = r->value;
+  if (sizes.size() > 1) {
+    std::vector<Value *> each = sizes;
+    each.front() = rc.constant(1);
+    Value *list =
+        graph.insertNode(graph.createList(c10::IntType::get(), each))->output();
+    rows = emit(graph, "aten::repeat", {rows, list}, node);
+  }
+  Value *count = r->count;
+  if (constantInt(sizes.front()) != 1) {
+    auto outs = insertForm(graph, "repeat_rows", {rows, count, sizes.front()},
+                           node);
+    rows = outs[0];
+    count = outs[1];
+  }
+  rc.setBounded(node->output(), rows, count, r->isIndex, r->is1D);
+  return RuleResult::applied();
+}
+
 /// x.expand_as(y) of bounded x and y with one count (F.normalize's
 /// `x / norm.clamp_min(eps).expand_as(x)` of selected rows): the padded
 /// rows expanded alike, the count kept (passRows: ranks the program does
@@ -1068,6 +1102,7 @@ void addRowRules(std::vector<BoundRule> &rules) {
       {"roi-align", On::Use, ops({"torchvision::roi_align"}), roiAlignRows});
   rules.push_back({"unbind", On::Use, ops({"aten::unbind"}), unbindRows});
   rules.push_back({"expand", On::Use, ops({"aten::expand"}), expandRows});
+  rules.push_back({"repeat", On::Use, ops({"aten::repeat"}), repeatRows});
   rules.push_back({"expand-as-own-rows", On::Use, ops({"aten::expand_as"}),
                    expandAsOwnRows});
   rules.push_back({"broadcast", On::Use, ops({"aten::broadcast_tensors"}),

@@ -327,6 +327,16 @@ def gather_within_rows(src: Tensor, dim: int, index: Tensor, count: Tensor) -> T
     return torch.gather(room, dim, moved.masked_fill(~live, 0))
 
 
+def repeat_rows(x: Tensor, count: Tensor, k: int) -> Tuple[Tensor, Tensor]:
+    """x.repeat([k, 1, ...]) of rows x of which count are valid: the valid
+    rows k times over, in order, padded to k times x's rows; and their
+    count. A negative k raises, as repeat does."""
+    n = x.size(0)
+    src = torch.remainder(torch.arange(k * n, device=x.device),
+                          count.to(x.device).clamp(min=1))
+    return x.index_select(0, src), count * k
+
+
 def cat_rows(parts: List[Tensor], counts: List[Tensor]) -> Tuple[Tensor, Tensor]:
     """cat(parts, 0) of bounded parts: the valid rows compacted in order."""
     live: List[Tensor] = []

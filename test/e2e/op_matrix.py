@@ -167,6 +167,8 @@ ROWS = [
     ("aten::transpose", "s.transpose(0, 1)"),
     ("aten::permute", "s.permute(1, 0)"),
     ("aten::expand", "v.unsqueeze(1).expand(-1, 3)"),
+    ("aten::repeat", "s.repeat(3, 2)"),
+    ("aten::repeat (rows)", "v.repeat(2)"),
     ("aten::flip", "s.flip(0)"),
     # Joins and splits.
     ("aten::cat", "torch.cat([s, t])"),

@@ -158,6 +158,17 @@ def cell_inputs(gen, rank):
     return cells, {0: -score.abs() - 1, 1: score.abs() + 1}.get(kind, score)
 
 
+class RepeatedQueries(torch.nn.Module):
+    """DETR's denoising groups (DINO's prepare_for_cdn): the selected rows
+    repeated as groups, each row widened, then a running sum over them and
+    the groups' scores, weighted (repeat of bounded rows: repeat_rows)."""
+
+    def forward(self, x: Tensor, score: Tensor) -> Tensor:
+        rows = x[score > 0].repeat(3, 2)
+        labels = score[score > 0].repeat(2)
+        return rows.cumsum(0).sum() + (labels.cumsum(0) * labels).sum()
+
+
 class ProjectSelected(torch.nn.Module):
     """Selected rows through a matrix, normalized, and their cosine with a
     scaled copy: matmul row by row, F.normalize's expand_as of the rows'
@@ -432,6 +443,7 @@ CASES = [
     ("scatter-sum-kept-edges", ScatterSumKeptEdges(), edge_inputs, 2, (2, 0)),
     ("grid-of-kept-points", GridOfKeptPoints(), cell_inputs, 2, (3, 0)),
     ("project-selected", ProjectSelected(), row_inputs, 2, (2, 0)),
+    ("repeated-queries", RepeatedQueries(), row_inputs, 2, (2, 0)),
     # bincount's own length stays data-dependent: one sync point of its own.
     ("bincount-selected", BincountSelected(), label_inputs, 1, (2, 1)),
     # Weighted: kept; its two selections share one mask, cut once.

@@ -20,6 +20,7 @@ const std::pair<const char *, size_t> kForms[] = {
     {"where_index", 2},
     {"select_rows", 2},
     {"select_checked_rows", 2},
+    {"repeat_rows", 2},
     {"masked_select", 2},
     {"random_prefix", 1},
     {"gather_rows", 1},

@@ -972,6 +972,10 @@ RuleResult scaleByLiftedNumber(Node *node, RuleContext &rc) {
     return emit(graph, node->kind().toQualString(), {x, number}, node);
   });
   rc.replaceStatic(node->output(), out);
+  // In place, both of the guard's branches write x: the original, kept as
+  // a writer, would write it a second time.
+  if (writesAnything(node))
+    rc.replaceWriter(node);
   return RuleResult::applied();
 }
 

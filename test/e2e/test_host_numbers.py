@@ -228,3 +228,36 @@ def test_a_loss_over_a_device_count_is_static(staticify, save, tmp_path):
             want, got = original(gt_inds, bboxes, gt_bboxes), static(gt_inds, bboxes, gt_bboxes)
             for w, g in zip(want, got):
                 assert w.dtype == g.dtype and torch.allclose(w, g), (n, gts, high)
+
+
+class InPlaceScale(torch.nn.Module):
+    """From the differential fuzzer: a selection made only where its
+    mask's count falls short (all-tested-selections), summed and scaled in
+    place by 100 over its element count, a count only the device knows,
+    beside the unique values of a selection by an equal mask. The scale is
+    applied once: the rewritten in-place op replaces the original, which
+    writes too."""
+
+    def forward(self, y, t, xi):
+        kept = torch.unique(xi[t > -0.25])
+        m = t > -0.25
+        s = y
+        if m.sum().item() != len(y):
+            s = y[m]
+        return s.sum().mul_(100.0 / max(s.numel(), 1)), kept
+
+
+def test_an_in_place_scale_by_a_device_count_is_applied_once(staticify, save, tmp_path):
+    path = save(InPlaceScale())
+    out = tmp_path / "static.pt"
+    report = staticify.report(path, "-o", out)
+    before, after = sync_points(report)
+    assert after < before, (before, after)
+    original, static = torch.jit.load(str(path)), torch.jit.load(str(out))
+    gen = torch.Generator().manual_seed(0)
+    for n in (1, 6, 9):
+        for shift in (-2.0, 0.0, 2.0):  # every row kept, some, none
+            y, t = torch.randn(n, 4, generator=gen), torch.randn(n, generator=gen) + shift
+            xi = torch.randint(-3, 4, (n, 4), generator=gen)
+            want, got = original(y, t, xi), static(y, t, xi)
+            assert all(torch.allclose(w, g) for w, g in zip(want, got)), (n, shift, want, got)

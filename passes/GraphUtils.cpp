@@ -373,6 +373,10 @@ void recoverGuards(torch::jit::Graph &graph) {
   }
 }
 
+bool isUndefined(const Value *v) {
+  return v->node()->kind() == c10::prim::Uninitialized;
+}
+
 bool isTensor(const Value *v) {
   return v->type()->kind() == c10::TypeKind::TensorType;
 }

@@ -104,6 +104,10 @@ void recoverGuards(torch::jit::Graph &graph);
 /// Whether \p v is a tensor (by its TorchScript type).
 bool isTensor(const torch::jit::Value *v);
 
+/// Whether \p v is undefined (prim::Uninitialized): a branch's value where
+/// the program returned early or broke out, never read there.
+bool isUndefined(const torch::jit::Value *v);
+
 /// Whether values of \p type may carry a tensor (lists, tuples, optionals).
 bool carriesTensor(const c10::TypePtr &type);
 

@@ -402,9 +402,9 @@ Value *selectBranch(Graph &graph, Value *c, Value *a, Value *b,
                     const Node *anchor) {
   // A value one branch leaves undefined (an early return's, a break's) is
   // read only where the other branch ran: the other's value serves both.
-  if (b->node()->kind() == c10::prim::Uninitialized)
+  if (isUndefined(b))
     return a;
-  if (a->node()->kind() == c10::prim::Uninitialized)
+  if (isUndefined(a))
     return b;
   if (congruent(a, b))
     return emit(graph, "aten::where", {c, a, b}, anchor);

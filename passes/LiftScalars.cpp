@@ -928,10 +928,8 @@ private:
       }
       // Undefined in one branch (an early return's): read only where the
       // other ran (selectBranch).
-      if (a->node()->kind() == c10::prim::Uninitialized ||
-          b->node()->kind() == c10::prim::Uninitialized) {
-        lifted[out] = operand(
-            a->node()->kind() == c10::prim::Uninitialized ? b : a, node);
+      if (isUndefined(a) || isUndefined(b)) {
+        lifted[out] = operand(isUndefined(a) ? b : a, node);
         continue;
       }
       lifted[out] = emit(graph, "aten::where",

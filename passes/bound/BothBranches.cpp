@@ -293,9 +293,9 @@ Picked pick(Value *c, Value *a, Value *b, const Node *anchor,
   };
   // A value one branch leaves undefined (an early return's) is read only
   // where the other ran (selectBranch): the other's rows serve both.
-  if (a->node()->kind() == c10::prim::Uninitialized)
+  if (isUndefined(a))
     return rows(b);
-  if (b->node()->kind() == c10::prim::Uninitialized)
+  if (isUndefined(b))
     return rows(a);
   Picked ra = rows(a), rb = rows(b);
   auto size0 = [&](Value *t) {

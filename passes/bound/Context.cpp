@@ -202,7 +202,7 @@ Value *RuleContext::tensorOf(Value *v, Value *device, const Node *anchor) {
 Value *RuleContext::rowsOf(Value *x, const Node *anchor) {
   // Undefined where its branch ran (an early return's value): so is its
   // count, read only where the value is.
-  if (x->node()->kind() == c10::prim::Uninitialized)
+  if (isUndefined(x))
     return graph.insertNode(graph.createUninitialized(c10::TensorType::get()))
         ->output();
   return emit(graph, "aten::scalar_tensor",

@@ -567,6 +567,10 @@ std::optional<int64_t> knownRank(const Value *v, const AnalysisResult *analysis,
         matchSelection(const_cast<Value *>(v), *analysis);
     if (!sel || sel->broadcasts)
       return sel && sel->broadcasts ? std::optional<int64_t>(1) : std::nullopt;
+    // A mask of every element (`x[x > 0]`) selects elements: a vector,
+    // whatever x's rank.
+    if (masksEveryElement(sel->mask, sel->base))
+      return 1;
     auto r = rankOf(sel->base), m = rankOf(sel->mask);
     return r && m && *m <= *r ? std::optional<int64_t>(*r - *m + 1)
                               : std::nullopt;
@@ -731,9 +735,33 @@ bool masksLeadingDims(const Value *mask, const Value *x) {
   return d && (*d == -1 || (rank && *d == *rank - 1));
 }
 
+/// Whether \p a and \p b provably have one size at dim \p d: one shape,
+/// or nonzero's coordinates of tensors of one rank (its columns, dim 1,
+/// are its input's rank).
+static bool provablySameSizeAt(const Value *a, const Value *b, int64_t d) {
+  if (provablySameShape(a, b))
+    return true;
+  const Node *na = a->node(), *nb = b->node();
+  return (d == 1 || d == -1) && na->kind() == c10::aten::nonzero &&
+         nb->kind() == c10::aten::nonzero &&
+         provablySameRank(na->input(0), nb->input(0));
+}
+
 bool provablySameRank(const Value *a, const Value *b) {
   if (a == b || rankRoot(a) == rankRoot(b))
     return true;
+  // squeeze(x, d) and squeeze(y, d), x and y of one rank and one size at d
+  // (`nonzero(m).squeeze(1)` of masks of one rank).
+  {
+    const Node *na = a->node(), *nb = b->node();
+    std::optional<int64_t> d =
+        na->inputs().size() == 2 ? constantInt(na->input(1)) : std::nullopt;
+    if (na->kind() == c10::aten::squeeze && nb->kind() == c10::aten::squeeze &&
+        d && nb->inputs().size() == 2 && constantInt(nb->input(1)) == d &&
+        provablySameRank(na->input(0), nb->input(0)) &&
+        provablySameSizeAt(na->input(0), nb->input(0), *d))
+      return true;
+  }
   // One op whose result's rank follows its input's by a fixed step
   // (select(b, 1, 0) and select(b, 1, 1)), on inputs of one rank.
   const Node *na = rankRoot(a)->node(), *nb = rankRoot(b)->node();

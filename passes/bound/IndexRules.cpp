@@ -246,7 +246,7 @@ RuleResult signedPrefix(Node *node, Rep &x, RuleContext &rc) {
 
 RuleResult prefix(Node *node, RuleContext &rc) {
   if (!isRowPrefix(node))
-    return RuleResult::declined();
+    return RuleResult::notApplicable(); // slice-rows
   Value *end = node->input(3);
   Rep *x = rc.rep(node->input(0));
   if (x && x->kind == Rep::Kind::WhereList)
@@ -284,6 +284,32 @@ RuleResult prefix(Node *node, RuleContext &rc) {
                       {torch::jit::NamedValue("max", size0)});
   rc.setBounded(node->output(), padded, count,
                 rc.analysis.info(x0).dtype == DTypeKind::Long);
+  return RuleResult::applied();
+}
+
+/// x[s:e:t] of bounded rows along dim 0 past a row prefix's reach: a
+/// constant start s >= 0, step t >= 1 and end e (None, or a constant;
+/// `ptr[1:]`, `x[::2]`). The padded rows sliced alike (from s, to e where
+/// e >= 0) hold the live ones first; ceil((min(count, e) - s) / t) of them,
+/// at least 0, e < 0 counting back from the count (slice_live). Left alone:
+/// a negative start (the rows it takes move with the count), a start, end
+/// or step read from data.
+RuleResult sliceRows(Node *node, RuleContext &rc) {
+  Rep *x = rc.bounded(node->input(0));
+  if (!x || node->inputs().size() != 5 ||
+      !alongRows(node->input(1), node->input(0), *x, rc.analysis))
+    return RuleResult::notApplicable(); // trailing, or unknown: per-row's
+  Value *start = node->input(2)->mustBeNone() ? rc.constant(0) : node->input(2);
+  std::optional<int64_t> from = constantInt(start), step = constantInt(node->input(4));
+  Value *end = node->input(3);
+  if (!from || *from < 0 || !step || *step < 1 ||
+      (!end->mustBeNone() && !constantInt(end)))
+    return RuleResult::declined(
+        "a slice of bounded rows from a negative or computed start, or by a "
+        "computed end or step");
+  auto outs = insertForm(rc.graph, "slice_live",
+                         {x->value, x->count, start, end, node->input(4)}, node);
+  rc.setBounded(node->output(), outs[0], outs[1], x->isIndex, x->is1D);
   return RuleResult::applied();
 }
 
@@ -381,7 +407,10 @@ RuleResult gatherAt(Node *node, Node *list, RuleContext &rc) {
 /// ok computed from j's rows): a selection of the padded rows by the mask
 /// with its padding false, whose true elements are the original's, in the
 /// original's order. masked_select broadcasts first: only where the mask
-/// provably has x's shape.
+/// provably has x's shape. x[m] raises unless m's rows are x's, so a mask
+/// whose count is not known to be x's (`onsets[keep]`, keep computed from
+/// onsets and a selection by another mask) selects the same rows wherever
+/// the original runs; its padded rows are then fitted to x's (fit_rows).
 RuleResult selectionOfBounded(Node *node, RuleContext &rc) {
   auto sel = matchSelection(node->output(), rc.analysis);
   if (!sel)
@@ -390,13 +419,18 @@ RuleResult selectionOfBounded(Node *node, RuleContext &rc) {
   if (!base || !mask)
     return RuleResult::notApplicable();
   bool ofItsShape = masksEveryElement(sel->mask, sel->base);
-  if (!rc.sameCount(base->count, mask->count) ||
-      (sel->broadcasts && !ofItsShape))
+  bool sameCount = rc.sameCount(base->count, mask->count);
+  if ((!sameCount && sel->broadcasts) || (sel->broadcasts && !ofItsShape))
     return RuleResult::declined(
         "a selection of bounded rows by a mask whose rows are not provably "
         "theirs");
   Value *live = insertForm(rc.graph, "live_nonzero",
                            {mask->value, mask->count}, node)[0];
+  if (!sameCount)
+    live = insertForm(rc.graph, "fit_rows",
+                      {live, emit(rc.graph, "aten::size",
+                                  {base->value, rc.constant(0)}, node)},
+                      node)[0];
   auto outs = insertForm(rc.graph,
                          masksLeadingDims(sel->mask, sel->base)
                              ? "select_rows"
@@ -1002,6 +1036,7 @@ void addIndexRules(std::vector<BoundRule> &rules) {
                    whereElement});
   rules.push_back(
       {"prefix", On::Use, ops({"aten::slice", "aten::narrow"}), prefix});
+  rules.push_back({"slice-rows", On::Use, ops({"aten::slice"}), sliceRows});
   rules.push_back({"row-at", On::Use, ops({"aten::select"}), rowAt});
   rules.push_back({"selection-of-bounded", On::Use,
                    ops({"aten::index", "aten::masked_select"}),

@@ -271,6 +271,47 @@ RuleResult perRow(Node *node, RuleContext &rc) {
                minRank));
 }
 
+/// cat and stack along a dim >= 1 of bounded parts whose counts are not
+/// known equal (`torch.stack([x[x > 0], y[y < 0]], 1)`): neither broadcasts,
+/// so both raise unless every part has the first's rows; the other parts'
+/// padded rows are fitted to the first's (fit_rows: cut, or extended with
+/// zeros) and the result has its count.
+RuleResult joinOtherCounts(Node *node, RuleContext &rc) {
+  if (!is(node, "aten::cat") && !is(node, "aten::stack"))
+    return RuleResult::notApplicable();
+  Node *list = node->input(0)->node();
+  if (list->kind() != c10::prim::ListConstruct || list->inputs().size() < 2 ||
+      node->input(0)->uses().size() != 1)
+    return RuleResult::notApplicable();
+  std::vector<Rep *> parts;
+  bool oneCount = true;
+  for (Value *e : list->inputs()) {
+    Rep *r = rc.bounded(e);
+    if (!r)
+      return RuleResult::notApplicable();
+    oneCount &= rc.sameCount(parts.empty() ? r->count : parts[0]->count,
+                             r->count);
+    parts.push_back(r);
+  }
+  // One count is per-row's; a dim that may be 0 (negative, of a rank the
+  // program does not fix beyond the parts' rows) is not taken.
+  std::optional<int64_t> minRank = trailingDimsRank(node, *perRowDims(node), rc);
+  if (oneCount || !minRank ||
+      *minRank > std::max<int64_t>(1, minimumRank(list->input(0), &rc.analysis)))
+    return RuleResult::notApplicable();
+  Value *rows = emit(rc.graph, "aten::size",
+                     {parts[0]->value, rc.constant(0)}, node);
+  std::vector<Value *> fitted{parts[0]->value};
+  for (size_t i = 1; i < parts.size(); ++i)
+    fitted.push_back(
+        insertForm(rc.graph, "fit_rows", {parts[i]->value, rows}, node)[0]);
+  Value *out = cloneOnRows(rc.graph, node, {}, list, fitted)[0];
+  rc.setBounded(node->output(), out, parts[0]->count,
+                rc.analysis.info(node->output()).dtype == DTypeKind::Long,
+                false);
+  return RuleResult::applied();
+}
+
 /// x.expand(-1, s1, ...) of bounded rows x, one size per dim of x and -1
 /// first: each row is expanded alone (`dst[keep][:, None].expand(-1, c)`
 /// before a scatter_add, PyG). A size list longer than x's rank adds
@@ -1007,11 +1048,49 @@ RuleResult convertLikeOther(Node *node, RuleContext &rc) {
   return RuleResult::applied();
 }
 
+/// An elementwise op of two bounded values of one rank whose counts are not
+/// known equal (`offsets - onsets` of selections by two masks), and of 0-d
+/// values: broadcasting lines their rows up one by one where their counts
+/// are equal and repeats the one row of a count of 1 over the other's rows;
+/// of any other pair the original raises. broadcast_rows lines the padded
+/// rows up so, at the longer padding, and gives the broadcast count.
+bool broadcastVectors(Node *node, RuleContext &rc) {
+  if (!opElementwise(node))
+    return false;
+  Value *a = nullptr, *b = nullptr;
+  for (Value *in : node->inputs()) {
+    Rep *r = rc.rep(in);
+    if (!r) {
+      if (isTensor(in) && !provablyZeroDim(in))
+        return false; // a static tensor broadcasts against the padding
+      continue;
+    }
+    if (r->kind != Rep::Kind::Bounded || (a && b))
+      return false;
+    (a ? b : a) = in;
+  }
+  // Of two ranks the vector would broadcast along the other's trailing dims.
+  if (!a || !b || a == b || !provablySameRank(a, b))
+    return false;
+  const Rep &ra = *rc.rep(a), &rb = *rc.rep(b);
+  if (rc.sameCount(ra.count, rb.count))
+    return false;
+  auto lined = insertForm(rc.graph, "broadcast_rows",
+                          {ra.value, ra.count, rb.value, rb.count}, node);
+  std::vector<Value *> out =
+      cloneOnRows(rc.graph, node, {{a, lined[0]}, {b, lined[1]}}, nullptr, {});
+  rc.setBounded(node->output(), out[0], lined[2],
+                rc.analysis.info(node->output()).dtype == DTypeKind::Long,
+                ra.is1D && rb.is1D);
+  return true;
+}
+
 RuleResult elementwise(Node *node, RuleContext &rc) {
   if (!isElementwise(node))
     return RuleResult::notApplicable();
   return RuleResult::appliedIf(
-      passRows(node, rc, /*keepsDtype=*/is(node, "aten::clone")));
+      passRows(node, rc, /*keepsDtype=*/is(node, "aten::clone")) ||
+      broadcastVectors(node, rc));
 }
 
 } // namespace
@@ -1092,6 +1171,8 @@ void addRowRules(std::vector<BoundRule> &rules) {
     if (!op.rowDims.empty())
       perRowOps.push_back(c10::Symbol::fromQualString(op.op));
   rules.push_back({"per-row", On::Use, perRowOps, perRow});
+  rules.push_back({"join-other-counts", On::Use,
+                   ops({"aten::cat", "aten::stack"}), joinOtherCounts});
   rules.push_back({"sort", On::Use,
                    ops({"aten::sort", "aten::argsort", "aten::topk"}),
                    sortRows});

@@ -74,6 +74,23 @@ RuleResult metadata(Node *node, RuleContext &rc) {
   return RuleResult::applied();
 }
 
+/// A new tensor of a size argument (kMakesSized: `counts.new_zeros(1)`,
+/// `x.new_full((k,), v)`) made with a bounded value as self: it reads only
+/// self's dtype and device, which are its padded tensor's. Its other
+/// operands must be static (a size from a lifted count is
+/// rows-of-lifted-size's).
+RuleResult madeLike(Node *node, RuleContext &rc) {
+  const OpInfo *op = opInfo(node);
+  if (!op || !op->has(kMakesSized) || node->inputs().empty())
+    return RuleResult::notApplicable();
+  Rep *self = rc.bounded(node->input(0));
+  if (!self || std::any_of(node->inputs().begin() + 1, node->inputs().end(),
+                           [&](Value *in) { return rc.rep(in) != nullptr; }))
+    return RuleResult::notApplicable();
+  node->replaceInput(0, self->value);
+  return RuleResult::applied();
+}
+
 /// Whether \p node is `reshape(y, x.size())` (or view) of bounded x and y
 /// with one count, \p x being \p sizesOf: torchvision's
 /// clip_boxes_to_image ends with `clipped_boxes.reshape(boxes.shape)`.
@@ -412,6 +429,7 @@ void addScalarRules(std::vector<BoundRule> &rules) {
   using On = BoundRule::On;
   rules.push_back({"lift-scalar-op", On::Use, {}, liftScalarOp});
   rules.push_back({"metadata", On::Use, {}, metadata});
+  rules.push_back({"made-like", On::Use, {}, madeLike});
   rules.push_back({"size", On::Use, {}, sizeOf});
   rules.push_back({"reshape-like", On::Use,
                    ops({"aten::reshape", "aten::view"}), reshapeLike});

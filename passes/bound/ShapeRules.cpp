@@ -340,6 +340,47 @@ RuleResult expandAsRows(Node *node, RuleContext &rc) {
   return RuleResult::applied();
 }
 
+/// F.pad(x, p, "constant", v) of bounded x (`F.pad(counts.cumsum(0),
+/// (1, 0))`: offsets with a leading 0). p's pairs run from the last dim
+/// back, so where it has one per dim of x (a rank the program fixes) its
+/// last pair pads dim 0: that many rows of v go before and after the live
+/// rows (pad_live), count + before + after of them live. Fewer pairs pad
+/// within rows: the padded rows padded, one count. Left alone: a rank the
+/// program does not fix, a negative pad of dim 0 (a crop of the live
+/// rows), another mode, a pad or value read from data.
+RuleResult padRows(Node *node, RuleContext &rc) {
+  Rep *x = rc.bounded(node->input(0));
+  if (!x || node->inputs().size() != 4)
+    return RuleResult::notApplicable();
+  std::optional<std::vector<int64_t>> pad = constantIntList(node->input(1));
+  if (!pad || pad->size() % 2 != 0 ||
+      constantString(node->input(2)) != std::string("constant") ||
+      rc.rep(node->input(3)))
+    return RuleResult::declined("a pad that is not constant, of sizes the "
+                                "graph does not fix");
+  std::optional<int64_t> rank =
+      x->is1D ? 1 : knownRank(node->input(0), &rc.analysis);
+  const int64_t pairs = static_cast<int64_t>(pad->size() / 2);
+  if (!rank || pairs > *rank)
+    return RuleResult::declined(
+        "a pad whose pairs may reach dim 0: the rank is not known");
+  torch::jit::Graph &graph = rc.graph;
+  if (pairs < *rank) {
+    Value *out = emit(graph, "aten::pad",
+                      {x->value, node->input(1), node->input(2), node->input(3)},
+                      node);
+    rc.setBounded(node->output(), out, x->count, x->isIndex, x->is1D);
+    return RuleResult::applied();
+  }
+  if ((*pad)[pad->size() - 2] < 0 || (*pad)[pad->size() - 1] < 0)
+    return RuleResult::declined("a negative pad of dim 0 crops the live rows");
+  auto outs = insertForm(graph, "pad_live",
+                         {x->value, x->count, node->input(1), node->input(3)},
+                         node);
+  rc.setBounded(node->output(), outs[0], outs[1], x->isIndex, x->is1D);
+  return RuleResult::applied();
+}
+
 } // namespace
 
 void addShapeRules(std::vector<BoundRule> &rules) {
@@ -352,6 +393,7 @@ void addShapeRules(std::vector<BoundRule> &rules) {
                    ops({"aten::reshape", "aten::view"}), reshapeVectorToRows});
   rules.push_back(
       {"expand-as-rows", On::Use, ops({"aten::expand_as"}), expandAsRows});
+  rules.push_back({"pad-rows", On::Use, ops({"aten::pad"}), padRows});
 }
 
 } // namespace staticify::bound

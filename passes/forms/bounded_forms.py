@@ -682,6 +682,38 @@ def keep_rows(padded: Tensor, count: Tensor) -> Tensor:
 
 
 
+def pad_live(padded: Tensor, count: Tensor, pad: List[int],
+             value: Optional[float]) -> Tuple[Tensor, Tensor]:
+    """F.pad(x, pad, value=value) of a bounded value, pad's last pair
+    padding dim 0 (before, after >= 0): before rows of value, the live
+    rows, after rows of value; the padded rows padded, then every row from
+    before + count on set to value (the after rows and the padding)."""
+    fill = 0.0 if value is None else value
+    y = torch.constant_pad_nd(padded, pad, fill)
+    live_end = count + pad[-2]
+    tail = torch.arange(y.size(0), device=y.device) >= live_end
+    y = y.masked_fill(tail.reshape([y.size(0)] + [1] * (y.dim() - 1)), fill)
+    return y, live_end + pad[-1]
+
+
+def slice_live(padded: Tensor, count: Tensor, start: int, end: Optional[int],
+               step: int) -> Tuple[Tensor, Tensor]:
+    """x[start:end:step] along dim 0 of a bounded value, start >= 0 and
+    step >= 1: the padded rows sliced alike (to end where end >= 0), and
+    how many of them are live (end < 0 counts back from the count)."""
+    if end is None:
+        last = count
+        rows = padded[start::step]
+    elif end < 0:
+        last = torch.clamp(count + end, min=0)
+        rows = padded[start::step]
+    else:
+        last = torch.clamp(count, max=end)
+        rows = padded[start:end:step]
+    live = torch.div(last - start + step - 1, step, rounding_mode="floor")
+    return rows, torch.clamp(live, min=0)
+
+
 def softmax_rows(rows: Tensor, count: Tensor, log: bool,
                  dtype: Optional[int]) -> Tensor:
     """softmax(x, 0) (log_softmax with log) of a bounded value: the padding
@@ -710,6 +742,38 @@ def live_nonzero(padded: Tensor, count: Tensor) -> Tensor:
     rows: what where/nonzero of the original's rows select, in its padded
     shape (the live rows' coordinates are the original's)."""
     return (padded != 0) & keep_rows(padded, count)
+
+
+def fit_rows(padded: Tensor, n: int) -> Tensor:
+    """A bounded value's padded rows cut or extended (zeros; false for a
+    mask) to n: the live rows stay where there are no more of them than n."""
+    if padded.size(0) >= n:
+        return padded.narrow(0, 0, n)
+    rest = padded.new_zeros([n - padded.size(0)] + padded.size()[1:])
+    return torch.cat([padded, rest], 0)
+
+
+def broadcast_rows(a: Tensor, count_a: Tensor, b: Tensor,
+                   count_b: Tensor) -> Tuple[Tensor, Tensor, Tensor]:
+    """Two bounded values of one rank whose counts are not known equal,
+    their rows lined up as an elementwise op broadcasts the values they
+    stand for: one by one where the counts are equal, the one row of a
+    count of 1 repeated over the other's rows (for any other pair the
+    original raises). Both at the longer padding; the count, the broadcast
+    one."""
+    n = max(a.size(0), b.size(0))
+    return (lined_up(a, count_a, n), lined_up(b, count_b, n),
+            torch.where(count_a == 1, count_b, count_a))
+
+
+def lined_up(x: Tensor, count: Tensor, n: int) -> Tensor:
+    """Row r of bounded x at each position r < n, or its row 0 everywhere
+    where its count is 1; positions past its padding read its last row,
+    and an x with no rows gives zeros (padding either way)."""
+    if x.size(0) == 0:
+        return x.new_zeros([n] + x.size()[1:])
+    r = torch.arange(n, device=x.device) * (count != 1)
+    return x.index_select(0, r.clamp_max(x.size(0) - 1))
 
 
 def ignore_padding(target: Tensor, count: Tensor, ignore_index: int) -> Tensor:

@@ -112,6 +112,8 @@ ROWS = [
     ("aten::zero_", "(s * 1.0).zero_()"),
     ("aten::unsqueeze_", "(s * 1.0).unsqueeze_(1)"),
     ("aten::pad", "torch.nn.functional.pad(s, [1, 1])"),
+    ("aten::pad (dim 0)", "torch.nn.functional.pad(j.cumsum(0), [1, 2], value=-1.0)"),
+    ("aten::new_zeros", "torch.cat([j.new_zeros(1), j.cumsum(0)])"),
     ("aten::mm", "torch.mm(s, y[:4].t())"),
     ("aten::amin", "s.amin(1)"),
     ("aten::remainder", "j % 3"),
@@ -162,6 +164,9 @@ ROWS = [
     ("aten::squeeze", "s[:, :1].squeeze(1)"),
     ("aten::select", "s[:, 1]"),
     ("aten::slice", "s[:, 1:3]"),
+    ("aten::slice (dim 0)", "s[1:]"),
+    ("aten::slice (dim 0, step)", "v[1:-1:2]"),
+    ("aten::slice (dim 0, end)", "j[2:5]"),
     ("aten::narrow", "s.narrow(1, 0, 2)"),
     ("aten::t", "s.t()"),
     ("aten::transpose", "s.transpose(0, 1)"),
@@ -247,7 +252,6 @@ WITHOUT_TRANSFER = {
     "aten::fill_": "as aten::add_",
     "aten::zero_": "as aten::add_",
     "aten::unsqueeze_": "as aten::add_ (and it reshapes in place)",
-    "aten::pad": "pads dims >= 1 (row-wise), but its pad list may name dim 0: no rule reads it",
     "aten::mm": "as aten::matmul",
 }
 

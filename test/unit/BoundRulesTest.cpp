@@ -314,10 +314,14 @@ TEST(BoundRules, PrefixesAndGathers) {
   ASSERT_EQ(f.ask("prefix", "head").kind, Kind::Applied);
   EXPECT_EQ(f.rc.bounded(f.value("head"))->value->node()->kind(),
             c10::aten::slice);
-  // Must not touch: a static tensor cut by a host int is static; a step
-  // of 3 is not a prefix.
+  // Must not touch: a static tensor cut by a host int is static. A step
+  // of 3 is not a prefix: slice-rows takes it (slice_live), same count
+  // source.
   EXPECT_EQ(f.ask("prefix", "static").kind, Kind::Declined);
-  EXPECT_EQ(f.ask("prefix", "step").kind, Kind::Declined);
+  EXPECT_EQ(f.ask("prefix", "step").kind, Kind::NotApplicable);
+  ASSERT_EQ(f.ask("slice-rows", "step").kind, Kind::Applied);
+  EXPECT_NE(f.rc.bounded(f.value("step"))->count, f.value("c"));
+  EXPECT_EQ(f.ask("slice-rows", "static").kind, Kind::NotApplicable);
   ASSERT_EQ(f.ask("gather", "g").kind, Kind::Applied);
   EXPECT_EQ(f.rc.bounded(f.value("g"))->count, f.value("c"));
   // Must not touch: an index of unknown dtype may be a mask; nor a gather

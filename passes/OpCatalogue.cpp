@@ -46,14 +46,17 @@ OpRole opRole(const Node *node) {
   // b)`); beyond them, arguments: `repeat_interleave` is a root only with
   // tensor repeats and no `output_size`, a sync read only reads a tensor.
   if (role == OpRole::DynamicShapeRoot && info->has(kRootWithTensorRepeats)) {
-    bool tensorRepeats = node->inputs().size() == 1 || hasTensorInput(node, 1);
-    if (!tensorRepeats)
-      return OpRole::Other;
-    for (size_t i = 0; i < node->inputs().size(); ++i)
-      if (inputName(node, i) == std::string("output_size") &&
-          !node->input(i)->mustBeNone())
+    // By name: `repeat_interleave(repeats)` takes them first, the self
+    // overloads second.
+    bool tensorRepeats = false;
+    for (size_t i = 0; i < node->inputs().size(); ++i) {
+      std::optional<std::string> name = inputName(node, i);
+      if (name == std::string("repeats"))
+        tensorRepeats = hasTensorInput(node, i);
+      if (name == std::string("output_size") && !node->input(i)->mustBeNone())
         return OpRole::Other;
-    return role;
+    }
+    return tensorRepeats ? role : OpRole::Other;
   }
   if (role == OpRole::SyncRead) {
     // Conversions read their one argument; formatting reads any of them.

@@ -12,6 +12,7 @@
 #include "passes/DictKeys.h"
 #include "passes/HoistReads.h"
 #include "passes/HostReplay.h"
+#include "passes/PinnedSizes.h"
 #include "passes/GraphUtils.h"
 #include "passes/IfConvert.h"
 #include "passes/InPlace.h"
@@ -550,6 +551,12 @@ const std::vector<PassInfo> &registeredPasses() {
        "ops on the host, read there, where they give the device's numbers "
        "exactly",
        true, hostReplay},
+      {"pinned-sizes",
+       "repeat_interleave(r) whose length a later op in the same block "
+       "fixes (index_add_(0, ids, src) needs src's rows) -> "
+       "searchsorted(cumsum(r), arange(S), right=True) of that static "
+       "length: every run that succeeds has it",
+       true, pinnedSizes},
       {"batched-nms",
        "batched_nms's per-class loop (for c in unique(idxs): nms of the rows "
        "of class c, kept rows marked in a mask) -> one NMS in which only "

@@ -107,12 +107,32 @@ bool selectsByHostIndex(const Node *node) {
 
 /// Whether the raise \p node may make on values is one a shield keeps to
 /// the branch taken: a division by a tensor divisor, an index.
+/// An index's shield checks it against x's size along \p dim on the host;
+/// where that size depends on data (nonzero's rows), the check is itself a
+/// sync, and no cheaper than the read the conversion removes. Such an if is
+/// left to bound, whose forms of the index (row_at, gathers of padded rows)
+/// do not raise, so both branches run with no shield.
+static bool sizeDependsOnData(const Value *x, int64_t dim,
+                              const AnalysisResult *facts) {
+  if (!facts || !facts->knows(x))
+    return false;
+  ShapeDep dep = facts->info(x).shape;
+  return dep == ShapeDep::Dynamic || (dep == ShapeDep::Leading && dim == 0);
+}
+
 bool shieldable(const Node *node, const AnalysisResult *facts) {
   const OpInfo *op = opInfo(node);
   if (op && op->has(kRaisesOnZeroDivisor))
     return node->inputs().size() >= 2 && isTensor(node->input(0)) &&
            isTensor(node->input(1));
-  return selectsByHostIndex(node) || shieldedIndices(node, facts).has_value();
+  if (selectsByHostIndex(node))
+    return !sizeDependsOnData(node->input(0), *constantInt(node->input(1)),
+                              facts);
+  auto indices = shieldedIndices(node, facts);
+  return indices &&
+         std::none_of(indices->begin(), indices->end(), [&](const auto &i) {
+           return sizeDependsOnData(node->input(0), i.second, facts);
+         });
 }
 
 /// The condition of a branch, taken and not, as 0-d bool tensors.

@@ -205,6 +205,10 @@ bool takesQParamsAsTensors(const Node *node) {
 bool acceptsTensorAt(const Node *node, size_t offset) {
   if (takesQParamsAsTensors(node))
     return offset == 1 || offset == 2;
+  // x[i], x.select(d, i): a gather of the one slice at i (liftSink); the
+  // region takes it only where no write reaches the view it returns.
+  if (node->kind() == c10::aten::select)
+    return offset == 2 && node->inputs().size() == 3;
   // x.mul_(s) and its kin: their Tensor overloads write x in place too,
   // casting s to x's dtype as the Scalar ones do (mmseg's accuracy,
   // `correct_k.mul_(100.0 / total)`).
@@ -635,6 +639,14 @@ Region growRegion(const std::vector<Node *> &sources,
           r.sinks.emplace_back(write, kRangeStore);
           continue;
         }
+      }
+      if (user->kind() == c10::aten::select &&
+          acceptsTensorAt(user, use.offset) &&
+          aliases.hasWriters(user->output())) {
+        fail("'aten::select' by it returns a view that is written to: a "
+             "gather would write a copy",
+             user);
+        continue;
       }
       if (isScalarFactory(user, use.offset) ||
           (!inputAffectsShape(user, use.offset) &&
@@ -1081,6 +1093,26 @@ private:
         [&] {
           return emit(graph, "aten::to", {onDevice, refDevice}, user);
         });
+    if (user->kind() == c10::aten::select) {
+      // x.select(d, i) reads i on the host: index_select by i (wrapped from
+      // the end as select does; one out of range raises either way) reads
+      // it on the device, a copy of the view, which nothing writes.
+      Value *x = user->input(0), *dim = user->input(1);
+      Value *size = emit(graph, "aten::size", {x, dim}, user);
+      Value *fromEnd = emit(graph, "aten::lt", {t, 0}, user);
+      Value *wrapped = emit(graph, "aten::where",
+                            {fromEnd, emit(graph, "aten::add", {t, size}, user), t},
+                            user);
+      Value *one = emit(graph, "aten::reshape",
+                        {wrapped, std::vector<int64_t>{1}}, user);
+      Value *replacement = emit(
+          graph, "aten::squeeze",
+          {emit(graph, "aten::index_select", {x, dim, one}, user), dim}, user);
+      user->output()->replaceAllUsesWith(replacement);
+      ctx.rewrote(user, kRule);
+      user->destroy();
+      return;
+    }
     if (opInfo(user) && opInfo(user)->has(kFillValueTakesTensor)) {
       // masked_fill(x, m, t) with a 0-d tensor t reads t on the host (its
       // CUDA kernel takes t.item()): where(m, t, x) reads nothing. t is

@@ -199,7 +199,10 @@ bool canPick(Value *a, Value *b, RuleContext &rc) {
   std::optional<int64_t> rankA = rankOf(a), rankB = rankOf(b);
   if (rankA && rankB)
     return *rankA == *rankB;
-  return rc.bounded(a) && rc.bounded(b);
+  // Two static tensors: the pick's guard compares their shapes, metadata
+  // (`x[1]` and `x[0]` of rows the rules made row_at's, of one rank the
+  // program does not spell out).
+  return (rc.bounded(a) && rc.bounded(b)) || (!rc.rep(a) && !rc.rep(b));
 }
 
 namespace {

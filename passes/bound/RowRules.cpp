@@ -861,8 +861,8 @@ RuleResult reduce(Node *node, RuleContext &rc) {
   return RuleResult::applied();
 }
 
-/// histc(x, bins, min, max) of bounded rows x with constant finite
-/// min < max: histc ignores the elements outside [min, max] (-inf among
+/// histc(x, bins, min, max) of bounded rows x with finite min < max
+/// (constants, or host numbers behind a guard on min < max): histc ignores the elements outside [min, max] (-inf among
 /// them), so the padding elements, made -inf, count nowhere and the bins
 /// are the live elements' (mmdet/torchmetrics-style calibration and
 /// histogram metrics over `x[valid]`). Where min == max the range is the
@@ -878,24 +878,37 @@ RuleResult histogramRows(Node *node, RuleContext &rc) {
     return std::nullopt;
   };
   std::optional<double> lo = bound(node->input(2)), hi = bound(node->input(3));
-  if (!lo || !hi || !std::isfinite(*lo) || !std::isfinite(*hi) || *lo >= *hi ||
-      rc.rep(node->input(1)))
+  const bool constant = lo && hi;
+  if (rc.rep(node->input(1)) || rc.rep(node->input(2)) || rc.rep(node->input(3)) ||
+      (constant && (!std::isfinite(*lo) || !std::isfinite(*hi) || *lo >= *hi)))
     return RuleResult::declined(
         "a histogram over the data's own range (min == max) or a range "
-        "computed at run time: the padding would widen it");
-  Value *keep =
-      insertForm(rc.graph, "keep_rows", {r->value, r->count}, node)[0];
-  Value *padded = emit(rc.graph, "aten::where",
-                       {keep, r->value, -std::numeric_limits<double>::infinity()},
-                       node);
-  Node *copy = rc.graph.insertNode(rc.graph.createClone(
-      node, [&](Value *v) { return v == node->input(0) ? padded : v; }));
-  rc.replaceStatic(node->output(), copy->output());
+        "read from data: the padding would widen it");
+  auto live = [&] {
+    Value *keep =
+        insertForm(rc.graph, "keep_rows", {r->value, r->count}, node)[0];
+    Value *padded = emit(
+        rc.graph, "aten::where",
+        {keep, r->value, -std::numeric_limits<double>::infinity()}, node);
+    return rc.graph
+        .insertNode(rc.graph.createClone(
+            node, [&](Value *v) { return v == node->input(0) ? padded : v; }))
+        ->output();
+  };
+  // A range the host computes (mmseg's `max=self.num_classes - 1`): behind
+  // a guard on min < max (where it fails, the original on the valid rows:
+  // the data's own range, or PyTorch's error).
+  Value *out = constant ? live()
+                        : rc.guardOriginal(emit(rc.graph, "aten::lt",
+                                                {node->input(2), node->input(3)},
+                                                node),
+                                           node, live);
+  rc.replaceStatic(node->output(), out);
   return RuleResult::applied();
 }
 
-/// bincount(x, None, minlength) of a bounded vector x, constant minlength
-/// >= 1 (torchmetrics' `bincount(target[valid], minlength=C)`): the padding
+/// bincount(x, None, minlength) of a bounded vector x, minlength >= 1 (a
+/// constant, or a host int behind a guard) (torchmetrics' `bincount(target[valid], minlength=C)`): the padding
 /// goes to bin 0 and is taken out again (bincount_live). The result's length
 /// still depends on the largest live value, as the original's: bincount
 /// stays a sync point of its own, the selection does not. Weighted counts
@@ -907,13 +920,24 @@ RuleResult bincountRows(Node *node, RuleContext &rc) {
     return RuleResult::notApplicable();
   std::optional<int64_t> minlength = constantInt(node->input(2));
   // x of another rank raises in both (where's broadcast, or bincount).
-  if (!node->input(1)->mustBeNone() || !minlength || *minlength < 1)
+  if (!node->input(1)->mustBeNone() || rc.rep(node->input(2)) ||
+      (minlength && *minlength < 1))
     return RuleResult::declined(
         "bincount of a bounded value needs no weights (an empty input's "
-        "counts are int64 whatever the weights) and a constant minlength of "
-        "at least 1 (an empty selection has no bin)");
-  Value *counts = insertForm(rc.graph, "bincount_live",
-                             {r->value, r->count, node->input(2)}, node)[0];
+        "counts are int64 whatever the weights) and a minlength of at least "
+        "1 (an empty selection has no bin), known on the host");
+  auto live = [&] {
+    return insertForm(rc.graph, "bincount_live",
+                      {r->value, r->count, node->input(2)}, node)[0];
+  };
+  // A minlength the host computes (`minlength=num_classes ** 2`): behind a
+  // guard on it being at least 1; the fallback is the original on the
+  // valid rows.
+  Value *counts =
+      minlength ? live()
+                : rc.guardOriginal(emit(rc.graph, "aten::ge",
+                                        {node->input(2), rc.constant(1)}, node),
+                                   node, live);
   rc.replaceStatic(node->output(), counts);
   return RuleResult::applied();
 }

@@ -219,9 +219,14 @@ RuleResult reshapeMergingRows(Node *node, RuleContext &rc) {
     known *= (*target)[i];
   }
   // A vector's rows are elements: several, or one, make a row
-  // (reshapeVectorToRows, which keeps the vector's count for one).
-  if (y->is1D || knownRank(node->input(0), &rc.analysis) == 1)
-    return RuleResult::notApplicable();
+  // (reshapeVectorToRows, which keeps the vector's count for one); viewed
+  // as [-1] it is itself (`target[idx].view(-1)`, torchmetrics).
+  if (y->is1D || knownRank(node->input(0), &rc.analysis) == 1) {
+    if (target->size() != 1)
+      return RuleResult::notApplicable();
+    rc.setBounded(node->output(), y->value, y->count, y->isIndex, true);
+    return RuleResult::applied();
+  }
   torch::jit::Graph &graph = rc.graph;
   Value *rowSize = insertForm(graph, "row_size", {y->value}, node)[0];
   Value *whole = emit(graph, "aten::eq",

@@ -316,8 +316,19 @@ void shieldBlock(Graph &graph, Block *block, Value *taken, Value *notTaken,
   shieldBlock(graph, block, BranchCondition{taken, notTaken}, facts);
 }
 
+/// unsqueeze(x, d) raises only for a d past x's rank + 1, a rank the ops
+/// that made x may fix from below (minimumRank): then it never raises,
+/// whichever branch runs.
+static bool unsqueezesWithinRank(const Node *node, const AnalysisResult *facts) {
+  if (node->kind() != c10::aten::unsqueeze || node->inputs().size() != 2)
+    return false;
+  std::optional<int64_t> d = constantInt(node->input(1));
+  return d && minimumRank(node->input(0), facts) >= (*d >= 0 ? *d : -*d - 1);
+}
+
 bool raisesUnshielded(const Node *node, const AnalysisResult *facts) {
-  return !neverRaisesOnValues(node) && !shieldable(node, facts);
+  return !neverRaisesOnValues(node) && !unsqueezesWithinRank(node, facts) &&
+         !shieldable(node, facts);
 }
 
 void shieldBranches(Graph &graph, Node *ifNode, Value *c,

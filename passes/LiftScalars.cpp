@@ -29,6 +29,8 @@ constexpr const char *kRule = "lift-scalars";
 /// The offset a range store's write is recorded as a sink with: it takes
 /// the lifted bounds of its slices, at none of its own operands.
 constexpr size_t kRangeStore = std::numeric_limits<size_t>::max();
+/// A sink offset: a slice read by a bound of the region (isRangeRead).
+constexpr size_t kRangeRead = kRangeStore - 1;
 
 } // namespace
 
@@ -254,6 +256,15 @@ bool isRangeSlice(const Node *node) {
 /// The one use of \p v but for reads of its dtype and device (which a
 /// slice shares with the tensor it slices); nullopt where there is none or
 /// more than one.
+/// x[a:b] along dim 0 (step 1) read, not stored into: with a bound from
+/// data it is the selection of the rows between the bounds,
+/// `x[(p >= a) & (p < b)]` for positions p (liftRangeRead), which later
+/// passes reduce, count and pad (speechbrain's `x[i, :int(n)].mean(0)`).
+bool isRangeRead(const Node *node) {
+  return isRangeSlice(node) && constantInt(node->input(1)) == 0 &&
+         isTensor(node->output());
+}
+
 std::optional<torch::jit::Use> onlyUse(const Value *v) {
   std::optional<torch::jit::Use> only;
   for (const torch::jit::Use &use : v->uses()) {
@@ -648,6 +659,14 @@ Region growRegion(const std::vector<Node *> &sources,
              user);
         continue;
       }
+      if ((use.offset == 2 || use.offset == 3) && isRangeRead(user)) {
+        // A selection is a copy where the slice was a view.
+        if (aliases.hasWriters(user->output()))
+          fail("a slice by it is written to", user);
+        else
+          r.sinks.emplace_back(user, kRangeRead);
+        continue;
+      }
       if (isScalarFactory(user, use.offset) ||
           (!inputAffectsShape(user, use.offset) &&
            acceptsTensorAt(user, use.offset))) {
@@ -1008,10 +1027,51 @@ private:
     }
   }
 
+  /// x[a:b] (dim 0, step 1) with a bound lifted: the rows whose position p
+  /// has p >= a and p < b, each bound wrapped from the end as slicing
+  /// wraps it (a bound past either end selects as the clamped one does).
+  void liftRangeRead(Node *slice, PassContext &ctx) {
+    torch::jit::WithInsertPoint guard(slice);
+    Value *x = slice->input(0);
+    Value *rows = emit(graph, "aten::size", {x, 0}, slice);
+    Value *device = emit(graph, "prim::device", {x}, slice);
+    Value *p = emit(graph, "aten::arange", {rows}, slice,
+                    {torch::jit::NamedValue(
+                         "dtype", static_cast<int64_t>(c10::ScalarType::Long)),
+                     torch::jit::NamedValue("device", device)});
+    Value *mask = nullptr;
+    for (size_t i : {size_t(2), size_t(3)}) {
+      Value *b = slice->input(i);
+      if (b->mustBeNone() || (i == 2 && constantInt(b) == 0))
+        continue;
+      Value *t = emit(graph, "aten::to", {operand(b, slice), device}, slice);
+      Value *wrapped = emit(
+          graph, "aten::where",
+          {emit(graph, "aten::lt", {t, 0}, slice),
+           emit(graph, "aten::add", {t, rows}, slice), t},
+          slice);
+      Value *side = emit(graph, i == 2 ? "aten::ge" : "aten::lt", {p, wrapped},
+                         slice);
+      mask = mask ? emit(graph, "aten::__and__", {mask, side}, slice) : side;
+    }
+    Value *list = graph
+                      .insertNode(graph.createList(c10::OptionalType::ofTensor(),
+                                                   {mask}))
+                      ->output();
+    slice->output()->replaceAllUsesWith(
+        emit(graph, "aten::index", {x, list}, slice));
+    ctx.rewrote(slice, kRule);
+    slice->destroy();
+  }
+
   void liftSink(Node *user, size_t offset, PassContext &ctx) {
     if (offset == kRangeStore) {
       if (stored.insert(user).second) // else made at another bound
         liftRangeStore(*rangeStoreAt(user), ctx);
+      return;
+    }
+    if (offset == kRangeRead) {
+      liftRangeRead(user, ctx);
       return;
     }
     torch::jit::WithInsertPoint guard(user);

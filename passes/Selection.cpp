@@ -613,6 +613,29 @@ int64_t minimumRank(const Value *v, const AnalysisResult *analysis,
     }
   if (std::optional<int64_t> step = rankStep(node))
     return std::max<int64_t>(0, below(node->input(0)) + *step);
+  // A reduction over constant dims ran only on a value that has them:
+  // `m.sum(-2)` of a rank of at least 2, at least 1 left without keepdim
+  // (ultralytics' `fg_mask = mask_pos.sum(-2)`).
+  if (opRole(node) == OpRole::Reduction && node->outputs().size() >= 1) {
+    const Value *dim = namedInput(node, "dim");
+    const Value *keep = namedInput(node, "keepdim");
+    std::optional<std::vector<int64_t>> dims;
+    if (dim && !dim->mustBeNone()) {
+      dims = constantIntList(dim);
+      if (!dims)
+        if (auto d = constantInt(dim))
+          dims = std::vector<int64_t>{*d};
+    }
+    c10::optional<bool> keepdim;
+    if (keep)
+      keepdim = torch::jit::constant_as<bool>(keep);
+    if (dims && !dims->empty() && keepdim) {
+      int64_t needed = below(node->input(0));
+      for (int64_t d : *dims)
+        needed = std::max(needed, d >= 0 ? d + 1 : -d);
+      return *keepdim ? needed : needed - static_cast<int64_t>(dims->size());
+    }
+  }
   if (isRankPreserving(node)) {
     int64_t rank = 0;
     for (const Value *in : node->inputs())

@@ -8,7 +8,9 @@ through the binary against the original:
 - histograms over a range the host computes from module attributes (mmseg's
   intersect and union: `histc(..., max=num_classes - 1)`) and a bincount
   with a computed minlength of selected vectors viewed as [-1]
-  (torchmetrics' confusion matrix), behind host guards.
+  (torchmetrics' confusion matrix), behind host guards;
+- a slice by a length read from data, then reduced (speechbrain's statistics
+  pooling): the rows between the bounds selected, the mean and std masked.
 The sync points are the report's; outputs equal wherever the original runs."""
 
 import pytest
@@ -89,12 +91,34 @@ def confusion_inputs(gen):
     return torch.randn(n, 4, generator=gen), target
 
 
+class StatisticsPooling(torch.nn.Module):
+    """speechbrain's statistics pooling: mean and std of each utterance's
+    frames up to its relative length, read from data (x[i, 0:int(n)])."""
+
+    def forward(self, x: Tensor, lengths: Tensor) -> Tensor:
+        means, stds = [], []
+        for i in range(x.shape[0]):
+            n = int(torch.round(lengths[i] * x.shape[1]))
+            means.append(torch.mean(x[i, 0:n, ...], dim=0))
+            stds.append(torch.std(x[i, 0:n, ...], dim=0))
+        return torch.cat((torch.stack(means), torch.stack(stds)), dim=1)
+
+
+def pooling_inputs(gen):
+    b = int(torch.randint(1, 4, (1,), generator=gen))
+    # relative lengths: whole, a part, one frame, none (a mean of nothing: nan)
+    lengths = torch.tensor([[1.0, 0.5, 0.2, 0.0][int(i)] for i in
+                            torch.randint(0, 4, (b,), generator=gen)])
+    return torch.randn(b, 5, 3, generator=gen), lengths
+
+
 CASES = [
     # name, module, inputs, sync points (before, after)
     ("euler-step-index", EulerStep(), step_inputs, (2, 0)),
     ("intersect-union", IntersectUnion(), segmentation_inputs, (3, 0)),
     # bincount's own length (its largest value) stays a read.
     ("confusion-bins", ConfusionBins(), confusion_inputs, (3, 1)),
+    ("statistics-pooling", StatisticsPooling(), pooling_inputs, (1, 0)),
 ]
 
 
@@ -117,4 +141,4 @@ def test_host_known_equals_original(staticify, save, tmp_path, name, module, inp
         for g, w in zip(want if isinstance(want, tuple) else [want],
                         got if isinstance(got, tuple) else [got]):
             assert g.dtype == w.dtype and g.shape == w.shape, (name, args, w, g)
-            torch.testing.assert_close(g, w, atol=1e-5, rtol=1e-5)
+            torch.testing.assert_close(g, w, atol=1e-5, rtol=1e-5, equal_nan=True)

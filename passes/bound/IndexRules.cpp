@@ -1006,7 +1006,9 @@ RuleResult scatterAddByColumn(Node *node, RuleContext &rc) {
 /// dtype the analysis does not know holds indices wherever they run.
 RuleResult addRows(Node *node, RuleContext &rc) {
   Value *x = node->input(0), *index = node->input(2), *source = node->input(3);
-  if (rc.rep(x) || constantInt(node->input(1)) != 0)
+  if (rc.rep(x))
+    return RuleResult::notApplicable(); // write-into-rows
+  if (constantInt(node->input(1)) != 0)
     return RuleResult::declined();
   if (is(node, "aten::scatter_add") || is(node, "aten::scatter_add_")) {
     if (knownRank(x, &rc.analysis) != 1)
@@ -1025,6 +1027,32 @@ RuleResult addRows(Node *node, RuleContext &rc) {
         "the rows added are not one row per row of the index");
   return writeRows(node, rc, *i, index, source, rows,
                    mutatesFirstInput(node) ? "add_rows_" : "add_rows");
+}
+
+/// index_add/index_copy (in place or not) along dim 0 into bounded rows x,
+/// by a static index and source (Pointcept's grid pooling:
+/// `zeros(len(unique_key), c).index_add_(0, inverse, feat)`, the inverse of
+/// unique's groups): the same op on the padded rows, same count. An index
+/// of the original's rows is below its count; one at or past it raises
+/// there, and here may write a padding row instead.
+RuleResult writeIntoRows(Node *node, RuleContext &rc) {
+  Rep *x = rc.bounded(node->input(0));
+  if (!x || constantInt(node->input(1)) != 0)
+    return RuleResult::notApplicable();
+  for (size_t i = 1; i < node->inputs().size(); ++i)
+    if (rc.rep(node->input(i)))
+      return RuleResult::notApplicable(); // add-rows', or no form
+  torch::jit::Graph &graph = rc.graph;
+  Node *copy = graph.insertNode(graph.createClone(
+      node, [&](Value *v) { return v == node->input(0) ? x->value : v; }));
+  if (mutatesFirstInput(node)) {
+    // In place: the padded rows are written, and the result is x itself.
+    node->output()->replaceAllUsesWith(node->input(0));
+    rc.replaceWriter(node); // it writes: never erased as dead
+    return RuleResult::applied();
+  }
+  rc.setBounded(node->output(), copy->output(), x->count, x->isIndex, x->is1D);
+  return RuleResult::applied();
 }
 
 } // namespace
@@ -1051,6 +1079,10 @@ void addIndexRules(std::vector<BoundRule> &rules) {
        ops({"aten::index_add", "aten::index_add_", "aten::scatter_add",
             "aten::scatter_add_"}),
        addRows});
+  rules.push_back({"write-into-rows", On::Use,
+                   ops({"aten::index_add", "aten::index_add_",
+                        "aten::index_copy", "aten::index_copy_"}),
+                   writeIntoRows});
 }
 
 } // namespace staticify::bound

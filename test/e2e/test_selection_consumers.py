@@ -22,7 +22,8 @@ offsets: equal counts line up, a count of 1 broadcasts, other pairs raise
 in PyTorch and give padding here) and a selection by a mask computed from
 them; pairs of two selections stacked along dim 1 (counts that differ raise
 in PyTorch); segment offsets of unique counts made with F.pad, with a cat
-after `new_zeros(1)`, and read back by slices along the bounded dim; the
+after `new_zeros(1)`, and read back by slices along the bounded dim; sums
+per group written at unique's inverse into rows made per group; the
 sync points are the report's."""
 
 import pytest
@@ -502,6 +503,18 @@ class PointerFromCounts(torch.nn.Module):
         return (ptr[1:] * 2 - ptr[:-1]).sum() + w.sum()
 
 
+class GroupMeans(torch.nn.Module):
+    """Pointcept's grid pooling: a sum per group of equal keys written at
+    unique's inverse into rows made per group, then each group's mean."""
+
+    def forward(self, labels: Tensor, w: Tensor) -> Tensor:
+        keys, inverse, counts = torch.unique(labels, return_inverse=True,
+                                             return_counts=True)
+        sums = torch.zeros(keys.shape[0], 2).index_add_(
+            0, inverse, torch.stack([w, w * w], 1))
+        return (sums / counts.unsqueeze(1)).sum(0) + keys.sum()
+
+
 CASES = [
     # name, module, inputs, rank, sync points (before, after)
     ("masked-select-input-mask", MaskedSelectInputMask(), mask_inputs, 1, (1, 0)),
@@ -545,6 +558,7 @@ CASES = [
     ("pairs-of-two-masks", PairsOfTwoMasks(), pair_inputs, 1, (2, 0)),
     ("segment-offsets", SegmentOffsets(), label_inputs, 1, (1, 0)),
     ("pointer-from-counts", PointerFromCounts(), label_inputs, 1, (1, 0)),
+    ("group-means", GroupMeans(), label_inputs, 1, (1, 0)),
 ]
 
 

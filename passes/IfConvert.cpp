@@ -5,6 +5,7 @@
 #include "passes/GraphUtils.h"
 #include "passes/OpCatalogue.h"
 #include "passes/Selection.h"
+#include "passes/SpecializeInputs.h"
 
 #include <sstream>
 #include <unordered_map>
@@ -120,8 +121,56 @@ static bool sizeDependsOnData(const Value *x, int64_t dim,
   return dep == ShapeDep::Dynamic || (dep == ShapeDep::Leading && dim == 0);
 }
 
+/// A divisor that is a host number (`s_churn / (len(sigmas) - 1)`,
+/// `n % k`): whether it is zero is a host fact.
+static bool dividesByHostNumber(const Node *node) {
+  const OpInfo *op = opInfo(node);
+  if (!op || !op->has(kRaisesOnZeroDivisor) || node->inputs().size() != 2)
+    return false;
+  c10::TypeKind k = node->input(1)->type()->kind();
+  return k == c10::TypeKind::IntType || k == c10::TypeKind::FloatType;
+}
+
+/// `one_hot(i, n)` of int64 indices and a host n: it raises on values only
+/// for an i out of [0, n) (n is checked > 0 on the host; -1, which infers
+/// the classes from i's values, is not taken).
+static bool oneHotOfLongs(const Node *node, const AnalysisResult *facts) {
+  return node->kind() == c10::Symbol::aten("one_hot") &&
+         node->inputs().size() == 2 && facts && facts->knows(node->input(0)) &&
+         facts->info(node->input(0)).dtype == DTypeKind::Long &&
+         node->input(1)->type()->kind() == c10::TypeKind::IntType;
+}
+
+/// The dim of `argmax(x, d)`, `argmin(x, d)`, `max(x, d)`, `min(x, d)`:
+/// they raise where x is empty along d (a host fact), and for a d past x's
+/// rank, which the ops that made x show they cannot (minimumRank, or the
+/// rank known for a negative d).
+static std::optional<int64_t> reducedNonEmptyDim(const Node *node,
+                                                 const AnalysisResult *facts) {
+  c10::Symbol k = node->kind();
+  if (!(k == c10::aten::argmax || k == c10::aten::argmin ||
+        k == c10::aten::max || k == c10::aten::min) ||
+      node->inputs().size() != 3 || !isTensor(node->input(0)))
+    return std::nullopt;
+  std::optional<int64_t> d = constantInt(node->input(1));
+  if (!d)
+    return std::nullopt;
+  if (*d < 0) {
+    std::optional<int64_t> rank = knownRank(node->input(0));
+    if (!rank || *d + *rank < 0)
+      return std::nullopt;
+    return *d + *rank;
+  }
+  if (*d >= minimumRank(node->input(0), facts))
+    return std::nullopt;
+  return d;
+}
+
 bool shieldable(const Node *node, const AnalysisResult *facts) {
   const OpInfo *op = opInfo(node);
+  if (dividesByHostNumber(node) || oneHotOfLongs(node, facts) ||
+      reducedNonEmptyDim(node, facts))
+    return true;
   if (op && op->has(kRaisesOnZeroDivisor))
     return node->inputs().size() >= 2 && isTensor(node->input(0)) &&
            isTensor(node->input(1));
@@ -174,6 +223,52 @@ Value *shieldDivisor(Graph &graph, const BranchCondition &c, Value *d,
       [&] {
         return std::vector<Value *>{emit(graph, "aten::ones_like", {d}, anchor)};
       })[0];
+}
+
+/// d itself where the host number d is not zero (a host check: the
+/// division cannot raise), else the original's choice read on the host: d
+/// where the branch is taken (the division does what the original's did:
+/// raises for a tensor of ints, stops the process for a host int, gives
+/// inf for a float), 1 where it is not.
+Value *shieldHostDivisor(Graph &graph, const BranchCondition &c, Value *d,
+                         const Node *anchor) {
+  bool isInt = d->type()->kind() == c10::TypeKind::IntType;
+  Value *one = isInt ? graph.insertConstant(1) : graph.insertConstant(1.0);
+  Value *zero = isInt ? graph.insertConstant(0) : graph.insertConstant(0.0);
+  auto unchanged = [&] { return std::vector<Value *>{d}; };
+  std::vector<Value *> out = emitIf(
+      graph, emit(graph, "aten::ne", {d, zero}, anchor), anchor, 1, unchanged,
+      [&] {
+        std::vector<Value *> asked =
+            emitIf(graph, emit(graph, "aten::Bool", {c.taken}, anchor), anchor,
+                   1, unchanged, [&] { return std::vector<Value *>{one}; });
+        asked[0]->setType(d->type());
+        return asked;
+      });
+  out[0]->setType(d->type());
+  out[0]->node()->i_(guardAttr(), 1);
+  return out[0];
+}
+
+/// x itself where it is not empty along \p dim (a host check: a reduction
+/// along dim cannot raise), else the original's choice read on the host: x
+/// where the branch is taken (the reduction raises as the original's did),
+/// a one-row stand-in where it is not.
+Value *shieldEmptyDim(Graph &graph, const BranchCondition &c, Value *x,
+                      int64_t dim, const Node *anchor) {
+  Value *nonEmpty =
+      emit(graph, "aten::gt", {emit(graph, "aten::size", {x, dim}, anchor), 0},
+           anchor);
+  auto unchanged = [&] { return std::vector<Value *>{x}; };
+  std::vector<Value *> out = emitIf(graph, nonEmpty, anchor, 1, unchanged, [&] {
+    return emitIf(graph, emit(graph, "aten::Bool", {c.taken}, anchor), anchor,
+                  1, unchanged, [&] {
+                    return std::vector<Value *>{
+                        emitOneAlong(graph, x, dim, anchor)};
+                  });
+  });
+  out[0]->node()->i_(guardAttr(), 1);
+  return out[0];
 }
 
 /// (x', i'): x and the index i into its dim \p dim, or values for which
@@ -243,6 +338,33 @@ void shieldBlock(Graph &graph, Block *block, const BranchCondition &c,
     if (neverRaisesOnValues(node) || !shieldable(node, facts))
       continue;
     torch::jit::WithInsertPoint guard(node);
+    if (dividesByHostNumber(node)) {
+      node->replaceInput(1, shieldHostDivisor(graph, c, node->input(1), node));
+      continue;
+    }
+    if (std::optional<int64_t> d = reducedNonEmptyDim(node, facts)) {
+      node->replaceInput(0, shieldEmptyDim(graph, c, node->input(0), *d, node));
+      continue;
+    }
+    if (oneHotOfLongs(node, facts)) {
+      // As an index into n classes: 0 where the branch is not taken, which
+      // is in range where n > 0 (a host check).
+      Value *i = node->input(0);
+      Value *positive = emit(graph, "aten::gt", {node->input(1), 0}, node);
+      node->replaceInput(
+          0, guardedShield(
+                 graph, c, i, positive, node, 1,
+                 [&] {
+                   return std::vector<Value *>{emit(
+                       graph, "aten::masked_fill", {i, c.notTaken, 0}, node)};
+                 },
+                 [&] { return std::vector<Value *>{i}; },
+                 [&] {
+                   return std::vector<Value *>{
+                       emit(graph, "aten::zeros_like", {i}, node)};
+                 })[0]);
+      continue;
+    }
     const OpInfo *op = opInfo(node);
     if (op && op->has(kRaisesOnZeroDivisor)) {
       node->replaceInput(1, shieldDivisor(graph, c, node->input(1), node));
@@ -316,18 +438,62 @@ void shieldBlock(Graph &graph, Block *block, Value *taken, Value *notTaken,
   shieldBlock(graph, block, BranchCondition{taken, notTaken}, facts);
 }
 
-/// unsqueeze(x, d) raises only for a d past x's rank + 1, a rank the ops
-/// that made x may fix from below (minimumRank): then it never raises,
-/// whichever branch runs.
-static bool unsqueezesWithinRank(const Node *node, const AnalysisResult *facts) {
-  if (node->kind() != c10::aten::unsqueeze || node->inputs().size() != 2)
+bool dimsWithinRank(const Node *node, const AnalysisResult *facts) {
+  // repeat(x, r) raises for fewer repeats than x has dims or a negative one;
+  // permute(x, dims) for dims that are not a permutation of x's.
+  if ((node->kind() == c10::aten::repeat ||
+       node->kind() == c10::aten::permute) &&
+      node->inputs().size() == 2 && isTensor(node->input(0))) {
+    std::optional<int64_t> rank = knownRank(node->input(0));
+    const Value *arg = node->input(1);
+    if (!rank)
+      return false;
+    if (node->kind() == c10::aten::repeat) {
+      std::optional<size_t> n;
+      if (auto list = constantIntList(arg))
+        n = list->size();
+      else if (arg->node()->kind() == c10::prim::ListConstruct)
+        n = arg->node()->inputs().size();
+      return n && static_cast<int64_t>(*n) >= *rank && nonNegativeSizes(arg);
+    }
+    std::optional<std::vector<int64_t>> dims = constantIntList(arg);
+    if (!dims || static_cast<int64_t>(dims->size()) != *rank)
+      return false;
+    std::vector<bool> seen(dims->size(), false);
+    for (int64_t d : *dims) {
+      int64_t k = d < 0 ? d + *rank : d;
+      if (k < 0 || k >= *rank || seen[k])
+        return false;
+      seen[k] = true;
+    }
+    return true;
+  }
+  const OpInfo *op = opInfo(node);
+  if (!op || !op->has(kRaisesOnlyOnDims) || op->rowDims.empty() ||
+      node->inputs().empty() || !isTensor(node->input(0)))
     return false;
-  std::optional<int64_t> d = constantInt(node->input(1));
-  return d && minimumRank(node->input(0), facts) >= (*d >= 0 ? *d : -*d - 1);
+  const int64_t extra = node->kind() == c10::aten::unsqueeze ? 1 : 0;
+  const int64_t rank = minimumRank(node->input(0), facts) + extra;
+  for (const char *name : op->rowDims) {
+    const Value *arg = namedInput(node, name);
+    if (!arg)
+      return false;
+    std::optional<std::vector<int64_t>> dims = constantIntList(arg);
+    if (!dims) {
+      std::optional<int64_t> d = constantInt(arg);
+      if (!d)
+        return false;
+      dims = std::vector<int64_t>{*d};
+    }
+    for (int64_t d : *dims)
+      if (d >= rank || d < -rank)
+        return false;
+  }
+  return true;
 }
 
 bool raisesUnshielded(const Node *node, const AnalysisResult *facts) {
-  return !neverRaisesOnValues(node) && !unsqueezesWithinRank(node, facts) &&
+  return !neverRaisesOnValues(node) && !dimsWithinRank(node, facts) &&
          !shieldable(node, facts);
 }
 
@@ -572,12 +738,17 @@ std::string unconvertibleReason(const Node *ifNode, const Aliases &aliases,
 
 /// Whether \p node is inside a guard's branches (guardAttr()), either of
 /// them: its fallback does what the original if did on purpose and runs
-/// only when the guard fails.
+/// only when the guard fails. The first version of a method specialized on
+/// its inputs (specialize-dtypes, -ranks, -shapes) is the method itself,
+/// read with more facts: its ifs are the program's own.
 static bool inGuard(const Node *node) {
-  for (const Node *owner = node->owningBlock()->owningNode(); owner;
-       owner = owner->owningBlock()->owningNode())
-    if (owner->hasAttribute(guardAttr()))
+  for (const torch::jit::Block *b = node->owningBlock(); b->owningNode();
+       b = b->owningNode()->owningBlock()) {
+    const Node *owner = b->owningNode();
+    if (owner->hasAttribute(guardAttr()) &&
+        (isGuardFallback(b) || !owner->hasAttribute(specializedAttr())))
       return true;
+  }
   return false;
 }
 

@@ -75,6 +75,13 @@ std::string unconditionalReason(const torch::jit::Node *node,
 torch::jit::Value *emitOneAlong(torch::jit::Graph &graph, torch::jit::Value *x,
                                 int64_t dim, const torch::jit::Node *anchor);
 
+/// Whether \p node raises only for a dim past its input's rank (OpInfo's
+/// kRaisesOnlyOnDims: sort, flip, transpose; unsqueeze past the rank + 1)
+/// and each of its dims is a constant within the rank the ops that made
+/// the input bound from below (minimumRank: `m.sum(-2).unsqueeze(1)`): then
+/// it never raises, whichever branch runs.
+bool dimsWithinRank(const torch::jit::Node *node, const AnalysisResult *facts);
+
 /// Whether \p node may raise on values and no shield (shieldBlock) keeps
 /// the raise to where the original ran it.
 bool raisesUnshielded(const torch::jit::Node *node,

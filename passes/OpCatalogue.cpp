@@ -147,15 +147,11 @@ bool opElementwise(const Node *node) {
          (!op->has(kReducedLoss) || lossReduction(node) == 0);
 }
 
-/// Whether \p v is computed from tensors' shapes alone: sizes, numels,
-/// ranks and lengths, the constants -1, 0, 1 and None, and list and integer
-/// arithmetic on them (`[m.numel()] + x.size()[m.dim():]`, `m.size() + [1] *
-/// k`). A reshape to such sizes raises on shapes only, as broadcasting does.
 /// Whether \p size, a list of sizes, holds no negative one whatever the
 /// data: another tensor's sizes (`x.new_zeros(x.shape)`), constants >= 0
 /// (`new_zeros(())`), a list of those and single sizes (`[x.size(0), 4]`),
 /// and such lists joined or sliced.
-static bool nonNegativeSizes(const Value *size, int depth = 0) {
+bool nonNegativeSizes(const Value *size, int depth) {
   const Node *n = size->node();
   if (n->kind() == c10::aten::size && n->inputs().size() == 1)
     return true;
@@ -175,13 +171,22 @@ static bool nonNegativeSizes(const Value *size, int depth = 0) {
                      [](const Value *v) {
                        std::optional<int64_t> c = constantInt(v);
                        c10::Symbol op = v->node()->kind();
+                       // One of a tensor's sizes: `x.shape[1]`.
+                       bool ofSizes =
+                           op == c10::aten::__getitem__ &&
+                           v->node()->input(0)->node()->kind() ==
+                               c10::aten::size;
                        return (c && *c >= 0) ||
                               (!c && (op == c10::aten::size ||
-                                      op == c10::aten::len ||
+                                      op == c10::aten::len || ofSizes ||
                                       op == c10::Symbol::aten("numel")));
                      });
 }
 
+/// Whether \p v is computed from tensors' shapes alone: sizes, numels,
+/// ranks and lengths, the constants -1, 0, 1 and None, and list and integer
+/// arithmetic on them (`[m.numel()] + x.size()[m.dim():]`, `m.size() + [1] *
+/// k`). A reshape to such sizes raises on shapes only, as broadcasting does.
 static bool fromShapesAlone(const Value *v, int depth = 0) {
   const Node *n = v->node();
   const std::string op = n->kind().toQualString();

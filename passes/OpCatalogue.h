@@ -65,6 +65,11 @@ bool writesThrough(const c10::AliasInfo &alias);
 /// other than division. Conservative: false when unknown.
 bool neverRaisesOnValues(const torch::jit::Node *node);
 
+/// Whether \p size (an int or a list of ints) holds sizes no value makes
+/// negative: another tensor's sizes, constants >= 0, lists of those and
+/// single sizes, and such lists joined or sliced.
+bool nonNegativeSizes(const torch::jit::Value *size, int depth = 0);
+
 /// A host read of one device tensor's values: `int(t)`, `t.item()`,
 /// `t.tolist()` (a formatting read reads every argument: not one). Not
 /// `t.cpu()`, whose result is a new tensor (of the copy, it would be a

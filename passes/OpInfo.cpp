@@ -319,8 +319,8 @@ const std::vector<OpInfo> kTable = {
     // each row they keep the rows.
     {"aten::argmax", nullptr, R::Reduction, kMayRaise | kNonNegativeValues, D::Long, I::FirstSelected},
     {"aten::argmin", nullptr, R::Reduction, kMayRaise | kNonNegativeValues, D::Long, I::FirstSelected},
-    {"aten::argsort", nullptr, R::Other, kKeepsRank | kNonNegativeValues, D::Long, I::NotApplicable, nullptr, nullptr, RootShape::Leading, {"dim"}},
-    {"aten::sort", nullptr, R::Other, kKeepsRank, D::LongSecond, I::NotApplicable, nullptr, nullptr, RootShape::Leading, {"dim"}},
+    {"aten::argsort", nullptr, R::Other, kKeepsRank | kNonNegativeValues | kRaisesOnlyOnDims, D::Long, I::NotApplicable, nullptr, nullptr, RootShape::Leading, {"dim"}},
+    {"aten::sort", nullptr, R::Other, kKeepsRank | kRaisesOnlyOnDims, D::LongSecond, I::NotApplicable, nullptr, nullptr, RootShape::Leading, {"dim"}},
     {"aten::topk", nullptr, R::Other, kKeepsRank, D::LongSecond, I::NotApplicable, nullptr, nullptr, RootShape::Leading, {"dim"}},
     {"aten::kthvalue", nullptr, R::Other, kNoTraits, D::LongSecond, I::NotApplicable, nullptr, nullptr, RootShape::Leading, {"dim"}},
     {"aten::mode", nullptr, R::Other, kNoTraits, D::LongSecond},
@@ -331,11 +331,11 @@ const std::vector<OpInfo> kTable = {
     // start_dim >= 1: each row flattened on its own (end_dim before it
     // raises, for the padded rows as for the original's).
     {"aten::flatten", nullptr, R::Other, kNoTraits, D::KeepsInput, I::NotApplicable, nullptr, nullptr, RootShape::Leading, {"start_dim"}},
-    {"aten::squeeze", nullptr, R::Other, kNoTraits, D::KeepsInput, I::NotApplicable, nullptr, nullptr, RootShape::Leading, {"dim"}},
-    {"aten::unsqueeze", nullptr, R::Other, kAddsDim, D::KeepsInput, I::NotApplicable, nullptr, nullptr, RootShape::Leading, {"dim"}},
+    {"aten::squeeze", nullptr, R::Other, kRaisesOnlyOnDims, D::KeepsInput, I::NotApplicable, nullptr, nullptr, RootShape::Leading, {"dim"}},
+    {"aten::unsqueeze", nullptr, R::Other, kAddsDim | kRaisesOnlyOnDims, D::KeepsInput, I::NotApplicable, nullptr, nullptr, RootShape::Leading, {"dim"}},
     {"aten::permute", nullptr, R::Other, kNoTraits, D::KeepsInput},
     {"aten::movedim", nullptr, R::Other, kKeepsRank, D::KeepsInput},
-    {"aten::transpose", nullptr, R::Other, kKeepsRank, D::KeepsInput, I::NotApplicable, nullptr, nullptr, RootShape::Leading, {"dim0", "dim1"}},
+    {"aten::transpose", nullptr, R::Other, kKeepsRank | kRaisesOnlyOnDims, D::KeepsInput, I::NotApplicable, nullptr, nullptr, RootShape::Leading, {"dim0", "dim1"}},
     {"aten::t", nullptr, R::Other, kNoTraits, D::KeepsInput},
     {"aten::expand", nullptr, R::Other, kNoTraits, D::KeepsInput},
     {"aten::view_as", nullptr, R::Other, kNoTraits, D::KeepsValueOperand},
@@ -345,7 +345,10 @@ const std::vector<OpInfo> kTable = {
     // its bounds as slice does, and raises only where src has another shape.
     {"aten::slice_scatter", nullptr, R::Other, kKeepsRank | kKeepsShape | kNeverRaises, D::KeepsInput},
     {"aten::repeat", nullptr, R::Other, kNoTraits, D::KeepsInput},
-    {"aten::flip", nullptr, R::Other, kKeepsShape, D::KeepsInput, I::NotApplicable, nullptr, nullptr, RootShape::Leading, {"dims"}},
+    // one_hot(i, n): a dim of n classes after i's; raises for an i out of
+    // [0, n) (IfConvert shields it as an index).
+    {"aten::one_hot", nullptr, R::Other, kAddsDim | kMayRaise, D::Long},
+    {"aten::flip", nullptr, R::Other, kKeepsShape | kRaisesOnlyOnDims, D::KeepsInput, I::NotApplicable, nullptr, nullptr, RootShape::Leading, {"dims"}},
     {"aten::roll", nullptr, R::Other, kKeepsShape, D::KeepsInput, I::NotApplicable, nullptr, nullptr, RootShape::Leading, {"dims"}},
     {"aten::stack", nullptr, R::Other, kNoTraits, D::KeepsInput, I::NotApplicable, nullptr, nullptr, RootShape::Leading, {"dim"}},
     {"aten::new_zeros", nullptr, R::Other, kMakesSized, D::KeepsInput},

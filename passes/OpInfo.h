@@ -143,6 +143,11 @@ enum Trait : uint64_t {
   /// permutations, positions and counts (randperm, nonzero, argmax,
   /// count_nonzero). An index made so needs no wrap from the end.
   kNonNegativeValues = 1ull << 32,
+  /// Raises only for a dimension argument (its rowDims) past its first
+  /// input's rank (sort, flip, transpose, unsqueeze: one past it): no value
+  /// changes that, and a rank the ops before bound from below
+  /// (minimumRank) shows it cannot (IfConvert's raisesUnshielded).
+  kRaisesOnlyOnDims = 1ull << 33,
 };
 using Traits = uint64_t;
 

@@ -888,12 +888,14 @@ PipelineResult runPipeline(std::shared_ptr<Graph> &graph,
                          return partitionGraph(*graph, *before).segments;
                        });
       opsBefore = opsPerCall(*graph);
-      if (!before->findings.empty()) { // a static method is not rewritten
-        if (original)
-          passesBeforeRewriting = index;
-        else
-          unrewritten = graph->copy();
-      }
+      // Kept for the policy below, a static method's too: the passes judge
+      // data by their own facts, and a rewrite of what the analysis counts
+      // as host values (an `if` on `torch.rand(1).item()`, a tensor made on
+      // the host) must not leave it reaching the device.
+      if (original)
+        passesBeforeRewriting = index;
+      else
+        unrewritten = graph->copy();
     }
     std::string unchanged;
     if (options.verifyEach)
@@ -920,12 +922,18 @@ PipelineResult runPipeline(std::shared_ptr<Graph> &graph,
   // back for a host use, while bound keeps the selection). A method that
   // would reach the host at more points than before is left as it was,
   // and so is one that reaches it as often and runs more ops per call: a
-  // rewrite exists to make the method faster.
+  // rewrite exists to make the method faster. A method that reached it at
+  // no point has nothing to gain but the copies uploads and hoist-reads
+  // save, which the analysis does not count (and --padded-outputs would
+  // change its signature for nothing).
   std::string reverted;
   if ((unrewritten || passesBeforeRewriting) && result.rewritten) {
     size_t was = countSyncPoints(*before), now = countSyncPoints(*afterFacts);
     size_t opsNow = opsPerCall(*graph);
-    if (now > was)
+    if (was == 0 && !unseenGain)
+      reverted = "pipeline: the method reaches the host at no point; it is "
+                 "left as it was";
+    else if (now > was)
       reverted = "pipeline: the rewritten method would reach the host at " +
                  std::to_string(now) + " points instead of " +
                  std::to_string(was) + "; it is left as it was";

@@ -217,8 +217,27 @@ Node *versionPoint(Graph &graph, const std::vector<Fact> &facts) {
   return first;
 }
 
+/// Whether the versions return a returned tuple's items one by one, the
+/// tuple made after them, or the method's results as they are (bound's
+/// returnPair pads the first version's with --padded-outputs).
+enum class Results { AsTheyAre, OneByOne };
+
+/// The returned tuple that versions of \p graph from \p first may return
+/// item by item, or nullptr.
+Node *returnedTuple(Graph &graph, Node *first) {
+  Node *ret = graph.block()->return_node();
+  if (ret->inputs().size() != 1)
+    return nullptr;
+  Node *tuple = ret->input(0)->node();
+  return tuple->kind() == c10::prim::TupleConstruct &&
+                 tuple->owningBlock() == graph.block() &&
+                 ret->input(0)->uses().size() == 1 && tuple->isAfter(first)
+             ? tuple
+             : nullptr;
+}
+
 /// Versions \p graph's body from versionPoint() on \p facts.
-void version(Graph &graph, const std::vector<Fact> &facts) {
+void version(Graph &graph, const std::vector<Fact> &facts, Results results) {
   Block *top = graph.block();
   Node *first = versionPoint(graph, facts);
   Node *ret = top->return_node();
@@ -230,6 +249,14 @@ void version(Graph &graph, const std::vector<Fact> &facts) {
       test = test ? emit(graph, "aten::__and__", {test, one}, first) : one;
     }
   }
+  // One by one, the returned tuple is made after the versions: a tuple out
+  // of an if holds its tensors where TorchScript's alias analysis loses
+  // them (each may then alias any other, and an in-place op on one writes
+  // them all: YOLOv8's `target_labels.clamp_(0)` keeps an if on data).
+  Node *sink = ret;
+  if (results == Results::OneByOne)
+    if (Node *tuple = returnedTuple(graph, first))
+      sink = tuple;
   Node *ifNode = graph.create(c10::prim::If, {test}, 0);
   ifNode->insertBefore(first);
   ifNode->i_(guardAttr(), 1);
@@ -245,10 +272,11 @@ void version(Graph &graph, const std::vector<Fact> &facts) {
   // The original body becomes the fallback, as it is.
   for (Node *node = first; node != ret;) {
     Node *next = node->next();
-    node->moveBefore(otherwise->return_node());
+    if (node != sink)
+      node->moveBefore(otherwise->return_node());
     node = next;
   }
-  for (Value *out : ret->inputs())
+  for (Value *out : sink->inputs())
     otherwise->registerOutput(out);
   // The specialized body: a copy reading each input as the fact says.
   std::unordered_map<Value *, Value *> env;
@@ -269,11 +297,11 @@ void version(Graph &graph, const std::vector<Fact> &facts) {
       env[node->output(i)] = copy->output(i);
     }
   }
-  for (size_t i = 0; i < ret->inputs().size(); ++i) {
-    Value *out = ret->input(i);
+  for (size_t i = 0; i < sink->inputs().size(); ++i) {
+    Value *out = sink->input(i);
     then->registerOutput(lookup(out));
     Value *result = ifNode->addOutput()->setType(out->type());
-    ret->replaceInput(i, result);
+    sink->replaceInput(i, result);
   }
   // What the facts make canonical (a nonzero made a vector, of an m now of
   // rank 1, is where(m)[0]): normalize's sweep, on the first version.
@@ -285,7 +313,8 @@ void version(Graph &graph, const std::vector<Fact> &facts) {
 /// method versioned on \p facts (none: as it is), on a copy.
 size_t syncPointsWith(Graph &graph, PassContext &ctx,
                       const std::vector<Fact> &facts,
-                      const std::vector<std::string> &after) {
+                      const std::vector<std::string> &after,
+                      Results results = Results::AsTheyAre) {
   RewriteTrial trial(graph, ctx);
   if (!facts.empty()) {
     std::vector<Fact> theirs = facts;
@@ -294,7 +323,7 @@ size_t syncPointsWith(Graph &graph, PassContext &ctx,
       if (fact.shapeOf)
         fact.shapeOf = trial.counterpart(fact.shapeOf);
     }
-    version(*trial.graph(), theirs);
+    version(*trial.graph(), theirs, results);
   }
   trial.runPasses(after);
   // Each version counted as it would run: with what the pipeline merges
@@ -302,6 +331,21 @@ size_t syncPointsWith(Graph &graph, PassContext &ctx,
   if (ctx.options.mergeAfterRewrites)
     mergeRewrittenReads(trial.graph(), trial.ctx());
   return trial.cost().syncPoints;
+}
+
+/// The sync points left with \p graph versioned on \p facts, its results
+/// returned as they are or, where that differs (a returned tuple, no
+/// --padded-outputs), one by one: the fewer of the two, and how.
+std::pair<size_t, Results> bestVersion(Graph &graph, PassContext &ctx,
+                                       const std::vector<Fact> &facts,
+                                       const std::vector<std::string> &after) {
+  size_t whole = syncPointsWith(graph, ctx, facts, after);
+  if (whole == 0 || ctx.options.paddedOutputs ||
+      !returnedTuple(graph, versionPoint(graph, facts)))
+    return {whole, Results::AsTheyAre};
+  size_t items = syncPointsWith(graph, ctx, facts, after, Results::OneByOne);
+  return items < whole ? std::make_pair(items, Results::OneByOne)
+                       : std::make_pair(whole, Results::AsTheyAre);
 }
 
 bool versionable(const std::shared_ptr<Graph> &graph, PassContext &ctx) {
@@ -327,7 +371,10 @@ bool versionable(const std::shared_ptr<Graph> &graph, PassContext &ctx) {
 
 /// The tensor inputs of unknown rank from which a data-dependent shape is
 /// computed (a nonzero, a selection, an op given a size read from data:
-/// `scores.topk(int(m.sum()))`), at most kMaxRankInputs of them.
+/// `scores.topk(int(m.sum()))`), or an op in a branch that raises for a rank
+/// its arguments do not fit (`repeat`, `permute`, a dim past the rank: at a
+/// known rank if-convert can show it never does, YOLOv8's `if fg_mask.max()
+/// > 1: ....repeat([1, n, 1])`), at most kMaxRankInputs of them.
 std::vector<Value *> inputsReachingShapeRoots(Graph &graph,
                                               const AnalysisResult &analysis) {
   auto sizedByData = [&](const Node *node) {
@@ -336,6 +383,17 @@ std::vector<Value *> inputsReachingShapeRoots(Graph &graph,
                          return in->type()->kind() == c10::TypeKind::IntType &&
                                 analysis.info(in).isDataDependent();
                        });
+  };
+  auto raisesOnRankInBranch = [](const Node *node) {
+    const OpInfo *op = opInfo(node);
+    bool onRank = node->kind() == c10::aten::repeat ||
+                  node->kind() == c10::aten::permute ||
+                  (op && op->has(kRaisesOnlyOnDims));
+    // In a branch on data, which if-convert would run unconditionally.
+    const Node *owner = node->owningBlock()->owningNode();
+    return onRank && owner && owner->kind() == c10::prim::If &&
+           owner->input(0)->node()->kind() == c10::aten::Bool &&
+           isTensor(owner->input(0)->node()->input(0));
   };
   constexpr size_t kMaxRankInputs = 4;
   constexpr size_t kMaxVisits = 4096;
@@ -352,6 +410,7 @@ std::vector<Value *> inputsReachingShapeRoots(Graph &graph,
       work.pop_back();
       for (const torch::jit::Use &use : v->uses()) {
         if (opRole(use.user) == OpRole::DynamicShapeRoot ||
+            raisesOnRankInBranch(use.user) ||
             (!use.user->outputs().empty() && isTensor(use.user->output(0)) &&
              sizedByData(use.user))) {
           reaches = true;
@@ -407,10 +466,10 @@ bool versionWhereFewerSyncs(Graph &graph, PassContext &ctx,
   if (facts.empty())
     return false;
   const std::vector<std::string> after = passesAfter(pass);
-  if (syncPointsWith(graph, ctx, facts, after) >=
-      syncPointsWith(graph, ctx, {}, after))
+  auto [points, results] = bestVersion(graph, ctx, facts, after);
+  if (points >= syncPointsWith(graph, ctx, {}, after))
     return false;
-  version(graph, facts);
+  version(graph, facts, results);
   return true;
 }
 
@@ -452,7 +511,7 @@ bool specializeDTypes(std::shared_ptr<Graph> &graph, PassContext &ctx) {
   }
   if (best >= syncPointsWith(*graph, ctx, {}, after))
     return false;
-  version(*graph, facts);
+  version(*graph, facts, Results::AsTheyAre);
   return true;
 }
 
@@ -474,13 +533,15 @@ bool specializeRanks(std::shared_ptr<Graph> &graph, PassContext &ctx) {
   const std::vector<std::string> after = passesAfter("specialize-ranks");
   size_t best = syncPointsWith(*graph, ctx, {}, after);
   std::vector<Fact> chosen;
+  Results chosenResults = Results::AsTheyAre;
   auto tryFacts = [&](const std::vector<Fact> &facts) {
     if (best == 0 || facts.empty())
       return;
-    size_t points = syncPointsWith(*graph, ctx, facts, after);
+    auto [points, results] = bestVersion(*graph, ctx, facts, after);
     if (points < best) {
       best = points;
       chosen = facts;
+      chosenResults = results;
     }
   };
   // Vectors, matrices, and stacks of masks or images ([N, H, W]: SAM's
@@ -522,7 +583,7 @@ bool specializeRanks(std::shared_ptr<Graph> &graph, PassContext &ctx) {
   }
   if (chosen.empty())
     return false;
-  version(*graph, chosen);
+  version(*graph, chosen, chosenResults);
   return true;
 }
 

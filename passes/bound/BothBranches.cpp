@@ -127,7 +127,8 @@ std::string whyNotSafeUnconditionally(
       continue;
     }
     if (original) {
-      if (!neverRaisesOnValues(node) && node->blocks().empty() &&
+      if (!neverRaisesOnValues(node) && !dimsWithinRank(node, &rc.analysis) &&
+          node->blocks().empty() &&
           !(node->outputs().size() == 1 && madeWithNoRows(node->output())))
         return std::string("'") + op +
                "' may raise where its branch would not have run";

@@ -237,3 +237,78 @@ def test_an_early_return_of_empty_selections_equals_the_original(staticify, save
         expected = original(scores, labels, inds)
         got = static(scores, labels, inds)
         assert all(torch.equal(e, g) for e, g in zip(expected, got)), trial
+
+
+class AssignHighestOverlaps(torch.nn.Module):
+    """ultralytics' TaskAlignedAssigner.select_highest_overlaps: in a branch
+    on data, a repeat and a permute that raise on ranks only, an argmax that
+    raises on an empty dim, and a one_hot of its indices. Of unknown rank
+    here; specialize-ranks' version at rank 3 shows the first two never
+    raise, and if-convert shields the others with host checks. The returned
+    targets are clamped in place (get_targets' `target_labels.clamp_(0)`)."""
+
+    def forward(self, mask_pos: Tensor, overlaps: Tensor, gt_labels: Tensor):
+        n_max_boxes = mask_pos.shape[1]
+        fg_mask = mask_pos.sum(-2)
+        if fg_mask.max() > 1:
+            mask_multi_gts = (fg_mask.unsqueeze(1) > 1).repeat([1, n_max_boxes, 1])
+            max_overlaps_idx = overlaps.argmax(1)
+            is_max_overlaps = torch.nn.functional.one_hot(max_overlaps_idx, n_max_boxes)
+            is_max_overlaps = is_max_overlaps.permute(0, 2, 1).to(overlaps.dtype)
+            mask_pos = torch.where(mask_multi_gts, is_max_overlaps, mask_pos)
+            fg_mask = mask_pos.sum(-2)
+        target_gt_idx = mask_pos.argmax(-2)
+        target_labels = gt_labels.long().flatten()[target_gt_idx]
+        target_labels.clamp_(0)
+        return target_labels, fg_mask
+
+
+class EulerChurn(torch.nn.Module):
+    """diffusers' EulerDiscreteScheduler.step: `gamma = min(s_churn /
+    (len(sigmas) - 1), ...) if s_tmin <= sigma <= s_tmax else 0.0`, a
+    division by a host number (0 for a one-step schedule) in a branch on
+    data: checked on the host, the condition asked only where it is 0."""
+
+    def forward(self, sample: Tensor, sigmas: Tensor, step: int):
+        sigma = sigmas[step]
+        gamma = min(0.5 / (len(sigmas) - 1), 2 ** 0.5 - 1) if 0.5 <= sigma <= 5.0 else 0.0
+        return sample * (sigma * (gamma + 1))
+
+
+def test_ranks_and_empty_dims_shielded(staticify, save, tmp_path):
+    report, original, static = staticified(staticify, save, tmp_path,
+                                           AssignHighestOverlaps())
+    assert sync_points(report) == (1, 0)
+    g = torch.Generator().manual_seed(0)
+    for case in range(12):
+        b, n, a = 2, 3, 10
+        if case % 3 == 0:  # no anchor of two boxes: the branch not taken
+            owner = torch.randint(-1, n, (b, a), generator=g)
+            mask_pos = torch.stack([(owner == i).float() for i in range(n)], 1)
+        elif case % 3 == 1:
+            mask_pos = torch.ones(b, n, a)
+        else:
+            mask_pos = (torch.rand(b, n, a, generator=g) < 0.5).float()
+        overlaps = torch.rand(b, n, a, generator=g) * mask_pos
+        labels = torch.randint(-1, 4, (b, n, 1), generator=g)
+        want, got = original(mask_pos, overlaps, labels), static(mask_pos, overlaps, labels)
+        assert all(torch.equal(w, s) for w, s in zip(want, got)), case
+    # Other ranks run the original (the guard's fallback): at rank 2 the
+    # branch would raise (permute), so only inputs that do not take it.
+    args = (torch.zeros(3, 2), torch.ones(3, 2), torch.ones(3))
+    assert all(torch.equal(w, s) for w, s in zip(original(*args), static(*args)))
+
+
+def test_a_host_divisor_shielded(staticify, save, tmp_path):
+    report, original, static = staticified(staticify, save, tmp_path, EulerChurn())
+    assert sync_points(report) == (2, 0)  # each comparison of the chain
+    x = torch.arange(6.0)
+    for sigmas in ([0.1, 1.0, 7.0], [0.1, 0.2], [3.0, 1.0, 0.0]):
+        for step in range(len(sigmas)):
+            s = torch.tensor(sigmas)
+            assert torch.equal(static(x, s, step), original(x, s, step))
+    # One step: the divisor is 0 (TorchScript's float division gives inf;
+    # an int remainder by 0 would stop the process), the branch taken or not.
+    for sigma in (0.1, 1.0):
+        s = torch.tensor([sigma])
+        assert torch.equal(static(x, s, 0), original(x, s, 0))

@@ -500,7 +500,17 @@ private:
       info(out) = o;
     }
     if (mutatesFirstInput(node) && !node->inputs().empty())
-      info(node->input(0)).join(vi);
+      joinWritten(node->input(0), vi);
+  }
+
+  /// \p target written in place takes in \p written's class and shape; a
+  /// tensor's dtype no in-place op changes (`g[m] = N` casts N to g's).
+  void joinWritten(const Value *target, const ValueInfo &written) {
+    ValueInfo &t = info(target);
+    DTypeKind dtype = t.dtype;
+    t.join(written);
+    if (target->type()->kind() == c10::TypeKind::TensorType)
+      t.dtype = dtype;
   }
 
   enum class IndexKind { Integer, Mask, MaybeMask };
@@ -799,7 +809,7 @@ private:
         // The tensor written takes in the result's class: its contents
         // derive from the causes, its shape is the result's.
         if (!node->outputs().empty())
-          info(target).join(info(node->output(0)));
+          joinWritten(target, info(node->output(0)));
       } else {
         // A list or dict holds what is written to it (append, extend,
         // d[k] = v), and its length depends on any data the write is

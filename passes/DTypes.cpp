@@ -192,6 +192,10 @@ DTypeKind inferDType(const Node *node, const Value *out,
     const Value *dtype = node->input(*i);
     if (auto st = constantInt(dtype))
       return dtypeKindOf(static_cast<c10::ScalarType>(*st));
+    // Another tensor's dtype (`v.to(x.dtype)`, `full_like(..., dtype=
+    // x.dtype)`): that tensor's, where known.
+    if (dtype->node()->kind() == c10::prim::dtype)
+      return dtypeOf(dtype->node()->input(0));
     if (dtype->mustBeNone() && rule == DTypeRule::ExplicitElseInput)
       return dtypeOf(node->input(0));
     if (dtype->mustBeNone() && rule == DTypeRule::ExplicitElseLong)

@@ -455,11 +455,12 @@ std::optional<int64_t> knownRank(const Value *v, const AnalysisResult *analysis,
     return rankOf(node->input(2));
   if (op == "aten::scatter")
     return rankOf(node->input(0));
-  // Sizes given as a list of constant length fix the rank.
+  // Sizes given as a list of constant length fix the rank; so do repeats
+  // (`repeat` raises for fewer than the input's dims, and adds the rest).
   bool factory = op == "aten::zeros" || op == "aten::empty" ||
                  op == "aten::ones" || op == "aten::full";
   if (factory || op == "aten::reshape" || op == "aten::view" ||
-      op == "aten::new_zeros") {
+      op == "aten::new_zeros" || op == "aten::repeat") {
     const Value *sizes = node->input(factory ? 0 : 1);
     if (auto list = constantIntList(sizes))
       return static_cast<int64_t>(list->size());

@@ -120,6 +120,14 @@ bool isScalarOp(const Node *node) {
   // bool, and is compared in float64 beside a float as Python compares).
   // Other arithmetic on a Scalar has a run-time type.
   const OpInfo *info = opInfo(node);
+  // `n % k` of ints stops the process for k = 0 on the host, and gives
+  // what the device gives on a tensor: lifted only by a non-zero constant
+  // (`n_sel % 2`, SpeechBrain's VAD boundaries).
+  if (node->kind() == c10::aten::remainder && node->inputs().size() == 2) {
+    std::optional<int64_t> k = constantInt(node->input(1));
+    if (!k || *k == 0)
+      return false;
+  }
   bool takesScalar =
       isConversion(node) || (info && info->has(kComparison));
   for (const Value *in : node->inputs())
@@ -660,9 +668,27 @@ Region growRegion(const std::vector<Node *> &sources,
         continue;
       }
       if ((use.offset == 2 || use.offset == 3) && isRangeRead(user)) {
-        // A selection is a copy where the slice was a view.
+        // A selection is a copy where the slice was a view, and has a
+        // count of rows where the slice had a size: one sliced again by
+        // data or copied into a store (torchvision's paste_mask_in_image,
+        // `im_mask[y0:y1, x0:x1] = mask[a:b, c:d]`) would be cut on the
+        // host there.
+        auto resliced = [&](const torch::jit::Use &u) {
+          return (isRangeSlice(u.user) && u.offset == 0 &&
+                  std::any_of(u.user->inputs().begin() + 2,
+                              u.user->inputs().end(),
+                              [&](const Value *b) {
+                                return facts.info(b).isDataDependent();
+                              })) ||
+                 u.user->kind() == c10::aten::copy_;
+        };
         if (aliases.hasWriters(user->output()))
           fail("a slice by it is written to", user);
+        else if (std::any_of(user->output()->uses().begin(),
+                             user->output()->uses().end(), resliced))
+          fail("the rows a slice by it reads are sliced by data again or "
+               "copied into a store",
+               user);
         else
           r.sinks.emplace_back(user, kRangeRead);
         continue;

@@ -218,7 +218,7 @@ const std::vector<OpInfo> kTable = {
     {"aten::hardsigmoid", nullptr, R::LeadingPreserving, kEw, D::KeepsInput},
     {"aten::hardswish", nullptr, R::LeadingPreserving, kEw, D::KeepsInput},
     {"aten::softplus", nullptr, R::LeadingPreserving, kEw, D::KeepsInput},
-    {"aten::remainder", nullptr, R::LeadingPreserving, kEw | kMayRaise | kRaisesOnZeroDivisor, D::Promotes},
+    {"aten::remainder", nullptr, R::LeadingPreserving, kEw | kMayRaise | kRaisesOnZeroDivisor, D::Promotes, I::NotApplicable, "aten::remainder"},
     {"aten::fmod", nullptr, R::LeadingPreserving, kEw | kMayRaise | kRaisesOnZeroDivisor},
     {"aten::eq", nullptr, R::LeadingPreserving, kCmp, D::Bool, I::NotApplicable, "aten::eq"},
     {"aten::ne", nullptr, R::LeadingPreserving, kCmp, D::Bool, I::NotApplicable, "aten::ne"},

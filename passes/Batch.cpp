@@ -257,6 +257,11 @@ private:
         if (any && !n->inputs().empty() &&
             (n->kind() == c10::aten::append || mutatesInput0(n)))
           changed |= mark(n->input(0));
+        // So is the tensor an out= variant writes (`torch.gt(x, 0,
+        // out=m)`), which alignAndClone then refuses (it is made shared).
+        if (any)
+          for (size_t i : writtenOutArguments(n))
+            changed |= mark(n->input(i));
       }
     }
     return changed;
@@ -275,6 +280,20 @@ private:
       if (r.alias_info())
         return true;
     return false;
+  }
+
+  /// The arguments after the first that \p n writes: an out= variant's.
+  static std::vector<size_t> writtenOutArguments(const Node *n) {
+    std::vector<size_t> out;
+    const c10::FunctionSchema *schema = n->maybeSchema();
+    if (!schema)
+      return out;
+    for (size_t i = 1; i < schema->arguments().size() && i < n->inputs().size();
+         ++i)
+      if (schema->arguments()[i].alias_info() &&
+          schema->arguments()[i].alias_info()->isWrite())
+        out.push_back(i);
+    return out;
   }
 
   static bool mutatesInput0(const Node *n) {
@@ -1173,6 +1192,8 @@ private:
         in[i] = unsqueezedTo(in[i], n->input(i), rank);
     if (mutatesInput0(n) && !isB(in[0]))
       throw Refused{"'" + opName(n) + "' writes a tensor every row shares"};
+    if (!writtenOutArguments(n).empty())
+      throw Refused{"'" + opName(n) + "' with out= has no batched form"};
     cloneWith(n, in, true);
     return true;
   }

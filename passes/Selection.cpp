@@ -381,6 +381,13 @@ std::optional<int64_t> knownRank(const Value *v, const AnalysisResult *analysis,
       return it->second;
   if (depth > 32)
     return std::nullopt;
+  // A tensor an op reshapes in place (`resize_as_`, as TorchScript writes
+  // `index_select(..., out=c)` into `c = torch.empty(0)`) has the rank it
+  // is given, not the one it was made with.
+  for (const torch::jit::Use &use : v->uses())
+    if (use.offset == 0 && opInfo(use.user) &&
+        opInfo(use.user)->has(kReshapesInPlace))
+      return std::nullopt;
   auto rankOf = [&](const Value *u) { return knownRank(u, analysis, depth + 1); };
   const Node *node = v->node();
   const std::string op = node->kind().toQualString();

@@ -147,6 +147,29 @@ def test_a_method_that_is_not_static_is_not_batched(staticify, save, tmp_path):
     assert not hasattr(torch.jit.load(str(tmp_path / "out.pt")), "forward_batched")
 
 
+class OutVariant(torch.nn.Module):
+    """`torch.gt(x, 0.0, out=m)` into a tensor made with no input: the
+    batched form would write every row into one shared tensor (the batch
+    fuzzer's seed 5202, program 694)."""
+
+    def forward(self, x):
+        m = torch.zeros(0, dtype=torch.bool)
+        torch.gt(x, 0.0, out=m)
+        return m
+
+
+def test_an_out_variant_is_not_batched(staticify, save, tmp_path):
+    path = save(OutVariant())
+    report = tmp_path / "report.json"
+    staticify(path, "-o", tmp_path / "out.pt", "--batch", "--input-types", "f32[8]",
+              "--report-json", report)
+    batch = json.loads(report.read_text())["methods"][0]["batch"]
+    assert batch["method"] is None and "out=" in batch["reason"]
+    static = torch.jit.load(str(tmp_path / "out.pt"))
+    x = torch.randn(8)
+    assert torch.equal(static(x), x > 0)
+
+
 # --- the seed sampler -----------------------------------------------------------------
 
 

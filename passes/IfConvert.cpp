@@ -225,50 +225,56 @@ Value *shieldDivisor(Graph &graph, const BranchCondition &c, Value *d,
       })[0];
 }
 
-/// d itself where the host number d is not zero (a host check: the
-/// division cannot raise), else the original's choice read on the host: d
-/// where the branch is taken (the division does what the original's did:
-/// raises for a tensor of ints, stops the process for a host int, gives
-/// inf for a float), 1 where it is not.
+/// \p operands themselves where the host fact \p ok holds (the op cannot
+/// raise on them), else the original's choice read on the host: the
+/// operands where the branch is taken (the op does what the original's
+/// did), \p standIn's where it is not. The results keep the operands'
+/// types (a host int stays an int).
+std::vector<Value *>
+hostCheckedShield(Graph &graph, const BranchCondition &c, Value *ok,
+                  const std::vector<Value *> &operands, const Node *anchor,
+                  const std::function<std::vector<Value *>()> &standIn) {
+  auto unchanged = [&] { return operands; };
+  auto typed = [&](std::vector<Value *> out) {
+    for (size_t i = 0; i < out.size(); ++i)
+      out[i]->setType(operands[i]->type());
+    return out;
+  };
+  std::vector<Value *> out =
+      typed(emitIf(graph, ok, anchor, operands.size(), unchanged, [&] {
+        return typed(
+            emitIf(graph, emit(graph, "aten::Bool", {c.taken}, anchor), anchor,
+                   operands.size(), unchanged, standIn));
+      }));
+  out[0]->node()->i_(guardAttr(), 1);
+  return out;
+}
+
+/// d where the host number d is not zero; where it is, d where the branch
+/// is taken (the division raises for a tensor of ints, stops the process
+/// for a host int, gives inf for a float, as the original's did), 1 where
+/// it is not.
 Value *shieldHostDivisor(Graph &graph, const BranchCondition &c, Value *d,
                          const Node *anchor) {
   bool isInt = d->type()->kind() == c10::TypeKind::IntType;
-  Value *one = isInt ? graph.insertConstant(1) : graph.insertConstant(1.0);
   Value *zero = isInt ? graph.insertConstant(0) : graph.insertConstant(0.0);
-  auto unchanged = [&] { return std::vector<Value *>{d}; };
-  std::vector<Value *> out = emitIf(
-      graph, emit(graph, "aten::ne", {d, zero}, anchor), anchor, 1, unchanged,
-      [&] {
-        std::vector<Value *> asked =
-            emitIf(graph, emit(graph, "aten::Bool", {c.taken}, anchor), anchor,
-                   1, unchanged, [&] { return std::vector<Value *>{one}; });
-        asked[0]->setType(d->type());
-        return asked;
-      });
-  out[0]->setType(d->type());
-  out[0]->node()->i_(guardAttr(), 1);
-  return out[0];
+  Value *one = isInt ? graph.insertConstant(1) : graph.insertConstant(1.0);
+  return hostCheckedShield(graph, c, emit(graph, "aten::ne", {d, zero}, anchor),
+                           {d}, anchor,
+                           [&] { return std::vector<Value *>{one}; })[0];
 }
 
-/// x itself where it is not empty along \p dim (a host check: a reduction
-/// along dim cannot raise), else the original's choice read on the host: x
-/// where the branch is taken (the reduction raises as the original's did),
-/// a one-row stand-in where it is not.
+/// x where it is not empty along \p dim (a reduction along dim cannot
+/// raise); where it is, x where the branch is taken, a one-row stand-in
+/// where it is not.
 Value *shieldEmptyDim(Graph &graph, const BranchCondition &c, Value *x,
                       int64_t dim, const Node *anchor) {
   Value *nonEmpty =
       emit(graph, "aten::gt", {emit(graph, "aten::size", {x, dim}, anchor), 0},
            anchor);
-  auto unchanged = [&] { return std::vector<Value *>{x}; };
-  std::vector<Value *> out = emitIf(graph, nonEmpty, anchor, 1, unchanged, [&] {
-    return emitIf(graph, emit(graph, "aten::Bool", {c.taken}, anchor), anchor,
-                  1, unchanged, [&] {
-                    return std::vector<Value *>{
-                        emitOneAlong(graph, x, dim, anchor)};
-                  });
-  });
-  out[0]->node()->i_(guardAttr(), 1);
-  return out[0];
+  return hostCheckedShield(graph, c, nonEmpty, {x}, anchor, [&] {
+    return std::vector<Value *>{emitOneAlong(graph, x, dim, anchor)};
+  })[0];
 }
 
 /// (x', i'): x and the index i into its dim \p dim, or values for which
@@ -311,19 +317,11 @@ std::pair<Value *, Value *> shieldHostIndex(Graph &graph,
             anchor),
        emit(graph, "aten::lt", {k, n}, anchor)},
       anchor);
-  auto unchanged = [&] { return std::vector<Value *>{x, k}; };
-  std::vector<Value *> out = emitIf(graph, inRange, anchor, 2, unchanged, [&] {
-    std::vector<Value *> asked = emitIf(
-        graph, emit(graph, "aten::Bool", {c.taken}, anchor), anchor, 2,
-        unchanged, [&] {
-          return std::vector<Value *>{emitOneAlong(graph, x, dim, anchor),
-                                      graph.insertConstant(0)};
-        });
-    asked[1]->setType(c10::IntType::get());
-    return asked;
-  });
-  out[1]->setType(c10::IntType::get());
-  out[0]->node()->i_(guardAttr(), 1);
+  std::vector<Value *> out =
+      hostCheckedShield(graph, c, inRange, {x, k}, anchor, [&] {
+        return std::vector<Value *>{emitOneAlong(graph, x, dim, anchor),
+                                    graph.insertConstant(0)};
+      });
   return {out[0], out[1]};
 }
 

@@ -142,6 +142,14 @@ ShapeDep resultShape(const AnalysisResult &facts, const Node *node, OpRole role,
     return ShapeDep::Static; // the data-dependent dimension is reduced
   if (!dataShapeArg && node->kind() == c10::aten::index)
     return gatherShape(facts, node);
+  // The op's own shape rule (OpInfo): a copy of its first operand written
+  // at indices, or a shape its host arguments give.
+  if (const OpInfo *op = opInfo(node); op && !dataShapeArg) {
+    if (op->has(kShapeFromHostArgs))
+      return ShapeDep::Static;
+    if (op->has(kShapeOfFirst) && isTensor(node->input(0)))
+      return shapeOf(node->input(0));
+  }
   if (!dataShapeArg && (node->kind() == c10::aten::index_select ||
                         node->kind() == c10::aten::select)) {
     // Along dimension 0 the data-dependent dimension is replaced.

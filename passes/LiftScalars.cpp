@@ -673,8 +673,12 @@ Region growRegion(const std::vector<Node *> &sources,
         // data or copied into a store (torchvision's paste_mask_in_image,
         // `im_mask[y0:y1, x0:x1] = mask[a:b, c:d]`) would be cut on the
         // host there.
+        // Rows put into a list (`cat([k[:n], left, k[n:]])`, torchaudio's
+        // Emformer) are concatenated or stacked with others: the compacted
+        // rows would make everything after the list bounded too.
         auto resliced = [&](const torch::jit::Use &u) {
-          return (isRangeSlice(u.user) && u.offset == 0 &&
+          return u.user->kind() == c10::prim::ListConstruct ||
+                 (isRangeSlice(u.user) && u.offset == 0 &&
                   std::any_of(u.user->inputs().begin() + 2,
                               u.user->inputs().end(),
                               [&](const Value *b) {
@@ -686,8 +690,8 @@ Region growRegion(const std::vector<Node *> &sources,
           fail("a slice by it is written to", user);
         else if (std::any_of(user->output()->uses().begin(),
                              user->output()->uses().end(), resliced))
-          fail("the rows a slice by it reads are sliced by data again or "
-               "copied into a store",
+          fail("the rows a slice by it reads are sliced by data again, "
+               "copied into a store or put into a list",
                user);
         else
           r.sinks.emplace_back(user, kRangeRead);

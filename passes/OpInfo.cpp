@@ -246,7 +246,7 @@ const std::vector<OpInfo> kTable = {
     // The Tensor overloads raise for a value of rank > 0.
     {"aten::masked_fill", "Tensor", R::LeadingPreserving, kEw | kFillValueTakesTensor | kReadsValueOnHost, D::KeepsValueOperand},
     {"aten::masked_fill_", "Tensor", R::Other, kReadsValueOnHost},
-    {"aten::index_fill", "int_Tensor", R::Other, kReadsValueOnHost},
+    {"aten::index_fill", "int_Tensor", R::Other, kShapeOfFirst | kReadsValueOnHost, D::KeepsValueOperand},
     {"aten::index_fill_", "int_Tensor", R::Other, kReadsValueOnHost},
     {"aten::to", nullptr, R::LeadingPreserving, kEw | kNeverRaises | kTypeOfSecond, D::ExplicitElseInput},
     {"aten::type_as", nullptr, R::LeadingPreserving, kEw | kNeverRaises | kTypeOfSecond},
@@ -357,7 +357,16 @@ const std::vector<OpInfo> kTable = {
     {"aten::new_empty", nullptr, R::Other, kMakesSized, D::KeepsInput},
     {"aten::index_select", nullptr, R::Other, kNoTraits, D::KeepsValueOperand},
     {"aten::gather", nullptr, R::Other, kNoTraits, D::KeepsValueOperand},
-    {"aten::scatter", nullptr, R::Other, kNoTraits, D::KeepsValueOperand},
+    // Out-of-place writes into a copy of the first operand: its shape.
+    {"aten::scatter", nullptr, R::Other, kShapeOfFirst, D::KeepsValueOperand},
+    {"aten::scatter_add", nullptr, R::Other, kShapeOfFirst, D::KeepsValueOperand},
+    {"aten::scatter_reduce", nullptr, R::Other, kShapeOfFirst, D::KeepsValueOperand},
+    {"aten::index_add", nullptr, R::Other, kShapeOfFirst, D::KeepsValueOperand},
+    {"aten::index_copy", nullptr, R::Other, kShapeOfFirst, D::KeepsValueOperand},
+    {"aten::index_fill", nullptr, R::Other, kShapeOfFirst, D::KeepsValueOperand},
+    {"aten::masked_scatter", nullptr, R::Other, kShapeOfFirst, D::KeepsValueOperand},
+    // histc(x, bins, min, max): [bins] counts in x's dtype, whatever x's shape.
+    {"aten::histc", nullptr, R::Other, kShapeFromHostArgs, D::KeepsInput},
     // Batched ops (OpInfo::sampleRank): static weights on each row.
     // linear's rank follows its weight's (knownRank): not kKeepsRank.
     batched("aten::linear", 2, kNoTraits),

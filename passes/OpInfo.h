@@ -148,6 +148,15 @@ enum Trait : uint64_t {
   /// changes that, and a rank the ops before bound from below
   /// (minimumRank) shows it cannot (IfConvert's raisesUnshielded).
   kRaisesOnlyOnDims = 1ull << 33,
+  /// The result has its first input's shape, whatever the shapes of its
+  /// other tensor operands: an out-of-place write into a copy of it
+  /// (index_add, index_copy, index_fill, scatter, scatter_add,
+  /// scatter_reduce, masked_scatter). Indices and sources of data-dependent
+  /// length change its contents, not its shape.
+  kShapeOfFirst = 1ull << 34,
+  /// The result's shape follows from host arguments alone, never from its
+  /// tensor operands' shapes (histc: [bins]).
+  kShapeFromHostArgs = 1ull << 35,
 };
 using Traits = uint64_t;
 

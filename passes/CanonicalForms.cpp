@@ -416,15 +416,10 @@ bool hostCastOfItem(Graph &graph, Node *node) {
                             {item->input(0)}, node));
 }
 
-/// `x.shape[i]` scripts as `size(x)[i]`: for a constant i it is `x.size(i)`,
-/// the spelling the rules read (both raise where i is out of range). Only
-/// while no op writes the list: each use has a schema that does not write
-/// it (a size argument, a read), or unpacks it.
-bool shapeItemAsSize(Graph &graph, Node *node) {
-  if (node->kind() != c10::aten::__getitem__ || node->inputs().size() != 2 ||
-      !constantInt(node->input(1)))
-    return false;
-  Node *sizes = node->input(0)->node();
+/// `aten::size(x)`, every size of x as a list, that no use writes: each use
+/// has a schema that does not write it (a size argument, a read), or
+/// unpacks it.
+bool isUnwrittenShape(const Node *sizes) {
   if (sizes->kind() != c10::aten::size || sizes->inputs().size() != 1)
     return false;
   for (const torch::jit::Use &use : sizes->output()->uses()) {
@@ -437,8 +432,36 @@ bool shapeItemAsSize(Graph &graph, Node *node) {
     if (arg.alias_info() && arg.alias_info()->isWrite())
       return false;
   }
+  return true;
+}
+
+/// `x.shape[i]` scripts as `size(x)[i]`: for a constant i it is `x.size(i)`,
+/// the spelling the rules read (both raise where i is out of range). Only
+/// while no op writes the list: each use has a schema that does not write
+/// it (a size argument, a read), or unpacks it.
+bool shapeItemAsSize(Graph &graph, Node *node) {
+  if (node->kind() != c10::aten::__getitem__ || node->inputs().size() != 2 ||
+      !constantInt(node->input(1)))
+    return false;
+  Node *sizes = node->input(0)->node();
+  if (!isUnwrittenShape(sizes))
+    return false;
+  torch::jit::WithInsertPoint guard(node);
   return replace(node, emit(graph, "aten::size",
                             {sizes->input(0), node->input(1)}, node));
+}
+
+/// `len(x.shape)` (kornia's `if len(match_dists.shape) == 1`) is `x.dim()`:
+/// the rank, metadata the rules read for any tensor, where the list of
+/// sizes of a bounded tensor would hold its count. Only while no op writes
+/// the list.
+bool lenOfShapeAsDim(Graph &graph, Node *node) {
+  if (node->kind() != c10::aten::len || node->inputs().size() != 1 ||
+      !isUnwrittenShape(node->input(0)->node()))
+    return false;
+  torch::jit::WithInsertPoint guard(node);
+  return replace(
+      node, emit(graph, "aten::dim", {node->input(0)->node()->input(0)}, node));
 }
 
 /// Whether \p node's only use views its result as exactly \p n elements
@@ -805,7 +828,7 @@ bool canonicalizeSpelling(Graph &graph, Node *node) {
          inPlaceOnFreshSelection(graph, node) ||
          containerOfIfAsElements(graph, node) ||
          exactHistogram(graph, node) ||
-         shapeItemAsSize(graph, node);
+         shapeItemAsSize(graph, node) || lenOfShapeAsDim(graph, node);
 }
 
 } // namespace staticify

@@ -490,9 +490,29 @@ bool dimsWithinRank(const Node *node, const AnalysisResult *facts) {
   return true;
 }
 
+/// `x[m]`, `x[m1, m2]`: an index by boolean masks alone (dtypes the
+/// analysis knows). It raises only where a mask's sizes differ from x's
+/// (a host fact, the same on every run whatever the data, as a linear's
+/// weight that does not fit), never on values: every element a mask
+/// selects is in range.
+static bool indexesByMasksOnly(const Node *node, const AnalysisResult *facts) {
+  if (node->kind() != c10::aten::index || node->inputs().size() != 2 || !facts ||
+      node->input(1)->node()->kind() != c10::prim::ListConstruct)
+    return false;
+  bool any = false;
+  for (const Value *i : node->input(1)->node()->inputs()) {
+    if (i->mustBeNone())
+      continue;
+    if (!facts->knows(i) || facts->info(i).dtype != DTypeKind::Bool)
+      return false;
+    any = true;
+  }
+  return any;
+}
+
 bool raisesUnshielded(const Node *node, const AnalysisResult *facts) {
   return !neverRaisesOnValues(node) && !dimsWithinRank(node, facts) &&
-         !shieldable(node, facts);
+         !indexesByMasksOnly(node, facts) && !shieldable(node, facts);
 }
 
 void shieldBranches(Graph &graph, Node *ifNode, Value *c,

@@ -121,6 +121,86 @@ bool propagateThrough(Graph &graph, Node *node, const AnalysisResult &analysis,
   return true;
 }
 
+/// Whether op(x[m], ...) is op(x, ...)[m] for \p node, an op that works row
+/// by row on the rows of its first operand x[m] (`[n, rest...]` of x of
+/// rank \p xRank and a mask of rank \p k) and never raises on values:
+/// - batched (OpInfo::sampleRank: linear, convolutions, pools) with the
+///   other operands shared by every row; of a 1-D mask (x and x[m] have one
+///   rank) at sampleRank or more; of a k-D mask only where every dim before
+///   the last is a batch dim (linear) and the last is x's own;
+/// - per-row (OpInfo::rowDims: softmax, cumsum, squeeze) of constant dims
+///   within rest: counted from the end and at most rank(rest) of them, or,
+///   of a 1-D mask, any dim but 0. No other tensor operand (one would be
+///   rows too).
+bool worksOnRows(const Node *node, int64_t xRank, int64_t k) {
+  const OpInfo *op = opInfo(node);
+  if (!op || node->outputs().size() != 1 || xRank <= k ||
+      !(op->has(kNeverRaises) || op->has(kRaisesOnlyOnDims)))
+    return false;
+  if (op->sampleRank > 0)
+    return k == 1 ? xRank >= op->sampleRank
+                  : op->has(kBatchesLeadingDims) && xRank - k + 1 >= op->sampleRank;
+  if (op->rowDims.empty())
+    return false;
+  for (size_t i = 1; i < node->inputs().size(); ++i)
+    if (carriesTensor(node->input(i)->type()))
+      return false;
+  for (const char *name : op->rowDims) {
+    const Value *arg = namedInput(node, name);
+    std::optional<std::vector<int64_t>> dims =
+        arg ? constantIntList(arg) : std::nullopt;
+    if (arg && !dims)
+      if (std::optional<int64_t> d = constantInt(arg))
+        dims = std::vector<int64_t>{*d};
+    if (!dims || dims->empty())
+      return false;
+    for (int64_t d : *dims) {
+      bool fromEnd = d < 0 && -d <= xRank - k;
+      bool sameDim = k == 1 && (d >= 1 ? d < xRank : d < 0 && d + xRank >= 1);
+      if (!fromEnd && !sameDim)
+        return false;
+    }
+  }
+  return true;
+}
+
+/// op(x[m], ...) -> op(x, ...)[m] for an op that works on rows
+/// (worksOnRows): TensorF's `sigma[m] = mlp(x[m])`, whose store then takes
+/// the selection by the same mask (mask-store). The op then runs on every
+/// row, the unselected ones too.
+bool propagateThroughRows(Graph &graph, Node *node,
+                          const AnalysisResult &analysis,
+                          const Aliases &aliases, PassContext &ctx) {
+  if (node->inputs().empty() || !isTensor(node->input(0)))
+    return false;
+  auto sel = matchSelection(node->input(0), analysis);
+  if (!sel || sel->broadcasts)
+    return false;
+  for (size_t i = 1; i < node->inputs().size(); ++i)
+    if (isTensor(node->input(i)) && matchSelection(node->input(i), analysis))
+      return false;
+  std::optional<int64_t> xRank = knownRank(sel->base, &analysis);
+  std::optional<int64_t> k = knownRank(sel->mask, &analysis);
+  if (!xRank || !k || !worksOnRows(node, *xRank, *k))
+    return false;
+  if (!unwrittenUntil(*sel, node, aliases)) {
+    ctx.declined(node, kRule,
+                 "the selected tensor, its mask or the selection is written "
+                 "to in place before it is read");
+    return false;
+  }
+  torch::jit::WithInsertPoint guard(node);
+  Node *full =
+      graph.insertNode(graph.createClone(node, [](Value *v) { return v; }));
+  full->replaceInput(0, sel->base);
+  full->output()->setType(c10::TensorType::get());
+  node->output()->replaceAllUsesWith(emitSelect(graph, full->output(), sel->mask, node));
+  ctx.rewrote(node, kRule);
+  node->destroy();
+  eraseIfDead(sel->node, ctx, kRule);
+  return true;
+}
+
 /// x[m][g[m]] -> x[m' & g].
 bool combineNested(Graph &graph, Node *node, const AnalysisResult &analysis,
                    const Aliases &aliases, PassContext &ctx) {
@@ -240,11 +320,15 @@ bool maskPropagate(std::shared_ptr<Graph> &graph, PassContext &ctx) {
           again = changed = true;
           break;
         }
+      } else if (propagateThroughRows(*graph, node, analysis, aliases, ctx)) {
+        again = changed = true;
+        break;
       } else if (consumesSelection(node, analysis)) {
         ctx.declined(node, kRule,
                      "'" + std::string(node->kind().toQualString()) +
                          "' is not an elementwise op that is safe on "
-                         "unselected elements");
+                         "unselected elements, nor one that works row by "
+                         "row on the selected rows of a tensor of known rank");
       }
     }
   }

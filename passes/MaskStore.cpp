@@ -164,7 +164,9 @@ bool maskStore(std::shared_ptr<Graph> &graph, PassContext &ctx) {
           !aliases.mayAlias(vs->base, x)) {
         source = vs->base;
         sourceSelection = vs->node;
-        rankGuard = !provablySameRank(vs->base, x);
+        std::optional<int64_t> rank = knownRank(vs->base, &analysis);
+        rankGuard = !provablySameRank(vs->base, x) &&
+                    !(rank && rank == knownRank(x, &analysis));
       }
     }
     if (!source) {

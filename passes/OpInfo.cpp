@@ -369,7 +369,7 @@ const std::vector<OpInfo> kTable = {
     {"aten::histc", nullptr, R::Other, kShapeFromHostArgs, D::KeepsInput},
     // Batched ops (OpInfo::sampleRank): static weights on each row.
     // linear's rank follows its weight's (knownRank): not kKeepsRank.
-    batched("aten::linear", 2, kNoTraits),
+    batched("aten::linear", 2, kBatchesLeadingDims),
     batched("aten::conv1d", 3),
     batched("aten::conv2d", 4),
     batched("aten::conv3d", 5),

@@ -157,6 +157,9 @@ enum Trait : uint64_t {
   /// The result's shape follows from host arguments alone, never from its
   /// tensor operands' shapes (histc: [bins]).
   kShapeFromHostArgs = 1ull << 35,
+  /// A batched op (sampleRank) that works on its first operand's last dim
+  /// alone: every dim before it is a batch dim, whatever the rank (linear).
+  kBatchesLeadingDims = 1ull << 36,
 };
 using Traits = uint64_t;
 

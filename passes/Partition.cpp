@@ -67,11 +67,20 @@ PartitionResult partitionGraph(const Graph &graph,
   for (size_t i = 0; i < census.size(); ++i) {
     prefetchAhead(census, i);
     const Node *n = census[i];
+    // A consumer of a tensor of data-dependent shape is the island's too,
+    // whatever its result: `out.index_add(0, i[m], w[m])` is static, and
+    // joins the two selections that bound rewrites together.
     dynamicNode[i] =
         found.count(n) ||
         std::any_of(n->outputs().begin(), n->outputs().end(),
                     [&](const Value *v) {
                       return analysis.info(v).isDataDependent();
+                    }) ||
+        std::any_of(n->inputs().begin(), n->inputs().end(),
+                    [&](const Value *v) {
+                      return v->type()->kind() == c10::TypeKind::TensorType &&
+                             analysis.info(v).isDataDependent() &&
+                             analysis.info(v).shape != ShapeDep::Static;
                     });
   }
   const Block *top = graph.block();

@@ -451,6 +451,99 @@ bool shapeItemAsSize(Graph &graph, Node *node) {
                             {sizes->input(0), node->input(1)}, node));
 }
 
+/// `x.unbind(d)[k]` of a constant k (detectron2's `nonzero_tuple(m)[0]`,
+/// `m.nonzero().unbind(1)` read at 0) is `x.select(d, k)`, the spelling the
+/// rules read for `nonzero(m)[:, 0]`: the same view, and a k out of range
+/// raises in both. Only while every use of the list reads it at a constant
+/// index, so that no op writes it or sees it whole.
+bool unbindItemAsSelect(Graph &graph, Node *node) {
+  if (node->kind() != c10::aten::__getitem__ || node->inputs().size() != 2 ||
+      !constantInt(node->input(1)))
+    return false;
+  Node *unbind = node->input(0)->node();
+  if (unbind->kind() != c10::aten::unbind || unbind->inputs().size() != 2 ||
+      !isTensor(unbind->input(0)) || !constantInt(unbind->input(1)))
+    return false;
+  for (const torch::jit::Use &use : unbind->output()->uses())
+    if (use.user->kind() != c10::aten::__getitem__ || use.offset != 0 ||
+        !constantInt(use.user->input(1)))
+      return false;
+  torch::jit::WithInsertPoint guard(node);
+  return replace(node, emit(graph, "aten::select",
+                            {unbind->input(0), unbind->input(1),
+                             node->input(1)},
+                            node));
+}
+
+/// `(if c: a.unbind(1) else: b.unbind(1))[k]` (detectron2's nonzero_tuple,
+/// which unsqueezes a 0-d mask first) is the item read in each branch: the
+/// if returns `a.unbind(1)[k]` and `b.unbind(1)[k]` instead, which
+/// unbindItemAsSelect then spells as selects. Only where every use of the
+/// if's list reads it at a constant index, and each branch returns a list
+/// it made fresh (unbind, split, chunk, a list literal) and reads nowhere
+/// else: no alias sees the list, and the item read at the branch's end is
+/// the one read after the if.
+bool itemOfIfAsItems(Graph &graph, Node *node) {
+  if (node->kind() != c10::aten::__getitem__ || node->inputs().size() != 2 ||
+      !constantInt(node->input(1)))
+    return false;
+  Value *list = node->input(0);
+  Node *ifNode = list->node();
+  if (ifNode->kind() != c10::prim::If ||
+      list->type()->kind() != c10::TypeKind::ListType)
+    return false;
+  for (const torch::jit::Use &use : list->uses())
+    if (use.user->kind() != c10::aten::__getitem__ || use.offset != 0 ||
+        !constantInt(use.user->input(1)))
+      return false;
+  static const std::array<c10::Symbol, 7> fresh = {
+      c10::aten::unbind, c10::aten::split, c10::aten::chunk,
+      c10::Symbol::aten("split_with_sizes"), c10::Symbol::aten("unsafe_chunk"),
+      c10::Symbol::aten("unsafe_split"), c10::prim::ListConstruct};
+  size_t at = list->offset();
+  for (Block *b : ifNode->blocks()) {
+    Value *made = b->outputs()[at];
+    if (made->node()->owningBlock() != b ||
+        std::find(fresh.begin(), fresh.end(), made->node()->kind()) ==
+            fresh.end())
+      return false;
+    // Returned, and read at constant indices (by the reads made here).
+    for (const torch::jit::Use &use : made->uses())
+      if (use.user != b->return_node() &&
+          (use.user->kind() != c10::aten::__getitem__ ||
+           !constantInt(use.user->input(1))))
+        return false;
+  }
+  // This read alone (the sweep visits the others): the if gets a result.
+  Value *item = ifNode->addOutput()->setType(node->output()->type());
+  for (Block *b : ifNode->blocks()) {
+    torch::jit::WithInsertPoint guard(b->return_node());
+    Value *inBranch = emit(graph, "aten::__getitem__",
+                           {b->outputs()[at], node->input(1)}, node);
+    inBranch->setType(node->output()->type());
+    b->registerOutput(inBranch);
+  }
+  replace(node, item);
+  if (!list->uses().empty())
+    return true;
+  // The last read: the if no longer returns the list, and each branch's
+  // reads of its own become selects where they can.
+  std::vector<Value *> made;
+  for (Block *b : ifNode->blocks()) {
+    made.push_back(b->outputs()[at]);
+    b->eraseOutput(at);
+  }
+  ifNode->eraseOutput(at);
+  for (Value *m : made) {
+    std::vector<Node *> reads;
+    for (const torch::jit::Use &use : m->uses())
+      reads.push_back(use.user);
+    for (Node *read : reads)
+      unbindItemAsSelect(graph, read);
+  }
+  return true;
+}
+
 /// `len(x.shape)` (kornia's `if len(match_dists.shape) == 1`) is `x.dim()`:
 /// the rank, metadata the rules read for any tensor, where the list of
 /// sizes of a bounded tensor would hold its count. Only while no op writes
@@ -828,7 +921,8 @@ bool canonicalizeSpelling(Graph &graph, Node *node) {
          inPlaceOnFreshSelection(graph, node) ||
          containerOfIfAsElements(graph, node) ||
          exactHistogram(graph, node) ||
-         shapeItemAsSize(graph, node) || lenOfShapeAsDim(graph, node);
+         shapeItemAsSize(graph, node) || lenOfShapeAsDim(graph, node) ||
+         unbindItemAsSelect(graph, node) || itemOfIfAsItems(graph, node);
 }
 
 } // namespace staticify

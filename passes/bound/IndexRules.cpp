@@ -291,9 +291,10 @@ RuleResult prefix(Node *node, RuleContext &rc) {
 /// constant start s >= 0, step t >= 1 and end e (None, or a constant;
 /// `ptr[1:]`, `x[::2]`). The padded rows sliced alike (from s, to e where
 /// e >= 0) hold the live ones first; ceil((min(count, e) - s) / t) of them,
-/// at least 0, e < 0 counting back from the count (slice_live). Left alone:
-/// a negative start (the rows it takes move with the count), a start, end
-/// or step read from data.
+/// at least 0, e < 0 counting back from the count (slice_live). A step the
+/// host computes is taken too: one below 1 raises in the form's slice as in
+/// the original's. Left alone: a negative start (the rows it takes move with
+/// the count), a start, end or step read from data.
 RuleResult sliceRows(Node *node, RuleContext &rc) {
   Rep *x = rc.bounded(node->input(0));
   if (!x || node->inputs().size() != 5 ||
@@ -301,8 +302,12 @@ RuleResult sliceRows(Node *node, RuleContext &rc) {
     return RuleResult::notApplicable(); // trailing, or unknown: per-row's
   Value *start = node->input(2)->mustBeNone() ? rc.constant(0) : node->input(2);
   std::optional<int64_t> from = constantInt(start), step = constantInt(node->input(4));
+  // A step the host computes (rl_games' `[::self.num_agents]`) is taken as
+  // it is: below 1 the form's slice raises as the original's does.
+  bool hostStep = !step && !rc.rep(node->input(4)) &&
+                  node->input(4)->type()->kind() == c10::TypeKind::IntType;
   Value *end = node->input(3);
-  if (!from || *from < 0 || !step || *step < 1 ||
+  if (!from || *from < 0 || !(hostStep || (step && *step >= 1)) ||
       (!end->mustBeNone() && !constantInt(end)))
     return RuleResult::declined(
         "a slice of bounded rows from a negative or computed start, or by a "

@@ -456,6 +456,15 @@ def _(node, facts):
                                ast.Tuple([full_slice(), const(0)], ast.Load()), ast.Load())
 
 
+@expression_rule("where-nonzero-unbind")
+def _(node, facts):
+    """`torch.where(c)[0]` (c 1-D) as `c.nonzero().unbind(1)[0]` (detectron2's
+    nonzero_tuple)."""
+    c = _where_first(node, facts)
+    return c and ast.Subscript(method(method(c, "nonzero"), "unbind", const(1)),
+                               const(0), ast.Load())
+
+
 @expression_rule("where-argwhere")
 def _(node, facts):
     """`torch.where(c)[0]` (c 1-D) as `torch.argwhere(c)[:, 0]`."""

@@ -243,6 +243,12 @@ bool neverRaisesOnValues(const Node *node) {
   if ((node->kind() == c10::aten::reshape || node->kind() == c10::aten::view) &&
       node->inputs().size() == 2 && fromShapesAlone(node->input(1)))
     return true;
+  // An expand to sizes computed from shapes alone (ultralytics'
+  // `(fg_mask.unsqueeze(1) > 1).expand(-1, n_max_boxes, -1)` of
+  // `n_max_boxes = overlaps.shape[1]`): whether it fits is a host fact.
+  if (node->kind() == c10::aten::expand && node->inputs().size() >= 2 &&
+      fromShapesAlone(node->input(1)))
+    return true;
   // torch.tensor(x) of one number (a list may be ragged).
   if (node->kind() == c10::aten::tensor && !node->inputs().empty()) {
     c10::TypeKind k = node->input(0)->type()->kind();

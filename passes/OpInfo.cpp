@@ -266,7 +266,7 @@ const std::vector<OpInfo> kTable = {
     {"aten::arange", nullptr, R::LeadingPreserving, kMayRaise | kBuildsOnHost, D::ExplicitElseLongForInts},
 
     // Host scalar arithmetic, conversions and the rest.
-    {"aten::floor_divide", nullptr, R::Other, kMayRaise | kRaisesOnZeroDivisor},
+    {"aten::floor_divide", nullptr, R::LeadingPreserving, kEw | kMayRaise | kRaisesOnZeroDivisor, D::Promotes},
     {"aten::floordiv", nullptr, R::Other, kMayRaise, D::Unknown, I::NotApplicable, "aten::div"},
     {"aten::__rshift__", nullptr, R::Other, kMayRaise},
     {"aten::__lshift__", nullptr, R::Other, kMayRaise},

@@ -238,11 +238,9 @@ WITHOUT_TRANSFER = {
     "aten::flip": "reverses the bounded dim: the padding would come first",
     "aten::stack": "a list of bounded values built by a literal: list rules follow appends",
     "aten::broadcast_tensors": "as aten::stack",
-    "aten::unbind": "returns a list of bounded values along dim 1: no list rule",
-    "aten::split": "as aten::unbind",
+    "aten::split": "returns a list of bounded values along dim 1: no list rule",
     "aten::bincount": "the selection is gone (bincount_live), but bincount's length "
                       "depends on the largest value: its own sync point stays",
-    "aten::matmul": "the static operand is a graph input's slice of unknown rank",
 
 
     "aten::add_": "an in-place write to a bounded value: no rule (the out-of-place op has one)",
@@ -252,7 +250,6 @@ WITHOUT_TRANSFER = {
     "aten::fill_": "as aten::add_",
     "aten::zero_": "as aten::add_",
     "aten::unsqueeze_": "as aten::add_ (and it reshapes in place)",
-    "aten::mm": "as aten::matmul",
 }
 
 # Ops of the corpora's data-dependent values with no row here: why.

@@ -60,12 +60,52 @@ bool consumesSelection(Node *node, const AnalysisResult &analysis) {
   return false;
 }
 
+using Selected = std::vector<std::pair<size_t, Selection>>;
+
+/// Whether every selection \p node reads at an operand of \p selected is
+/// read as it was made (unwrittenUntil); otherwise the report says why.
+bool readAsSelected(const Selected &selected, Node *node,
+                    const Aliases &aliases, PassContext &ctx) {
+  for (const auto &[index, sel] : selected)
+    if (!unwrittenUntil(sel, node, aliases)) {
+      ctx.declined(node, kRule,
+                   "a selected tensor, its mask or the selection "
+                   "is written to in place before it is read");
+      return false;
+    }
+  return true;
+}
+
+/// Replaces \p node by itself on the selected tensors whole, then selected
+/// by \p mask: `f(x, y, s)[m]` for `f(x[m], y[m], s)`.
+void selectAfter(Graph &graph, Node *node, const Selected &selected,
+                 Value *mask, PassContext &ctx) {
+  torch::jit::WithInsertPoint guard(node);
+  Node *full =
+      graph.insertNode(graph.createClone(node, [](Value *v) { return v; }));
+  for (const auto &[index, sel] : selected)
+    full->replaceInput(index, sel.base);
+  full->output()->setType(c10::TensorType::get());
+  node->output()->replaceAllUsesWith(
+      emitSelect(graph, full->output(), mask, node));
+  ctx.rewrote(node, kRule);
+  node->destroy();
+  // `s * s` selects once for two operands: erase each selection once.
+  std::vector<Node *> selections;
+  for (const auto &[index, sel] : selected)
+    if (std::find(selections.begin(), selections.end(), sel.node) ==
+        selections.end())
+      selections.push_back(sel.node);
+  for (Node *selection : selections)
+    eraseIfDead(selection, ctx, kRule);
+}
+
 /// f(x[m], y[m], s) -> f(x, y, s)[m]; returns whether it rewrote.
 bool propagateThrough(Graph &graph, Node *node, const AnalysisResult &analysis,
                       const Aliases &aliases, PassContext &ctx) {
   Value *mask = nullptr;
   Value *firstBase = nullptr;
-  std::vector<std::pair<size_t, Selection>> selected;
+  Selected selected;
   for (size_t i = 0; i < node->inputs().size(); ++i) {
     Value *in = node->input(i);
     if (in->type()->kind() != c10::TypeKind::TensorType)
@@ -91,33 +131,9 @@ bool propagateThrough(Graph &graph, Node *node, const AnalysisResult &analysis,
     }
     selected.emplace_back(i, *sel);
   }
-  if (selected.empty())
+  if (selected.empty() || !readAsSelected(selected, node, aliases, ctx))
     return false;
-  for (auto &[index, sel] : selected)
-    if (!unwrittenUntil(sel, node, aliases)) {
-      ctx.declined(node, kRule,
-                   "a selected tensor, its mask or the selection "
-                   "is written to in place before it is read");
-      return false;
-    }
-  torch::jit::WithInsertPoint guard(node);
-  Node *full =
-      graph.insertNode(graph.createClone(node, [](Value *v) { return v; }));
-  for (auto &[index, sel] : selected)
-    full->replaceInput(index, sel.base);
-  full->output()->setType(c10::TensorType::get());
-  Value *result = emitSelect(graph, full->output(), mask, node);
-  node->output()->replaceAllUsesWith(result);
-  ctx.rewrote(node, kRule);
-  node->destroy();
-  // `s * s` selects once for two operands: erase each selection once.
-  std::vector<Node *> selections;
-  for (auto &[index, sel] : selected)
-    if (std::find(selections.begin(), selections.end(), sel.node) ==
-        selections.end())
-      selections.push_back(sel.node);
-  for (Node *selection : selections)
-    eraseIfDead(selection, ctx, kRule);
+  selectAfter(graph, node, selected, mask, ctx);
   return true;
 }
 
@@ -183,21 +199,10 @@ bool propagateThroughRows(Graph &graph, Node *node,
   std::optional<int64_t> k = knownRank(sel->mask, &analysis);
   if (!xRank || !k || !worksOnRows(node, *xRank, *k))
     return false;
-  if (!unwrittenUntil(*sel, node, aliases)) {
-    ctx.declined(node, kRule,
-                 "the selected tensor, its mask or the selection is written "
-                 "to in place before it is read");
+  Selected selected{{0, *sel}};
+  if (!readAsSelected(selected, node, aliases, ctx))
     return false;
-  }
-  torch::jit::WithInsertPoint guard(node);
-  Node *full =
-      graph.insertNode(graph.createClone(node, [](Value *v) { return v; }));
-  full->replaceInput(0, sel->base);
-  full->output()->setType(c10::TensorType::get());
-  node->output()->replaceAllUsesWith(emitSelect(graph, full->output(), sel->mask, node));
-  ctx.rewrote(node, kRule);
-  node->destroy();
-  eraseIfDead(sel->node, ctx, kRule);
+  selectAfter(graph, node, selected, sel->mask, ctx);
   return true;
 }
 

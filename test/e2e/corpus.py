@@ -377,7 +377,18 @@ class LogSoftmaxLastDim(torch.nn.Module):
 
 
 class IntegerDivisionKept(torch.nn.Module):
-    """// could divide by zero on unselected elements: kept."""
+    """// by integers that are 0 on unselected elements (and only there):
+    moved past the mask it would divide by them: kept."""
+
+    def forward(self, x, t):
+        m = t > 0
+        d = (t * 10).long()
+        d = torch.where(m, d.clamp(min=1), torch.zeros_like(d))
+        return (x[m] // d[m]).sum()
+
+
+class IntegerDivisionByConstant(torch.nn.Module):
+    """// by a non-zero constant never raises: the mask moves past it."""
 
     def forward(self, x, t):
         m = t > 0
@@ -790,6 +801,7 @@ CASES = [
     ("log-softmax-rows", LogSoftmaxLastDim(), lambda g, k: (floats((7, 5), g), mask_like((7,), g, k)), "static"),
     ("log-softmax-vector-fallback", LogSoftmaxLastDim(), lambda g, k: (floats((7,), g), mask_like((7,), g, k)), "static"),
     ("integer-division-kept", IntegerDivisionKept(), lambda g, k: (torch.randint(-9, 9, (20,), generator=g), mask_like((20,), g, k)), "kept:mask-propagate"),
+    ("integer-division-by-constant", IntegerDivisionByConstant(), lambda g, k: (torch.randint(-9, 9, (20,), generator=g), mask_like((20,), g, k)), "static"),
     ("if-on-tensor", IfOnTensor(), _same((4, 4)), "static"),
     ("if-elif-chain", IfElifChain(), _same((4, 4)), "static"),
     ("if-tuple-outputs", IfTupleOutputs(), _same((3, 5)), "static"),

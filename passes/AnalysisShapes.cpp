@@ -39,9 +39,7 @@ bool reducesDim0(const Node *node) {
   const Value *dim = namedInput(node, "dim");
   if (!dim)
     return false;
-  auto dims = constantIntList(dim);
-  if (auto d = constantInt(dim))
-    dims = std::vector<int64_t>{*d};
+  auto dims = constantDims(dim);
   return dims && std::find(dims->begin(), dims->end(), 0) != dims->end();
 }
 

@@ -416,6 +416,22 @@ bool hostCastOfItem(Graph &graph, Node *node) {
                             {item->input(0)}, node));
 }
 
+/// `l[k]`: a read of a list at a constant index.
+bool isConstantItem(const Node *node) {
+  return node->kind() == c10::aten::__getitem__ &&
+         node->inputs().size() == 2 && constantInt(node->input(1));
+}
+
+/// Whether every use of \p list reads it at a constant index (or is \p
+/// also, a block's return): no op writes it or sees it whole.
+bool readAtConstantIndices(const Value *list, const Node *also = nullptr) {
+  return std::all_of(list->uses().begin(), list->uses().end(),
+                     [&](const torch::jit::Use &use) {
+                       return use.user == also ||
+                              (use.offset == 0 && isConstantItem(use.user));
+                     });
+}
+
 /// `aten::size(x)`, every size of x as a list, that no use writes: each use
 /// has a schema that does not write it (a size argument, a read), or
 /// unpacks it.
@@ -440,8 +456,7 @@ bool isUnwrittenShape(const Node *sizes) {
 /// while no op writes the list: each use has a schema that does not write
 /// it (a size argument, a read), or unpacks it.
 bool shapeItemAsSize(Graph &graph, Node *node) {
-  if (node->kind() != c10::aten::__getitem__ || node->inputs().size() != 2 ||
-      !constantInt(node->input(1)))
+  if (!isConstantItem(node))
     return false;
   Node *sizes = node->input(0)->node();
   if (!isUnwrittenShape(sizes))
@@ -457,17 +472,13 @@ bool shapeItemAsSize(Graph &graph, Node *node) {
 /// raises in both. Only while every use of the list reads it at a constant
 /// index, so that no op writes it or sees it whole.
 bool unbindItemAsSelect(Graph &graph, Node *node) {
-  if (node->kind() != c10::aten::__getitem__ || node->inputs().size() != 2 ||
-      !constantInt(node->input(1)))
+  if (!isConstantItem(node))
     return false;
   Node *unbind = node->input(0)->node();
   if (unbind->kind() != c10::aten::unbind || unbind->inputs().size() != 2 ||
-      !isTensor(unbind->input(0)) || !constantInt(unbind->input(1)))
+      !isTensor(unbind->input(0)) || !constantInt(unbind->input(1)) ||
+      !readAtConstantIndices(unbind->output()))
     return false;
-  for (const torch::jit::Use &use : unbind->output()->uses())
-    if (use.user->kind() != c10::aten::__getitem__ || use.offset != 0 ||
-        !constantInt(use.user->input(1)))
-      return false;
   torch::jit::WithInsertPoint guard(node);
   return replace(node, emit(graph, "aten::select",
                             {unbind->input(0), unbind->input(1),
@@ -484,18 +495,14 @@ bool unbindItemAsSelect(Graph &graph, Node *node) {
 /// else: no alias sees the list, and the item read at the branch's end is
 /// the one read after the if.
 bool itemOfIfAsItems(Graph &graph, Node *node) {
-  if (node->kind() != c10::aten::__getitem__ || node->inputs().size() != 2 ||
-      !constantInt(node->input(1)))
+  if (!isConstantItem(node))
     return false;
   Value *list = node->input(0);
   Node *ifNode = list->node();
   if (ifNode->kind() != c10::prim::If ||
-      list->type()->kind() != c10::TypeKind::ListType)
+      list->type()->kind() != c10::TypeKind::ListType ||
+      !readAtConstantIndices(list))
     return false;
-  for (const torch::jit::Use &use : list->uses())
-    if (use.user->kind() != c10::aten::__getitem__ || use.offset != 0 ||
-        !constantInt(use.user->input(1)))
-      return false;
   static const std::array<c10::Symbol, 7> fresh = {
       c10::aten::unbind, c10::aten::split, c10::aten::chunk,
       c10::Symbol::aten("split_with_sizes"), c10::Symbol::aten("unsafe_chunk"),
@@ -503,16 +510,12 @@ bool itemOfIfAsItems(Graph &graph, Node *node) {
   size_t at = list->offset();
   for (Block *b : ifNode->blocks()) {
     Value *made = b->outputs()[at];
+    // Returned, and read at constant indices (by the reads made here).
     if (made->node()->owningBlock() != b ||
         std::find(fresh.begin(), fresh.end(), made->node()->kind()) ==
-            fresh.end())
+            fresh.end() ||
+        !readAtConstantIndices(made, b->return_node()))
       return false;
-    // Returned, and read at constant indices (by the reads made here).
-    for (const torch::jit::Use &use : made->uses())
-      if (use.user != b->return_node() &&
-          (use.user->kind() != c10::aten::__getitem__ ||
-           !constantInt(use.user->input(1))))
-        return false;
   }
   // This read alone (the sweep visits the others): the if gets a result.
   Value *item = ifNode->addOutput()->setType(node->output()->type());

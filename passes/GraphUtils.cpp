@@ -432,6 +432,14 @@ std::optional<std::vector<int64_t>> constantIntList(const Value *v) {
   return iv->toIntVector();
 }
 
+std::optional<std::vector<int64_t>> constantDims(const Value *v) {
+  if (std::optional<std::vector<int64_t>> list = constantIntList(v))
+    return list;
+  if (std::optional<int64_t> d = constantInt(v))
+    return std::vector<int64_t>{*d};
+  return std::nullopt;
+}
+
 std::optional<size_t> inputIndex(const Node *node, std::string_view name) {
   // Compared in place: the analysis asks this of most nodes it visits.
   const c10::FunctionSchema *schema = node->maybeSchema();

@@ -120,6 +120,8 @@ std::optional<std::string> constantString(const torch::jit::Value *v);
 /// The constant int list of \p v, if it is one (a constant, or a list of
 /// constant ints).
 std::optional<std::vector<int64_t>> constantIntList(const torch::jit::Value *v);
+/// The dims a constant `dim` argument names: its list, or its one int.
+std::optional<std::vector<int64_t>> constantDims(const torch::jit::Value *v);
 
 /// The index of \p node's input named \p name in its schema, if any.
 std::optional<size_t> inputIndex(const torch::jit::Node *node,

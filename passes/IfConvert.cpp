@@ -476,13 +476,9 @@ bool dimsWithinRank(const Node *node, const AnalysisResult *facts) {
     const Value *arg = namedInput(node, name);
     if (!arg)
       return false;
-    std::optional<std::vector<int64_t>> dims = constantIntList(arg);
-    if (!dims) {
-      std::optional<int64_t> d = constantInt(arg);
-      if (!d)
-        return false;
-      dims = std::vector<int64_t>{*d};
-    }
+    std::optional<std::vector<int64_t>> dims = constantDims(arg);
+    if (!dims)
+      return false;
     for (int64_t d : *dims)
       if (d >= rank || d < -rank)
         return false;

@@ -164,10 +164,7 @@ bool worksOnRows(const Node *node, int64_t xRank, int64_t k) {
   for (const char *name : op->rowDims) {
     const Value *arg = namedInput(node, name);
     std::optional<std::vector<int64_t>> dims =
-        arg ? constantIntList(arg) : std::nullopt;
-    if (arg && !dims)
-      if (std::optional<int64_t> d = constantInt(arg))
-        dims = std::vector<int64_t>{*d};
+        arg ? constantDims(arg) : std::nullopt;
     if (!dims || dims->empty())
       return false;
     for (int64_t d : *dims) {

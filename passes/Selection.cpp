@@ -543,10 +543,7 @@ std::optional<int64_t> knownRank(const Value *v, const AnalysisResult *analysis,
     const Value *keep = namedInput(node, "keepdim");
     std::optional<std::vector<int64_t>> dims;
     if (dim)
-      dims = constantIntList(dim);
-    if (dim && !dims)
-      if (auto d = constantInt(dim))
-        dims = std::vector<int64_t>{*d};
+      dims = constantDims(dim);
     c10::optional<bool> keepdim;
     if (keep)
       keepdim = torch::jit::constant_as<bool>(keep);
@@ -628,12 +625,8 @@ int64_t minimumRank(const Value *v, const AnalysisResult *analysis,
     const Value *dim = namedInput(node, "dim");
     const Value *keep = namedInput(node, "keepdim");
     std::optional<std::vector<int64_t>> dims;
-    if (dim && !dim->mustBeNone()) {
-      dims = constantIntList(dim);
-      if (!dims)
-        if (auto d = constantInt(dim))
-          dims = std::vector<int64_t>{*d};
-    }
+    if (dim && !dim->mustBeNone())
+      dims = constantDims(dim);
     c10::optional<bool> keepdim;
     if (keep)
       keepdim = torch::jit::constant_as<bool>(keep);

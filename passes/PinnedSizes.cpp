@@ -209,7 +209,7 @@ bool pinnedSizes(std::shared_ptr<Graph> &graph, PassContext &ctx) {
     producer->destroy();
     changed = true;
   }
-  return changed;
+  return pinnedWidths(graph, ctx) || changed;
 }
 
 } // namespace staticify

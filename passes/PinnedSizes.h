@@ -19,6 +19,11 @@
 // Where the repeats do not sum to S, or one is negative, the original
 // raises; the rewrite returns ids of the segments it reaches instead.
 //
+// Widths are pinned too (PinnedWidths.cpp): `arange(int(t))` carried into
+// an elementwise op with a tensor of size S along its width, which
+// broadcasting pins to S or 1, runs from `arange(S) * (t != 1)` behind a
+// host guard.
+//
 // Left alone: a use of the result before the pinning op (it would see the
 // length before the check), a pinning op in another block (it may not run),
 // `output_size=` given (the length is the host's already), a dim other than
@@ -34,6 +39,12 @@
 #include <memory>
 
 namespace staticify {
+
+/// `arange(n)` of a count read from the device whose width broadcasting
+/// pins to a size of the program's (PinnedWidths.cpp): the padding mask
+/// `arange(int(lengths.max()))[None, :] < lengths[:, None]` applied to
+/// a padded batch. Part of the pass.
+bool pinnedWidths(std::shared_ptr<torch::jit::Graph> &graph, PassContext &ctx);
 
 /// The pass (see the file comment). Returns whether it changed the graph.
 bool pinnedSizes(std::shared_ptr<torch::jit::Graph> &graph, PassContext &ctx);

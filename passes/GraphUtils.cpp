@@ -201,7 +201,8 @@ void cloneNodes(torch::jit::Graph &graph, const std::vector<Node *> &nodes,
       clone->insertAfter(n);
     else
       graph.insertNode(clone);
-    map[n->output()] = clone->output();
+    for (size_t i = 0; i < n->outputs().size(); ++i)
+      map[n->output(i)] = clone->output(i);
   }
 }
 

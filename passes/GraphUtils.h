@@ -33,7 +33,7 @@ bool opRegistered(const char *op);
 std::pair<torch::jit::Value *, torch::jit::Value *>
 unpackPair(torch::jit::Graph &graph, torch::jit::Value *tuple);
 
-/// Clones \p nodes (in order, one result each) at the insertion point, or
+/// Clones \p nodes (in order) at the insertion point, or
 /// right after each original with \p afterOriginals, reading \p map's
 /// values for the originals' and adding the clones' results to it.
 void cloneNodes(torch::jit::Graph &graph,

@@ -12,6 +12,7 @@
 #include "passes/DictKeys.h"
 #include "passes/HoistReads.h"
 #include "passes/HostReplay.h"
+#include "passes/OptionalResults.h"
 #include "passes/PinnedSizes.h"
 #include "passes/GraphUtils.h"
 #include "passes/IfConvert.h"
@@ -465,6 +466,9 @@ static bool normalize(std::shared_ptr<Graph> &graph, PassContext &ctx) {
              canonicalizeSizeItem(*graph, node) || foldBoolIf(*graph, node) ||
              dropRedundantCast(node) || canonicalizeSpelling(*graph, node);
   if (mergeEqualTensorOps(graph))
+    swept = true;
+  // Optional results read where they are set (OptionalResults.h).
+  if (forwardOptionalResults(graph))
     swept = true;
   // Unless the sweep changed it, the node list is the graph's still.
   bool current = !swept;

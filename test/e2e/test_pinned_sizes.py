@@ -7,6 +7,8 @@ lengths do not sum to the source's rows PyTorch raises, and the rewrite's
 result is not compared (DESIGN.md's contract). The inputs make the sum
 right mostly and wrong sometimes; empty segments and no segments included."""
 
+from typing import Optional
+
 import pytest
 import torch
 from torch import Tensor
@@ -89,6 +91,23 @@ class MaskedDecoderSteps(torch.nn.Module):
         return out
 
 
+class OptionalMask(torch.nn.Module):
+    """torchaudio's Emformer: the mask made in one if (None for one row),
+    tested and applied in another."""
+
+    def forward(self, scores: Tensor, lengths: Tensor):
+        b = scores.size(0)
+        if b == 1:
+            mask: Optional[Tensor] = None
+        else:
+            n = int(torch.max(lengths).item())
+            mask = torch.arange(n, dtype=lengths.dtype).expand(b, n) >= lengths.unsqueeze(1)
+        scores = scores * 2.0
+        if mask is not None:
+            scores = scores.masked_fill(mask, -1e4)
+        return scores.softmax(-1)
+
+
 class MaskReturned(torch.nn.Module):
     """Must not touch: the mask itself is returned, its width the data's."""
 
@@ -151,6 +170,7 @@ CASES = [
     ("mask-scores-in-place", MaskScoresInPlace(), lambda g: padded_batch(g, inner=()),
      (1, 0)),
     ("masked-decoder-steps", MaskedDecoderSteps(), decoder_inputs, (1, 0)),
+    ("optional-mask", OptionalMask(), lambda g: padded_batch(g, inner=()), (1, 0)),
     ("mask-returned", MaskReturned(), padded_batch, (1, 1)),
 ]
 

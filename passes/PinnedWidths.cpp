@@ -176,6 +176,17 @@ Chain followWidth(const CountedRange &r) {
   Chain c;
   Block *block = r.arange->owningBlock();
   c.counts.push_back(r.count);
+  // The count converted (`expand(1, n)` of a Scalar n reads IntImplicit(n)).
+  for (const torch::jit::Use &use : r.count->uses()) {
+    c10::Symbol kind = use.user->kind();
+    if (kind == c10::aten::IntImplicit || kind == c10::aten::ScalarImplicit ||
+        (kind == c10::aten::Int && !isTensor(use.user->input(0)))) {
+      if (use.user->owningBlock() != block)
+        continue; // a use besides: the walk declines
+      c.counts.push_back(use.user->output());
+      c.links.push_back(use.user);
+    }
+  }
   c.wide[r.arange->output()] = {1, 0};
   std::vector<Value *> work = {r.arange->output()};
   auto link = [&](Node *n, Wide w) {

@@ -6,7 +6,8 @@ code does (masks from comparisons, x[m], torch.where(m)[0], nonzero,
 masked_select, reductions of selections, x[m] = v stores, .item()/int()/float(),
 `if` on tensor values and in-place writes under them, loops that break on data,
 x[:k] with a data-derived k, cat/topk/sort/unique of
-selections, torch.arange(k), dead code, helper-method calls, plain static ops),
+selections, torch.arange(k), padding masks sized by a read, dead code, helper-method calls,
+plain static ops),
 packs many of them as exported methods of one module, runs the real staticify
 binary once per pack, and then checks every program:
 
@@ -89,7 +90,7 @@ DD_FEATURES = {"store-const", "store-0d", "store-sel", "store-sel-var", "store-a
                "num", "numel", "reduce", "reduce-dim0", "sort", "topk", "unique", "cat",
                "nested-mask", "arange", "slice-k", "narrow-k", "if", "if-elif", "if-shield",
                "recompute-select", "loop", "branch-store", "all-tested",
-               "all-tested-normalized", "range-store"}
+               "all-tested-normalized", "range-store", "padding-mask"}
 
 
 @dataclasses.dataclass
@@ -474,6 +475,32 @@ class Gen:
         return self.add(Var(self.fresh("s"), "dyn", "i", sig=("new", self.n)),
                         f"torch.unique_consecutive({keys}, return_counts=True, dim=0)[1]",
                         "runs")
+
+    def p_padding_mask(self):
+        """A padding mask `arange(n) < k` whose width n is read from data
+        (usually the last dim's size: a clamped maximum), applied to a
+        static tensor of that width by broadcasting (x * m, masked_fill,
+        where, in place on a clone); n of 1 broadcasts, other widths raise."""
+        a = self.pick(lambda v: v.kind == "full" and v.dtype == "f")
+        b = self.pick(lambda v: v.kind == "full" and v.dtype == "f" and v.mk == a.mk) \
+            if a is not None else None
+        if a is None or b is None:
+            return False
+        width = f"{b.name}.size(-1)"
+        read = self.c([f"int(torch.clamp(({a.name}.abs() * 10.0).long(), max={width}).max())",
+                       f"torch.clamp(({a.name}.abs() * 10.0).long(), max={width}).max().item()",
+                       f"int(({a.name} > 0.0).sum())"])
+        n = self.fresh("n")
+        self.emit(f"{n} = {read}", "padding-mask")
+        keep = self.c(["1", f"{width} - 1", f"{width} // 2"])
+        mask = self.c([f"(torch.arange({n}) < {keep})",
+                       f"(torch.arange(0, {n}).unsqueeze(0) >= {keep}).squeeze(0)",
+                       f"(torch.arange({n}).expand(1, {n}) < {keep})[0]"])
+        expr = self.c([f"{b.name} * {mask}",
+                       f"{b.name}.masked_fill({mask}, 0.5)",
+                       f"torch.where({mask}, {b.name}, -1.0)",
+                       f"{b.name}.clone().masked_fill_({mask}, -2.0)"])
+        return self.add(Var(self.fresh("v"), "full", "f", mk=b.mk), expr, "padding-mask")
 
     def p_columns(self):
         """A selection along dim 1 of a 2-D input by a vector mask or its
@@ -930,7 +957,7 @@ class Gen:
                    ("p_dead", 3), ("p_helper_dyn", 1), ("p_recompute", 3), ("p_loop", 4),
                    ("p_branch_store", 4), ("p_runs", 2), ("p_columns", 2),
                    ("p_rows_more", 3), ("p_all_tested", 3), ("p_range_store", 2),
-                   ("p_out_variant", 2)]
+                   ("p_out_variant", 2), ("p_padding_mask", 3)]
 
     def returnable(self, v):
         return v.kind not in ("num",) and v.name not in ("x", "y", "t", "xi")

@@ -160,10 +160,25 @@ std::optional<Sunk> sinkPast(Graph &graph, Node *use, const Moved &moved,
     if (!k || !(k = resolveDim(*k, use->input(0), 0, &analysis)))
       return std::nullopt;
     torch::jit::WithInsertPoint guard(use);
+    Value *dim = graph.insertConstant(frontDim(*k, moved.dim));
     Node *clone = graph.insertNode(graph.createClone(use, [](Value *v) { return v; }));
     clone->replaceInput(0, moved.source);
-    clone->replaceInput(1, graph.insertConstant(frontDim(*k, moved.dim)));
+    clone->replaceInput(1, dim);
     return Sunk{clone, std::nullopt};
+  }
+  // t[k] (select along j != d): s's select along j', the move back to d,
+  // one less where j comes before it (PyG's `row, col = edge_index[0],
+  // edge_index[1]` of `edge_index[:, mask]`).
+  if (use->kind() == c10::aten::select && use->inputs().size() == 3) {
+    std::optional<int64_t> j = constantInt(use->input(1));
+    if (!j || !(j = resolveDim(*j, use->input(0), 0, &analysis)) || *j == moved.dim)
+      return std::nullopt;
+    torch::jit::WithInsertPoint guard(use);
+    Value *dim = graph.insertConstant(frontDim(*j, moved.dim));
+    Node *clone = graph.insertNode(graph.createClone(use, [](Value *v) { return v; }));
+    clone->replaceInput(0, moved.source);
+    clone->replaceInput(1, dim);
+    return Sunk{clone, *j < moved.dim ? moved.dim - 1 : moved.dim};
   }
   const OpInfo *info = opInfo(use);
   if (!info)
@@ -263,6 +278,50 @@ std::optional<Sunk> sinkPast(Graph &graph, Node *use, const Moved &moved,
   return Sunk{clone, backDim};
 }
 
+/// `cat([t, u, ...], d)` of \p list, t moved from the front to d, along d:
+/// the cat along 0 of the sources (u moved to the front, a view, where it
+/// is not moved itself), moved back to d. Every part that is not moved
+/// has a known rank past d (movedim would raise otherwise; a cat of parts
+/// of unequal ranks raises in the original).
+std::optional<std::pair<Node *, Sunk>> sinkPastCat(Graph &graph, Node *list,
+                                                   const Moved &moved,
+                                                   const AnalysisResult &analysis) {
+  if (list->kind() != c10::prim::ListConstruct || list->output()->uses().size() != 1)
+    return std::nullopt;
+  Node *cat = list->output()->uses()[0].user;
+  if (cat->kind() != c10::aten::cat || list->output()->uses()[0].offset != 0 ||
+      cat->inputs().size() != 2)
+    return std::nullopt;
+  std::optional<int64_t> dim = constantInt(cat->input(1));
+  std::optional<int64_t> rank;
+  for (Value *part : list->inputs())
+    if (!movedFromFront(part) && !rank)
+      rank = knownRank(part, &analysis);
+  if (dim && *dim < 0)
+    dim = rank ? std::optional<int64_t>(*dim + *rank) : std::nullopt;
+  if (!dim || *dim != moved.dim)
+    return std::nullopt;
+  for (Value *part : list->inputs()) {
+    std::optional<Moved> m = movedFromFront(part);
+    std::optional<int64_t> r = m ? std::nullopt : knownRank(part, &analysis);
+    if (m ? m->dim != moved.dim : !(r && *r > moved.dim))
+      return std::nullopt;
+  }
+  torch::jit::WithInsertPoint guard(cat);
+  std::vector<Value *> parts;
+  for (Value *part : list->inputs()) {
+    std::optional<Moved> m = movedFromFront(part);
+    parts.push_back(m ? m->source : emitMove(graph, part, moved.dim, 0, cat));
+  }
+  Node *joined = graph.insertNode(graph.createList(c10::TensorType::get(), parts));
+  Value *front = graph.insertConstant(int64_t{0});
+  Node *clone = graph.insertNode(graph.createClone(cat, [](Value *v) { return v; }));
+  clone->replaceInput(0, joined->output());
+  clone->replaceInput(1, front);
+  clone->output()->setType(c10::TensorType::get());
+  return std::make_pair(cat, Sunk{clone, moved.dim});
+}
+
 /// A selection to move and where it selects.
 struct Candidate {
   Node *node;
@@ -290,6 +349,17 @@ void moveSelections(Graph &graph, PassContext &ctx,
       if (std::find(users.begin(), users.end(), u.user) == users.end())
         users.push_back(u.user);
     for (Node *use : users) {
+      if (auto cat = sinkPastCat(graph, use, *moved, analysis)) {
+        auto [original, sunk] = *cat;
+        torch::jit::WithInsertPoint guard(original);
+        Value *out = emitMove(graph, sunk.clone->output(), 0, *sunk.backDim, original);
+        moves.push_back(out->node());
+        original->output()->replaceAllUsesWith(out);
+        ctx.rewrote(original, kRule);
+        original->destroy();
+        use->destroy();
+        continue;
+      }
       std::optional<Sunk> sunk = sinkPast(graph, use, *moved, analysis);
       if (!sunk)
         continue;

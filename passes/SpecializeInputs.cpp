@@ -85,6 +85,21 @@ Value *refined(Graph &graph, const Fact &fact, const Node *anchor) {
 /// (`ge(a, b) & valid`), the one not known to be bool: bool promotes to
 /// any dtype, so the result has that operand's.
 Value *dtypeOperand(Node *node, const AnalysisResult &analysis) {
+  // cat/stack of parts all known int64 but one: that one's dtype decides
+  // whether the result is int64 (a bool or integer part promotes to it;
+  // PyG's `cat([edge_index[:, mask], loops], 1)`, loops an arange).
+  if ((node->kind() == c10::aten::cat || node->kind() == c10::aten::stack) &&
+      node->input(0)->node()->kind() == c10::prim::ListConstruct) {
+    Value *decides = nullptr;
+    for (Value *part : node->input(0)->node()->inputs()) {
+      if (analysis.knows(part) && analysis.info(part).dtype == DTypeKind::Long)
+        continue;
+      if (decides)
+        return nullptr;
+      decides = part;
+    }
+    return decides;
+  }
   const OpInfo *op = opInfo(node);
   if (!op || node->inputs().empty() || !isTensor(node->input(0)))
     return nullptr;

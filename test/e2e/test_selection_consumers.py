@@ -145,6 +145,25 @@ def edge_inputs(gen, rank):
     return torch.randn(n, 3, generator=gen), torch.randint(0, high, (n,), generator=gen), w
 
 
+class SelfLoopsMessagePassing(torch.nn.Module):
+    """PyG's remove_self_loops, add_self_loops and a sum of messages: the
+    kept columns of edge_index joined to the loops along dim 1, their rows
+    gathering and indexing (edge_index's dtype not known when compiling)."""
+
+    def forward(self, x: Tensor, edge_index: Tensor) -> Tensor:
+        keep = edge_index[0] != edge_index[1]
+        loops = torch.arange(x.size(0)).unsqueeze(0).repeat(2, 1)
+        ei = torch.cat([edge_index[:, keep], loops], dim=1)
+        return torch.zeros_like(x).index_add_(0, ei[1], x[ei[0]] * 0.5)
+
+
+def graph_inputs(gen, rank):
+    n = int(torch.randint(1, 7, (1,), generator=gen))
+    e = int(torch.randint(0, 12, (1,), generator=gen))
+    high = n + 1 if int(torch.randint(0, 8, (1,), generator=gen)) == 0 else n
+    return torch.randn(n, 3, generator=gen), torch.randint(0, high, (2, e), generator=gen)
+
+
 class GridOfKeptPoints(torch.nn.Module):
     """Voxel occupancy: the kept points' cells written by their coordinates
     (negative ones count from the end; out of range raises)."""
@@ -533,6 +552,7 @@ CASES = [
     ("masked-select-as-rows", MaskedSelectAsRows(), row_inputs, 2, (1, 0)),
     ("distill-selected", DistillSelected(), row_inputs, 2, (2, 0)),
     ("scatter-sum-kept-edges", ScatterSumKeptEdges(), edge_inputs, 2, (2, 0)),
+    ("self-loops-message-passing", SelfLoopsMessagePassing(), graph_inputs, 2, (2, 0)),
     ("grid-of-kept-points", GridOfKeptPoints(), cell_inputs, 2, (3, 0)),
     ("project-selected", ProjectSelected(), row_inputs, 2, (2, 0)),
     ("repeated-queries", RepeatedQueries(), row_inputs, 2, (2, 0)),

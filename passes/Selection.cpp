@@ -374,6 +374,98 @@ void RankSnapshot::assume(const Value *v, int64_t rank) {
 /// the mask's plus one, an if its branches' common rank, a tensor read out
 /// of a list or dict, and cat and stack of a list, by what the container
 /// holds (innerRank).
+SizeSource sizeSource(const Value *v, int64_t dim, int depth) {
+  if (depth > 16 || dim < 0)
+    return {};
+  const Node *n = v->node();
+  c10::Symbol kind = n->kind();
+  // Element i of an int list: a list construct's, or a constant list's.
+  auto listAt = [&](const Value *list, int64_t i) -> SizeSource {
+    if (std::optional<std::vector<int64_t>> c = constantIntList(list))
+      return i < static_cast<int64_t>(c->size()) ? SizeSource{nullptr, (*c)[i]}
+                                                 : SizeSource{};
+    const Node *l = list->node();
+    if (l->kind() != c10::prim::ListConstruct ||
+        i >= static_cast<int64_t>(l->inputs().size()))
+      return {};
+    std::optional<int64_t> c = constantInt(l->input(i));
+    return c ? SizeSource{nullptr, *c} : SizeSource{l->input(i), std::nullopt};
+  };
+  auto listLength = [](const Value *list) -> int64_t {
+    if (std::optional<std::vector<int64_t>> c = constantIntList(list))
+      return static_cast<int64_t>(c->size());
+    return list->node()->kind() == c10::prim::ListConstruct
+               ? static_cast<int64_t>(list->node()->inputs().size())
+               : -1;
+  };
+  if (kind == c10::aten::ones || kind == c10::aten::zeros || kind == c10::aten::empty ||
+      kind == c10::aten::full || kind == c10::aten::rand || kind == c10::aten::randn) {
+    Value *size = namedInput(n, "size");
+    return size && size->type()->kind() == c10::TypeKind::ListType ? listAt(size, dim)
+                                                                    : SizeSource{};
+  }
+  if (kind == c10::aten::arange && dim == 0) {
+    Value *end = namedInput(n, "end"), *start = namedInput(n, "start"),
+          *step = namedInput(n, "step");
+    if (!end || end->type()->kind() != c10::TypeKind::IntType ||
+        (start && constantInt(start) != 0) || (step && constantInt(step) != 1))
+      return {};
+    std::optional<int64_t> c = constantInt(end);
+    return c ? SizeSource{nullptr, *c} : SizeSource{end, std::nullopt};
+  }
+  std::optional<int64_t> a =
+      n->inputs().size() > 1 ? constantInt(n->input(1)) : std::nullopt;
+  if (kind == c10::aten::unsqueeze && a && *a >= 0) {
+    if (dim == *a)
+      return {nullptr, 1};
+    return sizeSource(n->input(0), dim < *a ? dim : dim - 1, depth + 1);
+  }
+  if ((kind == c10::aten::movedim || kind == c10::aten::transpose) && a &&
+      n->inputs().size() == 3) {
+    std::optional<int64_t> b = constantInt(n->input(2));
+    if (!b || *a < 0 || *b < 0)
+      return {};
+    if (kind == c10::aten::transpose)
+      return sizeSource(n->input(0), dim == *a ? *b : dim == *b ? *a : dim, depth + 1);
+    // movedim(x, a, b): x's dim a is b; the dims between shift by one.
+    int64_t from = dim == *b                                   ? *a
+                   : (*a < *b && dim >= *a && dim < *b)        ? dim + 1
+                   : (*a > *b && dim > *b && dim <= *a)        ? dim - 1
+                                                               : dim;
+    return sizeSource(n->input(0), from, depth + 1);
+  }
+  if (kind == c10::aten::repeat || kind == c10::aten::expand) {
+    std::optional<int64_t> rank = knownRank(n->input(0));
+    int64_t len = listLength(n->input(1));
+    if (!rank || len < *rank || dim >= len || dim < len - *rank)
+      return {};
+    SizeSource factor = listAt(n->input(1), dim);
+    bool same = factor.constant && *factor.constant == (kind == c10::aten::repeat ? 1 : -1);
+    return same ? sizeSource(n->input(0), dim - (len - *rank), depth + 1) : SizeSource{};
+  }
+  if (opElementwise(n) && countTensorInputs(n) == 1 && isTensor(n->input(0)))
+    return sizeSource(n->input(0), dim, depth + 1);
+  return {};
+}
+
+bool sameHostInt(const Value *a, const Value *b) {
+  if (a == b)
+    return true;
+  // A size read as what made it; anything else as itself.
+  auto source = [](const Value *v) -> SizeSource {
+    if (std::optional<int64_t> c = constantInt(v))
+      return {nullptr, *c};
+    const Node *n = v->node();
+    if (n->kind() == c10::aten::size && n->inputs().size() == 2)
+      if (std::optional<int64_t> d = constantInt(n->input(1)))
+        if (SizeSource s = sizeSource(n->input(0), *d); s.value || s.constant)
+          return s;
+    return {v, std::nullopt};
+  };
+  SizeSource sa = source(a), sb = source(b);
+  return sa.constant ? sb.constant == sa.constant : sa.value == sb.value;
+}
+
 std::optional<int64_t> knownRank(const Value *v, const AnalysisResult *analysis,
                                  int depth) {
   if (const auto *ranks = RankSnapshot::live())

@@ -80,6 +80,21 @@ std::optional<int64_t> knownRank(const torch::jit::Value *v,
                                  const AnalysisResult *analysis = nullptr,
                                  int depth = 0);
 
+/// The host value \p v's size along \p dim equals wherever the program
+/// gets past the op that made it, from that op's arguments: a factory's
+/// size list (`ones([n])`), arange's end (from 0 by 1), a view's moved,
+/// unsqueezed, repeated-once or expanded-with-`-1` dim, an elementwise op
+/// of one tensor. Neither a value nor a constant where unknown.
+struct SizeSource {
+  const torch::jit::Value *value = nullptr; // a host int
+  std::optional<int64_t> constant;
+};
+SizeSource sizeSource(const torch::jit::Value *v, int64_t dim, int depth = 0);
+
+/// Whether host ints \p a and \p b provably hold one number: one value,
+/// equal constants, or sizes with one sizeSource().
+bool sameHostInt(const torch::jit::Value *a, const torch::jit::Value *b);
+
 /// A lower bound on the rank of \p v: knownRank where known; otherwise from
 /// the ops that made it (an index or slice of dim 0 has a dim, unsqueeze
 /// one more than its input's bound, elementwise ops the largest of their

@@ -8,6 +8,7 @@
 #include "passes/GraphUtils.h"
 #include "passes/LiftScalars.h"
 #include "passes/OpCatalogue.h"
+#include "passes/Selection.h"
 #include "passes/SpecializeInputs.h"
 
 #include <algorithm>
@@ -579,6 +580,59 @@ emitRankGuarded(RuleContext &rc, Node *node,
         return cloneOnRows(rc.graph, node, r, list, p);
       },
       fast);
+}
+
+bool RuleContext::sameCount(const Value *a, const Value *b, int depth) const {
+  auto canonical = [&](const Value *c) {
+    auto it = equalCounts.find(c);
+    return it == equalCounts.end() ? c : it->second;
+  };
+  a = canonical(a);
+  b = canonical(b);
+  if (a == b)
+    return true;
+  const Node *x = a->node(), *y = b->node();
+  if (depth > 6 || x->kind() != y->kind() || x->inputs().size() != y->inputs().size() ||
+      a->offset() != b->offset())
+    return false;
+  c10::Symbol kind = x->kind();
+  if (kind == c10::aten::scalar_tensor)
+    return sameHostInt(x->input(0), y->input(0)); // the number, wherever it lives
+  // One op of one schema on equal operands: the same count (a sum of one
+  // mask reshaped twice, two cats' `c + n`). Nothing may write what they
+  // read, nor draw at random.
+  if (!x->maybeSchema() || x->schema() != y->schema() || !x->blocks().empty() ||
+      x->isNondeterministic() || x->hasSideEffects() || writesAnything(x) ||
+      aliases.hasWriters(a) || aliases.hasWriters(b))
+    return false;
+  for (size_t i = 0; i < x->inputs().size(); ++i) {
+    const Value *u = x->input(i), *v = y->input(i);
+    if (isTensor(u) != isTensor(v))
+      return false;
+    if (isTensor(u)) {
+      if (!(u == v && !aliases.hasWriters(u)) && !sameCount(u, v, depth + 1))
+        return false;
+      continue;
+    }
+    if (sameHostInt(u, v))
+      continue;
+    const Node *lu = u->node(), *lv = v->node();
+    if (lu->kind() == c10::prim::ListConstruct && lv->kind() == c10::prim::ListConstruct &&
+        lu->inputs().size() == lv->inputs().size() &&
+        std::equal(lu->inputs().begin(), lu->inputs().end(), lv->inputs().begin(),
+                   [](const Value *p, const Value *q) { return sameHostInt(p, q); }))
+      continue;
+    std::optional<std::vector<int64_t>> iu = constantIntList(u), iv = constantIntList(v);
+    if (iu && iv && *iu == *iv)
+      continue;
+    std::optional<c10::IValue> cu = torch::jit::toIValue(u), cv = torch::jit::toIValue(v);
+    if (!cu || !cv || !(cu->isNone() == cv->isNone()) ||
+        (!cu->isNone() && !(cu->isDouble() && cv->isDouble() &&
+                            cu->toDouble() == cv->toDouble()) &&
+         !(cu->isBool() && cv->isBool() && cu->toBool() == cv->toBool())))
+      return false;
+  }
+  return true;
 }
 
 } // namespace staticify::bound

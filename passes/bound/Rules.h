@@ -297,13 +297,11 @@ public:
   };
   std::vector<RandomOrder> randomOrders;
   /// Whether counts \p a and \p b are provably equal.
-  bool sameCount(const torch::jit::Value *a, const torch::jit::Value *b) const {
-    auto canonical = [&](const torch::jit::Value *c) {
-      auto it = equalCounts.find(c);
-      return it == equalCounts.end() ? c : it->second;
-    };
-    return canonical(a) == canonical(b);
-  }
+  /// Besides equalCounts, counts the forms compute alike from equal counts
+  /// and equal host sizes (two cats of one selection and n rows: `c + n`,
+  /// n read as `ones([n]).size(0)` and as `arange(n)`'s moved dim).
+  bool sameCount(const torch::jit::Value *a, const torch::jit::Value *b,
+                 int depth = 0) const;
 
   //===--- Emitting -------------------------------------------------------===//
 

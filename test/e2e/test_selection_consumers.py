@@ -157,6 +157,24 @@ class SelfLoopsMessagePassing(torch.nn.Module):
         return torch.zeros_like(x).index_add_(0, ei[1], x[ei[0]] * 0.5)
 
 
+class GcnNormalizedSum(torch.nn.Module):
+    """PyG's gcn_norm: self loops removed and added back to the edges and
+    to their weights (two cats), degrees by scatter_add_, messages summed by
+    index_add_."""
+
+    def forward(self, x: Tensor, edge_index: Tensor) -> Tensor:
+        n = x.size(0)
+        w = (edge_index[0] + edge_index[1]).float() * 0.25 + 1.0
+        keep = edge_index[0] != edge_index[1]
+        loops = torch.arange(0, n).unsqueeze(0).repeat(2, 1)
+        ei = torch.cat([edge_index[:, keep], loops], dim=1)
+        w = torch.cat([w[keep], torch.ones(n)], dim=0)
+        row, col = ei[0], ei[1]
+        deg = torch.zeros(n).scatter_add_(0, col, w)
+        norm = deg.pow(-0.5)[row] * w * deg.pow(-0.5)[col]
+        return torch.zeros_like(x).index_add_(0, col, norm.view(-1, 1) * x[row])
+
+
 def graph_inputs(gen, rank):
     n = int(torch.randint(1, 7, (1,), generator=gen))
     e = int(torch.randint(0, 12, (1,), generator=gen))
@@ -553,6 +571,7 @@ CASES = [
     ("distill-selected", DistillSelected(), row_inputs, 2, (2, 0)),
     ("scatter-sum-kept-edges", ScatterSumKeptEdges(), edge_inputs, 2, (2, 0)),
     ("self-loops-message-passing", SelfLoopsMessagePassing(), graph_inputs, 2, (2, 0)),
+    ("gcn-normalized-sum", GcnNormalizedSum(), graph_inputs, 2, (5, 0)),
     ("grid-of-kept-points", GridOfKeptPoints(), cell_inputs, 2, (3, 0)),
     ("project-selected", ProjectSelected(), row_inputs, 2, (2, 0)),
     ("repeated-queries", RepeatedQueries(), row_inputs, 2, (2, 0)),

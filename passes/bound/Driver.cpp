@@ -283,6 +283,31 @@ Value *Driver::materialize(Value *v, const Rep &r, const Node *user) {
   torch::jit::WithInsertPoint guard(at);
   const Node *anchor = user->sourceRange().source() ? user : located(def);
   bool mid = noteUse(user);
+  // Rows an if makes in one branch and leaves undefined in another (an
+  // early return's): the count is undefined there too, so the cut runs in
+  // the branches that define it, by the if's own condition (mmdet's
+  // `if not keep.any(): return empties`).
+  if (r.kind == Rep::Kind::Bounded && def->kind() == c10::prim::If &&
+      r.count->node() == def) {
+    std::vector<bool> undefined;
+    for (Block *b : def->blocks())
+      undefined.push_back(isUndefined(b->outputs()[r.count->offset()]));
+    if (std::count(undefined.begin(), undefined.end(), true) == 1) {
+      Node *branch = graph.insertNode(graph.create(c10::prim::If, {def->input(0)}, 1));
+      branch->setSourceRange(def->sourceRange());
+      branch->output()->setType(v->type());
+      for (size_t k = 0; k < 2; ++k) {
+        Block *block = branch->addBlock();
+        torch::jit::WithInsertPoint in(block);
+        Value *none = nullptr;
+        block->registerOutput(
+            undefined[k] ? graph.insertNode(graph.createUninitialized(v->type()))->output()
+                         : emitMaterialized(v, r, anchor, reasonFor(user), none, mid));
+      }
+      materialized[v] = branch->output();
+      return branch->output();
+    }
+  }
   if (r.kind == Rep::Kind::Bounded && (!n || !visibleAt(n, at)))
     n = nullptr; // not read yet at this point (or in a block \p at is not in)
   Value *out = emitMaterialized(v, r, anchor, reasonFor(user), n, mid);

@@ -169,12 +169,14 @@ def test_staticified_detector_equals_the_original(staticify, save, tmp_path,
         assert after == 0, (before, after)
         # staticify on its own inference export: nothing left to find but
         # the two-stage models' MultiScaleRoIAlign stores, whose guards have
-        # no result to carry their name through saving (docs/coverage.md).
+        # no result to carry their name through saving (docs/coverage.md);
+        # run again, it may take one of them (their rows share a count).
         again = staticify.report(out, "--load-library", torchvision_library, *flags)
         summary = again["methods"][0]
         left = 2 if name.startswith("fasterrcnn") else 0
-        assert (summary["before"]["sync_points"], summary["after"]["sync_points"]) == \
-            (left, left), [f for f in summary["findings"] if f["role"] == "root"]
+        assert summary["before"]["sync_points"] == left and \
+            summary["after"]["sync_points"] <= left, \
+            [f for f in summary["findings"] if f["role"] == "root"]
     original, static = torch.jit.load(str(path)), torch.jit.load(str(out))
     # The original with no cap on its detections (same_up_to_tie_order);
     # Mask and Keypoint R-CNN's with a cap of 400, as their thousands of

@@ -136,6 +136,12 @@ inline c10::Symbol guardAttr() { return c10::Symbol::attr("staticify_guard"); }
 /// the guard, and its own reads apart as other guards'.
 constexpr int64_t kBoundGuard = 2;
 
+/// guardAttr()'s value on a guard whose fallback may return tensors of
+/// shapes from data (pinned-sizes' widths: a padding mask against a size of
+/// 1 broadcasts to the count's width). The analysis counts it as any guard;
+/// batching, which stacks a fallback's results row by row, refuses it.
+constexpr int64_t kShapeGuard = 3;
+
 /// Analyses \p graph (which is not modified).
 AnalysisResult analyzeGraph(const torch::jit::Graph &graph,
                             Detail detail = Detail::Report);

@@ -505,6 +505,10 @@ private:
       // A guard's fallback (the original code, where the guard's host facts
       // fail) and a branch that only raises (its message may read sizes and
       // values) read the host: they run row by row.
+      if (n->hasAttribute(guardAttr()) && n->i(guardAttr()) == kShapeGuard &&
+          b == n->blocks()[1])
+        throw Refused{"a guard's fallback may return a shape from data (rows "
+                      "of several shapes do not stack)"};
       if ((n->hasAttribute(guardAttr()) && b == n->blocks()[1]) ||
           onlyRaises(b)) {
         rowByRow(b, nb);

@@ -285,6 +285,7 @@ bool inGuardFallback(const Node *node) {
 namespace {
 constexpr std::string_view kGuardName = "staticify_guard";
 constexpr std::string_view kBoundGuardName = "staticify_guard_bound";
+constexpr std::string_view kShapeGuardName = "staticify_guard_shape";
 
 bool startsWith(const std::string &s, std::string_view prefix) {
   return s.compare(0, prefix.size(), prefix) == 0;
@@ -342,8 +343,10 @@ void nameGuards(torch::jit::Graph &graph) {
       continue;
     Value *named = node->outputs().empty() ? passThrough(node) : node->output(0);
     if (named && !startsWith(named->debugNameBase(), kGuardName))
-      named->setDebugName(std::string(
-          node->i(guardAttr()) == kBoundGuard ? kBoundGuardName : kGuardName));
+      named->setDebugName(std::string(node->i(guardAttr()) == kBoundGuard ? kBoundGuardName
+                                      : node->i(guardAttr()) == kShapeGuard
+                                          ? kShapeGuardName
+                                          : kGuardName));
   }
 }
 
@@ -369,8 +372,9 @@ void recoverGuards(torch::jit::Graph &graph) {
          b = b->owningNode()->owningBlock())
       carriesOuter |= guardName(b->owningNode()) == name;
     if (!carriesOuter)
-      node->i_(guardAttr(),
-               startsWith(*name, kBoundGuardName) ? kBoundGuard : 1);
+      node->i_(guardAttr(), startsWith(*name, kBoundGuardName)   ? kBoundGuard
+                            : startsWith(*name, kShapeGuardName) ? kShapeGuard
+                                                                 : 1);
   }
 }
 

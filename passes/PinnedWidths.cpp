@@ -441,7 +441,8 @@ bool pinnedWidths(std::shared_ptr<Graph> &graph, PassContext &ctx) {
       Node *guard = graph->insertNode(
           graph->create(c10::prim::If, {holds}, pin.consumer->outputs().size()));
       guard->setSourceRange(pin.consumer->sourceRange());
-      guard->i_(guardAttr(), 1);
+      // Where the pinning size is 1 the fallback's width is the count's.
+      guard->i_(guardAttr(), pin.inPlace ? 1 : kShapeGuard);
       for (size_t i = 0; i < guard->outputs().size(); ++i)
         guard->output(i)->setType(pin.consumer->output(i)->type());
       {

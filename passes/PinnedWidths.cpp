@@ -341,19 +341,13 @@ Chain followWidth(const CountedRange &r) {
 /// the range's and the counts' replacements), then \p pin's consumer.
 Value *cloneThrough(Graph &graph, const Chain &chain, const Pin &pin,
                     std::unordered_map<Value *, Value *> &map) {
-  auto env = [&](Value *v) {
-    auto it = map.find(v);
-    return it == map.end() ? v : it->second;
-  };
-  for (Node *n : chain.links) {
-    if (map.count(n->output()))
-      continue; // a count, replaced
-    Node *copy = graph.insertNode(graph.createClone(n, env));
-    for (size_t i = 0; i < n->outputs().size(); ++i)
-      map[n->output(i)] = copy->output(i);
-  }
-  Node *copy = graph.insertNode(graph.createClone(pin.consumer, env));
-  return copy->output();
+  std::vector<Node *> nodes;
+  for (Node *n : chain.links)
+    if (!map.count(n->output())) // a count: replaced
+      nodes.push_back(n);
+  nodes.push_back(pin.consumer);
+  cloneNodes(graph, nodes, map, false);
+  return map.at(pin.consumer->output());
 }
 
 /// `a and b()` on the host, \p b emitted only where \p a holds.
@@ -472,14 +466,9 @@ bool pinnedWidths(std::shared_ptr<Graph> &graph, PassContext &ctx) {
         // The original, with its read.
         torch::jit::WithInsertPoint in(guard->addBlock());
         std::unordered_map<Value *, Value *> map;
-        auto env = [&](Value *v) {
-          auto it = map.find(v);
-          return it == map.end() ? v : it->second;
-        };
-        for (Node *n : r.reads)
-          map[n->output()] = graph->insertNode(graph->createClone(n, env))->output();
-        map[r.arange->output()] =
-            graph->insertNode(graph->createClone(r.arange, env))->output();
+        std::vector<Node *> origin = r.reads;
+        origin.push_back(r.arange);
+        cloneNodes(*graph, origin, map, false);
         guard->blocks()[1]->registerOutput(cloneThrough(*graph, chain, pin, map));
       }
       pin.consumer->output()->replaceAllUsesWith(guard->output());

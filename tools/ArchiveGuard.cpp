@@ -666,8 +666,10 @@ private:
 /// The classes whose bodies a logical line may be directly in. libtorch's
 /// class parser reads an assignment in a class body as a typed constant
 /// (`NAME : Final[T] = v`) and dereferences the missing type of an untyped one
-/// (`NAME = v`), except for the module's `__parameters__`/`__buffers__` lists
-/// and an `Enum`'s members, which torch.jit.save writes untyped.
+/// (`NAME = v`), except for the module's `__parameters__`/`__buffers__` lists,
+/// the `__annotations__ = []` an nn.ParameterList's class opens with (its
+/// entries follow as `__annotations__["0"] = Tensor`) and an `Enum`'s
+/// members, which torch.jit.save writes untyped.
 class ClassBodies {
 public:
   /// Returns the problem of the logical line at \p start, indented \p width.
@@ -696,7 +698,8 @@ public:
     bool untypedAssign = end > 0 && next != std::string_view::npos &&
                          text[next] == '=' &&
                          (next + 1 == text.size() || text[next + 1] != '=');
-    if (!untypedAssign || name == "__parameters__" || name == "__buffers__")
+    if (!untypedAssign || name == "__parameters__" || name == "__buffers__" ||
+        name == "__annotations__")
       return std::nullopt;
     return "code assigns class attribute '" + std::string(name) +
            "' without a type";

@@ -4,6 +4,7 @@ mobile bytecode.pkl) and genuine exports that compress well are accepted; a
 signal ends the worker with the command, so no output appears later; and a
 failed final rename leaves none of the outputs, the files they replaced
 restored."""
+import json
 import os
 import pathlib
 import signal
@@ -16,6 +17,7 @@ import pytest
 import torch
 
 import models
+from conftest import sync_points
 from test_bad_input import assert_clean_failure
 
 
@@ -98,6 +100,32 @@ def test_records_libtorch_never_reads_are_not_refused(staticify, save, tmp_path,
     proc, out, _ = run(staticify, odd, tmp_path)
     assert proc.returncode == 0, proc.stderr
     _same_outputs(odd, out, torch.randn(25))
+
+
+class ParameterTables(torch.nn.Module):
+    """Parameters held in an nn.ParameterList, whose class torch.jit.save
+    writes with an untyped `__annotations__ = []` (torchrec-style tables)."""
+
+    def __init__(self):
+        super().__init__()
+        self.tables = torch.nn.ParameterList(
+            [torch.nn.Parameter(torch.randn(25)) for _ in range(2)])
+
+    def forward(self, x):
+        for t in self.tables:
+            x = x + t
+        return x[x > 0].sum()
+
+
+def test_a_parameter_list_module_is_taken(staticify, save, tmp_path):
+    model = save(ParameterTables().eval())
+    proc, out, report = run(staticify, model, tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    for seed in range(3):
+        x = torch.randn(25, generator=torch.Generator().manual_seed(seed))
+        torch.testing.assert_close(torch.jit.load(str(out))(x),
+                                   torch.jit.load(str(model))(x))
+    assert sync_points(json.loads(report.read_text())) == (1, 0)
 
 
 def test_a_long_constant_list_is_not_a_zip_bomb(staticify, tmp_path):

@@ -265,6 +265,15 @@ TEST(ArchiveGuardTest, UntypedClassAttributes) {
       "    return y\n";
   EXPECT_EQ(problem(module), "");
   EXPECT_EQ(problem("class Color(Enum):\n  RED = 1\n  GREEN = 2\n"), "");
+  // What torch.jit.save writes for an nn.ParameterList (torch 1.13).
+  EXPECT_EQ(problem("class ParameterList(Module):\n"
+                    "  __parameters__ = [\"0\", \"1\", ]\n"
+                    "  __buffers__ = []\n"
+                    "  __annotations__ = []\n"
+                    "  __annotations__[\"0\"] = Tensor\n"
+                    "  __annotations__[\"1\"] = Tensor\n"
+                    "  training : bool\n"),
+            "");
   // Assignments in methods and at module level are not class attributes.
   EXPECT_EQ(problem(module + "x = 1\nclass N(Module):\n  def f(self):\n"
                              "    z = 2\n    return z\n"),

@@ -443,6 +443,25 @@ SizeSource sizeSource(const Value *v, int64_t dim, int depth) {
     bool same = factor.constant && *factor.constant == (kind == c10::aten::repeat ? 1 : -1);
     return same ? sizeSource(n->input(0), dim - (len - *rank), depth + 1) : SizeSource{};
   }
+  // narrow(x, d, start, length) has length rows along d (where it does not
+  // raise), and a cat along d the sum of its parts' (where each is known
+  // as a constant: a sum of values would be an op to emit).
+  if (kind == c10::aten::narrow && n->inputs().size() == 4 && a == dim &&
+      n->input(3)->type()->kind() == c10::TypeKind::IntType) {
+    std::optional<int64_t> c = constantInt(n->input(3));
+    return c ? SizeSource{nullptr, *c} : SizeSource{n->input(3), std::nullopt};
+  }
+  if (kind == c10::aten::cat && n->inputs().size() == 2 && constantInt(n->input(1)) == dim &&
+      n->input(0)->node()->kind() == c10::prim::ListConstruct) {
+    int64_t sum = 0;
+    for (const Value *part : n->input(0)->node()->inputs()) {
+      std::optional<int64_t> c = sizeSource(part, dim, depth + 1).constant;
+      if (!c)
+        return {};
+      sum += *c;
+    }
+    return {nullptr, sum};
+  }
   if (opElementwise(n) && countTensorInputs(n) == 1 && isTensor(n->input(0)))
     return sizeSource(n->input(0), dim, depth + 1);
   return {};

@@ -84,7 +84,8 @@ std::optional<int64_t> knownRank(const torch::jit::Value *v,
 /// gets past the op that made it, from that op's arguments: a factory's
 /// size list (`ones([n])`), arange's end (from 0 by 1), a view's moved,
 /// unsqueezed, repeated-once or expanded-with-`-1` dim, an elementwise op
-/// of one tensor. Neither a value nor a constant where unknown.
+/// of one tensor, a narrow's length, a cat's parts' constant sizes summed.
+/// Neither a value nor a constant where unknown.
 struct SizeSource {
   const torch::jit::Value *value = nullptr; // a host int
   std::optional<int64_t> constant;

@@ -217,14 +217,22 @@ bool foldCatOfSameOp(Graph &graph, Node *node, const Aliases &aliases) {
 }
 
 /// `size(v, d)` where the op that made v fixes it: a row of `t.unbind(0)`
-/// has t's dims from 1 on, and `narrow(x, d, start, length)` has length
-/// rows along d (where it does not raise).
+/// has t's dims from 1 on, `narrow(x, d, start, length)` has length rows
+/// along d (where it does not raise), and a size sizeSource() knows as a
+/// constant is that constant (a cat of two padded prefixes of constant
+/// lengths: the shape arithmetic of the forms folds).
 bool foldSizeOfView(Node *node) {
   if (node->kind() != c10::aten::size || node->inputs().size() != 2)
     return false;
   std::optional<int64_t> d = constantInt(node->input(1));
   if (!d || *d < 0)
     return false;
+  if (std::optional<int64_t> c = sizeSource(node->input(0), *d).constant) {
+    torch::jit::WithInsertPoint guard(node);
+    node->output()->replaceAllUsesWith(node->owningGraph()->insertConstant(*c));
+    node->destroy();
+    return true;
+  }
   Node *def = node->input(0)->node();
   if (def->kind() == c10::prim::ListUnpack &&
       def->input(0)->node()->kind() == c10::aten::unbind &&

@@ -65,7 +65,17 @@ RuleResult drawPrefix(Node *node, RuleContext &rc) {
   Node *perm = x->origin;
   Value *bound = rc.upper(x->range);
   Value *hi = rc.upper(*k);
-  Value *top = hi ? rc.hostOp("prim::min", hi, bound, node) : bound;
+  // A prefix of a small constant length (a sampler's `sub_sample`) is
+  // padded to that length even where the draw holds fewer entries: its
+  // shape is then static, and the host arithmetic on the input's size that
+  // min(k, bound) needs, and every size derived from it, folds away. The
+  // padding this costs is at most kStaticPrefixRows rows of a vector.
+  constexpr int64_t kStaticPrefixRows = 4096;
+  std::optional<int64_t> constantTop = hi ? constantInt(hi) : std::nullopt;
+  Value *top = !hi ? bound
+               : constantTop && *constantTop <= kStaticPrefixRows
+                   ? rc.constant(*constantTop)
+                   : rc.hostOp("prim::min", hi, bound, node);
   auto outs = insertForm(rc.graph, "random_prefix",
                          {x->value, bound, top, perm->input(3)}, node);
   Rep &r = rc.setBounded(node->output(), outs[0],

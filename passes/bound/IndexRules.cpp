@@ -634,7 +634,9 @@ RuleResult writeRows(Node *node, RuleContext &rc, const Rep &i,
     if (kernel) {
       Value *target = mutatesFirstInput(node)
                           ? x
-                          : emit(graph, "aten::clone", {x, rc.none()}, node);
+                          : emit(graph, "aten::clone", {x}, node,
+                                 {torch::jit::NamedValue("memory_format",
+                                                         rc.none())});
       return emit(graph, kPutValidRowsKernel,
                   {target, i.value, i.count, rows ? rows->value : v,
                    graph.insertConstant(rows != nullptr),

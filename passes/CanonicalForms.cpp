@@ -145,10 +145,67 @@ Value *nonzeroOf(Value *v) {
   return node->input(0);
 }
 
+/// Whether no use of \p v, a vector of one element or the 0-d tensor of
+/// that element (which of the two depends on data), can tell them apart:
+/// each use is a full reduction or numel; an elementwise op (against any
+/// other operand of rank >= 1 both broadcast alike, against a 0-d one the
+/// result is again one of the two), whose result is checked in turn; the
+/// one index of `x[v]`, whose rows are again one of the two; the one index
+/// of a store `x[v] = w`, which writes the same element either way, or its
+/// value w, which broadcasts alike.
+/// mmdetection's `pos_inds = nonzero(gt_inds > 0).squeeze()`, read by
+/// `pos_inds.numel()`, `gt_inds[pos_inds] - 1` and a store at pos_inds.
+bool singletonRankUnobserved(const Value *v, int depth) {
+  if (depth > 8)
+    return false;
+  static const c10::Symbol numel = c10::Symbol::aten("numel");
+  for (const torch::jit::Use &use : v->uses()) {
+    const Node *user = use.user;
+    c10::Symbol kind = user->kind();
+    if (kind == numel)
+      continue;
+    bool fullReduction =
+        use.offset == 0 && user->outputs().size() == 1 &&
+        ((user->inputs().size() == 1 &&
+          (kind == c10::aten::any || kind == c10::aten::all ||
+           kind == c10::aten::max || kind == c10::aten::min)) ||
+         (user->inputs().size() == 2 && user->input(1)->mustBeNone() &&
+          (kind == c10::aten::sum || kind == c10::aten::mean)));
+    // The value of a store broadcasts to the rows it writes, with or
+    // without a leading dim of one.
+    bool storedValue = use.offset == 2 && user->inputs().size() == 4 &&
+                       (kind == c10::aten::index_put_ ||
+                        kind == c10::aten::index_put) &&
+                       v != user->input(0);
+    if (fullReduction || storedValue)
+      continue;
+    if (kind == c10::prim::ListConstruct && use.offset == 0 &&
+        user->inputs().size() == 1 && user->output()->uses().size() == 1) {
+      const torch::jit::Use &at = user->output()->uses()[0];
+      if (at.offset != 1 || v == at.user->input(0))
+        return false;
+      if (at.user->kind() == c10::aten::index &&
+          singletonRankUnobserved(at.user->output(), depth + 1))
+        continue;
+      if (at.user->kind() == c10::aten::index_put_ &&
+          at.user->inputs().size() == 4)
+        continue; // its result is its target, of the target's shape
+      return false;
+    }
+    if (opElementwise(user) && user->outputs().size() == 1 &&
+        !writesAnything(user) && singletonRankUnobserved(user->output(), depth + 1))
+      continue;
+    return false;
+  }
+  return true;
+}
+
 /// The row indices of m's true elements, spelled from nonzero(m)'s
 /// coordinates: its column 0 for any m, or the whole [K, 1] made a vector
 /// for a 1-D m (of another rank, squeeze(1) keeps the columns and
-/// view(-1) interleaves them).
+/// view(-1) interleaves them). `squeeze()` makes the one row of a single
+/// true element a 0-d tensor, which where(m)[0] keeps a vector: the same
+/// only where no use tells the two apart (singletonRankUnobserved).
 bool rowIndicesAsWhere(Graph &graph, Node *node) {
   if (node->outputs().size() != 1 || node->inputs().empty())
     return false;
@@ -164,8 +221,11 @@ bool rowIndicesAsWhere(Graph &graph, Node *node) {
       node->kind() == c10::aten::squeeze && node->inputs().size() == 2
           ? constantInt(node->input(1))
           : std::nullopt;
+  bool squeezedAll = node->kind() == c10::aten::squeeze &&
+                     node->inputs().size() == 1 &&
+                     singletonRankUnobserved(node->output(), 0);
   bool asVector =
-      (squeezed && (*squeezed == 1 || *squeezed == -1)) ||
+      (squeezed && (*squeezed == 1 || *squeezed == -1)) || squeezedAll ||
       ((node->kind() == c10::aten::reshape || node->kind() == c10::aten::view) &&
        node->inputs().size() == 2 && isFlatShape(node->input(1)));
   if (!column0 && !(asVector && knownRank(m) == 1))

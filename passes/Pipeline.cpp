@@ -7,6 +7,7 @@
 #include "passes/BatchedNms.h"
 #include "passes/BranchWrites.h"
 #include "passes/AllTestedSelections.h"
+#include "passes/EmptyTestedBranches.h"
 #include "passes/CanonicalForms.h"
 #include "passes/Bounded.h"
 #include "passes/DictKeys.h"
@@ -573,6 +574,12 @@ const std::vector<PassInfo> &registeredPasses() {
        "is x when every element holds; behind a host guard on m's dtype, "
        "rank and rows, the if as it was in its fallback",
        true, allTestedSelections},
+      {"empty-tested-branches",
+       "`if idx.numel() > 0: x[idx] = y[idx] - 1` (or len(idx) > 0, "
+       "idx.size(0) != 0) of a vector idx -> the branch: where idx is "
+       "empty, its gathers and stores at idx's rows read and write nothing "
+       "and raise on nothing; only branches of such ops",
+       true, emptyTestedBranches},
       {"leading-selections",
        "a selection along a dimension d >= 1 by a vector (x[:, m], "
        "x.index_select(1, i)) -> the same selection along dimension 0 of "

@@ -578,7 +578,9 @@ std::optional<int64_t> knownRank(const Value *v, const AnalysisResult *analysis,
   bool factory = op == "aten::zeros" || op == "aten::empty" ||
                  op == "aten::ones" || op == "aten::full";
   if (factory || op == "aten::reshape" || op == "aten::view" ||
-      op == "aten::new_zeros" || op == "aten::repeat") {
+      op == "aten::new_zeros" || op == "aten::new_ones" ||
+      op == "aten::new_empty" || op == "aten::new_full" ||
+      op == "aten::repeat") {
     const Value *sizes = node->input(factory ? 0 : 1);
     if (auto list = constantIntList(sizes))
       return static_cast<int64_t>(list->size());

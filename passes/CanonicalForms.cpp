@@ -101,6 +101,40 @@ bool embeddingAsIndex(Graph &graph, Node *node) {
   return replace(node, emitIndex(graph, node->input(0), j, node));
 }
 
+/// `y[None, i]` scripts as `index(unsqueeze(y, 0), [None, i])`: the new
+/// leading dim kept whole, i indexing y's rows. It is `unsqueeze(y[i], 0)`,
+/// of shape [1, *i.shape, *y.shape[1:]] either way (a mask i selects alike),
+/// the gather a selection's rules meet (Mixtral's `hidden_states[None,
+/// top_x]`).
+bool noneLedIndexAsUnsqueeze(Graph &graph, Node *node) {
+  if (node->kind() != c10::aten::index || node->inputs().size() != 2)
+    return false;
+  Node *list = node->input(1)->node();
+  Node *unsqueeze = node->input(0)->node();
+  if (list->kind() != c10::prim::ListConstruct || list->inputs().size() != 2 ||
+      !list->input(0)->mustBeNone() || list->input(1)->mustBeNone() ||
+      unsqueeze->kind() != c10::aten::unsqueeze ||
+      constantInt(unsqueeze->input(1)) != 0)
+    return false;
+  torch::jit::WithInsertPoint guard(node);
+  Value *rows = emitIndex(graph, unsqueeze->input(0), list->input(1), node);
+  return replace(node, emit(graph, "aten::unsqueeze", {rows, 0}, node));
+}
+
+/// `reshape(unsqueeze(y, d), s)` is `reshape(y, s)`: a unit dim changes
+/// neither the elements nor their row-major order, and both are views of
+/// y where y's strides allow one (Mixtral's `y[None, i].reshape(-1, h)`).
+bool reshapeOfUnsqueeze(Node *node) {
+  if (node->kind() != c10::aten::reshape || node->inputs().size() != 2)
+    return false;
+  Node *unsqueeze = node->input(0)->node();
+  if (unsqueeze->kind() != c10::aten::unsqueeze || node->input(0)->uses().size() != 1)
+    return false;
+  node->replaceInput(0, unsqueeze->input(0));
+  unsqueeze->destroy();
+  return true;
+}
+
 /// `masked_select(x, m)` broadcasts x and m, then selects: of an x of m's
 /// shape, nothing broadcasts and it is `x[m]`, a selection by the mask's own
 /// count (a uint8 m selects in both; another dtype raises in masked_select).
@@ -977,7 +1011,8 @@ bool canonicalizeSpelling(Graph &graph, Node *node) {
          embeddingAsIndex(graph, node) ||
          argwhereAsNonzero(graph, node) ||
          sameShapeMaskedSelectAsIndex(graph, node) ||
-         rowIndicesAsWhere(graph, node) ||
+         rowIndicesAsWhere(graph, node) || noneLedIndexAsUnsqueeze(graph, node) ||
+         reshapeOfUnsqueeze(node) ||
          builtinAbs(graph, node) || hostCastOfItem(graph, node) ||
          shiftedArange(graph, node) || vectorUniqueConsecutive(graph, node) ||
          fullSliceIsSelf(graph, node) || rowOfColumnSelection(graph, node) ||

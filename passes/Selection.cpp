@@ -443,6 +443,13 @@ SizeSource sizeSource(const Value *v, int64_t dim, int depth) {
     bool same = factor.constant && *factor.constant == (kind == c10::aten::repeat ? 1 : -1);
     return same ? sizeSource(n->input(0), dim - (len - *rank), depth + 1) : SizeSource{};
   }
+  // A reshape or view to a size list: its element at dim, unless -1.
+  if ((kind == c10::aten::reshape || kind == c10::aten::view) &&
+      n->inputs().size() == 2 &&
+      n->input(1)->type()->kind() == c10::TypeKind::ListType) {
+    SizeSource s = listAt(n->input(1), dim);
+    return s.constant && *s.constant < 0 ? SizeSource{} : s;
+  }
   // narrow(x, d, start, length) has length rows along d (where it does not
   // raise), and a cat along d the sum of its parts' (where each is known
   // as a constant: a sum of values would be an op to emit).
@@ -462,6 +469,15 @@ SizeSource sizeSource(const Value *v, int64_t dim, int depth) {
     }
     return {nullptr, sum};
   }
+  // x[i] and index_select(x, 0, i) of a vector i: x's dims after the first.
+  if (dim >= 1 && kind == c10::aten::index && n->inputs().size() == 2 &&
+      n->input(1)->node()->kind() == c10::prim::ListConstruct &&
+      n->input(1)->node()->inputs().size() == 1 &&
+      knownRank(n->input(1)->node()->input(0)) == 1)
+    return sizeSource(n->input(0), dim, depth + 1);
+  if (dim >= 1 && kind == c10::aten::index_select && a == 0 &&
+      knownRank(n->input(2)) == 1)
+    return sizeSource(n->input(0), dim, depth + 1);
   if (opElementwise(n) && countTensorInputs(n) == 1 && isTensor(n->input(0)))
     return sizeSource(n->input(0), dim, depth + 1);
   return {};
@@ -502,9 +518,9 @@ std::optional<int64_t> knownRank(const Value *v, const AnalysisResult *analysis,
   auto rankOf = [&](const Value *u) { return knownRank(u, analysis, depth + 1); };
   const Node *node = v->node();
   const std::string op = node->kind().toQualString();
-  if (op == "aten::__getitem__" &&
+  if ((op == "aten::__getitem__" || op == "prim::ListUnpack") &&
       node->input(0)->node()->kind() == c10::aten::where)
-    return 1;
+    return 1; // `i = where(c)[0]`, `i, j = where(c)`
   if (op == "aten::arange" || op == "aten::randperm")
     return 1;
   // Roots whose shapes owe to data have ranks that do not: nonzero's
@@ -669,11 +685,18 @@ std::optional<int64_t> knownRank(const Value *v, const AnalysisResult *analysis,
   }
   if (op == "aten::index_select")
     return rankOf(node->input(0));
+  auto whereElement = [](const Value *i) {
+    const Node *d = i->node();
+    return (d->kind() == c10::prim::ListUnpack ||
+            d->kind() == c10::aten::__getitem__) &&
+           d->input(0)->node()->kind() == c10::aten::where;
+  };
   if (analysis && op == "aten::index" &&
       node->input(1)->node()->kind() == c10::prim::ListConstruct &&
       node->input(1)->node()->inputs().size() == 1 &&
-      analysis->info(node->input(1)->node()->input(0)).dtype ==
-          DTypeKind::Long) {
+      (analysis->info(node->input(1)->node()->input(0)).dtype ==
+           DTypeKind::Long ||
+       whereElement(node->input(1)->node()->input(0)))) {
     // x[i] with one integer index: i's dims in place of x's first.
     auto r = rankOf(node->input(0));
     auto i = rankOf(node->input(1)->node()->input(0));

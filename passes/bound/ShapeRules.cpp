@@ -202,45 +202,67 @@ RuleResult reshapeByCount(Node *node, RuleContext &rc) {
   return RuleResult::applied();
 }
 
-/// reshape/view(y, [-1, s...]) of bounded y with constant sizes s
-/// (`boxes.reshape(-1, 4)` of [n, classes, 4] boxes): each row becomes
-/// r = row size / prod(s) rows, the valid ones first. Where the row size is
-/// not a multiple of prod(s) (a host fact) the fallback runs the original
-/// on the valid rows (a host read, counted apart).
+/// reshape/view(y, [-1, s...]) of bounded y, the sizes s host ints
+/// (`boxes.reshape(-1, 4)` of [n, classes, 4] boxes, Mixtral's
+/// `hidden[top_x].reshape(-1, hidden_dim)`): each row becomes r = row size /
+/// prod(s) rows, the valid ones first. Where prod(s) is not positive or the
+/// row size is no multiple of it (host facts) the fallback runs the
+/// original on the valid rows (a host read, counted apart).
 RuleResult reshapeMergingRows(Node *node, RuleContext &rc) {
   Rep *y = rc.bounded(node->input(0));
-  std::optional<std::vector<int64_t>> target = constantIntList(node->input(1));
-  if (!y || !target || target->empty() || (*target)[0] != -1)
+  if (!y)
     return RuleResult::notApplicable();
-  int64_t known = 1;
-  for (size_t i = 1; i < target->size(); ++i) {
-    if ((*target)[i] < 1)
+  std::vector<Value *> target = rc.intListElements(node->input(1));
+  if (target.empty() || constantInt(target[0]) != -1)
+    return RuleResult::notApplicable();
+  for (size_t i = 1; i < target.size(); ++i)
+    if (rc.rep(target[i]) || (constantInt(target[i]) && *constantInt(target[i]) < 1))
       return RuleResult::notApplicable();
-    known *= (*target)[i];
-  }
   // A vector's rows are elements: several, or one, make a row
   // (reshapeVectorToRows, which keeps the vector's count for one); viewed
   // as [-1] it is itself (`target[idx].view(-1)`, torchmetrics).
   if (y->is1D || knownRank(node->input(0), &rc.analysis) == 1) {
-    if (target->size() != 1)
+    if (target.size() != 1)
       return RuleResult::notApplicable();
     rc.setBounded(node->output(), y->value, y->count, y->isIndex, true);
     return RuleResult::applied();
   }
+  // Sizes that are y's own after its rows (`hidden[top_x].reshape(-1, h)`
+  // of `hidden = x.view(-1, h)`): the rows stay, and so does their count.
+  std::optional<int64_t> rank = knownRank(node->input(0), &rc.analysis);
+  bool same = rank && *rank == static_cast<int64_t>(target.size());
+  for (size_t i = 1; same && i < target.size(); ++i) {
+    SizeSource own = sizeSource(node->input(0), static_cast<int64_t>(i));
+    same = own.constant ? constantInt(target[i]) == own.constant
+                        : own.value && sameHostInt(own.value, target[i]);
+  }
+  if (same) {
+    rc.setBounded(node->output(), y->value, y->count, y->isIndex, false);
+    return RuleResult::applied();
+  }
   torch::jit::Graph &graph = rc.graph;
+  Value *known = rc.constant(1);
+  for (size_t i = 1; i < target.size(); ++i)
+    known = rc.hostOp("aten::mul", known, target[i], node);
   Value *rowSize = insertForm(graph, "row_size", {y->value}, node)[0];
-  Value *whole = emit(graph, "aten::eq",
-                      {emit(graph, "aten::remainder",
-                            {rowSize, rc.constant(known)}, node),
-                       rc.constant(0)},
-                      node);
+  std::optional<int64_t> constantKnown = constantInt(known);
+  auto multiple = [&] {
+    return emit(graph, "aten::eq",
+                {emit(graph, "aten::remainder", {rowSize, known}, node),
+                 rc.constant(0)},
+                node);
+  };
+  Value *whole =
+      constantKnown ? multiple()
+                    : emitIf(graph, emit(graph, "aten::gt", {known, rc.constant(0)}, node),
+                             node, multiple, [&] { return graph.insertConstant(false); });
   Value *out = rc.guardOriginal(whole, node, [&] {
     return emit(graph, node->kind().toQualString(), {y->value, node->input(1)},
                 node);
   });
-  Value *perRow = rc.hostOp("aten::floordiv", rowSize, rc.constant(known), node);
+  Value *perRow = rc.hostOp("aten::floordiv", rowSize, known, node);
   Value *count = emit(graph, "aten::mul", {y->count, perRow}, node);
-  rc.setBounded(node->output(), out, count, y->isIndex, target->size() == 1);
+  rc.setBounded(node->output(), out, count, y->isIndex, target.size() == 1);
   return RuleResult::applied();
 }
 

@@ -31,6 +31,7 @@
 
 #include <algorithm>
 #include <optional>
+#include <unordered_map>
 #include <vector>
 
 namespace staticify {
@@ -54,13 +55,8 @@ const Value *onlyIndex(const Value *list) {
 /// An index of int64 values (a bool one is a mask, which raises on a shape
 /// that is not x's, an empty one too).
 bool integerIndex(const Value *i, const AnalysisResult &facts) {
-  if (facts.knows(i) && facts.info(i).dtype == DTypeKind::Long)
-    return true;
-  // An element of where(c)'s coordinates (`idx, top_x = torch.where(m)`).
-  const Node *def = i->node();
-  return (def->kind() == c10::prim::ListUnpack ||
-          def->kind() == c10::aten::__getitem__) &&
-         def->input(0)->node()->kind() == c10::aten::where;
+  return (facts.knows(i) && facts.info(i).dtype == DTypeKind::Long) ||
+         whereOfCoordinate(i);
 }
 
 /// v where \p cond tests that the vector v has an element: `numel(v) > 0`,
@@ -98,104 +94,105 @@ bool hostSizes(const Value *list) {
          });
 }
 
-/// Whether \p x has no element wherever the vector \p v has none, and the
-/// op that made it then raises on nothing a non-empty v would not make it
-/// raise on (host facts: trailing sizes, dtypes): v itself; an elementwise
-/// op of such values and 0-d operands; what int64 indices of such values
-/// (and None) gather from another tensor (`gt_inds[pos_inds] - 1`,
-/// `hidden[None, top_x]`, `weights[top_x, idx, None]`); a linear layer of
-/// such rows; such a value reshaped to host sizes (`.reshape(-1, h)`).
-bool emptyWith(const Value *x, const Value *v, const AnalysisResult &facts,
-               int depth = 0) {
-  if (x == v)
-    return true;
-  if (depth > 16)
-    return false;
-  // The coordinates of one where(c) have one count (`idx, top_x =
-  // torch.where(m)`).
-  auto whereOf = [](const Value *u) -> const Node * {
-    const Node *d = u->node();
-    bool element = d->kind() == c10::prim::ListUnpack ||
-                   (d->kind() == c10::aten::__getitem__ && constantInt(d->input(1)));
-    return element && d->input(0)->node()->kind() == c10::aten::where
-               ? d->input(0)->node()
-               : nullptr;
-  };
-  if (whereOf(x) && whereOf(x) == whereOf(v))
-    return true;
-  auto of = [&](const Value *u) { return emptyWith(u, v, facts, depth + 1); };
-  const Node *def = x->node();
-  if (def->kind() == c10::aten::index && def->inputs().size() == 2) {
-    const Node *list = def->input(1)->node();
-    if (list->kind() != c10::prim::ListConstruct || of(def->input(0)))
+/// What in a branch is empty wherever the vector v is, each value judged
+/// once (a branch's values share their operands).
+class EmptyWith {
+public:
+  EmptyWith(const Value *v, const AnalysisResult &facts) : v(v), facts(facts) {}
+
+  /// Whether \p x has no element wherever v has none, and the op that made
+  /// it then raises on nothing a non-empty v would not make it raise on
+  /// (host facts: trailing sizes, dtypes): v itself, another coordinate of
+  /// v's where(c); an elementwise op of such values and 0-d operands; what
+  /// int64 indices of such values (and None) gather from another tensor
+  /// (`gt_inds[pos_inds] - 1`, `hidden[None, top_x]`, `weights[top_x, idx,
+  /// None]`); a linear layer of such rows; such a value reshaped to host
+  /// sizes (`.reshape(-1, h)`).
+  bool of(const Value *x) {
+    if (auto it = known.find(x); it != known.end())
+      return it->second;
+    bool result = judge(x);
+    known[x] = result;
+    return result;
+  }
+
+  /// Whether \p node does nothing and raises on nothing where v is empty:
+  /// a store at an int64 index empty with v of 0-d values or values empty
+  /// with v (index_put_, index_add_), an op whose result is empty with v,
+  /// or an op of none of v's rows that raises on no value.
+  bool nothingWhenEmpty(const Node *node) {
+    if (node->kind() == c10::aten::index_put_ && node->inputs().size() == 4) {
+      const Value *i = onlyIndex(node->input(1));
+      return i && integerIndex(i, facts) && of(i) &&
+             (of(node->input(2)) || provablyZeroDim(node->input(2)));
+    }
+    if (node->kind() == c10::aten::index_add_ && node->inputs().size() >= 4)
+      return integerIndex(node->input(2), facts) && of(node->input(2)) &&
+             of(node->input(3));
+    if (writesAnything(node) || node->hasSideEffects() || !node->blocks().empty())
+      return false;
+    if (node->outputs().size() == 1 && of(node->output()))
+      return true;
+    // It computes what it would have (`hidden.unsqueeze(0)` before the
+    // gather at top_x; a dim past the rank raises on every call that takes
+    // the branch, a host fact).
+    for (const Value *in : node->inputs()) {
+      const Node *list = in->node();
+      if (of(in) || (list->kind() == c10::prim::ListConstruct &&
+                     std::any_of(list->inputs().begin(), list->inputs().end(),
+                                 [&](const Value *e) { return of(e); })))
+        return false;
+    }
+    const OpInfo *op = opInfo(node);
+    return node->kind() == c10::prim::GetAttr || neverRaisesOnValues(node) ||
+           (op && op->has(kRaisesOnlyOnDims) && !op->has(kMayRaise));
+  }
+
+private:
+  bool judge(const Value *x) {
+    if (x == v)
+      return true;
+    if (const Node *where = whereOfCoordinate(x); where && where == whereOfCoordinate(v))
+      return true;
+    const Node *def = x->node();
+    if (def->kind() == c10::aten::index && def->inputs().size() == 2) {
+      const Node *list = def->input(1)->node();
+      if (list->kind() != c10::prim::ListConstruct || of(def->input(0)))
+        return false;
+      bool any = false;
+      for (const Value *i : list->inputs()) {
+        if (i->mustBeNone())
+          continue;
+        if (!integerIndex(i, facts) || !of(i))
+          return false;
+        any = true;
+      }
+      return any;
+    }
+    if (def->kind() == c10::aten::linear && def->inputs().size() == 3)
+      return of(def->input(0)) && !of(def->input(1)) &&
+             (def->input(2)->mustBeNone() || !of(def->input(2)));
+    if ((def->kind() == c10::aten::reshape || def->kind() == c10::aten::view) &&
+        def->inputs().size() == 2)
+      return hostSizes(def->input(1)) && of(def->input(0));
+    if (!opElementwise(def) || def->outputs().size() != 1 || writesAnything(def))
       return false;
     bool any = false;
-    for (const Value *i : list->inputs()) {
-      if (i->mustBeNone())
+    for (const Value *in : def->inputs()) {
+      if (!isTensor(in))
         continue;
-      if (!integerIndex(i, facts) || !of(i))
-        return false;
-      any = true;
+      if (of(in))
+        any = true;
+      else if (!provablyZeroDim(in))
+        return false; // another shape could broadcast against no element
     }
     return any;
   }
-  if (def->kind() == c10::aten::linear && def->inputs().size() == 3)
-    return of(def->input(0)) && !of(def->input(1)) &&
-           (def->input(2)->mustBeNone() || !of(def->input(2)));
-  if ((def->kind() == c10::aten::reshape || def->kind() == c10::aten::view) &&
-      def->inputs().size() == 2)
-    return hostSizes(def->input(1)) && of(def->input(0));
-  if (!opElementwise(def) || def->outputs().size() != 1 || writesAnything(def))
-    return false;
-  bool any = false;
-  for (const Value *in : def->inputs()) {
-    if (!isTensor(in))
-      continue;
-    if (of(in))
-      any = true;
-    else if (!provablyZeroDim(in))
-      return false; // another shape could broadcast against no element
-  }
-  return any;
-}
 
-/// Whether \p node does nothing and raises on nothing where \p v is empty:
-/// a store at an int64 index empty with v of 0-d values or values empty
-/// with v (index_put_, index_add_), or an op whose result is empty with v.
-bool nothingWhenEmpty(const Node *node, const Value *v,
-                      const AnalysisResult &facts) {
-  auto storedValue = [&](const Value *w) {
-    return emptyWith(w, v, facts) || provablyZeroDim(w);
-  };
-  if (node->kind() == c10::aten::index_put_ && node->inputs().size() == 4) {
-    const Value *i = onlyIndex(node->input(1));
-    return i && integerIndex(i, facts) && emptyWith(i, v, facts) &&
-           storedValue(node->input(2));
-  }
-  if (node->kind() == c10::aten::index_add_ && node->inputs().size() >= 4) {
-    const Value *i = node->input(2);
-    return integerIndex(i, facts) && emptyWith(i, v, facts) &&
-           emptyWith(node->input(3), v, facts);
-  }
-  if (writesAnything(node) || node->hasSideEffects() || !node->blocks().empty())
-    return false;
-  if (node->outputs().size() == 1 && emptyWith(node->output(), v, facts))
-    return true;
-  // An op of none of v's rows that raises on no value computes what it
-  // would have (`hidden.unsqueeze(0)` before the gather at top_x; a dim
-  // past the rank raises on every call that takes the branch, a host fact).
-  for (const Value *in : node->inputs()) {
-    const Node *list = in->node();
-    if (emptyWith(in, v, facts) ||
-        (list->kind() == c10::prim::ListConstruct &&
-         std::any_of(list->inputs().begin(), list->inputs().end(),
-                     [&](const Value *e) { return emptyWith(e, v, facts); })))
-      return false;
-  }
-  const OpInfo *op = opInfo(node);
-  return node->kind() == c10::prim::GetAttr || neverRaisesOnValues(node) ||
-         (op && op->has(kRaisesOnlyOnDims) && !op->has(kMayRaise));
-}
+  const Value *v;
+  const AnalysisResult &facts;
+  std::unordered_map<const Value *, bool> known;
+};
 
 /// Moves the branch of \p ifNode out, where it does nothing on an empty v.
 bool rewrite(Node *ifNode, PassContext &ctx, const AnalysisResult &facts) {
@@ -208,12 +205,13 @@ bool rewrite(Node *ifNode, PassContext &ctx, const AnalysisResult &facts) {
   torch::jit::Block *branch = ifNode->blocks()[0];
   if (branch->nodes().begin() == branch->nodes().end())
     return false;
+  EmptyWith empty(v, facts);
   for (const Node *node : branch->nodes()) {
     // The lists of a gather's or a store's indices, and sizes: plumbing.
     if (node->kind() == c10::prim::ListConstruct ||
         node->kind() == c10::prim::Constant)
       continue;
-    if (!nothingWhenEmpty(node, v, facts)) {
+    if (!empty.nothingWhenEmpty(node)) {
       ctx.declined(ifNode, kRule,
                    "its branch computes '" +
                        std::string(node->kind().toQualString()) +

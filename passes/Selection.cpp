@@ -501,6 +501,15 @@ bool sameHostInt(const Value *a, const Value *b) {
   return sa.constant ? sb.constant == sa.constant : sa.value == sb.value;
 }
 
+const Node *whereOfCoordinate(const Value *v) {
+  const Node *d = v->node();
+  bool element = d->kind() == c10::prim::ListUnpack ||
+                 d->kind() == c10::aten::__getitem__;
+  return element && d->input(0)->node()->kind() == c10::aten::where
+             ? d->input(0)->node()
+             : nullptr;
+}
+
 std::optional<int64_t> knownRank(const Value *v, const AnalysisResult *analysis,
                                  int depth) {
   if (const auto *ranks = RankSnapshot::live())
@@ -518,8 +527,7 @@ std::optional<int64_t> knownRank(const Value *v, const AnalysisResult *analysis,
   auto rankOf = [&](const Value *u) { return knownRank(u, analysis, depth + 1); };
   const Node *node = v->node();
   const std::string op = node->kind().toQualString();
-  if ((op == "aten::__getitem__" || op == "prim::ListUnpack") &&
-      node->input(0)->node()->kind() == c10::aten::where)
+  if (whereOfCoordinate(v))
     return 1; // `i = where(c)[0]`, `i, j = where(c)`
   if (op == "aten::arange" || op == "aten::randperm")
     return 1;
@@ -685,18 +693,12 @@ std::optional<int64_t> knownRank(const Value *v, const AnalysisResult *analysis,
   }
   if (op == "aten::index_select")
     return rankOf(node->input(0));
-  auto whereElement = [](const Value *i) {
-    const Node *d = i->node();
-    return (d->kind() == c10::prim::ListUnpack ||
-            d->kind() == c10::aten::__getitem__) &&
-           d->input(0)->node()->kind() == c10::aten::where;
-  };
   if (analysis && op == "aten::index" &&
       node->input(1)->node()->kind() == c10::prim::ListConstruct &&
       node->input(1)->node()->inputs().size() == 1 &&
       (analysis->info(node->input(1)->node()->input(0)).dtype ==
            DTypeKind::Long ||
-       whereElement(node->input(1)->node()->input(0)))) {
+       whereOfCoordinate(node->input(1)->node()->input(0)))) {
     // x[i] with one integer index: i's dims in place of x's first.
     auto r = rankOf(node->input(0));
     auto i = rankOf(node->input(1)->node()->input(0));

@@ -72,6 +72,11 @@ bool provablySameShape(const torch::jit::Value *a, const torch::jit::Value *b);
 /// value through rank-preserving ops (elementwise with scalars, casts...).
 bool provablySameRank(const torch::jit::Value *a, const torch::jit::Value *b);
 
+/// The where(c) node whose coordinates \p v is one of (`where(c)[k]`, or
+/// an element of `i, j = where(c)`); null otherwise. Coordinates of one
+/// where are int64 vectors of one count.
+const torch::jit::Node *whereOfCoordinate(const torch::jit::Value *v);
+
 /// The rank of \p v where the ops that made it fix it (reshape to a list of
 /// known length, unsqueeze, per-row ops, reductions over constant dims,
 /// elementwise ops over operands of known rank, and, given \p analysis,

@@ -722,42 +722,44 @@ bool boundShapes(std::shared_ptr<Graph> &graph, PassContext &ctx) {
     // is freed memory, and its address may soon hold a new node. Whatever
     // the rewrite replaces, or the folding below could erase (a node of
     // constant operands only), is dropped.
-    std::unordered_set<const Node *> going(dead->all.begin(), dead->all.end());
-    going.insert(driver->replacedWriters().begin(),
-                 driver->replacedWriters().end());
-    auto stays = [&](const Node *n) {
-      return !going.count(n) &&
-             (n->inputs().empty() ||
-              !std::all_of(n->inputs().begin(), n->inputs().end(),
-                           [](const Value *in) {
-                             return in->node()->kind() == c10::prim::Constant;
-                           }));
-    };
-    // An if's or a loop's result may be erased unused (eraseJoinedResults).
-    auto valueStays = [&](const Value *v) {
-      const Node *n = v->node();
-      return n->kind() == c10::prim::Param ||
-             (stays(n) && n->kind() != c10::prim::If &&
-              n->kind() != c10::prim::Loop);
-    };
-    for (size_t j = k + 1; j < islands.size(); ++j)
-      islands[j].erase(std::remove_if(islands[j].begin(), islands[j].end(),
-                                      [&](Node *n) { return !stays(n); }),
-                       islands[j].end());
-    randomOrders = std::move(driver->randomOrders());
-    randomOrders.erase(
-        std::remove_if(randomOrders.begin(), randomOrders.end(),
-                       [&](const bound::RuleContext::RandomOrder &drawn) {
-                         return !valueStays(drawn.order) ||
-                                !std::all_of(drawn.masks.begin(),
-                                             drawn.masks.end(), valueStays);
-                       }),
-        randomOrders.end());
-    // Their sizes and strides are made again in the next island, where it
-    // needs them.
-    for (bound::RuleContext::RandomOrder &drawn : randomOrders) {
-      drawn.sizes = nullptr;
-      drawn.strides.clear();
+    if (k + 1 < islands.size()) {
+      std::unordered_set<const Node *> going(dead->all.begin(), dead->all.end());
+      going.insert(driver->replacedWriters().begin(),
+                   driver->replacedWriters().end());
+      auto stays = [&](const Node *n) {
+        return !going.count(n) &&
+               (n->inputs().empty() ||
+                !std::all_of(n->inputs().begin(), n->inputs().end(),
+                             [](const Value *in) {
+                               return in->node()->kind() == c10::prim::Constant;
+                             }));
+      };
+      // An if's or a loop's result may be erased unused (eraseJoinedResults).
+      auto valueStays = [&](const Value *v) {
+        const Node *n = v->node();
+        return n->kind() == c10::prim::Param ||
+               (stays(n) && n->kind() != c10::prim::If &&
+                n->kind() != c10::prim::Loop);
+      };
+      for (size_t j = k + 1; j < islands.size(); ++j)
+        islands[j].erase(std::remove_if(islands[j].begin(), islands[j].end(),
+                                        [&](Node *n) { return !stays(n); }),
+                         islands[j].end());
+      randomOrders = std::move(driver->randomOrders());
+      randomOrders.erase(
+          std::remove_if(randomOrders.begin(), randomOrders.end(),
+                         [&](const bound::RuleContext::RandomOrder &drawn) {
+                           return !valueStays(drawn.order) ||
+                                  !std::all_of(drawn.masks.begin(),
+                                               drawn.masks.end(), valueStays);
+                         }),
+          randomOrders.end());
+      // Their sizes and strides are made again in the next island, where it
+      // needs them.
+      for (bound::RuleContext::RandomOrder &drawn : randomOrders) {
+        drawn.sizes = nullptr;
+        drawn.strides.clear();
+      }
     }
     for (Node *writer : driver->replacedWriters())
       writer->destroy(); // reported when replaced

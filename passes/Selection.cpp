@@ -377,6 +377,13 @@ void RankSnapshot::assume(const Value *v, int64_t rank) {
 SizeSource sizeSource(const Value *v, int64_t dim, int depth) {
   if (depth > 16 || dim < 0)
     return {};
+  // A tensor an op reshapes in place (`out=` writes `resize_as_` into
+  // `c = torch.empty(0)`) has the sizes it is given, not those it was made
+  // with.
+  for (const torch::jit::Use &use : v->uses())
+    if (use.offset == 0 && opInfo(use.user) &&
+        opInfo(use.user)->has(kReshapesInPlace))
+      return {};
   const Node *n = v->node();
   c10::Symbol kind = n->kind();
   // Element i of an int list: a list construct's, or a constant list's.

@@ -36,7 +36,7 @@ import torchvision
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "bench"))
 sys.path.insert(0, str(ROOT / "test" / "e2e"))
-from seed000 import count_syncs, pipelined, timer  # noqa: E402
+from seed000 import count_syncs, ops_per_call, pipelined, timer  # noqa: E402
 from test_forms import compile_forms  # noqa: E402
 from test_nms import BatchedNms, KeepAfterNms, ThresholdThenOffsetNms  # noqa: E402
 
@@ -82,14 +82,22 @@ def measure(fn, args, device, reps):
     return row
 
 
+def ops_cell(row):
+    """ops per call: a loop's body counted once (the form's walk runs it per
+    box); blank for the ops called directly (torchvision's, the kernel)."""
+    ops = row.get("ops_per_call")
+    return "" if ops is None else str(ops)
+
+
 def markdown(rows):
     """The results as the Markdown table of docs/benchmarks.md."""
-    lines = ["| N | kind | variant | kept | median | IQR | vs first | syncs/call | pipelined |",
-             "|---:|---|---|---:|---:|---:|---:|---:|---:|"]
+    lines = ["| N | kind | variant | kept | median | IQR | vs first | ops/call | syncs/call | pipelined |",
+             "|---:|---|---|---:|---:|---:|---:|---:|---:|---:|"]
     for r in rows:
         lines.append(
             f"| {r['n']} | {r['kind']} | {r['variant']} | {r['kept']} | {r['median_us']:.1f} us | "
-            f"{r['iqr_us']:.1f} us | {r['vs_first']:.2f}x | {r.get('syncs_per_call', '')} | "
+            f"{r['iqr_us']:.1f} us | {r['vs_first']:.2f}x | {ops_cell(r)} | "
+            f"{r.get('syncs_per_call', '')} | "
             f"{'%.1f us' % r['pipelined_us'] if 'pipelined_us' in r else ''} |")
     return "\n".join(lines)
 
@@ -131,11 +139,13 @@ def main():
         ops = {"torchvision.ops.nms": lambda b, s: torchvision.ops.nms(b, s, 0.5),
                "form (TorchScript)": lambda b, s: forms.nms(b, s, 0.5, None, None),
                "staticify::nms_padded": lambda b, s: kernel(b, s, 0.5)}
+        graphs = {"form (TorchScript)": ops_per_call(forms.nms)}
         for name, fn in ops.items():
             out = fn(boxes, scores)
             got = out if name.startswith("torchvision") else out[0][:int(out[1])]
             assert torch.equal(got, want), (name, n)
             rows.append({"n": n, "kind": "op", "variant": name, "kept": len(want),
+                         "ops_per_call": graphs.get(name),
                          **measure(fn, (boxes, scores), args.device, args.reps)})
         for model, variants in loaded.items():
             inputs = (boxes, scores) if model == "keep-after-nms" else (boxes, scores, labels)

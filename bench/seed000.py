@@ -120,14 +120,15 @@ def ops_per_call(module):
     """The ops one call runs, counted as staticify's report counts them
     (`ops per call`): every node of the inlined forward graph but constants
     and list/tuple plumbing, a loop's body once, both branches of an if.
-    None for what is not TorchScript (lowered kernels, torch.compile)."""
+    A call of a runtime op (staticify::..., a lowered kernel or NMS) is one
+    op. Takes a scripted module or function; None for what is not
+    TorchScript (torch.compile)."""
     try:
-        graph = module.forward.graph.copy()
+        graph = module.graph.copy()
     except (AttributeError, RuntimeError):
         return None
     torch._C._jit_pass_inline(graph)
-    if any(n.kind() == "prim::CallFunction" or n.kind().startswith("staticify::")
-           for n in graph.nodes()):
+    if any(n.kind() == "prim::CallFunction" for n in graph.nodes()):
         return None
 
     def count(block):

@@ -228,7 +228,14 @@ void Driver::joinBranches(Node *node) {
     otherwise->return_node()->replaceInput(i, rb->padded);
     then->registerOutput(ra->padded);
     otherwise->registerOutput(rb->padded);
-    Value *padded = node->addOutput()->setType(node->output(i)->type());
+    // The padded rows' type: both branches' rows, which are tensors where
+    // the result is an Optional[Tensor] that the branches refine (PyG's
+    // `if edge_attr is not None: edge_attr = cat([edge_attr[mask], ...])`),
+    // and the count's slice takes no Optional.
+    c10::optional<c10::TypePtr> rows =
+        c10::unifyTypes(ra->padded->type(), rb->padded->type());
+    Value *padded =
+        node->addOutput()->setType(rows ? *rows : node->output(i)->type());
     // One count both branches keep, made before the if (FCOS's
     // `if self.normalize_by_size: rel_codes = rel_codes * sizes`): the
     // result keeps it, and with it what it shares with other values.

@@ -766,6 +766,13 @@ static bool inGuard(const Node *node) {
   return false;
 }
 
+/// Whether \p node is an if on `bool(t)` of a tensor t: an if on data.
+static bool decidedByData(const Node *node) {
+  const Node *cond = node->input(0)->node();
+  return cond->kind() == c10::aten::Bool &&
+         cond->input(0)->type()->kind() == c10::TypeKind::TensorType;
+}
+
 bool ifConvert(std::shared_ptr<Graph> &graph, PassContext &ctx) {
   bool changed = false;
   // Innermost first: a nested If is converted before the one around it.
@@ -784,20 +791,10 @@ bool ifConvert(std::shared_ptr<Graph> &graph, PassContext &ctx) {
     const Aliases &aliases = ctx.facts.aliases(graph);
     const AnalysisResult *facts = &ctx.facts.analysis(graph);
     Node *cond = node->input(0)->node();
-    if (cond->kind() != c10::aten::Bool ||
-        cond->input(0)->type()->kind() != c10::TypeKind::TensorType ||
-        inGuard(node))
+    if (!decidedByData(node) || inGuard(node))
       continue;
     if (isDataAssert(node)) {
-      if (!ctx.options.dropDataAsserts) {
-        ctx.declined(node, kRule,
-                     "a data assert; --drop-data-asserts drops it");
-        continue;
-      }
-      ctx.rewrote(node, kRule);
-      node->destroy();
-      eraseIfDead(cond, ctx, kRule);
-      changed = stale = true;
+      ctx.declined(node, kRule, "a data assert; --drop-data-asserts drops it");
       continue;
     }
     std::string why = unconvertibleReason(node, aliases, facts);
@@ -823,6 +820,26 @@ bool ifConvert(std::shared_ptr<Graph> &graph, PassContext &ctx) {
     changed = stale = true;
   }
   return changed;
+}
+
+bool dropDataAsserts(std::shared_ptr<Graph> &graph, PassContext &ctx) {
+  if (!ctx.options.dropDataAsserts)
+    return false;
+  static constexpr const char *kDropRule = "drop-data-asserts";
+  // Found first, then destroyed: an assert's branches only raise, so no
+  // assert holds another.
+  std::vector<Node *> asserts;
+  for (Node *node : collectNodes(graph->block()))
+    if (node->kind() == c10::prim::If && decidedByData(node) &&
+        !inGuard(node) && isDataAssert(node))
+      asserts.push_back(node);
+  for (Node *node : asserts) {
+    Node *cond = node->input(0)->node();
+    ctx.rewrote(node, kDropRule);
+    node->destroy();
+    eraseIfDead(cond, ctx, kDropRule);
+  }
+  return !asserts.empty();
 }
 
 } // namespace staticify

@@ -28,9 +28,18 @@ namespace staticify {
 /// or masked_fill with a mask of its own shape), which where() could
 /// broadcast or promote, is selected behind a guard (selectBranch). A
 /// branch that only raises (a
-/// data assert) is kept and reported, unless --drop-data-asserts drops the
-/// check.
+/// data assert) is kept and reported (drop-data-asserts, earlier, drops
+/// them under --drop-data-asserts).
 bool ifConvert(std::shared_ptr<torch::jit::Graph> &graph, PassContext &ctx);
+
+/// With --drop-data-asserts (PassContext options): every data assert
+/// (isDataAssert, on `bool(t)` of a tensor t, outside guards) is removed
+/// with the condition only it used, nested ones included. Run early, so
+/// that the passes judging ifs on data see no assert: one whose message
+/// formats the tensors it checks (`"min {} > max {}".format(lo, hi)`)
+/// would otherwise keep an enclosing if from being converted.
+bool dropDataAsserts(std::shared_ptr<torch::jit::Graph> &graph,
+                     PassContext &ctx);
 
 /// Why the branches of \p ifNode cannot both run unconditionally, or "":
 /// side effects, writes, raises, loops, or ops that may raise on values

@@ -151,10 +151,25 @@ bool opElementwise(const Node *node) {
 /// data: another tensor's sizes (`x.new_zeros(x.shape)`), constants >= 0
 /// (`new_zeros(())`), a list of those and single sizes (`[x.size(0), 4]`),
 /// and such lists joined or sliced.
+/// Whether the int \p v is >= 0 by construction: a constant >= 0, one of a
+/// tensor's sizes (`x.size(1)`, `x.shape[1]`), a numel or a length.
+static bool nonNegativeSize(const Value *v) {
+  if (std::optional<int64_t> c = constantInt(v))
+    return *c >= 0;
+  c10::Symbol op = v->node()->kind();
+  bool ofSizes = op == c10::aten::__getitem__ &&
+                 v->node()->input(0)->node()->kind() == c10::aten::size;
+  return op == c10::aten::size || op == c10::aten::len || ofSizes ||
+         op == c10::Symbol::aten("numel");
+}
+
 bool nonNegativeSizes(const Value *size, int depth) {
   const Node *n = size->node();
   if (n->kind() == c10::aten::size && n->inputs().size() == 1)
     return true;
+  // A copy of such a list (`list(x.size())`).
+  if (depth < 8 && n->kind() == c10::aten::list && n->inputs().size() == 1)
+    return nonNegativeSizes(n->input(0), depth + 1);
   // Lists joined or sliced (`[1] + x.size()[1:]`): of sizes >= 0.
   if (depth < 8 && size->type()->kind() == c10::TypeKind::ListType &&
       (n->kind() == c10::aten::add || n->kind() == c10::aten::slice))
@@ -167,20 +182,7 @@ bool nonNegativeSizes(const Value *size, int depth) {
                        [](int64_t c) { return c >= 0; });
   if (n->kind() != c10::prim::ListConstruct)
     return false;
-  return std::all_of(n->inputs().begin(), n->inputs().end(),
-                     [](const Value *v) {
-                       std::optional<int64_t> c = constantInt(v);
-                       c10::Symbol op = v->node()->kind();
-                       // One of a tensor's sizes: `x.shape[1]`.
-                       bool ofSizes =
-                           op == c10::aten::__getitem__ &&
-                           v->node()->input(0)->node()->kind() ==
-                               c10::aten::size;
-                       return (c && *c >= 0) ||
-                              (!c && (op == c10::aten::size ||
-                                      op == c10::aten::len || ofSizes ||
-                                      op == c10::Symbol::aten("numel")));
-                     });
+  return std::all_of(n->inputs().begin(), n->inputs().end(), nonNegativeSize);
 }
 
 /// Whether \p v is computed from tensors' shapes alone: sizes, numels,
@@ -229,11 +231,16 @@ bool neverRaisesOnValues(const Node *node) {
               (d->isDouble() && d->toDouble() != 0.0)))
       return true;
   }
-  // arange(n) of a size (`arange(x.size(d))`): n >= 0, no raise.
-  if (node->kind() == c10::aten::arange && node->inputs().size() == 5) {
-    c10::Symbol from = node->input(0)->node()->kind();
-    if (from == c10::aten::size || from == c10::aten::len ||
-        from == c10::Symbol::aten("numel"))
+  // arange(n), arange(s, n) and arange(s, n, step) of a size n
+  // (`arange(x.size(d))`, `arange(0, nnz)`), a constant start s <= 0 and a
+  // constant step > 0: never an empty range of the wrong sign, no raise.
+  if (node->kind() == c10::aten::arange && node->inputs().size() >= 5 &&
+      node->inputs().size() <= 7) {
+    size_t bounds = node->inputs().size() - 4; // end; start, end; + step
+    std::optional<int64_t> start = bounds == 1 ? 0 : constantInt(node->input(0));
+    std::optional<int64_t> step = bounds == 3 ? constantInt(node->input(2)) : 1;
+    if (start && *start <= 0 && step && *step > 0 &&
+        nonNegativeSize(node->input(bounds == 1 ? 0 : 1)))
       return true;
   }
   if (info->has(kMayRaise))
@@ -249,11 +256,19 @@ bool neverRaisesOnValues(const Node *node) {
   if (node->kind() == c10::aten::expand && node->inputs().size() >= 2 &&
       fromShapesAlone(node->input(1)))
     return true;
-  // torch.tensor(x) of one number (a list may be ragged).
-  if (node->kind() == c10::aten::tensor && !node->inputs().empty()) {
-    c10::TypeKind k = node->input(0)->type()->kind();
-    if (k == c10::TypeKind::IntType || k == c10::TypeKind::FloatType ||
-        k == c10::TypeKind::BoolType)
+  // torch.tensor(x) of one number or of a flat list of numbers
+  // (`torch.tensor([1.0])`; a list of lists may be ragged), not requiring
+  // gradients (which an integer dtype refuses).
+  if (node->kind() == c10::aten::tensor && node->inputs().size() == 4 &&
+      constantBool(node->input(3)) == false) {
+    auto number = [](const c10::TypePtr &t) {
+      c10::TypeKind k = t->kind();
+      return k == c10::TypeKind::IntType || k == c10::TypeKind::FloatType ||
+             k == c10::TypeKind::BoolType;
+    };
+    const c10::TypePtr &data = node->input(0)->type();
+    auto list = data->cast<c10::ListType>();
+    if (number(data) || (list && number(list->getElementType())))
       return true;
   }
   // Every size of a tensor (`x.size()`, `x.shape`); one size, `x.size(d)`,

@@ -117,6 +117,8 @@ const std::vector<OpInfo> kTable = {
     {"prim::TupleIndex", nullptr, R::Plumbing},
     {"aten::__getitem__", nullptr, R::Plumbing, kNoTraits, D::KeepsInput},
     {"prim::unchecked_cast", nullptr, R::Plumbing, kNoTraits, D::KeepsInput},
+    // list(xs): a copy of a list (`list(x.size())[1:]`).
+    {"aten::list", nullptr, R::Plumbing, kNeverRaises, D::KeepsInput},
     {"aten::append", nullptr, R::Plumbing},
     {"prim::DictConstruct", nullptr, R::Plumbing},
     {"aten::_set_item", nullptr, R::Plumbing},
@@ -131,6 +133,9 @@ const std::vector<OpInfo> kTable = {
     {"aten::amin", nullptr, R::Reduction, kMayRaise, D::Unknown, I::FirstSelected},
     {"aten::max", nullptr, R::Reduction, kMayRaise, D::LongSecond, I::FirstSelected},
     {"aten::min", nullptr, R::Reduction, kMayRaise, D::LongSecond, I::FirstSelected},
+    // torch.max(a, b) and torch.min(a, b): maximum and minimum.
+    {"aten::max", "other", R::LeadingPreserving, kEw, D::Promotes},
+    {"aten::min", "other", R::LeadingPreserving, kEw, D::Promotes},
     {"aten::prod", nullptr, R::Reduction, kNoTraits, D::Accumulates, I::One},
     {"aten::any", nullptr, R::Reduction, kNoTraits, D::BoolUnlessByte, I::Zero},
     {"aten::all", nullptr, R::Reduction, kNoTraits, D::BoolUnlessByte, I::One},

@@ -523,6 +523,11 @@ const std::vector<PassInfo> &registeredPasses() {
        "reduction none and mean()/sum(); never folds or merges "
        "nondeterministic ops",
        false, normalize},
+      {"drop-data-asserts",
+       "with --drop-data-asserts: `assert c` on tensor data (an if whose "
+       "one branch only raises) -> removed with its condition, before the "
+       "passes that judge ifs on data",
+       true, dropDataAsserts},
       {"merge-equal",
        "an op computed twice from one set of operands that nothing writes "
        "(x[m.nonzero().squeeze(1)] beside y[m.nonzero().squeeze(1)]) -> "

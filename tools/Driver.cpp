@@ -79,8 +79,8 @@ options:
                         detector's `targets` at inference): its uses become
                         None, so the branches that test it go, and the
                         method raises if it is passed; repeatable
-  --drop-data-asserts   let if-convert remove `if <data>: raise ...` checks
-                        (kept, as a host sync, by default)
+  --drop-data-asserts   remove `if <data>: raise ...` checks (asserts on
+                        tensor values; kept, as a host sync, by default)
   --static-loops        run a loop that stops on data (`for _ in range(n):
                         ... if done.all(): break`) on to its bound with an
                         active mask: no read of the device per iteration, but

@@ -64,6 +64,9 @@ options:
                    staticify --static-forms keeps it)
   --padded-outputs bound returns a bounded output padded, with its count
                    (as staticify --padded-outputs)
+  --drop-data-asserts
+                   drop-data-asserts removes the asserts on tensor data
+                   (as staticify --drop-data-asserts)
   --saved-training=true|false
                    what specialize-training takes every module's saved
                    `training` flag to be (IR carries no module)
@@ -209,6 +212,8 @@ int main(int argc, char **argv) {
         options.staticLoops = true;
       else if (cl.flag("--padded-outputs"))
         options.paddedOutputs = true;
+      else if (cl.flag("--drop-data-asserts"))
+        options.dropDataAsserts = true;
       else if (cl.flag("--as-staticify")) {
         options.keepEqualSyncRewrites = false;
         options.mergeAfterRewrites = true;

@@ -942,6 +942,31 @@ RuleResult bincountRows(Node *node, RuleContext &rc) {
   return RuleResult::applied();
 }
 
+/// trapz(y, x) and trapezoid(y, x) of y and x bounded by one count, along
+/// dim 0 (torchmetrics' `auc`: `torch.trapz(tpr, fpr)` of a curve cut at
+/// its thresholds): the live pairs' trapezoids summed (trapz_live), behind
+/// a guard (metadata: no sync) on both being vectors and the result's dtype
+/// not depending on the count (trapz_fits); the fallback is the original
+/// on the valid rows. Spacing by a number (`dx=`) is left alone.
+RuleResult trapzRows(Node *node, RuleContext &rc) {
+  const c10::FunctionSchema *schema = node->maybeSchema();
+  if (!schema || schema->overload_name() != "x" || node->inputs().size() != 3)
+    return RuleResult::notApplicable();
+  Rep *y = rc.bounded(node->input(0)), *x = rc.bounded(node->input(1));
+  std::optional<int64_t> dim = constantInt(node->input(2));
+  if (!y || !x || !rc.sameCount(y->count, x->count) || !(dim == 0 || dim == -1))
+    return RuleResult::declined(
+        "trapz of bounded values needs y and x selected with one count, "
+        "integrated along their first dim");
+  Value *fits = insertForm(rc.graph, "trapz_fits", {y->value, x->value}, node)[0];
+  Value *area = rc.guardOriginal(fits, node, [&] {
+    return insertForm(rc.graph, "trapz_live", {y->value, x->value, y->count},
+                      node)[0];
+  });
+  rc.replaceStatic(node->output(), area);
+  return RuleResult::applied();
+}
+
 /// gather(src, dim, index) along a dim >= 1 of bounded src and index with
 /// one count (x[m] gathered by y[m]): row by row (gather_within_rows), the
 /// padding rows' indices made valid so that only live rows can raise, as in
@@ -1222,6 +1247,8 @@ void addRowRules(std::vector<BoundRule> &rules) {
                    classLoss});
   rules.push_back({"histogram", On::Use, ops({"aten::histc"}), histogramRows});
   rules.push_back({"bincount", On::Use, ops({"aten::bincount"}), bincountRows});
+  rules.push_back({"trapz", On::Use, ops({"aten::trapz", "aten::trapezoid"}),
+                   trapzRows});
   rules.push_back({"reduce", On::Use, {}, reduce});
   rules.push_back({"convert-like-other", On::Use, {}, convertLikeOther});
   rules.push_back({"divide-by-host-scalar", On::Use, {}, divideByHostScalar});

@@ -737,6 +737,25 @@ def bincount_live(x: Tensor, count: Tensor, minlength: int) -> Tensor:
     return counts - first.long() * (x.size(0) - count)
 
 
+def trapz_live(y: Tensor, x: Tensor, count: Tensor) -> Tensor:
+    """torch.trapz(y[:count], x[:count]) of vectors y and x bounded by one
+    count: the pairs past the count add 0 (the padding may hold NaN or inf),
+    summed and halved as PyTorch's trapezoid does."""
+    n = y.size(0)
+    pairs = torch.arange(max(n - 1, 0), device=y.device) + 1 < count
+    terms = (x[1:] - x[:-1]) * (y[1:] + y[:-1])
+    return terms.masked_fill(~pairs, 0).sum() / 2.0
+
+
+def trapz_fits(y: Tensor, x: Tensor) -> bool:
+    """Whether trapz_live gives torch.trapz(y, x) on the live rows: y and x
+    vectors, and one dtype whether or not y is empty (an empty y gives
+    zeros of y.sum()'s dtype, others the promoted product's): y floating
+    point, of the dtype x promotes to with it."""
+    return (y.dim() == 1 and x.dim() == 1 and y.is_floating_point()
+            and torch.promote_types(y.dtype, x.dtype) == y.dtype)
+
+
 def live_nonzero(padded: Tensor, count: Tensor) -> Tensor:
     """Which elements of a bounded value are nonzero, false on its padding
     rows: what where/nonzero of the original's rows select, in its padded

@@ -207,6 +207,8 @@ ROWS = [
     ("aten::median (NaN)", "_nans(v).median()"),
     ("aten::nanmedian", "_nans(s).nanmedian()"),
     ("aten::median (int)", "j.median()"),
+    ("aten::trapz", "torch.trapz(v, x[:, 1][b])"),
+    ("aten::trapezoid", "torch.trapezoid(v * 2.0, torch.cumsum(x[:, 1][b], 0))"),
     # Stores and scatters from bounded data into static tensors.
     ("aten::index_add", "torch.zeros(4).index_add(0, j, v)"),
     ("aten::scatter_add", "torch.zeros(4).scatter_add(0, j, v)"),

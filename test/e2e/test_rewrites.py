@@ -127,7 +127,7 @@ def test_drop_data_asserts(staticify, save, tmp_path):
     staticify(path, "-o", out, "--drop-data-asserts")
     dropped = staticify.report(path, "--drop-data-asserts")
     assert dropped["methods"][0]["after"]["static"] is True
-    assert {f["rule"] for f in findings(dropped)} == {"if-convert"}
+    assert {f["rule"] for f in findings(dropped)} == {"drop-data-asserts"}
     original, result = torch.jit.load(str(path)), torch.jit.load(str(out))
     x, t = torch.randn(6), torch.randn(6)
     assert torch.equal(original(x, t), result(x, t))
@@ -135,6 +135,34 @@ def test_drop_data_asserts(staticify, save, tmp_path):
     with pytest.raises(Exception):
         original(x, t + 100.0)
     assert torch.equal(result(x, t + 100.0), x * 2.0)
+
+
+class FormattedAssertInBranch(torch.nn.Module):
+    """torch.ao's MinMaxObserver check: an assert whose message formats the
+    tensors it checks, inside a branch of an if on data."""
+
+    def forward(self, lo: torch.Tensor, hi: torch.Tensor, x: torch.Tensor):
+        if bool(lo == float("inf")):
+            y = x.relu()
+        else:
+            assert bool(torch.all(lo <= hi)), "min {} should be less than max {}".format(lo, hi)
+            y = -x
+        return y
+
+
+def test_dropped_assert_frees_the_if_around_it(staticify, save, tmp_path):
+    path = save(FormattedAssertInBranch())
+    kept = staticify.report(path)
+    assert kept["methods"][0]["after"]["sync_points"] == 2
+    out = tmp_path / "dropped.pt"
+    staticify(path, "-o", out, "--drop-data-asserts")
+    dropped = staticify.report(path, "--drop-data-asserts")
+    assert dropped["methods"][0]["after"]["sync_points"] == 0
+    original, result = torch.jit.load(str(path)), torch.jit.load(str(out))
+    x = torch.randn(5)
+    for lo, hi in [(torch.tensor(float("inf")), torch.tensor(float("-inf"))),
+                   (torch.tensor(-1.0), torch.tensor(2.0))]:
+        assert torch.equal(original(lo, hi, x), result(lo, hi, x))
 
 
 def test_mean_of_half_accumulates_in_float32(staticify, save, tmp_path):

@@ -135,6 +135,84 @@ bool reshapeOfUnsqueeze(Node *node) {
   return true;
 }
 
+/// The tensor \p v is expanded from and the value naming the shape it is
+/// expanded to (x of `expand_as(a, x)`, the size list of `expand(a, s)`),
+/// when v is such an expansion; {nullptr, nullptr} otherwise.
+std::pair<Value *, Value *> expansionOf(const Value *v) {
+  const Node *n = v->node();
+  if (n->kind() == c10::aten::expand_as && n->inputs().size() == 2)
+    return {n->input(0), n->input(1)};
+  if (n->kind() == c10::aten::expand && n->inputs().size() == 3 &&
+      constantBool(n->input(2)) == false)
+    return {n->input(0), n->input(1)};
+  return {nullptr, nullptr};
+}
+
+/// Whether every use of \p v only reads it: ops whose argument neither
+/// writes nor views it, and index lists read by aten::index. An expansion
+/// put in v's place shares memory among its elements, which a write would
+/// refuse and a view would keep.
+bool onlyReadAsValues(const Value *v) {
+  for (const torch::jit::Use &use : v->uses()) {
+    if (use.user->kind() == c10::prim::ListConstruct) {
+      for (const torch::jit::Use &inner : use.user->output()->uses())
+        if (inner.user->kind() != c10::aten::index || inner.offset != 1)
+          return false;
+      continue;
+    }
+    const c10::FunctionSchema *schema = use.user->maybeSchema();
+    if (!schema || use.offset >= schema->arguments().size() ||
+        schema->arguments()[use.offset].alias_info())
+      return false;
+  }
+  return true;
+}
+
+/// Whether \p node is an elementwise op that may be moved or rebuilt on
+/// other operands: deterministic, one fresh tensor result, no write.
+bool pureElementwise(const Node *node) {
+  const OpInfo *op = opInfo(node);
+  return op && op->has(kElementwise) && node->outputs().size() == 1 &&
+         !node->isNondeterministic() && !writesAnything(node) &&
+         isTensor(node->output());
+}
+
+/// An elementwise op of tensors all expanded to one shape is that op of
+/// the unexpanded tensors, expanded: `pos.unsqueeze(2).expand_as(x).long()
+/// + neg.unsqueeze(2).expand_as(x).long()` (ssd.pytorch's hard negative
+/// mining) is `(pos.unsqueeze(2).long() + neg.unsqueeze(2).long())
+/// .expand_as(x)`. Each element depends on the operands' at its position
+/// alone, and every operand expands to the shape, so their broadcast does
+/// too. The expansion moves outward, where a selection by it is
+/// recognised (expandedRowsAsSelection). Only where the result is only
+/// read (onlyReadAsValues): an expansion shares memory among its elements.
+bool elementwiseOfExpansions(Graph &graph, Node *node) {
+  if (!pureElementwise(node) || !onlyReadAsValues(node->output()))
+    return false;
+  Value *shape = nullptr;
+  std::vector<Value *> inputs(node->inputs().begin(), node->inputs().end());
+  for (Value *&in : inputs) {
+    if (!isTensor(in))
+      continue;
+    auto [from, to] = expansionOf(in);
+    if (!from || (shape && to != shape))
+      return false;
+    shape = to;
+    in = from;
+  }
+  if (!shape)
+    return false;
+  torch::jit::WithInsertPoint guard(node);
+  Node *inner = graph.insertNode(graph.create(node->kind(), inputs, 1));
+  inner->copyAttributes(*node);
+  inner->copyMetadata(node);
+  inner->output()->setType(node->output()->type());
+  bool like = shape->type()->kind() == c10::TypeKind::TensorType;
+  Value *out = like ? emit(graph, "aten::expand_as", {inner->output(), shape}, node)
+                    : emit(graph, "aten::expand", {inner->output(), shape, false}, node);
+  return replace(node, out);
+}
+
 /// `masked_select(x, m)` broadcasts x and m, then selects: of an x of m's
 /// shape, nothing broadcasts and it is `x[m]`, a selection by the mask's own
 /// count (a uint8 m selects in both; another dtype raises in masked_select).
@@ -1019,8 +1097,133 @@ bool canonicalizeSpelling(Graph &graph, Node *node) {
          inPlaceOnFreshSelection(graph, node) ||
          containerOfIfAsElements(graph, node) ||
          exactHistogram(graph, node) ||
+         elementwiseOfExpansions(graph, node) ||
          shapeItemAsSize(graph, node) || lenOfShapeAsDim(graph, node) ||
          unbindItemAsSelect(graph, node) || itemOfIfAsItems(graph, node);
+}
+
+
+namespace {
+
+/// The leaves of \p u when it is `unsqueeze(l, d)`, or an elementwise op
+/// (pureElementwise) of such trees and host numbers, all at one constant
+/// d >= 0 or -1: the tensors l.
+bool unsqueezedLeaves(Value *u, std::optional<int64_t> &d,
+                      std::vector<Value *> &leaves, int depth = 0) {
+  Node *n = u->node();
+  if (n->kind() == c10::aten::unsqueeze) {
+    std::optional<int64_t> at = constantInt(n->input(1));
+    if (!at || (*at < 0 && *at != -1) || (d && *d != *at))
+      return false;
+    d = at;
+    leaves.push_back(n->input(0));
+    return true;
+  }
+  if (depth > 8 || !pureElementwise(n))
+    return false;
+  for (Value *in : n->inputs())
+    if (isTensor(in) && !unsqueezedLeaves(in, d, leaves, depth + 1))
+      return false;
+  return true;
+}
+
+/// \p u (a tree unsqueezedLeaves took) rebuilt on its leaves, the
+/// unsqueezes left out.
+Value *rebuiltWithout(Graph &graph, Value *u, const Node *anchor) {
+  Node *n = u->node();
+  if (n->kind() == c10::aten::unsqueeze)
+    return n->input(0);
+  std::vector<Value *> inputs;
+  for (Value *in : n->inputs())
+    inputs.push_back(isTensor(in) ? rebuiltWithout(graph, in, anchor) : in);
+  Node *copy = graph.insertNode(graph.create(n->kind(), inputs, 1));
+  copy->copyAttributes(*n);
+  copy->copyMetadata(const_cast<Node *>(anchor));
+  copy->output()->setType(u->type());
+  return copy->output();
+}
+
+} // namespace
+
+bool widthReadAnywhere(const Value *width) {
+  const Node *n = width->node();
+  return n->kind() == c10::prim::GetAttr &&
+         n->input(0)->node()->kind() == c10::prim::Param;
+}
+
+std::optional<ExpandedRows> matchExpandedRows(Node *node) {
+  if ((node->kind() != c10::aten::view && node->kind() != c10::aten::reshape) ||
+      node->inputs().size() != 2)
+    return std::nullopt;
+  // The sizes: [-1, C], a list of a host int C or a constant.
+  Node *list = node->input(1)->node();
+  std::optional<std::vector<int64_t>> constant = constantIntList(node->input(1));
+  bool listed = list->kind() == c10::prim::ListConstruct &&
+                list->inputs().size() == 2 && constantInt(list->input(0)) == -1;
+  if (!listed && !(constant && constant->size() == 2 && (*constant)[0] == -1))
+    return std::nullopt;
+  Node *index = node->input(0)->node();
+  if (index->kind() != c10::aten::index || node->input(0)->uses().size() != 1 ||
+      index->input(1)->node()->kind() != c10::prim::ListConstruct ||
+      index->input(1)->node()->inputs().size() != 1)
+    return std::nullopt;
+  ExpandedRows rows;
+  rows.view = node;
+  rows.x = index->input(0);
+  if (listed)
+    rows.width = list->input(1);
+  else
+    rows.constantWidth = (*constant)[1];
+  auto [u, shape] = expansionOf(index->input(1)->node()->input(0));
+  const Node *sizes = shape ? shape->node() : nullptr;
+  if (!u || (shape != rows.x &&
+             !(sizes->kind() == c10::aten::size && sizes->inputs().size() == 1 &&
+               sizes->input(0) == rows.x)))
+    return std::nullopt;
+  rows.unsqueezed = u;
+  std::optional<int64_t> d;
+  if (!unsqueezedLeaves(u, d, rows.leaves))
+    return std::nullopt;
+  rows.dim = *d;
+  return rows;
+}
+
+Value *expandedRowsTest(Graph &graph, const ExpandedRows &rows,
+                        const Node *anchor) {
+  auto both = [&](Value *a, Value *b) {
+    return emit(graph, "aten::__and__", {a, b}, anchor);
+  };
+  Value *x = rows.x, *u = rows.unsqueezed;
+  Value *rowsShape = emit(
+      graph, "aten::add",
+      {emit(graph, "aten::slice", {emit(graph, "aten::size", {x}, anchor), 0, -1, 1},
+            anchor),
+       std::vector<int64_t>{1}},
+      anchor);
+  Value *holds = emit(graph, "aten::eq",
+                      {emit(graph, "aten::size", {u}, anchor), rowsShape}, anchor);
+  Value *width = emit(graph, "aten::size", {x, -1}, anchor);
+  Value *c = rows.width;
+  if (c && widthReadAnywhere(c)) // read again where the test is
+    c = graph.insertNode(graph.createClone(c->node(), [](Value *v) { return v; }))
+            ->output();
+  holds = both(holds, c ? emit(graph, "aten::eq", {c, width}, anchor)
+                          : emit(graph, "aten::eq", {width, rows.constantWidth}, anchor));
+  holds = both(holds, emit(graph, "aten::eq",
+                           {emit(graph, "prim::dtype", {u}, anchor),
+                            static_cast<int64_t>(c10::ScalarType::Bool)},
+                           anchor));
+  if (rows.dim != -1)
+    for (Value *leaf : rows.leaves)
+      holds = both(holds, emit(graph, "aten::eq",
+                               {emit(graph, "aten::dim", {leaf}, anchor), rows.dim},
+                               anchor));
+  return holds;
+}
+
+Value *rowsOfExpanded(Graph &graph, Value *x, Value *unsqueezed,
+                      const Node *anchor) {
+  return emitIndex(graph, x, rebuiltWithout(graph, unsqueezed, anchor), anchor);
 }
 
 } // namespace staticify

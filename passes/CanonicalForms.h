@@ -16,6 +16,8 @@
 //   or of int64 x viewed as L elements    ones), for a uint8 (int64) x (a
 //   (bincount(...).view(C, C)),           guard on its dtype: no sync)
 //   x.shape[i], constant i             -> x.size(i)
+//   f(a.expand_as(x), b.expand_as(x)), -> f(a, b).expand_as(x), where the
+//   f elementwise                         result is only read
 //   an op computed twice               -> once (mergeEqualTensorOps)
 //
 // Each is exact wherever the original does not raise (a 0-d m: nonzero(m)
@@ -27,6 +29,8 @@
 #include <torch/csrc/jit/ir/ir.h>
 
 #include <functional>
+#include <optional>
+#include <vector>
 
 namespace staticify {
 
@@ -57,6 +61,40 @@ bool mergeEqualTensorOps(
 /// argument nor returns a view of it (no return, no container, no alias):
 /// another value of equal contents that nothing writes may stand for it.
 bool readOnlyByOps(const torch::jit::Value *v);
+
+/// `x[U.expand_as(x)].view(-1, C)` (or `.reshape`, or expanded to
+/// `x.size()`), U = `m.unsqueeze(d)` or an elementwise op of such
+/// unsqueezes and host numbers, all at one d (-1, or a constant d >= 0):
+/// ssd.pytorch's `conf_data[(pos_idx.long() + neg_idx.long()).gt(0)]
+/// .view(-1, num_classes)`, masked LM heads' `logits.masked_select(
+/// mask.unsqueeze(-1).expand_as(logits)).view(-1, V)` (once it reads
+/// `logits[...]`). Where U has x's shape with a last size of 1, each
+/// unsqueeze is at its operand's end, C is x's last size and U is a bool
+/// mask (expandedRowsTest: metadata, no sync), it selects x's rows where
+/// m holds, m being U's tree without the unsqueezes (rowsOfExpanded): the
+/// expanded mask takes whole rows in row-major order and the view regroups
+/// their elements as rows. specialize-shapes versions a method on it.
+struct ExpandedRows {
+  torch::jit::Node *view = nullptr;
+  torch::jit::Value *x = nullptr;
+  torch::jit::Value *width = nullptr;      // C, a host int, or
+  int64_t constantWidth = 0;               // C, where width is null
+  torch::jit::Value *unsqueezed = nullptr; // U
+  int64_t dim = -1;                        // d
+  std::vector<torch::jit::Value *> leaves; // the unsqueezes' operands
+};
+std::optional<ExpandedRows> matchExpandedRows(torch::jit::Node *node);
+/// Whether the test may read \p width (a C) again wherever it is: a
+/// module attribute (`self.num_classes`).
+bool widthReadAnywhere(const torch::jit::Value *width);
+/// The host test of \p rows' facts, at \p anchor.
+torch::jit::Value *expandedRowsTest(torch::jit::Graph &graph,
+                                    const ExpandedRows &rows,
+                                    const torch::jit::Node *anchor);
+/// `x[m]` for \p unsqueezed's tree m without its unsqueezes, at \p anchor.
+torch::jit::Value *rowsOfExpanded(torch::jit::Graph &graph, torch::jit::Value *x,
+                                  torch::jit::Value *unsqueezed,
+                                  const torch::jit::Node *anchor);
 
 /// Rewrites \p node into its canonical form, inserting the new nodes before
 /// it and destroying it (and nothing else); returns whether it did.

@@ -552,8 +552,10 @@ const std::vector<PassInfo> &registeredPasses() {
        "show x of m's shape (preds.masked_select(~target.isnan())) -> "
        "versioned on x.size() == m.size() (metadata: no sync) from where "
        "both are made: the first version selects x[m], by the mask's own "
-       "count, the original is the fallback; only where the rewrites after "
-       "it then reach the host less often",
+       "count, the original is the fallback; likewise the rows of an "
+       "expanded mask, x[m.unsqueeze(-1).expand_as(x)].view(-1, C) -> x[m] "
+       "where m has x's leading shape and C its last size; only where the "
+       "rewrites after it then reach the host less often",
        true, specializeShapes},
       {"host-replay",
        "host reads of tensors built from host numbers on a device "

@@ -947,6 +947,27 @@ bool provablySameRank(const Value *a, const Value *b) {
         provablySameRank(na->input(0), nb->input(0)))
       return true;
   }
+  // Items of one unpacked unbind, split or chunk: one rank.
+  if (na == nb && na->kind() == c10::prim::ListUnpack) {
+    c10::Symbol from = na->input(0)->node()->kind();
+    if (from == c10::aten::unbind || from == c10::aten::split ||
+        from == c10::aten::chunk || from == c10::aten::split_with_sizes)
+      return true;
+  }
+  // Broadcasting elementwise ops whose operands pair up by rank (torchvision's
+  // `max(x1, x1g)` and `min(x2, x2g)`, x1 and x2 rows of one unbind): a
+  // broadcast has its operands' largest rank.
+  if (isRankPreserving(na) && isRankPreserving(nb) &&
+      na->inputs().size() == nb->inputs().size()) {
+    bool paired = true;
+    for (size_t i = 0; paired && i < na->inputs().size(); ++i) {
+      const Value *u = na->input(i), *v = nb->input(i);
+      bool tu = isTensor(u) && !provablyZeroDim(u), tv = isTensor(v) && !provablyZeroDim(v);
+      paired = tu == tv && (!tu || (u != a && v != b && provablySameRank(u, v)));
+    }
+    if (paired)
+      return true;
+  }
   auto ra = knownRank(a, nullptr), rb = knownRank(b, nullptr);
   return ra && ra == rb;
 }

@@ -42,10 +42,15 @@ struct Fact {
   std::optional<int64_t> rank;
   Value *shapeOf = nullptr;
   c10::ScalarType dtype = c10::ScalarType::Bool;
+  /// Or: that the rows `x[U.expand_as(x)].view(-1, C)` of this view
+  /// (matchExpandedRows) are `x[m]` (expandedRowsTest); \p input is then x.
+  Node *rowsView = nullptr;
 };
 
 /// The host test of \p fact (metadata: no sync).
 Value *holds(Graph &graph, const Fact &fact, const Node *anchor) {
+  if (fact.rowsView)
+    return expandedRowsTest(graph, *matchExpandedRows(fact.rowsView), anchor);
   if (fact.shapeOf)
     return emit(graph, "aten::eq",
                 {emit(graph, "aten::size", {fact.input}, anchor),
@@ -223,12 +228,20 @@ std::vector<Value *> inputsDecidingUniques(const Graph &graph,
 Node *versionPoint(Graph &graph, const std::vector<Fact> &facts) {
   Block *top = graph.block();
   Node *first = *top->nodes().begin();
-  for (const Fact &fact : facts)
-    for (Value *v : {fact.input, fact.shapeOf})
+  for (const Fact &fact : facts) {
+    std::vector<Value *> made = {fact.input, fact.shapeOf};
+    if (fact.rowsView) {
+      std::optional<ExpandedRows> rows = matchExpandedRows(fact.rowsView);
+      made = {rows->x, rows->unsqueezed};
+      if (rows->width && !widthReadAnywhere(rows->width))
+        made.push_back(rows->width);
+    }
+    for (Value *v : made)
       if (v && v->node()->owningBlock() == top &&
           v->node()->kind() != c10::prim::Param &&
           !first->isAfter(v->node()))
         first = v->node()->next();
+  }
   return first;
 }
 
@@ -277,8 +290,9 @@ void version(Graph &graph, const std::vector<Fact> &facts, Results results) {
   ifNode->i_(guardAttr(), 1);
   bool ranks = std::any_of(facts.begin(), facts.end(),
                            [](const Fact &fact) { return fact.rank.has_value(); });
-  bool shapes = std::any_of(facts.begin(), facts.end(),
-                            [](const Fact &fact) { return fact.shapeOf; });
+  bool shapes = std::any_of(facts.begin(), facts.end(), [](const Fact &fact) {
+    return fact.shapeOf || fact.rowsView;
+  });
   ifNode->i_(specializedAttr(), shapes  ? kSpecializedShapes
                                 : ranks ? kSpecializedRanks
                                         : 1);
@@ -298,7 +312,8 @@ void version(Graph &graph, const std::vector<Fact> &facts, Results results) {
   {
     torch::jit::WithInsertPoint at(then->return_node());
     for (const Fact &fact : facts)
-      env[fact.input] = refined(graph, fact, otherwise->nodes().front());
+      if (!fact.rowsView)
+        env[fact.input] = refined(graph, fact, otherwise->nodes().front());
   }
   auto lookup = [&](Value *v) {
     auto it = env.find(v);
@@ -317,6 +332,23 @@ void version(Graph &graph, const std::vector<Fact> &facts, Results results) {
     then->registerOutput(lookup(out));
     Value *result = ifNode->addOutput()->setType(out->type());
     sink->replaceInput(i, result);
+  }
+  // Rows of an expanded mask, where the facts say they are rows of the
+  // mask: selected as such in the first version.
+  for (const Fact &fact : facts) {
+    if (!fact.rowsView)
+      continue;
+    std::optional<ExpandedRows> rows = matchExpandedRows(fact.rowsView);
+    Node *view = lookup(fact.rowsView->output())->node();
+    Node *index = view->input(0)->node();
+    torch::jit::WithInsertPoint at(view);
+    Value *selected =
+        rowsOfExpanded(graph, lookup(rows->x), lookup(rows->unsqueezed), view);
+    selected->setType(view->output()->type());
+    view->output()->replaceAllUsesWith(selected);
+    view->destroy();
+    if (index->output()->uses().empty())
+      index->destroy();
   }
   // What the facts make canonical (a nonzero made a vector, of an m now of
   // rank 1, is where(m)[0]): normalize's sweep, on the first version.
@@ -337,6 +369,8 @@ size_t syncPointsWith(Graph &graph, PassContext &ctx,
       fact.input = trial.counterpart(fact.input);
       if (fact.shapeOf)
         fact.shapeOf = trial.counterpart(fact.shapeOf);
+      if (fact.rowsView)
+        fact.rowsView = trial.counterpart(fact.rowsView);
     }
     version(*trial.graph(), theirs, results);
   }
@@ -469,6 +503,26 @@ std::vector<Fact> selectionShapeFacts(Graph &graph,
     facts.push_back({x, std::nullopt, m});
     if (facts.size() == kMaxShapeFacts)
       break;
+  }
+  // Rows of an expanded mask (matchExpandedRows), all of the top block and
+  // C made before the selection, so that the versions both select.
+  for (Node *node : graph.block()->nodes()) {
+    if (facts.size() == kMaxShapeFacts)
+      break;
+    std::optional<ExpandedRows> rows = matchExpandedRows(node);
+    if (!rows)
+      continue;
+    const Node *index = node->input(0)->node();
+    if (index->owningBlock() != graph.block() || !topLevel(rows->x) ||
+        !topLevel(rows->unsqueezed) ||
+        (rows->width && !widthReadAnywhere(rows->width) &&
+         rows->width->node()->owningBlock() == graph.block() &&
+         rows->width->node()->isAfter(index)))
+      continue;
+    Fact fact;
+    fact.input = rows->x;
+    fact.rowsView = node;
+    facts.push_back(fact);
   }
   return facts;
 }

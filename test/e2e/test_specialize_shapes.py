@@ -83,3 +83,35 @@ def test_masked_select_of_computed_base_is_static(staticify, save, tmp_path):
             labels[torch.rand(*labels_shape, generator=gen) >= keep] = -100
             same_or_padding(original, result, logits.argmax(-1), labels != -100, logits,
                             labels)
+
+
+class HardNegativeLoss(torch.nn.Module):
+    """ssd.pytorch's MultiBoxLoss confidence term: the rows of an expanded
+    mask, `conf[(pos_idx.long() + neg_idx.long()).gt(0)].view(-1, C)`,
+    against the targets selected by the unexpanded mask."""
+
+    def forward(self, conf: Tensor, conf_t: Tensor, neg: Tensor) -> Tensor:
+        pos = conf_t > 0
+        pos_idx = pos.unsqueeze(2).expand_as(conf)
+        neg_idx = neg.unsqueeze(2).expand_as(conf)
+        rows = conf[(pos_idx.long() + neg_idx.long()).gt(0)].view(-1, 4)
+        targets = conf_t[(pos.long() + neg.long()).gt(0)]
+        return torch.nn.functional.cross_entropy(rows, targets, reduction="sum")
+
+
+def test_rows_of_expanded_mask_are_static(staticify, save, tmp_path):
+    original, result, report = compiled(staticify, save, tmp_path, HardNegativeLoss())
+    assert sync_points(report) == (2, 0)
+    gen = torch.Generator().manual_seed(2)
+    # The first version: conf [B, A, 4] and masks [B, A]. The original: a
+    # mask of one row broadcast over the batch, a last dim other than 4
+    # (the view regroups elements), and shapes that do not broadcast.
+    shapes = [((3, 7, 4), (3, 7)), ((1, 5, 4), (1, 5)), ((0, 5, 4), (0, 5)),
+              ((3, 7, 4), (1, 7)), ((3, 7, 8), (3, 7)), ((3, 7, 4), (3, 6))]
+    for conf_shape, mask_shape in shapes:
+        for keep in (0.0, 0.3, 1.0):
+            conf = torch.randn(*conf_shape, generator=gen)
+            conf_t = torch.randint(0, 4, mask_shape, generator=gen)
+            conf_t[torch.rand(*mask_shape, generator=gen) >= keep] = 0
+            neg = torch.rand(*mask_shape, generator=gen) < 0.2
+            same(original, result, conf, conf_t, neg)

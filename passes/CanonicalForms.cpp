@@ -393,12 +393,34 @@ bool vectorUniqueConsecutive(Graph &graph, Node *node) {
   return true;
 }
 
+/// The elements of \p v, a branch \p block's result: the inputs of the
+/// TupleConstruct or ListConstruct (\p kind) made in the block and read
+/// only there, or the items of a constant tuple (constant propagation's
+/// `(torch.tensor(0.0), torch.tensor(0))`), put in the block as constants
+/// of their own; nullopt otherwise.
+std::optional<std::vector<Value *>> builtElements(Graph &graph, Block *block,
+                                                  Value *v, c10::Symbol kind) {
+  Node *n = v->node();
+  if (n->kind() == kind && n->owningBlock() == block && v->uses().size() == 1)
+    return std::vector<Value *>(n->inputs().begin(), n->inputs().end());
+  std::optional<c10::IValue> constant = torch::jit::toIValue(v);
+  if (kind != c10::prim::TupleConstruct || n->kind() != c10::prim::Constant ||
+      !constant || !constant->isTuple())
+    return std::nullopt;
+  std::vector<Value *> items;
+  torch::jit::WithInsertPoint at(block->return_node());
+  for (const c10::IValue &item : constant->toTupleRef().elements())
+    items.push_back(graph.insertConstant(item));
+  return items;
+}
+
 /// An if whose branches each build the tuple or list it returns, of one
 /// length (`out = (a, b * 2)` / `out = (b, a + 1)`), and reads nowhere
 /// else, returns their elements instead and the container is built after
 /// it: the same values, a new container either way (a list built in a
-/// branch is a new one each time too). The if then returns tensors, which
-/// if-convert and lift-scalars take.
+/// branch is a new one each time too; a constant tuple's items are the
+/// same objects at each call, as its own constants are). The if then
+/// returns tensors, which if-convert and lift-scalars take.
 bool containerOfIfAsElements(Graph &graph, Node *node) {
   if (node->kind() != c10::prim::If || node->blocks().size() != 2)
     return false;
@@ -406,25 +428,36 @@ bool containerOfIfAsElements(Graph &graph, Node *node) {
   bool changed = false;
   for (size_t i = node->outputs().size(); i-- > 0;) {
     Value *out = node->output(i);
-    const Node *a = then->outputs()[i]->node();
-    const Node *b = otherwise->outputs()[i]->node();
     auto tuple = out->type()->cast<c10::TupleType>();
     auto list = out->type()->cast<c10::ListType>();
     c10::Symbol kind =
         tuple ? c10::prim::TupleConstruct : c10::prim::ListConstruct;
-    if ((!tuple && !list) || (tuple && tuple->schema()) || a->kind() != kind ||
-        b->kind() != kind || a->owningBlock() != then ||
-        b->owningBlock() != otherwise || a->output()->uses().size() != 1 ||
-        b->output()->uses().size() != 1 ||
-        a->inputs().size() != b->inputs().size() ||
-        (tuple && tuple->elements().size() != a->inputs().size()))
+    if ((!tuple && !list) || (tuple && tuple->schema()))
       continue;
+    // Matched before anything is added: a constant's items are put in
+    // the branch only once both branches match.
+    auto shape = [&](Value *v, Block *b) {
+      Node *n = v->node();
+      if (n->kind() == kind && n->owningBlock() == b && v->uses().size() == 1)
+        return std::optional<size_t>(n->inputs().size());
+      std::optional<c10::IValue> c = torch::jit::toIValue(v);
+      if (tuple && n->kind() == c10::prim::Constant && c && c->isTuple())
+        return std::optional<size_t>(c->toTupleRef().elements().size());
+      return std::optional<size_t>();
+    };
+    std::optional<size_t> na = shape(then->outputs()[i], then);
+    std::optional<size_t> nb = shape(otherwise->outputs()[i], otherwise);
+    if (!na || na != nb || (tuple && tuple->elements().size() != *na))
+      continue;
+    std::vector<Value *> a = *builtElements(graph, then, then->outputs()[i], kind);
+    std::vector<Value *> b =
+        *builtElements(graph, otherwise, otherwise->outputs()[i], kind);
     std::vector<Value *> elements;
-    for (size_t k = 0; k < a->inputs().size(); ++k) {
+    for (size_t k = 0; k < a.size(); ++k) {
       c10::TypePtr type =
           tuple ? tuple->elements()[k] : list->getElementType();
-      then->registerOutput(a->input(k));
-      otherwise->registerOutput(b->input(k));
+      then->registerOutput(a[k]);
+      otherwise->registerOutput(b[k]);
       elements.push_back(node->addOutput()->setType(type));
     }
     torch::jit::WithInsertPoint guard(node->next());

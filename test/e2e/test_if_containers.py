@@ -19,6 +19,18 @@ class SwapPair(torch.nn.Module):
         return out
 
 
+class AccuracyOrZeros(torch.nn.Module):
+    """torchmetrics' early return of constants where nothing is kept
+    (folded into one tuple constant by constant propagation)."""
+
+    def forward(self, a: Tensor, b: Tensor) -> Tuple[Tensor, Tensor]:
+        keep = a > 0
+        if keep.sum() == 0:
+            return torch.tensor(0.0), torch.tensor(0)
+        hits = (b > 0) & keep
+        return hits.float().sum() / keep.sum(), hits.sum()
+
+
 class StackChosen(torch.nn.Module):
     def forward(self, a: Tensor, b: Tensor) -> Tensor:
         if bool(a.max() > 1):
@@ -59,10 +71,11 @@ def inputs(gen):
     for trial in range(40):
         a = torch.randn(6, generator=gen) + (2 if trial % 2 else -2)
         yield a, torch.randn(6, generator=gen)
+    yield -torch.ones(6), torch.randn(6, generator=gen)  # nothing kept
 
 
 def test_tuple_and_list_ifs_are_converted(staticify, save, tmp_path):
-    for module in (SwapPair(), StackChosen()):
+    for module in (SwapPair(), StackChosen(), AccuracyOrZeros()):
         report, original, static = run(staticify, save, tmp_path, module)
         assert sync_points(report) == (1, 0), type(module).__name__
         for a, b in inputs(torch.Generator().manual_seed(0)):

@@ -374,6 +374,20 @@ void RankSnapshot::assume(const Value *v, int64_t rank) {
 /// the mask's plus one, an if its branches' common rank, a tensor read out
 /// of a list or dict, and cat and stack of a list, by what the container
 /// holds (innerRank).
+/// Whether the list \p list holds what its ListConstruct built: no use
+/// writes it (an append, `xs[i] = v`), every user an op whose schema says so.
+static bool unwrittenList(const Value *list) {
+  for (const torch::jit::Use &use : list->uses()) {
+    const c10::FunctionSchema *schema = use.user->maybeSchema();
+    if (!schema || use.offset >= schema->arguments().size())
+      return false;
+    const c10::AliasInfo *alias = schema->arguments()[use.offset].alias_info();
+    if (alias && alias->isWrite())
+      return false;
+  }
+  return true;
+}
+
 SizeSource sizeSource(const Value *v, int64_t dim, int depth) {
   if (depth > 16 || dim < 0)
     return {};
@@ -392,7 +406,7 @@ SizeSource sizeSource(const Value *v, int64_t dim, int depth) {
       return i < static_cast<int64_t>(c->size()) ? SizeSource{nullptr, (*c)[i]}
                                                  : SizeSource{};
     const Node *l = list->node();
-    if (l->kind() != c10::prim::ListConstruct ||
+    if (l->kind() != c10::prim::ListConstruct || !unwrittenList(list) ||
         i >= static_cast<int64_t>(l->inputs().size()))
       return {};
     std::optional<int64_t> c = constantInt(l->input(i));
@@ -401,7 +415,7 @@ SizeSource sizeSource(const Value *v, int64_t dim, int depth) {
   auto listLength = [](const Value *list) -> int64_t {
     if (std::optional<std::vector<int64_t>> c = constantIntList(list))
       return static_cast<int64_t>(c->size());
-    return list->node()->kind() == c10::prim::ListConstruct
+    return list->node()->kind() == c10::prim::ListConstruct && unwrittenList(list)
                ? static_cast<int64_t>(list->node()->inputs().size())
                : -1;
   };
@@ -465,8 +479,12 @@ SizeSource sizeSource(const Value *v, int64_t dim, int depth) {
     std::optional<int64_t> c = constantInt(n->input(3));
     return c ? SizeSource{nullptr, *c} : SizeSource{n->input(3), std::nullopt};
   }
+  // The list must hold only what it was built with: one that appends
+  // grow (`blocks = []`, then `blocks.append(...)` in a loop: torchaudio's
+  // Emformer) has more parts than its ListConstruct.
   if (kind == c10::aten::cat && n->inputs().size() == 2 && constantInt(n->input(1)) == dim &&
-      n->input(0)->node()->kind() == c10::prim::ListConstruct) {
+      n->input(0)->node()->kind() == c10::prim::ListConstruct &&
+      unwrittenList(n->input(0))) {
     int64_t sum = 0;
     for (const Value *part : n->input(0)->node()->inputs()) {
       std::optional<int64_t> c = sizeSource(part, dim, depth + 1).constant;

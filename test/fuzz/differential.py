@@ -905,6 +905,29 @@ class Gen:
         self.pool.append(target)
         return True
 
+    def p_appended_cat(self):
+        """A tensor rebuilt from its rows appended to a list, then cat
+        (torchaudio's Emformer `_gen_right_context`): the list holds more
+        than its ListConstruct shows, so its cat's rows are no sum of
+        what was listed there."""
+        a = self.pick(lambda v: v.kind == "full" and v.dtype == "f")
+        if a is None:
+            return False
+        parts, k = self.fresh("pk"), self.fresh("k")
+        # A first part of no rows and a's trailing sizes, as constants (so
+        # that the list's ListConstruct seems to hold every row: none).
+        trailing = list(self.S[1:]) if a.mk == "elem" else []
+        sizes = ", ".join(str(d) for d in [0] + trailing)
+        self.emit(f"{parts} = [torch.zeros([{sizes}], device={a.name}.device)]", "appended-cat")
+        self.emit(f"for {k} in range({a.name}.size(0)):", "appended-cat")
+        self.emit(f"    {parts}.append({a.name}[{k}:{k} + 1])", "appended-cat")
+        joined = self.fresh("c")
+        self.emit(f"{joined} = torch.cat({parts})", "appended-cat")
+        # Its rows read back (1.0 where they are a's, as they are).
+        return self.add(Var(self.fresh(), "full", "f", a.mk),
+                        f"{joined} * float({joined}.size(0) == {a.name}.size(0))",
+                        "appended-cat")
+
     def p_branch_store(self):
         """An in-place write in a branch on data (`if c: y[m] = 0`,
         `y.add_(v)`, `y += a`): branch-writes computes it out of place and
@@ -957,7 +980,7 @@ class Gen:
                    ("p_dead", 3), ("p_helper_dyn", 1), ("p_recompute", 3), ("p_loop", 4),
                    ("p_branch_store", 4), ("p_runs", 2), ("p_columns", 2),
                    ("p_rows_more", 3), ("p_all_tested", 3), ("p_range_store", 2),
-                   ("p_out_variant", 2), ("p_padding_mask", 3)]
+                   ("p_out_variant", 2), ("p_padding_mask", 3), ("p_appended_cat", 2)]
 
     def returnable(self, v):
         return v.kind not in ("num",) and v.name not in ("x", "y", "t", "xi")

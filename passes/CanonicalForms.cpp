@@ -148,22 +148,27 @@ std::pair<Value *, Value *> expansionOf(const Value *v) {
   return {nullptr, nullptr};
 }
 
-/// Whether every use of \p v only reads it: ops whose argument neither
-/// writes nor views it, and index lists read by aten::index. An expansion
-/// put in v's place shares memory among its elements, which a write would
-/// refuse and a view would keep.
+/// Whether \p use passes its value to an op that neither writes that
+/// argument nor returns a view of it (readOnlyByOps, use by use).
+bool readByOp(const torch::jit::Use &use) {
+  const c10::FunctionSchema *schema = use.user->maybeSchema();
+  return schema && use.offset < schema->arguments().size() &&
+         !schema->arguments()[use.offset].alias_info();
+}
+
+/// readOnlyByOps, index lists read by aten::index allowed too. An
+/// expansion put in v's place shares memory among its elements, which a
+/// write would refuse and a view would keep.
 bool onlyReadAsValues(const Value *v) {
   for (const torch::jit::Use &use : v->uses()) {
-    if (use.user->kind() == c10::prim::ListConstruct) {
-      for (const torch::jit::Use &inner : use.user->output()->uses())
-        if (inner.user->kind() != c10::aten::index || inner.offset != 1)
-          return false;
+    if (use.user->kind() != c10::prim::ListConstruct) {
+      if (!readByOp(use))
+        return false;
       continue;
     }
-    const c10::FunctionSchema *schema = use.user->maybeSchema();
-    if (!schema || use.offset >= schema->arguments().size() ||
-        schema->arguments()[use.offset].alias_info())
-      return false;
+    for (const torch::jit::Use &inner : use.user->output()->uses())
+      if (inner.user->kind() != c10::aten::index || inner.offset != 1)
+        return false;
   }
   return true;
 }
@@ -184,7 +189,7 @@ bool pureElementwise(const Node *node) {
 /// .expand_as(x)`. Each element depends on the operands' at its position
 /// alone, and every operand expands to the shape, so their broadcast does
 /// too. The expansion moves outward, where a selection by it is
-/// recognised (expandedRowsAsSelection). Only where the result is only
+/// recognised (matchExpandedRows, which specialize-shapes versions on). Only where the result is only
 /// read (onlyReadAsValues): an expansion shares memory among its elements.
 bool elementwiseOfExpansions(Graph &graph, Node *node) {
   if (!pureElementwise(node) || !onlyReadAsValues(node->output()))
@@ -393,23 +398,32 @@ bool vectorUniqueConsecutive(Graph &graph, Node *node) {
   return true;
 }
 
-/// The elements of \p v, a branch \p block's result: the inputs of the
-/// TupleConstruct or ListConstruct (\p kind) made in the block and read
-/// only there, or the items of a constant tuple (constant propagation's
-/// `(torch.tensor(0.0), torch.tensor(0))`), put in the block as constants
-/// of their own; nullopt otherwise.
-std::optional<std::vector<Value *>> builtElements(Graph &graph, Block *block,
-                                                  Value *v, c10::Symbol kind) {
-  Node *n = v->node();
-  if (n->kind() == kind && n->owningBlock() == block && v->uses().size() == 1)
-    return std::vector<Value *>(n->inputs().begin(), n->inputs().end());
-  std::optional<c10::IValue> constant = torch::jit::toIValue(v);
-  if (kind != c10::prim::TupleConstruct || n->kind() != c10::prim::Constant ||
-      !constant || !constant->isTuple())
+/// Whether \p v, a branch \p block's result, is the TupleConstruct or
+/// ListConstruct (\p kind) made in the block and read only there.
+bool builtInBranch(const Value *v, const Block *block, c10::Symbol kind) {
+  const Node *n = v->node();
+  return n->kind() == kind && n->owningBlock() == block && v->uses().size() == 1;
+}
+
+/// The tuple constant \p v is (constant propagation's fold of
+/// `(torch.tensor(0.0), torch.tensor(0))`), or nullopt.
+std::optional<c10::IValue> constantTuple(const Value *v) {
+  if (v->node()->kind() != c10::prim::Constant)
     return std::nullopt;
+  std::optional<c10::IValue> c = torch::jit::toIValue(v);
+  return c && c->isTuple() ? c : std::nullopt;
+}
+
+/// The elements of \p v, a branch \p block's result that builtInBranch or
+/// constantTuple takes: the construct's inputs, or the tuple's items put in
+/// the block as constants of their own.
+std::vector<Value *> branchElements(Graph &graph, Block *block, Value *v,
+                                    c10::Symbol kind) {
+  if (builtInBranch(v, block, kind))
+    return {v->node()->inputs().begin(), v->node()->inputs().end()};
   std::vector<Value *> items;
   torch::jit::WithInsertPoint at(block->return_node());
-  for (const c10::IValue &item : constant->toTupleRef().elements())
+  for (const c10::IValue &item : constantTuple(v)->toTupleRef().elements())
     items.push_back(graph.insertConstant(item));
   return items;
 }
@@ -436,22 +450,20 @@ bool containerOfIfAsElements(Graph &graph, Node *node) {
       continue;
     // Matched before anything is added: a constant's items are put in
     // the branch only once both branches match.
-    auto shape = [&](Value *v, Block *b) {
-      Node *n = v->node();
-      if (n->kind() == kind && n->owningBlock() == b && v->uses().size() == 1)
-        return std::optional<size_t>(n->inputs().size());
-      std::optional<c10::IValue> c = torch::jit::toIValue(v);
-      if (tuple && n->kind() == c10::prim::Constant && c && c->isTuple())
-        return std::optional<size_t>(c->toTupleRef().elements().size());
-      return std::optional<size_t>();
+    auto length = [&](const Value *v, const Block *b) -> std::optional<size_t> {
+      if (builtInBranch(v, b, kind))
+        return v->node()->inputs().size();
+      if (std::optional<c10::IValue> c = tuple ? constantTuple(v) : std::nullopt)
+        return c->toTupleRef().elements().size();
+      return std::nullopt;
     };
-    std::optional<size_t> na = shape(then->outputs()[i], then);
-    std::optional<size_t> nb = shape(otherwise->outputs()[i], otherwise);
+    std::optional<size_t> na = length(then->outputs()[i], then);
+    std::optional<size_t> nb = length(otherwise->outputs()[i], otherwise);
     if (!na || na != nb || (tuple && tuple->elements().size() != *na))
       continue;
-    std::vector<Value *> a = *builtElements(graph, then, then->outputs()[i], kind);
+    std::vector<Value *> a = branchElements(graph, then, then->outputs()[i], kind);
     std::vector<Value *> b =
-        *builtElements(graph, otherwise, otherwise->outputs()[i], kind);
+        branchElements(graph, otherwise, otherwise->outputs()[i], kind);
     std::vector<Value *> elements;
     for (size_t k = 0; k < a.size(); ++k) {
       c10::TypePtr type =
@@ -1102,13 +1114,7 @@ bool mergeEqualTensorOps(const std::shared_ptr<Graph> &graph,
 }
 
 bool readOnlyByOps(const Value *v) {
-  for (const torch::jit::Use &use : v->uses()) {
-    const c10::FunctionSchema *schema = use.user->maybeSchema();
-    if (!schema || use.offset >= schema->arguments().size() ||
-        schema->arguments()[use.offset].alias_info())
-      return false;
-  }
-  return true;
+  return std::all_of(v->uses().begin(), v->uses().end(), readByOp);
 }
 
 bool canonicalizeSpelling(Graph &graph, Node *node) {
@@ -1201,7 +1207,6 @@ std::optional<ExpandedRows> matchExpandedRows(Node *node) {
       index->input(1)->node()->inputs().size() != 1)
     return std::nullopt;
   ExpandedRows rows;
-  rows.view = node;
   rows.x = index->input(0);
   if (listed)
     rows.width = list->input(1);

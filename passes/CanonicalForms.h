@@ -75,7 +75,6 @@ bool readOnlyByOps(const torch::jit::Value *v);
 /// expanded mask takes whole rows in row-major order and the view regroups
 /// their elements as rows. specialize-shapes versions a method on it.
 struct ExpandedRows {
-  torch::jit::Node *view = nullptr;
   torch::jit::Value *x = nullptr;
   torch::jit::Value *width = nullptr;      // C, a host int, or
   int64_t constantWidth = 0;               // C, where width is null

@@ -365,15 +365,6 @@ void RankSnapshot::assume(const Value *v, int64_t rank) {
   }
 }
 
-/// The rank of \p v when op semantics fix it: `where(m)[i]` and `arange` are
-/// 1-D, roi_align's 4-D, linear's its input's (by a matrix), `gather` has
-/// its index's rank, rank-preserving ops (slice included)
-/// the largest of their tensor operands' (they broadcast), per-row ops their
-/// input's, unsqueeze one more, select one less, a reduction over constant
-/// dims without keepdim that many fewer, x[mask] (with \p analysis) x's less
-/// the mask's plus one, an if its branches' common rank, a tensor read out
-/// of a list or dict, and cat and stack of a list, by what the container
-/// holds (innerRank).
 /// Whether the list \p list holds what its ListConstruct built: no use
 /// writes it (an append, `xs[i] = v`), every user an op whose schema says so.
 static bool unwrittenList(const Value *list) {
@@ -388,6 +379,15 @@ static bool unwrittenList(const Value *list) {
   return true;
 }
 
+/// The rank of \p v when op semantics fix it: `where(m)[i]` and `arange` are
+/// 1-D, roi_align's 4-D, linear's its input's (by a matrix), `gather` has
+/// its index's rank, rank-preserving ops (slice included)
+/// the largest of their tensor operands' (they broadcast), per-row ops their
+/// input's, unsqueeze one more, select one less, a reduction over constant
+/// dims without keepdim that many fewer, x[mask] (with \p analysis) x's less
+/// the mask's plus one, an if its branches' common rank, a tensor read out
+/// of a list or dict, and cat and stack of a list, by what the container
+/// holds (innerRank).
 SizeSource sizeSource(const Value *v, int64_t dim, int depth) {
   if (depth > 16 || dim < 0)
     return {};
@@ -981,7 +981,7 @@ bool provablySameRank(const Value *a, const Value *b) {
     for (size_t i = 0; paired && i < na->inputs().size(); ++i) {
       const Value *u = na->input(i), *v = nb->input(i);
       bool tu = isTensor(u) && !provablyZeroDim(u), tv = isTensor(v) && !provablyZeroDim(v);
-      paired = tu == tv && (!tu || (u != a && v != b && provablySameRank(u, v)));
+      paired = tu == tv && (!tu || provablySameRank(u, v));
     }
     if (paired)
       return true;

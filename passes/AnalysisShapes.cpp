@@ -145,7 +145,10 @@ ShapeDep resultShape(const AnalysisResult &facts, const Node *node, OpRole role,
   if (const OpInfo *op = opInfo(node); op && !dataShapeArg) {
     if (op->has(kShapeFromHostArgs))
       return ShapeDep::Static;
-    if (op->has(kShapeOfFirst) && isTensor(node->input(0)))
+    // kKeepsShape: whatever its dims (sort along the rows of a selection
+    // still has the selection's rows, and only they depend on data).
+    if ((op->has(kShapeOfFirst) || op->has(kKeepsShape)) &&
+        isTensor(node->input(0)))
       return shapeOf(node->input(0));
   }
   if (!dataShapeArg && (node->kind() == c10::aten::index_select ||

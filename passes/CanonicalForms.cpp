@@ -777,6 +777,79 @@ bool lenOfShapeAsDim(Graph &graph, Node *node) {
       node, emit(graph, "aten::dim", {node->input(0)->node()->input(0)}, node));
 }
 
+/// A read of the shape of a result of an op that keeps its first operand's
+/// shape (OpInfo's kKeepsShape: sort, argsort, cumsum, softmax, flip, roll)
+/// reads that operand's: `p, i = x[m].sort(); p.numel()` is `x[m].numel()`,
+/// the count of m, which lift-scalars and bound take from the selection.
+/// Not where an op reshapes the operand in place (`x.squeeze_()`): its
+/// shape would change between the two reads.
+bool shapeReadOfShapeKeeper(Node *node) {
+  using namespace c10;
+  static const Symbol numel = Symbol::aten("numel");
+  if (node->kind() != numel && node->kind() != aten::size &&
+      node->kind() != aten::dim && node->kind() != aten::len)
+    return false;
+  if (node->inputs().empty() || !isTensor(node->input(0)))
+    return false;
+  const Node *def = node->input(0)->node();
+  const OpInfo *info = opInfo(def);
+  if (!info || !info->has(kKeepsShape) || def->inputs().empty() ||
+      !isTensor(def->input(0)))
+    return false;
+  Value *operand = def->input(0);
+  for (const torch::jit::Use &use : operand->uses())
+    if (const OpInfo *u = opInfo(use.user); u && u->has(kReshapesInPlace))
+      return false;
+  node->replaceInput(0, operand);
+  return true;
+}
+
+/// The matrix \p u transposes (`x.t()`, `x.transpose(0, 1)`,
+/// `x.permute([1, 0])` of an x of rank 2), or null.
+Value *transposedMatrix(const Value *u) {
+  const Node *def = u->node();
+  if (def->inputs().empty() || !isTensor(def->input(0)) ||
+      knownRank(def->input(0)) != 2)
+    return nullptr;
+  auto dim = [](const Value *d) {
+    std::optional<int64_t> k = constantInt(d);
+    return k ? std::optional<int64_t>(*k < 0 ? *k + 2 : *k) : std::nullopt;
+  };
+  if (def->kind() == c10::aten::t && def->inputs().size() == 1)
+    return def->input(0);
+  if (def->kind() == c10::aten::transpose && def->inputs().size() == 3) {
+    std::optional<int64_t> a = dim(def->input(1)), b = dim(def->input(2));
+    if (a && b && *a + *b == 1 && *a * *b == 0)
+      return def->input(0);
+  }
+  if (def->kind() == c10::aten::permute && def->inputs().size() == 2)
+    if (auto order = constantIntList(def->input(1));
+        order && order->size() == 2 && ((*order)[0] == 1 || (*order)[0] == -1))
+      return def->input(0);
+  return nullptr;
+}
+
+/// `x.t()[k]`, `x.t().unbind(0)`: a row of a transposed matrix is a column
+/// of the matrix, `x[:, k]` (yolov5's `i, j = (conf > t).nonzero().t()`,
+/// the rows of nonzero's coordinates as where(m)'s). Both spellings view
+/// the same elements of x, so writes through either are the same.
+bool rowOfTransposed(Graph &graph, Node *node) {
+  bool select = node->kind() == c10::aten::select && node->inputs().size() == 3;
+  bool unbind = node->kind() == c10::aten::unbind && node->inputs().size() == 2;
+  if (!select && !unbind)
+    return false;
+  Value *x = transposedMatrix(node->input(0));
+  std::optional<int64_t> d = constantInt(node->input(1));
+  if (!x || !d || *d < -2 || *d > 1)
+    return false;
+  int64_t other = 1 - (*d < 0 ? *d + 2 : *d);
+  torch::jit::WithInsertPoint guard(node);
+  Value *dim = graph.insertConstant(other);
+  return replace(node, select ? emit(graph, "aten::select",
+                                     {x, dim, node->input(2)}, node)
+                              : emit(graph, "aten::unbind", {x, dim}, node));
+}
+
 /// Whether \p node's only use views its result as exactly \p n elements
 /// (`.view(4, 4)` of 16 bins; every size a constant, none -1): a result of
 /// any other size makes that view raise.
@@ -1138,6 +1211,7 @@ bool canonicalizeSpelling(Graph &graph, Node *node) {
          exactHistogram(graph, node) ||
          elementwiseOfExpansions(graph, node) ||
          shapeItemAsSize(graph, node) || lenOfShapeAsDim(graph, node) ||
+         shapeReadOfShapeKeeper(node) || rowOfTransposed(graph, node) ||
          unbindItemAsSelect(graph, node) || itemOfIfAsItems(graph, node);
 }
 

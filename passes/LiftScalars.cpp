@@ -1032,8 +1032,12 @@ private:
                    write);
     } else if (write->kind() == c10::aten::copy_ &&
                value->node()->kind() == c10::aten::tensor &&
-               !isTensor(value->node()->input(0))) {
-      // A host number made a tensor (`x[a:b] = 0.0`): masked_fill's number.
+               !isTensor(value->node()->input(0)) &&
+               value->node()->input(0)->type()->kind() !=
+                   c10::TypeKind::BoolType) {
+      // A host number made a tensor (`x[a:b] = 0.0`): masked_fill's number
+      // (not a bool, which its Scalar does not take: that one goes in by
+      // where, as a tensor).
       value = value->node()->input(0);
     } else if (isTensor(value)) {
       value = emit(graph, "aten::to",

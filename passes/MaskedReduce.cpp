@@ -318,7 +318,7 @@ bool maskedReduce(std::shared_ptr<Graph> &graph, PassContext &ctx) {
     RowView view;
     {
       torch::jit::WithInsertPoint guard(atSelection);
-      view = emitRowView(*graph, *sel, node);
+      view = emitRowView(*graph, *sel, node, &analysis);
     }
     torch::jit::WithInsertPoint guard(node);
     InsertedBefore emitted(node);

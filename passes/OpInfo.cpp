@@ -324,8 +324,8 @@ const std::vector<OpInfo> kTable = {
     // each row they keep the rows.
     {"aten::argmax", nullptr, R::Reduction, kMayRaise | kNonNegativeValues, D::Long, I::FirstSelected},
     {"aten::argmin", nullptr, R::Reduction, kMayRaise | kNonNegativeValues, D::Long, I::FirstSelected},
-    {"aten::argsort", nullptr, R::Other, kKeepsRank | kNonNegativeValues | kRaisesOnlyOnDims, D::Long, I::NotApplicable, nullptr, nullptr, RootShape::Leading, {"dim"}},
-    {"aten::sort", nullptr, R::Other, kKeepsRank | kRaisesOnlyOnDims, D::LongSecond, I::NotApplicable, nullptr, nullptr, RootShape::Leading, {"dim"}},
+    {"aten::argsort", nullptr, R::Other, kKeepsRank | kKeepsShape | kNonNegativeValues | kRaisesOnlyOnDims, D::Long, I::NotApplicable, nullptr, nullptr, RootShape::Leading, {"dim"}},
+    {"aten::sort", nullptr, R::Other, kKeepsRank | kKeepsShape | kRaisesOnlyOnDims, D::LongSecond, I::NotApplicable, nullptr, nullptr, RootShape::Leading, {"dim"}},
     {"aten::topk", nullptr, R::Other, kKeepsRank, D::LongSecond, I::NotApplicable, nullptr, nullptr, RootShape::Leading, {"dim"}},
     {"aten::kthvalue", nullptr, R::Other, kNoTraits, D::LongSecond, I::NotApplicable, nullptr, nullptr, RootShape::Leading, {"dim"}},
     {"aten::mode", nullptr, R::Other, kNoTraits, D::LongSecond},

@@ -51,7 +51,8 @@ static Value *boolMask(Graph &graph, const Selection &sel, const Node *anchor) {
   return emit(graph, "aten::ne", {sel.mask, 0}, anchor); // uint8 masks: != 0
 }
 
-RowView emitRowView(Graph &graph, const Selection &sel, const Node *anchor) {
+RowView emitRowView(Graph &graph, const Selection &sel, const Node *anchor,
+                    const AnalysisResult *analysis) {
   Value *base = sel.base;
   Value *mask = boolMask(graph, sel, anchor);
   if (sel.broadcasts) {
@@ -64,7 +65,24 @@ RowView emitRowView(Graph &graph, const Selection &sel, const Node *anchor) {
     Node *unpack = graph.insertNode(graph.createListUnpack(both, 2));
     base = unpack->output(0);
     mask = unpack->output(1);
-  } else if (knownRank(mask) == 1 && knownRank(base) == 1) {
+  } else if (provablySameShape(mask, base) &&
+             knownRank(base, analysis) != 1) {
+    // A mask of every element (`x[x > t]`): the elements as rows, the mask
+    // beside them; no sizes read (a bounded x's would be its count).
+    auto elements = [&](Value *t) {
+      Value *all = graph
+                       .insertNode(graph.createList(c10::IntType::get(),
+                                                    {graph.insertConstant(-1)}))
+                       ->output();
+      return emit(graph, "aten::reshape", {t, all}, anchor);
+    };
+    return {elements(base),
+            emit(graph, "aten::to",
+                 {elements(mask), emit(graph, "prim::device", {base}, anchor)},
+                 anchor)};
+  } else if (knownRank(base, analysis) == 1 &&
+             (knownRank(mask, analysis) == 1 ||
+              provablySameShape(mask, base))) {
     // A vector selected by a vector (its own length, or x[m] raises): the
     // rows and the mask as they are, no reshape by sizes (of a bounded x,
     // unique_consecutive's values, none that bound could follow).

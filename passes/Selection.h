@@ -41,9 +41,12 @@ struct RowView {
   torch::jit::Value *keep = nullptr; // bool [n, 1, ...]
 };
 
-/// Emits the row view of \p sel at the insertion point.
+/// Emits the row view of \p sel at the insertion point; \p analysis, where
+/// given, tells ranks through selections (a vector's row view reads no
+/// sizes).
 RowView emitRowView(torch::jit::Graph &graph, const Selection &sel,
-                    const torch::jit::Node *anchor);
+                    const torch::jit::Node *anchor,
+                    const AnalysisResult *analysis = nullptr);
 
 /// `base[mask]` as an aten::index node at the insertion point.
 torch::jit::Value *emitSelect(torch::jit::Graph &graph, torch::jit::Value *base,

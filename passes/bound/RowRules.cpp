@@ -4,6 +4,8 @@
 //   per-row ops on dims >= 1 (softmax, ...)   -> on the padded rows
 //   sort/argsort (any dim), topk (dim 0)     -> live rows first (sort_dim)
 //   gather along dims >= 1, one count         -> row by row (gather_within_rows)
+//   gather along dim 0 of a bounded index,
+//   take of a bounded index                  -> the index's rows
 //   reductions of a bounded value            -> masked (keep_rows)
 //   histc over a constant range              -> padding made -inf (ignored)
 //   bincount, minlength >= 1                 -> padding to bin 0, taken out
@@ -971,22 +973,56 @@ RuleResult trapzRows(Node *node, RuleContext &rc) {
 /// one count (x[m] gathered by y[m]): row by row (gather_within_rows), the
 /// padding rows' indices made valid so that only live rows can raise, as in
 /// the original.
+///
+/// Along dim 0, of a src that is not bounded and a bounded index (Open3D's
+/// `gather(labels, 0, valid_idx)`, `gather(scores, 0, idx.unsqueeze(-1)
+/// .expand(-1, c))`): row r of the result reads src at index row r alone,
+/// so the result has the index's rows, and the same form applies (no other
+/// dim of the index outgrows src's: the padding is along dim 0).
 RuleResult gatherRows(Node *node, RuleContext &rc) {
   Rep *src = rc.bounded(node->input(0));
   Rep *index = rc.bounded(node->input(2));
-  if (!src || !index || !rc.sameCount(src->count, index->count) ||
-      rc.rep(node->input(1)) || rc.rep(node->input(3)))
+  if (!index || rc.rep(node->input(1)) || rc.rep(node->input(3)) ||
+      (src && !rc.sameCount(src->count, index->count)) ||
+      (!src && rc.rep(node->input(0))))
     return RuleResult::declined();
   std::optional<int64_t> dim = constantInt(node->input(1));
   if (dim)
-    dim = resolveDim(*dim, node->input(0), 0, &rc.analysis);
-  if (!dim || *dim < 1)
+    dim = resolveDim(*dim, src ? node->input(0) : node->input(2), 0,
+                     &rc.analysis);
+  if (!src && dim == 0) {
+    Value *rows = insertForm(rc.graph, "gather_within_rows",
+                             {node->input(0), rc.constant(0), index->value,
+                              index->count},
+                             node)[0];
+    rc.setBounded(node->output(), rows, index->count,
+                  rc.analysis.info(node->input(0)).dtype == DTypeKind::Long,
+                  index->is1D);
+    return RuleResult::applied();
+  }
+  if (!src || !dim || *dim < 1)
     return RuleResult::declined();
   Value *rows = insertForm(rc.graph, "gather_within_rows",
                            {src->value, rc.constant(*dim), index->value,
                             index->count},
                            node)[0];
   rc.setBounded(node->output(), rows, index->count, src->isIndex);
+  return RuleResult::applied();
+}
+
+/// torch.take(src, index) of a bounded index into an src that is not
+/// bounded (`torch.take(col_mean, where(isnan(x))[1])`): the result has the
+/// index's shape, row r from index row r alone (take_rows).
+RuleResult takeRows(Node *node, RuleContext &rc) {
+  Rep *index = rc.bounded(node->input(1));
+  if (!index || node->inputs().size() != 2 || rc.rep(node->input(0)))
+    return RuleResult::declined();
+  Value *rows = insertForm(rc.graph, "take_rows",
+                           {node->input(0), index->value, index->count},
+                           node)[0];
+  rc.setBounded(node->output(), rows, index->count,
+                rc.analysis.info(node->input(0)).dtype == DTypeKind::Long,
+                index->is1D);
   return RuleResult::applied();
 }
 
@@ -1227,6 +1263,7 @@ void addRowRules(std::vector<BoundRule> &rules) {
                    sortRows});
   rules.push_back(
       {"gather-within-rows", On::Use, ops({"aten::gather"}), gatherRows});
+  rules.push_back({"take-rows", On::Use, ops({"aten::take"}), takeRows});
   std::vector<c10::Symbol> batchedOps;
   for (const OpInfo &op : allOpInfos())
     if (op.sampleRank > 0)

@@ -312,7 +312,9 @@ def gather_rows_at(src: Tensor, src_count: Optional[Tensor], index: List[Tensor]
 
 def gather_within_rows(src: Tensor, dim: int, index: Tensor, count: Tensor) -> Tensor:
     """gather(src, dim, index) along a dim >= 1 of bounded src and index
-    with one count: each row from its own row. Padding rows of the index
+    with one count: each row from its own row; or along dim 0 of a src that
+    is not bounded by a bounded index: each row of the result from its
+    index row. Padding rows of the index
     hold what row 0 holds, which the original never used: they read
     position 0 instead, so that only live rows can raise. Where the dim is
     empty no position is valid: a zero one is appended for the padding, and
@@ -325,6 +327,20 @@ def gather_within_rows(src: Tensor, dim: int, index: Tensor, count: Tensor) -> T
     room = torch.cat([src.new_zeros(slot), src], dim)
     moved = torch.where(index >= 0, index + 1, index)
     return torch.gather(room, dim, moved.masked_fill(~live, 0))
+
+
+def take_rows(src: Tensor, index: Tensor, count: Tensor) -> Tensor:
+    """torch.take(src, index) of a bounded index: the result has the index's
+    rows. Padding rows of the index read element 0, so that only live ones
+    can raise; of an src with no element, where no position is valid, they
+    read a zero put in front (live indices, negative ones too, move past it
+    and raise as the original's do)."""
+    live = keep_rows(index, count)
+    if src.numel() > 0:
+        return torch.take(src, index.masked_fill(~live, 0))
+    room = src.new_zeros([1])
+    moved = torch.where(index >= 0, index + 1, index - 1)
+    return torch.take(room, moved.masked_fill(~live, 0))
 
 
 def repeat_rows(x: Tensor, count: Tensor, k: int) -> Tuple[Tensor, Tensor]:

@@ -1,0 +1,125 @@
+"""Per-op facts that make spellings from other projects' code end alike,
+through the real binary against the original:
+
+- sort and argsort keep their operand's shape (OpInfo's kKeepsShape): the
+  numel of a sorted selection is the selection's count, and a selection of
+  it by a mask over its own elements reads no size (HRNet's OHEM loss:
+  `pred, ind = x[mask].sort(); pred[min(k, pred.numel() - 1)]`);
+- a row of a transposed matrix is a column of the matrix (yolov5's
+  `i, j = (conf > t).nonzero().t()`);
+- gather along dim 0 and take by a bounded index have the index's rows
+  (Open3D's `gather(labels, 0, where(valid)[0])`, an imputer's
+  `take(col_mean, where(isnan(x))[1])`).
+
+Each goes to no sync point; outputs are compared on inputs that select
+nothing, everything or some, empty tables included."""
+
+import json
+
+import pytest
+import torch
+import torch.nn.functional as F
+from torch import Tensor
+
+from test_never_more_syncs import sync_points
+from test_rewrites import compare_outputs
+
+TRIALS = 24
+
+
+class OhemLoss(torch.nn.Module):
+    """HRNet's OhemCrossEntropy: the pixels whose predicted probability is
+    below the k-th smallest (at least a threshold) count in the loss."""
+
+    def forward(self, score: Tensor, target: Tensor) -> Tensor:
+        losses = F.cross_entropy(score, target, ignore_index=255,
+                                 reduction="none").contiguous().view(-1)
+        mask = target.contiguous().view(-1) != 255
+        safe = target.clone()
+        safe[safe == 255] = 0
+        prob = F.softmax(score, dim=1).gather(1, safe.unsqueeze(1))
+        pred, ind = prob.contiguous().view(-1)[mask].contiguous().sort()
+        kth = pred[min(5, pred.numel() - 1)]
+        threshold = max(float(kth), 0.7)
+        kept = losses[mask][ind]
+        return kept[pred < threshold].mean()
+
+
+class ConfidentPairs(torch.nn.Module):
+    """yolov5's multi-label detections: every (box, class) above a
+    confidence, as rows and columns of nonzero's transposed coordinates."""
+
+    def forward(self, conf: Tensor, boxes: Tensor) -> Tensor:
+        ij = (conf > 0.5).nonzero().t()
+        i, j = ij[0], ij[1]
+        return torch.cat((boxes[i], conf[i, j].unsqueeze(1), j[:, None].float()), 1).sum(0)
+
+
+class ValidGather(torch.nn.Module):
+    """Open3D-ML's filter_valid_label: rows and labels of the points whose
+    label is not ignored, gathered by their positions."""
+
+    def forward(self, scores: Tensor, labels: Tensor) -> Tensor:
+        idx = torch.where(labels != 0)[0]
+        rows = torch.gather(scores, 0, idx.unsqueeze(-1).expand(-1, scores.size(1)))
+        kept = torch.gather(labels, 0, idx)
+        return rows.sum(0) + kept.sum()
+
+
+class TakeMeans(torch.nn.Module):
+    """A tabular imputer: the column mean of each missing value, taken by
+    its column."""
+
+    def forward(self, x: Tensor, col_mean: Tensor) -> Tensor:
+        inds = torch.where(torch.isnan(x))
+        return torch.take(col_mean, inds[1]).sum()
+
+
+def segmentation(gen, kind):
+    score = torch.randn(1, 4, 5, 5, generator=gen) * 3.0
+    target = torch.randint(0, 4, (1, 5, 5), generator=gen)
+    if kind == "none":
+        target.fill_(255)
+    elif kind == "random":
+        target[torch.rand(1, 5, 5, generator=gen) < 0.4] = 255
+    return score, target
+
+
+def detections(gen, kind):
+    conf = torch.rand(7, 3, generator=gen)
+    conf = {"none": conf * 0.5, "all": conf * 0.4 + 0.55}.get(kind, conf)
+    return conf, torch.rand(7, 4, generator=gen)
+
+
+def points(gen, kind):
+    # Nothing selected: of eight points, or of none (an empty table).
+    n = 8 * int(torch.randint(0, 2, (1,), generator=gen)) if kind == "none" else 8
+    labels = torch.randint(0, 3, (n,), generator=gen)
+    labels = {"none": labels * 0, "all": labels + 1}.get(kind, labels)
+    return torch.randn(n, 3, generator=gen), labels
+
+
+def table(gen, kind):
+    x = torch.rand(5, 3, generator=gen)
+    if kind == "all":
+        x.fill_(float("nan"))
+    elif kind == "random":
+        x[x > 0.6] = float("nan")
+    return x, torch.rand(3, generator=gen)
+
+
+CASES = [(OhemLoss(), segmentation, (5, 0)), (ConfidentPairs(), detections, (1, 0)),
+         (ValidGather(), points, (1, 0)), (TakeMeans(), table, (1, 0))]
+
+
+@pytest.mark.parametrize("module,inputs,syncs", CASES,
+                         ids=["ohem-sorted-count", "transposed-nonzero",
+                              "gather-dim0", "take"])
+def test_op_semantics(staticify, save, tmp_path, module, inputs, syncs):
+    path = save(module)
+    out, report = tmp_path / "out.pt", tmp_path / "report.json"
+    staticify(path, "-o", out, "--report-json", report)
+    assert sync_points(json.loads(report.read_text())) == syncs
+    compared = compare_outputs(torch.jit.load(str(path)), torch.jit.load(str(out)),
+                               inputs, TRIALS, type(module).__name__)
+    assert compared >= TRIALS - 2

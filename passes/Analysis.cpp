@@ -144,6 +144,11 @@ private:
   AnalysisResult &result;
   /// While a loop body iterates to its fixpoint, findings are not recorded.
   int silentDepth = 0;
+  /// Whether a tensor read out of a container takes the dtype of the held
+  /// tensors reached so far only (inferDType); off once a loop's dtypes
+  /// failed to settle in kMaxDTypePasses passes.
+  bool readsReachedOnly = true;
+  static constexpr int kMaxDTypePasses = 8;
   /// Inside a guard's fallback branch: root findings are counted in
   /// fallbackSyncPoints, none recorded.
   int fallbackDepth = 0;
@@ -337,7 +342,13 @@ private:
     // far as it is known (a list appended to in a loop of data-dependent
     // trip count has a data-dependent length, for the body's own reads of
     // it too).
+    // The body's dtypes change too where a list it reads gets what the body
+    // appends (inferDType's `reached`: a pass reads only what the passes
+    // before reached); a change moves a dtype from known to Unknown only,
+    // so this ends too.
     ++silentDepth;
+    std::vector<DTypeKind> dtypes;
+    int dtypePasses = 0;
     for (bool changed = true; changed;) {
       for (size_t i = 0; i < numCarried; ++i)
         info(body->inputs()[i + 1]) = carried[i];
@@ -350,6 +361,18 @@ private:
       changed = tripInfo.join(info(body->outputs()[0]));
       for (size_t i = 0; i < numCarried; ++i)
         changed |= carried[i].join(info(body->outputs()[i + 1]));
+      std::vector<DTypeKind> now;
+      dtypesIn(body, now);
+      if (now != dtypes && ++dtypePasses > kMaxDTypePasses &&
+          readsReachedOnly) {
+        // Not settled: every held tensor from now on, as an Unknown until
+        // reached again (what the passes before found is forgotten).
+        readsReachedOnly = false;
+        forgetDTypes(body);
+        now.clear();
+      }
+      changed |= now != dtypes;
+      dtypes = std::move(now);
     }
     --silentDepth;
 
@@ -850,8 +873,33 @@ private:
   }
 
   DTypeKind inferDType(const Node *node, const Value *out) {
+    Reached reached = [this](const Value *v) {
+      return result.values.count(v) > 0;
+    };
     return staticify::inferDType(
-        node, out, [this](const Value *v) { return info(v).dtype; });
+        node, out, [this](const Value *v) { return info(v).dtype; },
+        readsReachedOnly ? &reached : nullptr);
+  }
+
+  /// Forgets the dtypes of the values \p block and the blocks in it
+  /// define.
+  void forgetDTypes(const torch::jit::Block *block) {
+    for (const Node *node : block->nodes()) {
+      for (const Block *b : node->blocks())
+        forgetDTypes(b);
+      for (const Value *v : node->outputs())
+        info(v).dtype = DTypeKind::Unknown;
+    }
+  }
+
+  /// The dtypes of the values \p block and the blocks in it define.
+  void dtypesIn(const torch::jit::Block *block, std::vector<DTypeKind> &out) {
+    for (const Node *node : block->nodes()) {
+      for (const Block *b : node->blocks())
+        dtypesIn(b, out);
+      for (const Value *v : node->outputs())
+        out.push_back(info(v).dtype);
+    }
   }
 };
 

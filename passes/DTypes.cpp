@@ -6,6 +6,8 @@
 #include "passes/GraphUtils.h"
 #include "passes/OpCatalogue.h"
 
+#include <algorithm>
+
 namespace staticify {
 
 using torch::jit::Node;
@@ -136,9 +138,10 @@ static DTypeKind keptDType(const Node *node, DTypeRule rule,
 }
 
 /// The one dtype of the tensors container \p c holds (heldTensors), or
-/// Unknown: a stored tensor the analysis has not reached yet has Unknown.
+/// Unknown; with \p reached, of those the analysis has reached (inferDType).
 static DTypeKind heldDType(const Value *c, const DTypeOf &dtypeOf,
-                           const std::string *key = nullptr) {
+                           const std::string *key = nullptr,
+                           const Reached *reached = nullptr) {
   std::optional<HeldTensors> held = heldTensors(c, key);
   if (!held)
     return DTypeKind::Unknown;
@@ -147,6 +150,12 @@ static DTypeKind heldDType(const Value *c, const DTypeOf &dtypeOf,
     tensors.push_back(part->input(0));
   // A container an op made: the dtype its rule gave the op's result.
   tensors.insert(tensors.end(), held->produced.begin(), held->produced.end());
+  if (reached)
+    tensors.erase(std::remove_if(tensors.begin(), tensors.end(),
+                                 [&](const Value *t) { return !(*reached)(t); }),
+                  tensors.end());
+  if (tensors.empty())
+    return DTypeKind::Unknown;
   DTypeKind kind = dtypeOf(tensors.front());
   for (const Value *t : tensors)
     if (dtypeOf(t) != kind)
@@ -155,7 +164,7 @@ static DTypeKind heldDType(const Value *c, const DTypeOf &dtypeOf,
 }
 
 DTypeKind inferDType(const Node *node, const Value *out,
-                   const DTypeOf &dtypeOf) {
+                   const DTypeOf &dtypeOf, const Reached *reached) {
   if (auto tt = out->type()->cast<c10::TensorType>())
     if (auto st = tt->scalarType())
       return dtypeKindOf(*st);
@@ -165,11 +174,11 @@ DTypeKind inferDType(const Node *node, const Value *out,
   // stored in d) adds to what it holds without a use of its name.
   if (const Value *c = containerOf(out)) {
     std::optional<std::string> key = readKey(out);
-    return heldDType(c, dtypeOf, key ? &*key : nullptr);
+    return heldDType(c, dtypeOf, key ? &*key : nullptr, reached);
   }
   if ((node->kind() == c10::aten::cat || node->kind() == c10::aten::stack) &&
       !node->inputs().empty() && node->input(0)->type()->cast<c10::ListType>())
-    return heldDType(node->input(0), dtypeOf);
+    return heldDType(node->input(0), dtypeOf, nullptr, reached);
   // An op writing a tensor in place returns it, in its dtype (copy_ and
   // resize_as_ of another dtype included: copy_ casts).
   if (mutatesFirstInput(node) && out == node->output(0) &&

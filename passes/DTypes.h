@@ -21,8 +21,15 @@ using DTypeOf = std::function<DTypeKind(const torch::jit::Value *)>;
 /// The dtype kind of scalar type \p t.
 DTypeKind dtypeKindOf(c10::ScalarType t);
 
-/// The dtype of \p out, a result of \p node.
+/// Whether an analysis has reached a value yet (its dtype is a fact).
+using Reached = std::function<bool(const torch::jit::Value *)>;
+
+/// The dtype of \p out, a result of \p node. With \p reached, a tensor
+/// read out of a container takes the dtype of those it holds that the
+/// analysis has reached: one appended later in the program is not there
+/// yet, and one appended later in a loop's body the analysis reaches on its
+/// next pass over the body, which repeats until no dtype changes.
 DTypeKind inferDType(const torch::jit::Node *node, const torch::jit::Value *out,
-                     const DTypeOf &dtypeOf);
+                     const DTypeOf &dtypeOf, const Reached *reached = nullptr);
 
 } // namespace staticify

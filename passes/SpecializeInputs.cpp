@@ -4,6 +4,7 @@
 
 #include "passes/Analysis.h"
 #include "passes/CanonicalForms.h"
+#include "passes/Containers.h"
 #include "passes/GraphUtils.h"
 #include "passes/OpCatalogue.h"
 #include "passes/OpInfo.h"
@@ -138,15 +139,35 @@ Value *dtypeOperand(Node *node, const AnalysisResult &analysis) {
 }
 
 /// The graph input \p index reads, through ops that keep its dtype (views,
-/// clone, to(device), expand_as, a selection x[i], `&` with masks);
-/// nullptr where it is none.
+/// clone, to(device), expand_as, a selection x[i], `&` with masks), and
+/// through a list it is read out of: the one input behind the tensors the
+/// list holds (tianshou's n-step `indices = [indice]`, then `cur =
+/// indices[-1]` and an append of the next index, made from cur, in a
+/// loop); nullptr where it is none.
 Value *inputBehind(Value *index, const Graph &graph,
-                   const AnalysisResult &analysis) {
-  for (int depth = 0; depth < 16; ++depth) {
+                   const AnalysisResult &analysis, int depth = 0) {
+  for (; depth < 16; ++depth) {
     Node *node = index->node();
     if (node->kind() == c10::prim::Param)
       return node->owningBlock() == graph.block() && isTensor(index) ? index
                                                                       : nullptr;
+    if (const Value *list = containerOf(index);
+        list && list->type()->kind() == c10::TypeKind::ListType) {
+      std::optional<HeldTensors> held = heldTensors(list);
+      if (!held)
+        return nullptr;
+      Value *found = nullptr;
+      for (const Value *t : held->stored) {
+        if (t == index)
+          continue;
+        Value *behind =
+            inputBehind(const_cast<Value *>(t), graph, analysis, depth + 4);
+        if (behind && found && behind != found)
+          return nullptr;
+        found = behind ? behind : found;
+      }
+      return found;
+    }
     index = dtypeOperand(node, analysis);
     if (!index)
       return nullptr;

@@ -11,6 +11,12 @@ through the real binary against the original:
   (Open3D's `gather(labels, 0, where(valid)[0])`, an imputer's
   `take(col_mean, where(isnan(x))[1])`).
 
+- a tensor read out of a list has the dtype of what the list holds, also
+  where a loop appends to the list what it computed from its reads
+  (tianshou's n-step `cur = indices[-1]`, `indices.append(next(cur))`): of
+  an int64 input the index gathers, and an input of unknown dtype is
+  versioned on being int64.
+
 Each goes to no sync point; outputs are compared on inputs that select
 nothing, everything or some, empty tables included."""
 
@@ -75,6 +81,20 @@ class TakeMeans(torch.nn.Module):
         return torch.take(col_mean, inds[1]).sum()
 
 
+class NStepIndices(torch.nn.Module):
+    """tianshou's compute_nstep_return: each step's next index in a ring
+    buffer, stopping at episode ends."""
+
+    def forward(self, done: Tensor, indice: Tensor, rew: Tensor) -> Tensor:
+        indices = [indice]
+        for _ in range(3):
+            cur = indices[-1]
+            end = done[cur] | (cur == done.size(0) - 1)
+            indices.append((cur + (~end).long()) % done.size(0))
+        idx = torch.stack(indices)
+        return rew[idx].sum(0)
+
+
 def segmentation(gen, kind):
     score = torch.randn(1, 4, 5, 5, generator=gen) * 3.0
     target = torch.randint(0, 4, (1, 5, 5), generator=gen)
@@ -108,13 +128,19 @@ def table(gen, kind):
     return x, torch.rand(3, generator=gen)
 
 
+def ring(gen, kind):
+    done = torch.rand(9, generator=gen) < {"none": 0.0, "all": 1.1}.get(kind, 0.3)
+    return done, torch.randint(0, 9, (5,), generator=gen), torch.randn(9, generator=gen)
+
+
 CASES = [(OhemLoss(), segmentation, (5, 0)), (ConfidentPairs(), detections, (1, 0)),
-         (ValidGather(), points, (1, 0)), (TakeMeans(), table, (1, 0))]
+         (ValidGather(), points, (1, 0)), (TakeMeans(), table, (1, 0)),
+         (NStepIndices(), ring, (2, 0))]
 
 
 @pytest.mark.parametrize("module,inputs,syncs", CASES,
                          ids=["ohem-sorted-count", "transposed-nonzero",
-                              "gather-dim0", "take"])
+                              "gather-dim0", "take", "list-read-indices"])
 def test_op_semantics(staticify, save, tmp_path, module, inputs, syncs):
     path = save(module)
     out, report = tmp_path / "out.pt", tmp_path / "report.json"

@@ -17,9 +17,11 @@ theirs); inputs(gen) returns one realistic set of arguments. An entry that
 does not script is reported with TorchScript's one-line reason.
 
 Floor: after rewriting, no sync point left (after == 0), or only the cuts of
-returned data-dependent outputs, i.e. every sync point left is a finding
-whose reason is `bound: materialized: it is returned` (nms's kept indices
-are cut to their count; `--padded-outputs` would return them padded). A
+returned data-dependent outputs and reads of returned host numbers, i.e.
+every sync point left is a finding whose reason is `bound: materialized:
+it is returned` (nms's kept indices are cut to their count;
+`--padded-outputs` would return them padded) or `lift-scalars: it is
+returned as a host value` (an int or float the method returns). A
 method the pipeline left as it was because its rewrite reached the host as
 often and ran more ops is at its floor where, with --static-forms, that
 rewrite leaves only such cuts.
@@ -69,7 +71,10 @@ from docs_section import write_section  # noqa: E402
 
 BEGIN, END = "<!-- real-code:begin -->", "<!-- real-code:end -->"
 HEADING = "## Real-code corpus: torchvision and torchaudio, scripted unchanged"
-FLOOR_REASON = "bound: materialized: it is returned"
+# The reasons of the cuts an output needs: a bounded value returned cut to
+# its count, a host number returned (`return loss, int(n_correct)`).
+FLOOR_REASONS = ("bound: materialized: it is returned",
+                 "lift-scalars: it is returned as a host value")
 EQUAL_SYNCS = "pipeline: the rewritten method would reach the host at as many points"
 
 # The libraries' own op libraries (torchvision::nms, roi_align, ...;
@@ -948,7 +953,7 @@ def measure(entry, binary, workdir):
                    seconds=round(time.perf_counter() - start, 1))
         return row
     before, after = remaining(json.loads(rep.read_text()), entry.method)
-    cuts = sum(1 for f in after if (f.get("reason") or "").startswith(FLOOR_REASON))
+    cuts = sum(1 for f in after if (f.get("reason") or "").startswith(FLOOR_REASONS))
     floor = len(after) == cuts
     if after and all((f.get("reason") or "").startswith(EQUAL_SYNCS) for f in after):
         # Left as it was: the rewrite reached the host as often and ran more
@@ -958,7 +963,7 @@ def measure(entry, binary, workdir):
                         "--static-forms"], capture_output=True, text=True, timeout=900)
         if forms.exists():
             _, kept = remaining(json.loads(forms.read_text()), entry.method)
-            floor = all((f.get("reason") or "").startswith(FLOOR_REASON) for f in kept)
+            floor = all((f.get("reason") or "").startswith(FLOOR_REASONS) for f in kept)
     row.update(before=len(before), after=len(after), floor=floor,
                reason=why(after[0]) if after else "",
                remains=[{"op": f["op"], "where": place(f), "action": f["action"],
@@ -1121,8 +1126,9 @@ def docs_body(rows, text):
         "arguments), then `staticify IN -o OUT --specialize-training` (with `--runtime-ops` for "
         "`nms` and `batched_nms`; the detectors have their own section above). "
         "Sync points: the report's root findings before; those kept or introduced after. "
-        "*Floor*: none left, or only the cuts of returned data-dependent outputs (every one left "
-        f"says `{FLOOR_REASON}`; or, where the pipeline left the method as it was because the "
+        "*Floor*: none left, or only the cuts of returned data-dependent outputs and the reads "
+        f"of returned host numbers (every one left says `{FLOOR_REASONS[0]}` or "
+        f"`{FLOOR_REASONS[1]}`); or, where the pipeline left the method as it was because the "
         "rewrite reached the host as often and ran more ops, only such cuts with "
         "`--static-forms`). *Outputs equal*: the output against the scripted original on "
         "that many inputs, same RNG seed, equal wherever the original runs (floats within 1e-5). "

@@ -140,6 +140,29 @@ ShapeDep resultShape(const AnalysisResult &facts, const Node *node, OpRole role,
     return ShapeDep::Static; // the data-dependent dimension is reduced
   if (!dataShapeArg && node->kind() == c10::aten::index)
     return gatherShape(facts, node);
+  // reshape/view of rows whose only data-dependent size is the first to
+  // [-1, host sizes...] (`nonzero(t).view(-1)`, `boxes.reshape(-1, 4)`):
+  // the rows of the result are as many as data says, the rest are the
+  // host's sizes.
+  if (!dataShapeArg &&
+      (node->kind() == c10::aten::reshape || node->kind() == c10::aten::view) &&
+      node->inputs().size() == 2 && shapeOf(node->input(0)) == ShapeDep::Leading) {
+    const Node *sizes = node->input(1)->node();
+    if (auto list = constantIntList(node->input(1))) {
+      if (!list->empty() && list->front() == -1 &&
+          std::all_of(list->begin() + 1, list->end(),
+                      [](int64_t d) { return d >= 0; }))
+        return ShapeDep::Leading;
+    } else if (sizes->kind() == c10::prim::ListConstruct &&
+               !sizes->inputs().empty() && constantInt(sizes->input(0)) == -1 &&
+               std::all_of(sizes->inputs().begin() + 1, sizes->inputs().end(),
+                           [&](const Value *d) {
+                             std::optional<int64_t> c = constantInt(d);
+                             return c ? *c >= 0 : !isDataDependent(d);
+                           })) {
+      return ShapeDep::Leading;
+    }
+  }
   // The op's own shape rule (OpInfo): a copy of its first operand written
   // at indices, or a shape its host arguments give.
   if (const OpInfo *op = opInfo(node); op && !dataShapeArg) {

@@ -121,6 +121,50 @@ static bool sizeDependsOnData(const Value *x, int64_t dim,
   return dep == ShapeDep::Dynamic || (dep == ShapeDep::Leading && dim == 0);
 }
 
+/// Whether host value \p v is computed from the count of a tensor whose
+/// rows data decides (`len(nonzero(m)) > 1`): through host arithmetic and
+/// comparisons, to a size, len or numel of such a tensor.
+static bool decidedByCount(const Value *v, const AnalysisResult &facts,
+                           int depth = 0) {
+  if (depth > 12 || isTensor(v))
+    return false;
+  const Node *n = v->node();
+  if (opRole(n) == OpRole::ShapeRead)
+    return !n->inputs().empty() && isTensor(n->input(0)) &&
+           facts.knows(n->input(0)) &&
+           facts.info(n->input(0)).shape != ShapeDep::Static;
+  return std::any_of(n->inputs().begin(), n->inputs().end(),
+                     [&](const Value *in) {
+                       return decidedByCount(in, facts, depth + 1);
+                     });
+}
+
+/// The most rows a shield appends for `x[k]` (padsSelectedRows).
+constexpr int64_t kMostStandInRows = 4;
+
+/// `x[k]` of a constant k (`nonzero(t).view(-1)[0]`, `x[m][-1]`) whose rows
+/// are as many as data says, and nothing else: a stand-in row appended for
+/// k >= 0 (prepended for k < 0), |k| small, makes x[k] read one where x has
+/// too few rows, with no host read. Where the branch is taken the original
+/// raises there; elsewhere x[k] is x's own row.
+///
+/// Not inside an if decided by such a count (`nonzero(m)[1] if len(nonzero(m))
+/// > 1 else nonzero(m)[0]`): bound runs both of its branches on the padded
+/// rows (row_at cannot raise) with fewer ops than the stand-ins cost.
+static bool padsSelectedRows(const Node *node, const AnalysisResult *facts) {
+  std::optional<int64_t> k = constantInt(node->input(2));
+  if (!k || *k < -kMostStandInRows || *k >= kMostStandInRows ||
+      constantInt(node->input(1)) != 0 || !facts ||
+      !facts->knows(node->input(0)) ||
+      facts->info(node->input(0)).shape != ShapeDep::Leading)
+    return false;
+  for (const Node *owner = node->owningBlock()->owningNode(); owner;
+       owner = owner->owningBlock()->owningNode())
+    if (owner->kind() == c10::prim::If && decidedByCount(owner->input(0), *facts))
+      return false;
+  return true;
+}
+
 /// A divisor that is a host number (`s_churn / (len(sigmas) - 1)`,
 /// `n % k`): whether it is zero is a host fact.
 static bool dividesByHostNumber(const Node *node) {
@@ -176,7 +220,8 @@ bool shieldable(const Node *node, const AnalysisResult *facts) {
            isTensor(node->input(1));
   if (selectsByHostIndex(node))
     return !sizeDependsOnData(node->input(0), *constantInt(node->input(1)),
-                              facts);
+                              facts) ||
+           padsSelectedRows(node, facts);
   auto indices = shieldedIndices(node, facts);
   return indices &&
          std::none_of(indices->begin(), indices->end(), [&](const auto &i) {
@@ -368,6 +413,20 @@ void shieldBlock(Graph &graph, Block *block, const BranchCondition &c,
       node->replaceInput(1, shieldDivisor(graph, c, node->input(1), node));
       continue;
     }
+    if (selectsByHostIndex(node) &&
+        sizeDependsOnData(node->input(0), 0, facts)) {
+      // padsSelectedRows: stand-in rows after x (before it for k < 0).
+      int64_t k = *constantInt(node->input(2));
+      Value *x = node->input(0);
+      std::vector<Value *> parts(k >= 0 ? k + 1 : -k,
+                                 emitOneAlong(graph, x, 0, node));
+      parts.insert(k >= 0 ? parts.begin() : parts.end(), x);
+      Value *list =
+          graph.insertNode(graph.createList(c10::TensorType::get(), parts))
+              ->output();
+      node->replaceInput(0, emit(graph, "aten::cat", {list, 0}, node));
+      continue;
+    }
     if (selectsByHostIndex(node)) {
       auto [x, k] = shieldHostIndex(graph, c, node->input(0),
                                     *constantInt(node->input(1)),
@@ -470,8 +529,11 @@ bool dimsWithinRank(const Node *node, const AnalysisResult *facts) {
   if (!op || !op->has(kRaisesOnlyOnDims) || op->rowDims.empty() ||
       node->inputs().empty() || !isTensor(node->input(0)))
     return false;
+  // A dim wraps as for a vector even on a 0-d tensor (PyTorch's
+  // maybe_wrap_dim: `argsort(x, dim=-1)` of a 0-d x is valid).
   const int64_t extra = node->kind() == c10::aten::unsqueeze ? 1 : 0;
-  const int64_t rank = minimumRank(node->input(0), facts) + extra;
+  const int64_t rank =
+      std::max<int64_t>(1, minimumRank(node->input(0), facts) + extra);
   for (const char *name : op->rowDims) {
     const Value *arg = namedInput(node, name);
     if (!arg)
@@ -506,8 +568,17 @@ static bool indexesByMasksOnly(const Node *node, const AnalysisResult *facts) {
   return any;
 }
 
+/// int(t), float(t), bool(t) of a 0-d tensor (`int(mask.sum())`, a count
+/// masked-reduce reads): one element, whatever its value, so no raise.
+static bool convertsZeroDim(const Node *node) {
+  const OpInfo *op = opInfo(node);
+  return op && op->has(kHostConversion) && node->inputs().size() == 1 &&
+         isTensor(node->input(0)) && provablyZeroDim(node->input(0));
+}
+
 bool raisesUnshielded(const Node *node, const AnalysisResult *facts) {
-  return !neverRaisesOnValues(node) && !dimsWithinRank(node, facts) &&
+  return !neverRaisesOnValues(node) && !convertsZeroDim(node) &&
+         !dimsWithinRank(node, facts) &&
          !indexesByMasksOnly(node, facts) && !shieldable(node, facts);
 }
 

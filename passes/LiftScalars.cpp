@@ -183,6 +183,25 @@ namespace {
 /// conversion refuses and a cast makes inf. Without a dtype, or without a
 /// device (the result lives on the host, where the lifted tensor is not):
 /// left alone.
+/// Whether \p node is a tuple, list or dict construct whose result the
+/// method returns, directly or in another such construct (`return loss,
+/// int(n_correct)`): a host value in it is an output of the method.
+static bool returnedByConstructs(const Node *node, int depth = 0) {
+  c10::Symbol k = node->kind();
+  if (depth > 8 || (k != c10::prim::TupleConstruct &&
+                    k != c10::prim::ListConstruct &&
+                    k != c10::prim::DictConstruct) ||
+      node->outputs().size() != 1 || !node->output()->hasUses())
+    return false;
+  const torch::jit::Block *top = node->owningGraph()->block();
+  return std::all_of(node->output()->uses().begin(),
+                     node->output()->uses().end(),
+                     [&](const torch::jit::Use &use) {
+                       return use.user == top->return_node() ||
+                              returnedByConstructs(use.user, depth + 1);
+                     });
+}
+
 bool isScalarFactory(const Node *node, size_t offset) {
   static const auto asTensor = c10::Symbol::fromQualString("aten::as_tensor");
   if (offset != 0 || node->outputs().size() != 1 ||
@@ -703,8 +722,10 @@ Region growRegion(const std::vector<Node *> &sources,
         r.sinks.emplace_back(user, use.offset);
         continue;
       }
-      fail("'" + std::string(user->kind().toQualString()) +
-               "' needs it as a host value",
+      fail(returnedByConstructs(user)
+               ? std::string("it is returned as a host value")
+               : "'" + std::string(user->kind().toQualString()) +
+                     "' needs it as a host value",
            user);
     }
   }

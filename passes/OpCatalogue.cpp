@@ -163,6 +163,35 @@ static bool nonNegativeSize(const Value *v) {
          op == c10::Symbol::aten("numel");
 }
 
+/// A constant lower bound of host int \p v: a constant, 0 for a size, and
+/// sums and differences of those with constants (`len(t) + 1`).
+static std::optional<int64_t> sizeLowerBound(const Value *v, int depth = 0) {
+  if (std::optional<int64_t> c = constantInt(v))
+    return c;
+  if (nonNegativeSize(v))
+    return 0;
+  const Node *n = v->node();
+  if (depth > 8 || v->type()->kind() != c10::TypeKind::IntType ||
+      n->inputs().size() != 2)
+    return std::nullopt;
+  if (n->kind() == c10::aten::add) {
+    auto a = sizeLowerBound(n->input(0), depth + 1);
+    auto b = sizeLowerBound(n->input(1), depth + 1);
+    int64_t sum;
+    if (a && b && !__builtin_add_overflow(*a, *b, &sum))
+      return sum;
+    return std::nullopt;
+  }
+  if (n->kind() == c10::aten::sub) // x - c of a constant c
+    if (auto a = sizeLowerBound(n->input(0), depth + 1))
+      if (auto c = constantInt(n->input(1)); c) {
+        int64_t difference;
+        if (!__builtin_sub_overflow(*a, *c, &difference))
+          return difference;
+      }
+  return std::nullopt;
+}
+
 bool nonNegativeSizes(const Value *size, int depth) {
   const Node *n = size->node();
   if (n->kind() == c10::aten::size && n->inputs().size() == 1)
@@ -231,16 +260,17 @@ bool neverRaisesOnValues(const Node *node) {
               (d->isDouble() && d->toDouble() != 0.0)))
       return true;
   }
-  // arange(n), arange(s, n) and arange(s, n, step) of a size n
-  // (`arange(x.size(d))`, `arange(0, nnz)`), a constant start s <= 0 and a
-  // constant step > 0: never an empty range of the wrong sign, no raise.
+  // arange(n), arange(s, n) and arange(s, n, step) of an end n provably at
+  // least the constant start s (`arange(x.size(d))`, `arange(0, nnz)`,
+  // torchmetrics' `arange(1, len(target) + 1)`) and a constant step > 0:
+  // never a range of the wrong sign, no raise.
   if (node->kind() == c10::aten::arange && node->inputs().size() >= 5 &&
       node->inputs().size() <= 7) {
     size_t bounds = node->inputs().size() - 4; // end; start, end; + step
     std::optional<int64_t> start = bounds == 1 ? 0 : constantInt(node->input(0));
     std::optional<int64_t> step = bounds == 3 ? constantInt(node->input(2)) : 1;
-    if (start && *start <= 0 && step && *step > 0 &&
-        nonNegativeSize(node->input(bounds == 1 ? 0 : 1)))
+    std::optional<int64_t> end = sizeLowerBound(node->input(bounds == 1 ? 0 : 1));
+    if (start && end && *end >= *start && step && *step > 0)
       return true;
   }
   if (info->has(kMayRaise))

@@ -39,8 +39,8 @@ const char *const kMaskStore = "with a boolean mask computes the mask's "
 // clang-format off
 const std::vector<OpInfo> kTable = {
     // DESIGN §3: ops whose result shape depends on data.
-    {"aten::nonzero", nullptr, R::DynamicShapeRoot, kNonzeroCoordinates | kNonNegativeValues, D::Long, I::NotApplicable, nullptr, kOneRowPerNonzero},
-    {"aten::argwhere", nullptr, R::DynamicShapeRoot, kNonzeroCoordinates | kNonNegativeValues, D::Long, I::NotApplicable, nullptr, kOneRowPerNonzero},
+    {"aten::nonzero", nullptr, R::DynamicShapeRoot, kNonzeroCoordinates | kNonNegativeValues | kNeverRaises, D::Long, I::NotApplicable, nullptr, kOneRowPerNonzero},
+    {"aten::argwhere", nullptr, R::DynamicShapeRoot, kNonzeroCoordinates | kNonNegativeValues | kNeverRaises, D::Long, I::NotApplicable, nullptr, kOneRowPerNonzero},
     {"aten::nonzero_numpy", nullptr, R::DynamicShapeRoot, kNoTraits, D::Long, I::NotApplicable, nullptr, "returns the indices of the nonzero elements"},
     {"aten::where", "", R::DynamicShapeRoot, kNoTraits, D::Long, I::NotApplicable, nullptr, "returns the indices of the true elements"},
     {"aten::masked_select", nullptr, R::DynamicShapeRoot, kNoTraits, D::Unknown, I::NotApplicable, nullptr, "returns one element per true mask element"},

@@ -264,7 +264,11 @@ RuleResult perRow(Node *node, RuleContext &rc) {
   if (minRank <= atLeast)
     minRank = 0;
   // Behind a rank guard, the fallback's result must have the input's rows.
-  if (minRank > 0 && !opInfo(node)->has(kKeepsShape))
+  // A sort along a dim that may be the rows' own is the order rule's
+  // (sort_dim, at any rank): a guard would send a vector to its fallback,
+  // a read of the count.
+  if (minRank > 0 && (!opInfo(node)->has(kKeepsShape) ||
+                      is(node, "aten::sort") || is(node, "aten::argsort")))
     return RuleResult::notApplicable();
   Value *dtype = namedInput(node, "dtype");
   return RuleResult::appliedIf(

@@ -17,6 +17,12 @@ through the real binary against the original:
   an int64 input the index gathers, and an input of unknown dtype is
   versioned on being int64.
 
+- both branches of an early return run where the other branch reads past a
+  selection's rows (torchmetrics' reciprocal rank: `if not target.sum():
+  return 0.0`, then `nonzero(target).view(-1)[0]`): the read takes a
+  stand-in row where there are none, and nonzero, argsort(dim=-1) and
+  `arange(1, len(t) + 1)` raise on no value.
+
 Each goes to no sync point; outputs are compared on inputs that select
 nothing, everything or some, empty tables included."""
 
@@ -95,6 +101,18 @@ class NStepIndices(torch.nn.Module):
         return rew[idx].sum(0)
 
 
+class ReciprocalRank(torch.nn.Module):
+    """torchmetrics' retrieval_reciprocal_rank and average precision."""
+
+    def forward(self, preds: Tensor, target: Tensor) -> Tensor:
+        if not target.sum():
+            return torch.tensor(0.0)
+        hits = target[torch.argsort(preds, dim=-1, descending=True)]
+        position = torch.nonzero(hits).view(-1)
+        ranks = torch.arange(1, len(hits) + 1, dtype=torch.float32)[hits > 0]
+        return 1.0 / (position[0] + 1.0) + ranks.mean()
+
+
 def segmentation(gen, kind):
     score = torch.randn(1, 4, 5, 5, generator=gen) * 3.0
     target = torch.randint(0, 4, (1, 5, 5), generator=gen)
@@ -133,14 +151,21 @@ def ring(gen, kind):
     return done, torch.randint(0, 9, (5,), generator=gen), torch.randn(9, generator=gen)
 
 
+def retrieval(gen, kind):
+    n = 6
+    target = (torch.rand(n, generator=gen) < {"none": 0.0, "all": 1.1}.get(kind, 0.4)).long()
+    return torch.randn(n, generator=gen), target
+
+
 CASES = [(OhemLoss(), segmentation, (5, 0)), (ConfidentPairs(), detections, (1, 0)),
          (ValidGather(), points, (1, 0)), (TakeMeans(), table, (1, 0)),
-         (NStepIndices(), ring, (2, 0))]
+         (NStepIndices(), ring, (2, 0)), (ReciprocalRank(), retrieval, (3, 0))]
 
 
 @pytest.mark.parametrize("module,inputs,syncs", CASES,
                          ids=["ohem-sorted-count", "transposed-nonzero",
-                              "gather-dim0", "take", "list-read-indices"])
+                              "gather-dim0", "take", "list-read-indices",
+                              "early-return-first-hit"])
 def test_op_semantics(staticify, save, tmp_path, module, inputs, syncs):
     path = save(module)
     out, report = tmp_path / "out.pt", tmp_path / "report.json"

@@ -1068,6 +1068,10 @@ PipelineResult runPipeline(std::shared_ptr<Graph> &graph,
       f.causes.clear(); // ids of the "after" analysis: not comparable
       f.action = "introduced";
       f.reason = ctx.reasonForNewNode(node);
+      // A root of a form's own (bound's bincount of the live values, whose
+      // length is still the largest value's): the op's own reason.
+      if (f.reason.empty() && f.role == Role::Root)
+        f.reason = "pipeline: a form a rewrite emitted keeps it: " + f.message;
       result.report.findings.push_back(std::move(f));
     }
   }

@@ -669,3 +669,15 @@ def test_consecutive_rows_need_no_version_by_rank(staticify, save):
     read) the matrix would take."""
     after = staticify.report(save(ConsecutiveRows()))["methods"][0]["after"]
     assert (after["sync_points"], after["fallback_sync_points"]) == (0, 0)
+
+
+def test_a_forms_own_sync_point_gives_its_reason(staticify, save):
+    """bincount of selected labels keeps one sync point of its own (its
+    length is the largest live label's): the report says why, as for every
+    root left after rewriting."""
+    report = staticify.report(save(BincountSelected()), "--static-forms")
+    left = [f for f in report["methods"][0]["findings"]
+            if f["role"] == "root" and f["action"] in ("kept", "introduced")]
+    assert [f["op"] for f in left] == ["aten::bincount"]
+    assert left[0]["reason"].startswith("pipeline: a form a rewrite emitted keeps it: "
+                                        "'aten::bincount' returns max(input) + 1 bins"), left[0]

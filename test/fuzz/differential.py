@@ -354,7 +354,8 @@ class Gen:
         if m is None:
             return False
         forms = [(f"torch.where({m.name})[0]", "where"),
-                 (f"torch.nonzero({m.name})[:, 0]", "nonzero")]
+                 (f"torch.nonzero({m.name})[:, 0]", "nonzero"),
+                 (f"torch.nonzero({m.name}).t()[0]", "nonzero-t")]
         if m.mk == "row" or len(self.S) == 1:
             forms.append((f"torch.nonzero({m.name}).squeeze(1)", "nonzero"))
         expr, feat = self.c(forms)
@@ -371,10 +372,16 @@ class Gen:
             sig = self.sel_sig(m, a)
         else:
             sig = ("gather", idx.name, a.mk)
-        expr = self.c([f"{a.name}[{idx.name}]",
-                       f"torch.index_select({a.name}, 0, {idx.name})"])
+        forms = [f"{a.name}[{idx.name}]", f"torch.index_select({a.name}, 0, {idx.name})"]
+        if a.mk == "row" or len(self.S) == 1:
+            # Along dim 0 of a vector: gather and take by the rows' indices.
+            forms += [f"torch.gather({a.name}, 0, {idx.name})",
+                      f"torch.take({a.name}, {idx.name})"]
+        elif len(self.S) == 2:
+            forms.append(f"torch.gather({a.name}, 0, {idx.name}.unsqueeze(1)"
+                         f".expand(-1, {a.name}.size(1)))")
         return self.add(Var(self.fresh("s"), "dyn", a.dtype, rank=self.rank_of(a.mk),
-                            sig=sig), expr, "gather")
+                            sig=sig), self.c(forms), "gather")
 
     def p_nonzero(self):
         m = self.pick(lambda v: v.kind == "mask")
@@ -709,7 +716,8 @@ class Gen:
             return self.add(Var(self.fresh("r"), "static", "f"), expr, "reduce-dim0")
         if r < 0.4:
             expr = self.c([f"{s.name}.numel()", f"{s.name}.size(0)", f"len({s.name})",
-                           f"{s.name}.shape[0]"])
+                           f"{s.name}.shape[0]", f"len(torch.sort({s.name}, 0)[0])",
+                           f"{s.name}.argsort(0).size(0)"])
             return self.add(Var(self.fresh("n"), "int"), expr, "numel")
         if s.dtype == "f":
             expr, dtype = self.c([(f"{s.name}.sum()", "f"), (f"{s.name}.sum()", "f"),

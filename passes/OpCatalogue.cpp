@@ -163,14 +163,42 @@ static bool nonNegativeSize(const Value *v) {
          op == c10::Symbol::aten("numel");
 }
 
-/// A constant lower bound of host int \p v: a constant, 0 for a size, and
-/// sums and differences of those with constants (`len(t) + 1`).
+/// Whether every element of tensor \p t is >= 0: a mask (an op whose rule
+/// makes bool), a result of an op with kNonNegativeValues, their sums, and
+/// views, moves and expansions of those (`int(mask.sum())`, the count
+/// masked-reduce reads).
+static bool nonNegativeElements(const Value *t, int depth = 0) {
+  const Node *n = t->node();
+  const OpInfo *op = opInfo(n);
+  if (depth > 8 || !op)
+    return false;
+  if (op->dtype == DTypeRule::Bool || op->has(kNonNegativeValues))
+    return true;
+  c10::Symbol k = n->kind();
+  bool keepsValues = k == c10::aten::sum || k == c10::aten::reshape ||
+                     k == c10::aten::view || k == c10::aten::expand_as ||
+                     k == c10::aten::expand || k == c10::aten::to ||
+                     k == c10::aten::detach;
+  // A cast may wrap (a count of 200 as int8): moves only.
+  if (k == c10::aten::to)
+    if (const Value *dtype = namedInput(n, "dtype"); !dtype || !dtype->mustBeNone())
+      return false;
+  return keepsValues && !n->inputs().empty() && isTensor(n->input(0)) &&
+         nonNegativeElements(n->input(0), depth + 1);
+}
+
+/// A constant lower bound of host int \p v: a constant, 0 for a size or
+/// an int() of a tensor of no negative element, and sums and differences
+/// of those with constants (`len(t) + 1`).
 static std::optional<int64_t> sizeLowerBound(const Value *v, int depth = 0) {
   if (std::optional<int64_t> c = constantInt(v))
     return c;
   if (nonNegativeSize(v))
     return 0;
   const Node *n = v->node();
+  if (n->kind() == c10::aten::Int && n->inputs().size() == 1 &&
+      isTensor(n->input(0)) && nonNegativeElements(n->input(0)))
+    return 0;
   if (depth > 8 || v->type()->kind() != c10::TypeKind::IntType ||
       n->inputs().size() != 2)
     return std::nullopt;

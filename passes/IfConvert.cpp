@@ -413,9 +413,8 @@ void shieldBlock(Graph &graph, Block *block, const BranchCondition &c,
       node->replaceInput(1, shieldDivisor(graph, c, node->input(1), node));
       continue;
     }
-    if (selectsByHostIndex(node) &&
-        sizeDependsOnData(node->input(0), 0, facts)) {
-      // padsSelectedRows: stand-in rows after x (before it for k < 0).
+    if (selectsByHostIndex(node) && padsSelectedRows(node, facts)) {
+      // Stand-in rows after x (before it for k < 0): x[k] along its rows.
       int64_t k = *constantInt(node->input(2));
       Value *x = node->input(0);
       std::vector<Value *> parts(k >= 0 ? k + 1 : -k,

@@ -113,6 +113,18 @@ class ReciprocalRank(torch.nn.Module):
         return 1.0 / (position[0] + 1.0) + ranks.mean()
 
 
+class ColumnOfSelectedRows(torch.nn.Module):
+    """Must keep the host's check: a column of selected rows in a branch on
+    data is a select along dim 1, whose size is static (stand-in rows
+    along dim 0 would add rows to it)."""
+
+    def forward(self, x: Tensor, m: Tensor) -> Tensor:
+        rows = x.view(-1, 3)[m.view(-1) > 0]
+        if bool(x.sum() > 0):
+            return rows.select(1, 2)
+        return rows.select(1, 0)
+
+
 def segmentation(gen, kind):
     score = torch.randn(1, 4, 5, 5, generator=gen) * 3.0
     target = torch.randint(0, 4, (1, 5, 5), generator=gen)
@@ -151,6 +163,12 @@ def ring(gen, kind):
     return done, torch.randint(0, 9, (5,), generator=gen), torch.randn(9, generator=gen)
 
 
+def rows_and_mask(gen, kind):
+    m = torch.randn(4, generator=gen)
+    m = {"none": -m.abs() - 1.0, "all": m.abs() + 1.0}.get(kind, m)
+    return torch.randn(4, 3, generator=gen), m
+
+
 def retrieval(gen, kind):
     n = 6
     target = (torch.rand(n, generator=gen) < {"none": 0.0, "all": 1.1}.get(kind, 0.4)).long()
@@ -159,13 +177,14 @@ def retrieval(gen, kind):
 
 CASES = [(OhemLoss(), segmentation, (5, 0)), (ConfidentPairs(), detections, (1, 0)),
          (ValidGather(), points, (1, 0)), (TakeMeans(), table, (1, 0)),
-         (NStepIndices(), ring, (2, 0)), (ReciprocalRank(), retrieval, (3, 0))]
+         (NStepIndices(), ring, (2, 0)), (ReciprocalRank(), retrieval, (3, 0)),
+         (ColumnOfSelectedRows(), rows_and_mask, (2, 1))]
 
 
 @pytest.mark.parametrize("module,inputs,syncs", CASES,
                          ids=["ohem-sorted-count", "transposed-nonzero",
                               "gather-dim0", "take", "list-read-indices",
-                              "early-return-first-hit"])
+                              "early-return-first-hit", "column-of-selected-rows"])
 def test_op_semantics(staticify, save, tmp_path, module, inputs, syncs):
     path = save(module)
     out, report = tmp_path / "out.pt", tmp_path / "report.json"

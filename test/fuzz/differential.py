@@ -913,6 +913,33 @@ class Gen:
         self.pool.append(target)
         return True
 
+    def p_branch_rows(self):
+        """Rows and columns of a selection chosen by a branch on data
+        (`nonzero(t).view(-1)[0]` after an early-return test, a column of
+        the selected rows): both branches run once converted, so a row past
+        the selection's takes a stand-in where its branch is not taken, and
+        a column keeps its own size (the host's)."""
+        s = self.pick(lambda v: v.kind == "dyn" and not v.red_only and v.dtype == "f")
+        if s is None:
+            return False
+        if s.rank == 2 and self.r.random() < 0.5:
+            cols = self.S[1] if len(self.S) > 1 else 1
+            j1, j2 = self.r.randrange(cols), self.r.randrange(cols)
+            target = Var(self.fresh("bc"), "dyn", "f", rank=1, sig=s.sig)
+            arms = [f"{s.name}.select(1, {j1})", f"{s.name}[:, {j2}] * 2.0"]
+        else:
+            k1, k2 = self.r.choice([0, 1, -1, -2]), self.r.choice([0, -1])
+            target = Var(self.fresh("br"), "sc", "f")
+            arms = [f"{s.name}[{k1}].sum()", f"{s.name}[{k2}].sum() * 2.0"
+                    if self.r.random() < 0.5 else f"{s.name}.sum()"]
+        self.emit(f"if {self.cond()}:", "branch-rows")
+        self.emit(f"    {target.name} = {arms[0]}", "branch-rows")
+        self.emit("else:", "branch-rows")
+        self.emit(f"    {target.name} = {arms[1]}", "branch-rows")
+        target.dd = True
+        self.pool.append(target)
+        return True
+
     def p_appended_cat(self):
         """A tensor rebuilt from its rows appended to a list, then cat
         (torchaudio's Emformer `_gen_right_context`): the list holds more
@@ -988,7 +1015,8 @@ class Gen:
                    ("p_dead", 3), ("p_helper_dyn", 1), ("p_recompute", 3), ("p_loop", 4),
                    ("p_branch_store", 4), ("p_runs", 2), ("p_columns", 2),
                    ("p_rows_more", 3), ("p_all_tested", 3), ("p_range_store", 2),
-                   ("p_out_variant", 2), ("p_padding_mask", 3), ("p_appended_cat", 2)]
+                   ("p_out_variant", 2), ("p_padding_mask", 3), ("p_appended_cat", 2),
+                   ("p_branch_rows", 3)]
 
     def returnable(self, v):
         return v.kind not in ("num",) and v.name not in ("x", "y", "t", "xi")

@@ -147,21 +147,21 @@ ShapeDep resultShape(const AnalysisResult &facts, const Node *node, OpRole role,
   if (!dataShapeArg &&
       (node->kind() == c10::aten::reshape || node->kind() == c10::aten::view) &&
       node->inputs().size() == 2 && shapeOf(node->input(0)) == ShapeDep::Leading) {
-    const Node *sizes = node->input(1)->node();
-    if (auto list = constantIntList(node->input(1))) {
-      if (!list->empty() && list->front() == -1 &&
-          std::all_of(list->begin() + 1, list->end(),
-                      [](int64_t d) { return d >= 0; }))
-        return ShapeDep::Leading;
-    } else if (sizes->kind() == c10::prim::ListConstruct &&
-               !sizes->inputs().empty() && constantInt(sizes->input(0)) == -1 &&
-               std::all_of(sizes->inputs().begin() + 1, sizes->inputs().end(),
-                           [&](const Value *d) {
-                             std::optional<int64_t> c = constantInt(d);
-                             return c ? *c >= 0 : !isDataDependent(d);
-                           })) {
+    // Each size a constant (a folded list's, or a constructed list's item)
+    // or a host value not read from data.
+    std::vector<std::optional<int64_t>> sizes;
+    const Node *list = node->input(1)->node();
+    if (auto folded = constantIntList(node->input(1)))
+      sizes.assign(folded->begin(), folded->end());
+    else if (list->kind() == c10::prim::ListConstruct &&
+             std::none_of(list->inputs().begin(), list->inputs().end(),
+                          isDataDependent))
+      for (const Value *d : list->inputs())
+        sizes.push_back(constantInt(d));
+    if (!sizes.empty() && sizes.front() == -1 &&
+        std::all_of(sizes.begin() + 1, sizes.end(),
+                    [](std::optional<int64_t> d) { return !d || *d >= 0; }))
       return ShapeDep::Leading;
-    }
   }
   // The op's own shape rule (OpInfo): a copy of its first operand written
   // at indices, or a shape its host arguments give.

@@ -65,11 +65,17 @@ RowView emitRowView(Graph &graph, const Selection &sel, const Node *anchor,
     Node *unpack = graph.insertNode(graph.createListUnpack(both, 2));
     base = unpack->output(0);
     mask = unpack->output(1);
-  } else if (provablySameShape(mask, base) &&
-             knownRank(base, analysis) != 1) {
-    // A mask of every element (`x[x > t]`): the elements as rows, the mask
-    // beside them; no sizes read (a bounded x's would be its count).
+  } else if (bool vector = knownRank(base, analysis) == 1;
+             provablySameShape(mask, base) ||
+             (vector && knownRank(mask, analysis) == 1)) {
+    // A mask of the base's own elements (`x[x > t]`), or a vector selected
+    // by a vector (its own length, or x[m] raises): the elements as rows and
+    // the mask beside them, reshaped to [-1] where not vectors already; no
+    // size read (of a bounded x, its count; unique_consecutive's values,
+    // none that bound could follow).
     auto elements = [&](Value *t) {
+      if (vector)
+        return t;
       Value *all = graph
                        .insertNode(graph.createList(c10::IntType::get(),
                                                     {graph.insertConstant(-1)}))
@@ -80,15 +86,6 @@ RowView emitRowView(Graph &graph, const Selection &sel, const Node *anchor,
             emit(graph, "aten::to",
                  {elements(mask), emit(graph, "prim::device", {base}, anchor)},
                  anchor)};
-  } else if (knownRank(base, analysis) == 1 &&
-             (knownRank(mask, analysis) == 1 ||
-              provablySameShape(mask, base))) {
-    // A vector selected by a vector (its own length, or x[m] raises): the
-    // rows and the mask as they are, no reshape by sizes (of a bounded x,
-    // unique_consecutive's values, none that bound could follow).
-    return {base, emit(graph, "aten::to",
-                       {mask, emit(graph, "prim::device", {base}, anchor)},
-                       anchor)};
   }
   Value *n = emit(graph, "aten::numel", {mask}, anchor);
   Value *head =

@@ -264,11 +264,7 @@ RuleResult perRow(Node *node, RuleContext &rc) {
   if (minRank <= atLeast)
     minRank = 0;
   // Behind a rank guard, the fallback's result must have the input's rows.
-  // A sort along a dim that may be the rows' own is the order rule's
-  // (sort_dim, at any rank): a guard would send a vector to its fallback,
-  // a read of the count.
-  if (minRank > 0 && (!opInfo(node)->has(kKeepsShape) ||
-                      is(node, "aten::sort") || is(node, "aten::argsort")))
+  if (minRank > 0 && !opInfo(node)->has(kKeepsShape))
     return RuleResult::notApplicable();
   Value *dtype = namedInput(node, "dtype");
   return RuleResult::appliedIf(
@@ -1259,12 +1255,15 @@ void addRowRules(std::vector<BoundRule> &rules) {
   for (const OpInfo &op : allOpInfos())
     if (!op.rowDims.empty())
       perRowOps.push_back(c10::Symbol::fromQualString(op.op));
+  // sort and argsort along any dim, of any rank (sort_dim: which dim is a
+  // host fact), before per-row, whose rank guard would send a vector to its
+  // fallback, a read of the count.
+  rules.push_back(
+      {"sort", On::Use, ops({"aten::sort", "aten::argsort"}), sortRows});
   rules.push_back({"per-row", On::Use, perRowOps, perRow});
   rules.push_back({"join-other-counts", On::Use,
                    ops({"aten::cat", "aten::stack"}), joinOtherCounts});
-  rules.push_back({"sort", On::Use,
-                   ops({"aten::sort", "aten::argsort", "aten::topk"}),
-                   sortRows});
+  rules.push_back({"topk", On::Use, ops({"aten::topk"}), sortRows});
   rules.push_back(
       {"gather-within-rows", On::Use, ops({"aten::gather"}), gatherRows});
   rules.push_back({"take-rows", On::Use, ops({"aten::take"}), takeRows});

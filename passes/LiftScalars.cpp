@@ -216,6 +216,17 @@ bool isScalarFactory(const Node *node, size_t offset) {
          (!grad || constantBool(grad) == false);
 }
 
+/// randint(low, high, size) with high at \p offset, a bound the program
+/// keeps above the constant low (`max(1, n - w)`): random_below draws it
+/// below a lifted high (SpecAugment's mask starts and widths).
+bool drawsBelow(const Node *node, size_t offset) {
+  std::optional<IntDraw> draw = intDraw(node);
+  if (!draw || draw->highOffset != offset)
+    return false;
+  std::optional<int64_t> lo = sizeLowerBound(node->input(offset));
+  return lo && *lo > draw->low;
+}
+
 /// `fake_quantize_per_tensor_affine(x, scale, zero_point, qmin, qmax)`: its
 /// tensor_qparams overload takes scale (float32) and zero_point (int32) as
 /// tensors and reads them on the device (quantization-aware training's
@@ -716,7 +727,7 @@ Region growRegion(const std::vector<Node *> &sources,
           r.sinks.emplace_back(user, kRangeRead);
         continue;
       }
-      if (isScalarFactory(user, use.offset) ||
+      if (isScalarFactory(user, use.offset) || drawsBelow(user, use.offset) ||
           (!inputAffectsShape(user, use.offset) &&
            acceptsTensorAt(user, use.offset))) {
         r.sinks.emplace_back(user, use.offset);
@@ -1142,6 +1153,24 @@ private:
                           namedInput(user, "dtype")},
                          user);
       user->output()->replaceAllUsesWith(made);
+      ctx.rewrote(user, kRule);
+      user->destroy();
+      return;
+    }
+    if (drawsBelow(user, offset)) {
+      IntDraw draw = *intDraw(user);
+      Value *device = draw.device && !draw.device->mustBeNone()
+                          ? draw.device
+                          : emit(graph, "prim::device", {t}, user);
+      Value *dtype = draw.dtype && !draw.dtype->mustBeNone()
+                         ? draw.dtype
+                         : graph.insertConstant(
+                               static_cast<int64_t>(c10::ScalarType::Long));
+      Value *drawn = insertForm(graph, "random_below",
+                                {graph.insertConstant(draw.low), t, draw.size,
+                                 dtype, device},
+                                user)[0];
+      user->output()->replaceAllUsesWith(drawn);
       ctx.rewrote(user, kRule);
       user->destroy();
       return;

@@ -187,10 +187,7 @@ static bool nonNegativeElements(const Value *t, int depth = 0) {
          nonNegativeElements(n->input(0), depth + 1);
 }
 
-/// A constant lower bound of host int \p v: a constant, 0 for a size or
-/// an int() of a tensor of no negative element, and sums and differences
-/// of those with constants (`len(t) + 1`).
-static std::optional<int64_t> sizeLowerBound(const Value *v, int depth = 0) {
+std::optional<int64_t> sizeLowerBound(const Value *v, int depth) {
   if (std::optional<int64_t> c = constantInt(v))
     return c;
   if (nonNegativeSize(v))
@@ -210,6 +207,14 @@ static std::optional<int64_t> sizeLowerBound(const Value *v, int depth = 0) {
       return sum;
     return std::nullopt;
   }
+  // max(a, b) is at least the larger bound known (`max(1, n - w)`).
+  if (n->kind() == c10::prim::max) {
+    auto a = sizeLowerBound(n->input(0), depth + 1);
+    auto b = sizeLowerBound(n->input(1), depth + 1);
+    if (a || b)
+      return std::max(a.value_or(INT64_MIN), b.value_or(INT64_MIN));
+    return std::nullopt;
+  }
   if (n->kind() == c10::aten::sub) // x - c of a constant c
     if (auto a = sizeLowerBound(n->input(0), depth + 1))
       if (auto c = constantInt(n->input(1)); c) {
@@ -218,6 +223,37 @@ static std::optional<int64_t> sizeLowerBound(const Value *v, int depth = 0) {
           return difference;
       }
   return std::nullopt;
+}
+
+std::optional<IntDraw> intDraw(const Node *node) {
+  if (node->kind() != c10::aten::randint || node->outputs().size() != 1)
+    return std::nullopt;
+  const Value *generator = namedInput(node, "generator");
+  const Value *layout = namedInput(node, "layout");
+  const Value *pin = namedInput(node, "pin_memory");
+  Value *size = namedInput(node, "size");
+  Value *high = namedInput(node, "high");
+  const Value *low = namedInput(node, "low");
+  std::optional<int64_t> lo = low ? constantInt(low) : 0;
+  if ((generator && !generator->mustBeNone()) || !layout ||
+      !layout->mustBeNone() || (pin && !pin->mustBeNone() &&
+                                constantBool(pin) != false) ||
+      !size || !high || !lo || !nonNegativeSizes(size))
+    return std::nullopt;
+  Value *device = namedInput(node, "device");
+  auto readAsNumber = [](const torch::jit::Use &use) {
+    const OpInfo *op = opInfo(use.user);
+    return (op && op->has(kHostConversion)) ||
+           use.user->kind() == c10::Symbol::fromQualString("aten::item");
+  };
+  const auto &uses = node->output()->uses();
+  if ((!device || device->mustBeNone()) &&
+      !std::all_of(uses.begin(), uses.end(), readAsNumber))
+    return std::nullopt;
+  size_t at = 0;
+  while (node->input(at) != high)
+    ++at;
+  return IntDraw{at, *lo, size, namedInput(node, "dtype"), device};
 }
 
 bool nonNegativeSizes(const Value *size, int depth) {

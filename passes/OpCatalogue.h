@@ -65,6 +65,24 @@ bool writesThrough(const c10::AliasInfo &alias);
 /// other than division. Conservative: false when unknown.
 bool neverRaisesOnValues(const torch::jit::Node *node);
 
+/// A constant lower bound of host int \p v: a constant, 0 for a size or an
+/// int() of a tensor of no negative element, and sums, differences with
+/// constants and maxima of those (`len(t) + 1`, `max(1, n - w)`).
+std::optional<int64_t> sizeLowerBound(const torch::jit::Value *v,
+                                      int depth = 0);
+
+/// `randint(low, high, size)` (and `randint(high, size)`) drawing on the
+/// default generator, strided, of a constant low, of sizes no value makes
+/// negative, and either on a device given or read only as host numbers
+/// (`int(torch.randint(0, n, (1,)).item())`: where it is drawn is not seen).
+/// Where high > low it cannot raise, and it draws as `random_below` does.
+struct IntDraw {
+  size_t highOffset;
+  int64_t low;
+  torch::jit::Value *size, *dtype, *device;
+};
+std::optional<IntDraw> intDraw(const torch::jit::Node *node);
+
 /// Whether \p size (an int or a list of ints) holds sizes no value makes
 /// negative: another tensor's sizes, constants >= 0, lists of those and
 /// single sizes, and such lists joined or sliced.

@@ -3,6 +3,8 @@
 //   randperm(n), n lifted, one use [:k]   -> the first k below n of
 //                                            randperm(bound(n))
 //   randperm(n), n lifted, other uses     -> all of them: a full random order
+//   randint(lo, n, size), n lifted > lo   -> random_below: floor(u * (n - lo))
+//                                            + lo of a float64 draw u
 //
 // The draw reads the generator for bound(n) entries, not n: the same
 // distribution, another stream of numbers.
@@ -13,6 +15,7 @@
 
 #include "passes/BoundedForms.h"
 #include "passes/GraphUtils.h"
+#include "passes/OpCatalogue.h"
 
 namespace staticify::bound {
 
@@ -86,11 +89,40 @@ RuleResult drawPrefix(Node *node, RuleContext &rc) {
   return RuleResult::applied();
 }
 
+/// randint(low, high, size) of a lifted high the ranges keep above the
+/// constant low: random_below, the same distribution on high's device
+/// (intDraw: a device given, or a draw read only as host numbers).
+RuleResult drawBelow(Node *node, RuleContext &rc) {
+  std::optional<IntDraw> draw = intDraw(node);
+  if (!draw)
+    return RuleResult::declined();
+  Rep *high = rc.lifted(node->input(draw->highOffset));
+  for (size_t i = 0; i < node->inputs().size(); ++i)
+    if (i != draw->highOffset && rc.rep(node->input(i)))
+      return RuleResult::declined();
+  if (!high || !high->range.lo || *high->range.lo <= draw->low)
+    return RuleResult::declined(
+        "randint's high is not provably above its low: it may raise");
+  Value *device = draw->device && !draw->device->mustBeNone()
+                      ? draw->device
+                      : emit(rc.graph, "prim::device", {high->value}, node);
+  Value *dtype = draw->dtype && !draw->dtype->mustBeNone()
+                     ? draw->dtype
+                     : rc.constant(static_cast<int64_t>(c10::ScalarType::Long));
+  Value *drawn = insertForm(rc.graph, "random_below",
+                            {rc.constant(draw->low), high->value, draw->size,
+                             dtype, device},
+                            node)[0];
+  rc.replaceStatic(node->output(), drawn);
+  return RuleResult::applied();
+}
+
 } // namespace
 
 void addRandomRules(std::vector<BoundRule> &rules) {
   using On = BoundRule::On;
   rules.push_back({"randperm", On::Use, ops({"aten::randperm"}), randperm});
+  rules.push_back({"draw-below", On::Use, ops({"aten::randint"}), drawBelow});
   rules.push_back(
       {"draw-prefix", On::Use, ops({"aten::slice", "aten::narrow"}),
        drawPrefix});

@@ -205,6 +205,18 @@ def random_prefix(n: Tensor, bound: int, k: int,
     return first_kept(order, order < n.to(order.device), k)
 
 
+def random_below(low: int, high: Tensor, size: List[int], dtype: int,
+                 device: Device) -> Tensor:
+    """randint(low, high, size) for a 0-d high > low: uniform on [low, high),
+    one float64 draw per element (another stream of numbers than randint's;
+    exact for spans up to 2**53, each integer drawn with a probability
+    within span / 2**53 of 1 / span)."""
+    u = torch.rand(size, dtype=7, device=device)  # float64
+    span = high.to(device=device, dtype=7) - low
+    drawn = torch.minimum((u * span).floor(), span - 1) + low
+    return drawn.to(dtype)
+
+
 def random_order(c: Tensor) -> Tensor:
     """A uniformly random order of c's positions (flat)."""
     return torch.randperm(c.numel(), device=c.device)

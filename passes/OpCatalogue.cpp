@@ -371,8 +371,12 @@ bool neverRaisesOnValues(const Node *node) {
     return true;
   // A tensor made with another's sizes (`x.new_zeros(x.shape)`): every size
   // is valid, and so is every option a constant or another tensor's
-  // metadata gives.
-  if (info->has(kMakesSized)) {
+  // metadata gives. Random draws of a size alike (`torch.randn(x.shape,
+  // dtype=x.dtype, device=x.device)`, diffusers' noise), on the default
+  // generator (a generator the program passes is not a constant).
+  bool randomOfSize = info->has(kRandom) && info->has(kBuildsOnHost) &&
+                      node->kind() != c10::aten::randint;
+  if (info->has(kMakesSized) || randomOfSize) {
     const Value *size = namedInput(node, "size");
     const c10::FunctionSchema *schema = node->maybeSchema();
     if (size && schema && nonNegativeSizes(size)) {

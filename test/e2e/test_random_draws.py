@@ -46,6 +46,18 @@ class Unbounded(torch.nn.Module):
         return x + start
 
 
+class NoiseIfPositive(torch.nn.Module):
+    """diffusers' Euler step: noise drawn only where a value read from data
+    says so."""
+
+    def forward(self, x, sigma):
+        gamma = float(sigma) * 0.5
+        if gamma > 0:
+            eps = torch.randn(x.shape, dtype=x.dtype, device=x.device)
+            x = x + eps * gamma
+        return x
+
+
 def chi2_z(counts):
     expected = counts.sum() / counts.numel()
     chi2 = float(((counts - expected) ** 2).sum() / expected)
@@ -114,3 +126,24 @@ def test_draw_below_an_unbounded_length_stays(staticify, save, tmp_path):
     staticify(path, "-o", out)
     with pytest.raises(Exception):  # as the original does
         torch.jit.load(str(out))(torch.ones(4), torch.tensor([0]))
+
+
+def test_noise_under_a_branch_on_data_runs_in_both(staticify, save, tmp_path):
+    # randn of x's sizes raises on no value: if-convert draws it in both
+    # branches and keeps it where the branch is taken.
+    path = save(NoiseIfPositive())
+    out = tmp_path / "static.pt"
+    staticify(path, "-o", out)
+    method = staticify.report(path)["methods"][0]
+    assert method["before"]["sync_points"] == 1
+    assert method["after"]["sync_points"] == 0
+    model = torch.jit.load(str(out))
+    x = torch.arange(4000.0).reshape(40, 100)
+    assert torch.equal(model(x, torch.tensor(-1.0)), x)
+    assert torch.equal(model(x, torch.tensor(0.0)), x)
+    torch.manual_seed(2)
+    noise = (model(x, torch.tensor(4.0)) - x) / 2.0  # gamma = 2
+    # 4,000 standard normal draws: mean within 4 standard errors of 0,
+    # standard deviation within 5% of 1.
+    assert abs(float(noise.mean())) < 4 / math.sqrt(noise.numel())
+    assert abs(float(noise.std()) - 1.0) < 0.05

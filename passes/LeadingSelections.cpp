@@ -322,6 +322,28 @@ std::optional<std::pair<Node *, Sunk>> sinkPastCat(Graph &graph, Node *list,
   return std::make_pair(cat, Sunk{clone, moved.dim});
 }
 
+/// `t[i]` of \p list = [i], i moved from the front to d: the gather is
+/// elementwise in i (its result has i's dimensions, then t's after the
+/// first), so it is `t[s].movedim(0, d)` of i's source s (PyG's relabelling
+/// `node_idx[edge_index]` of `edge_index[:, mask]`).
+std::optional<std::pair<Node *, Sunk>> sinkPastGather(Graph &graph, Node *list,
+                                                      const Moved &moved) {
+  if (list->kind() != c10::prim::ListConstruct || list->inputs().size() != 1 ||
+      list->output()->uses().size() != 1)
+    return std::nullopt;
+  Node *index = list->output()->uses()[0].user;
+  if (index->kind() != c10::aten::index || index->inputs().size() != 2 ||
+      list->output()->uses()[0].offset != 1 || movedFromFront(index->input(0)))
+    return std::nullopt;
+  torch::jit::WithInsertPoint guard(index);
+  Node *sources = graph.insertNode(graph.createList(
+      c10::OptionalType::ofTensor(), {moved.source}));
+  Node *clone = graph.insertNode(graph.createClone(index, [](Value *v) { return v; }));
+  clone->replaceInput(1, sources->output());
+  clone->output()->setType(c10::TensorType::get());
+  return std::make_pair(index, Sunk{clone, moved.dim});
+}
+
 /// A selection to move and where it selects.
 struct Candidate {
   Node *node;
@@ -349,8 +371,11 @@ void moveSelections(Graph &graph, PassContext &ctx,
       if (std::find(users.begin(), users.end(), u.user) == users.end())
         users.push_back(u.user);
     for (Node *use : users) {
-      if (auto cat = sinkPastCat(graph, use, *moved, analysis)) {
-        auto [original, sunk] = *cat;
+      auto joined = sinkPastCat(graph, use, *moved, analysis);
+      if (!joined)
+        joined = sinkPastGather(graph, use, *moved);
+      if (joined) {
+        auto [original, sunk] = *joined;
         torch::jit::WithInsertPoint guard(original);
         Value *out = emitMove(graph, sunk.clone->output(), 0, *sunk.backDim, original);
         moves.push_back(out->node());

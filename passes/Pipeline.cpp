@@ -261,6 +261,38 @@ static bool foldBoolIf(Graph &graph, Node *node) {
   return true;
 }
 
+/// An if's result that both branches yield as one value made before the
+/// if is that value: its uses take it, and the result goes (PyG's `if
+/// edge_attr is None: return edge_index, None` beside `return edge_index,
+/// edge_attr[mask]`, whose selection otherwise leaves the if).
+static bool hoistSameYields(const std::vector<Node *> &nodes) {
+  bool changed = false;
+  for (Node *node : nodes) {
+    if (node->kind() != c10::prim::If)
+      continue;
+    torch::jit::Block *a = node->blocks()[0], *b = node->blocks()[1];
+    for (size_t i = node->outputs().size(); i-- > 0;) {
+      torch::jit::Value *v = a->outputs()[i];
+      if (v != b->outputs()[i] || node->isBefore(v->node()) ||
+          v->node()->owningBlock() == a || v->node()->owningBlock() == b)
+        continue;
+      // Made outside the if: before it in this block or in one around it.
+      const torch::jit::Block *owner = v->node()->owningBlock();
+      bool outside = false;
+      for (const Node *n = node; n && !outside; n = n->owningBlock()->owningNode())
+        outside = n->owningBlock() == owner && v->node()->isBefore(n);
+      if (!outside && v->node()->kind() != c10::prim::Param)
+        continue;
+      node->output(i)->replaceAllUsesWith(v);
+      a->eraseOutput(i);
+      b->eraseOutput(i);
+      node->eraseOutput(i);
+      changed = true;
+    }
+  }
+  return changed;
+}
+
 /// Whether a value of static type \p type holds nothing but that type at
 /// run time: one of TorchScript's types with no subtypes but themselves
 /// (an Optional, a Union, Any, a class or an interface may hold several).
@@ -448,6 +480,7 @@ static bool normalize(std::shared_ptr<Graph> &graph, PassContext &ctx) {
     propagateConstants(graph, &nodes);
     changed = true; // it may or may not have: said changed, facts recomputed
   }
+
   // Each loop it folds may make another's entry None: again until none.
   while (foldLoopCarriedNone(nodes)) {
     propagateConstants(graph, &nodes);
@@ -475,6 +508,13 @@ static bool normalize(std::shared_ptr<Graph> &graph, PassContext &ctx) {
   bool current = !swept;
   changed |= swept;
   changed |= eliminateDeadCode(graph, current ? &nodes : nullptr);
+  // An if's results lowered from a tuple may be yielded alike by both
+  // branches; the tuples they went back into are lowered again.
+  if (hoistSameYields(collectNodes(graph->block()))) {
+    torch::jit::LowerSimpleTuples(graph->block());
+    eliminateDeadCode(graph, nullptr);
+    changed = true;
+  }
   return changed;
 }
 

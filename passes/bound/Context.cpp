@@ -49,6 +49,32 @@ bool isOutputPosition(const Node *user) {
           returnedByGraph(user->output()->uses()[0].user));
 }
 
+bool leavesToReturn(const Node *ret, int depth) {
+  const Node *owner = ret->owningBlock()->owningNode();
+  if (ret->kind() != c10::prim::Return || !owner ||
+      owner->kind() != c10::prim::If || depth > 8)
+    return false;
+  for (const Value *out : owner->outputs())
+    for (const torch::jit::Use &use : out->uses())
+      if (!isOutputPosition(use.user) &&
+          !(use.user->kind() == c10::prim::Return &&
+            leavesToReturn(use.user, depth + 1)))
+        return false;
+  return true;
+}
+
+bool returnedAsMoved(const Node *user) {
+  bool moves = user->kind() == c10::aten::movedim ||
+               user->kind() == c10::aten::transpose ||
+               user->kind() == c10::aten::permute ||
+               user->kind() == c10::aten::t;
+  if (!moves || user->outputs().size() != 1 ||
+      user->output()->uses().size() != 1)
+    return false;
+  const Node *next = user->output()->uses()[0].user;
+  return isOutputPosition(next) || leavesToReturn(next);
+}
+
 std::vector<c10::Symbol> ops(std::initializer_list<const char *> names) {
   std::vector<c10::Symbol> symbols;
   for (const char *name : names)

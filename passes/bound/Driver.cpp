@@ -245,6 +245,12 @@ std::string Driver::reasonFor(const Node *user) {
   if (isOutputPosition(user))
     return "materialized: it is returned (--padded-outputs returns "
            "(padded, count) instead)";
+  if (leavesToReturn(user))
+    return "materialized: it is returned (through an if, which "
+           "--padded-outputs does not pad)";
+  if (returnedAsMoved(user))
+    return "materialized: it is returned (its dimensions moved by '" +
+           std::string(user->kind().toQualString()) + "')";
   if (user->kind() == c10::prim::Return)
     return "materialized: it leaves a loop or an if";
   return "materialized: '" + std::string(user->kind().toQualString()) +
@@ -252,7 +258,7 @@ std::string Driver::reasonFor(const Node *user) {
 }
 
 bool Driver::noteUse(const Node *user) {
-  if (isOutputPosition(user))
+  if (isOutputPosition(user) || leavesToReturn(user) || returnedAsMoved(user))
     return false;
   // Where a second trial may stop: before the ifs around the use (a read in
   // one branch is paid for the other's too when the values stop before the
@@ -268,6 +274,45 @@ bool Driver::noteUse(const Node *user) {
   return true;
 }
 
+Value *Driver::maskOfCount(const Rep &r) {
+  if (r.selectedBy)
+    return r.selectedBy;
+  // Rows computed from a selection keep its count (`node_idx[edge_index[:,
+  // mask]]`): the mask of the selection with that count.
+  for (const auto &[v, other] : rc.reps)
+    if (other.kind == Rep::Kind::Bounded && other.count == r.count &&
+        other.selectedBy)
+      return other.selectedBy;
+  return nullptr;
+}
+
+Value *Driver::hoistRead(Value *read, Value *count, Node *at,
+                         const std::string &why) {
+  // The if around the earlier read, in a block that \p at is in.
+  Node *around = read->node();
+  while (around && !encloses(around->owningBlock(), at))
+    around = around->owningBlock()->owningNode();
+  if (!around || around == read->node() || around->kind() != c10::prim::If ||
+      !around->isBefore(at) || !visibleAt(count, around))
+    return read;
+  // The count is known before the if (\p count, this one's; \p read's
+  // when its rows share a mask): one read there serves the read in the
+  // branch and this one, which would both run where the branch is taken;
+  // where it is not, this one would run alone (the count an edge selection
+  // and, under `if edge_attr is not None`, its attributes' share).
+  torch::jit::WithInsertPoint guard(around);
+  Value *hoisted = emit(graph, "aten::Int", {count}, around);
+  ctx.declined(hoisted->node(), kRule, why);
+  read->replaceAllUsesWith(hoisted);
+  if (midReads.erase(read->node()))
+    midReads.insert(hoisted->node());
+  for (auto *reads : {&countsOnHost, &countsOfMask})
+    for (auto &[key, n] : *reads)
+      if (n == read)
+        n = hoisted;
+  return hoisted;
+}
+
 Value *Driver::materialize(Value *v, const Rep &r, const Node *user) {
   if (auto it = materialized.find(v); it != materialized.end())
     return it->second;
@@ -276,6 +321,13 @@ Value *Driver::materialize(Value *v, const Rep &r, const Node *user) {
   // value with the same count was cut there already: one sync each.
   Node *at = def->next();
   Value *&n = countsOnHost[r.count];
+  // Rows selected by one unwritten mask are as many as its true elements,
+  // whatever the base: one read for all (PyG's `edge_index[:, mask]` and,
+  // in a branch, `edge_attr[mask]`).
+  Value *mask = r.kind == Rep::Kind::Bounded ? maskOfCount(r) : nullptr;
+  if (!n && mask)
+    if (auto it = countsOfMask.find(mask); it != countsOfMask.end())
+      n = it->second;
   if (r.kind == Rep::Kind::Bounded && n &&
       n->node()->owningBlock() == def->owningBlock() &&
       (n->node() == at || at->isBefore(n->node())))
@@ -308,9 +360,13 @@ Value *Driver::materialize(Value *v, const Rep &r, const Node *user) {
       return branch->output();
     }
   }
+  if (r.kind == Rep::Kind::Bounded && n && !visibleAt(n, at))
+    n = hoistRead(n, r.count, at, reasonFor(user));
   if (r.kind == Rep::Kind::Bounded && (!n || !visibleAt(n, at)))
     n = nullptr; // not read yet at this point (or in a block \p at is not in)
   Value *out = emitMaterialized(v, r, anchor, reasonFor(user), n, mid);
+  if (mask)
+    countsOfMask.emplace(mask, n);
   materialized[v] = out;
   return out;
 }

@@ -178,6 +178,16 @@ private:
 
   std::unordered_map<Value *, Value *> materialized;
   std::unordered_map<Value *, Value *> countsOnHost;
+  /// The host read of the count of rows selected by an unwritten mask
+  /// (Rep::selectedBy): every selection by it has as many.
+  std::unordered_map<Value *, Value *> countsOfMask;
+  /// A read of \p count (equal to what \p read reads), before the if whose
+  /// branch made \p read, where \p at, after that if, needs the count too:
+  /// \p read's uses take it. \p read itself where there is no such if or
+  /// \p count is not known before it.
+  Value *hoistRead(Value *read, Value *count, Node *at, const std::string &why);
+  /// The unwritten mask whose true elements \p r's rows count, if known.
+  Value *maskOfCount(const Rep &r);
   /// The host reads materialization emitted that some use needs
   /// mid-computation (not at an output position).
   std::unordered_set<const Node *> midReads;

@@ -49,16 +49,19 @@ bool isOutputPosition(const Node *user) {
           returnedByGraph(user->output()->uses()[0].user));
 }
 
-bool leavesToReturn(const Node *ret, int depth) {
-  const Node *owner = ret->owningBlock()->owningNode();
-  if (ret->kind() != c10::prim::Return || !owner ||
-      owner->kind() != c10::prim::If || depth > 8)
+bool leavesToReturn(const Node *user, int depth) {
+  if (depth > 8)
+    return false;
+  if (user->kind() == c10::prim::TupleConstruct) // a tuple a branch yields
+    return user->output()->uses().size() == 1 &&
+           leavesToReturn(user->output()->uses()[0].user, depth + 1);
+  const Node *owner = user->owningBlock()->owningNode();
+  if (user->kind() != c10::prim::Return || !owner ||
+      owner->kind() != c10::prim::If)
     return false;
   for (const Value *out : owner->outputs())
     for (const torch::jit::Use &use : out->uses())
-      if (!isOutputPosition(use.user) &&
-          !(use.user->kind() == c10::prim::Return &&
-            leavesToReturn(use.user, depth + 1)))
+      if (!isOutputPosition(use.user) && !leavesToReturn(use.user, depth + 1))
         return false;
   return true;
 }

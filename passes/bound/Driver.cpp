@@ -531,8 +531,30 @@ bool Driver::returnPaddedAlongDim(const Rep &r, const torch::jit::Use &use) {
 Value *Driver::materializeList(const Rep &r, Node *user) {
   torch::jit::WithInsertPoint at(user);
   bool mid = noteUse(user);
-  std::string why = reasonFor(user);
+  std::string why = mid ? reasonFor(user)
+                        : "materialized: it is returned (each element cut to "
+                          "its count, the counts copied to the host at once)";
   Value *n = emit(graph, "aten::len", {r.value}, user);
+  // Every count copied to the host at once (one sync; a read per element
+  // would sync once per element), where there is one (stack takes none).
+  Node *copy = nullptr;
+  Value *onHost = emitIf(
+      graph, emit(graph, "aten::gt", {n, 0}, user), user,
+      [&] {
+        Value *stacked = emit(graph, "aten::stack", {r.count, 0}, user);
+        Value *copied = emit(graph, "aten::cpu", {stacked}, user);
+        copy = copied->node();
+        return copied;
+      },
+      [&] {
+        return emit(graph, "aten::zeros",
+                    {graph.insertConstant(std::vector<int64_t>{0})}, user,
+                    {torch::jit::NamedValue(
+                        "dtype", static_cast<int64_t>(c10::ScalarType::Long))});
+      });
+  ctx.declined(copy, kRule, why);
+  if (mid)
+    midReads.insert(copy);
   bool sizes = r.kind == Rep::Kind::SizeList;
   Value *out = graph
                    .insertNode(graph.createList(
@@ -546,11 +568,8 @@ Value *Driver::materializeList(const Rep &r, Node *user) {
   Value *i = body->addInput()->setType(c10::IntType::get());
   torch::jit::WithInsertPoint in(body);
   Value *padded = emit(graph, "aten::__getitem__", {r.value, i}, user);
-  Value *count = emit(graph, "aten::__getitem__", {r.count, i}, user);
+  Value *count = emit(graph, "aten::select", {onHost, 0, i}, user);
   Value *rows = emit(graph, "aten::Int", {count}, user);
-  ctx.declined(rows->node(), kRule, why);
-  if (mid)
-    midReads.insert(rows->node());
   Value *cut = sizes ? rows
                     : emit(graph, "aten::slice",
                            {padded, 0, rc.constant(0), rows, 1}, user);

@@ -27,9 +27,9 @@
 // per-level boxes, scores and labels; `cat([ids, concat_boxes], dim=1)`), so
 // their rows line up.
 //
-// A use no rule absorbed (past a trial's cutoff, in a guard's fallback)
-// reads a copy of the list with each element cut to its count: a host read
-// per element (Driver::materializeList).
+// A use no rule absorbed (the return, past a trial's cutoff, in a guard's
+// fallback) reads a copy of the list with each element cut to its count,
+// every count copied to the host at once: one sync (Driver::materializeList).
 //
 //===----------------------------------------------------------------------===//
 
@@ -86,6 +86,10 @@ std::string whyNotPaddedList(const Value *list, const RuleContext &rc) {
          (is(user, "aten::__getitem__") && rc.indexedLists) ||
          is(user, "aten::len") ||
          (is(user, "aten::cat") && constantInt(user->input(1)) == 0)))
+      continue;
+    // Returned: cut there, every count copied to the host at once
+    // (Driver::materializeList; a CTC decoder's hypotheses).
+    if (isOutputPosition(user) || leavesToReturn(user))
       continue;
     return "the list it is appended to is read by '" +
            std::string(user->kind().toQualString()) +

@@ -417,10 +417,11 @@ bool is(const torch::jit::Node *node, const char *op);
 /// Whether \p user puts its input at a graph output: the return itself, or
 /// a tuple only the return takes.
 bool isOutputPosition(const torch::jit::Node *user);
-/// Whether \p ret yields a branch's results to an if whose results are only
-/// returned (at any depth of such ifs): what leaves there leaves the
-/// method, as a returned value does, but --padded-outputs does not pad it.
-bool leavesToReturn(const torch::jit::Node *ret, int depth = 0);
+/// Whether \p user yields a branch's results (or a tuple of them) to an if
+/// whose results are only returned (at any depth of such ifs, a guard's
+/// too): what leaves there leaves the method, as a returned value does, but
+/// --padded-outputs does not pad it.
+bool leavesToReturn(const torch::jit::Node *user, int depth = 0);
 /// Whether \p user moves dimensions of its input (movedim, transpose,
 /// permute, t: every element kept, the rows' count still a size) into a
 /// returned value: leading-selections' move back of `edge_index[:, mask]`.

@@ -2,10 +2,12 @@
 (bound), across an if on a host fact too, and a selection that leaves an if
 only to be returned is cut as a returned one (normalize takes a result both
 branches yield alike out of the if): PyG's remove_self_loops with and
-without edge attributes, and subgraph's relabelling of the kept edges.
+without edge attributes, and subgraph's relabelling of the kept edges. A
+returned list of selections (greedy CTC decoding, one hypothesis per item)
+is cut at the return with every count copied to the host at once.
 Through the binary against the original, on edge lists with no self loop,
 only self loops, and some; the sync points are the report's."""
-from typing import Optional, Tuple
+from typing import List, Optional, Tuple
 
 import pytest
 import torch
@@ -102,5 +104,40 @@ def test_relabelled_edges_read_one_count(staticify, save, tmp_path):
             subset.zero_()  # no edge kept
         attr = torch.randn(e.size(1), generator=gen)
         want, got = original(subset, e, attr), rewritten(subset, e, attr)
+        for g, w in zip(got, want):
+            same(g, w)
+
+
+class GreedyCTC(torch.nn.Module):
+    def forward(self, log_probs: Tensor, lengths: Tensor) -> List[Tensor]:
+        best = log_probs.argmax(dim=-1)
+        hyps: List[Tensor] = []
+        for b in range(best.size(0)):
+            seq = best[b, : int(lengths[b])]
+            seq = torch.unique_consecutive(seq, dim=-1)
+            hyps.append(seq[seq != 0])
+        return hyps
+
+
+def test_returned_hypotheses_copy_their_counts_once(staticify, save, tmp_path):
+    path = save(GreedyCTC())
+    out = tmp_path / "out.pt"
+    staticify(path, "-o", out)
+    method = staticify.report(path)["methods"][0]
+    assert (method["before"]["sync_points"], method["after"]["sync_points"]) == (3, 1)
+    reasons = [f.get("reason") or "" for f in method["findings"]
+               if f["role"] == "root" and f["action"] in ("kept", "introduced")]
+    assert reasons == ["bound: materialized: it is returned (each element cut to its "
+                       "count, the counts copied to the host at once)"], reasons
+    original, rewritten = torch.jit.load(str(path)), torch.jit.load(str(out))
+    gen = torch.Generator().manual_seed(2)
+    for trial in range(TRIALS):
+        b = 1 + trial % 4
+        t = 1 + int(torch.randint(0, 12, (1,), generator=gen))
+        logits = torch.randn(b, t, 5, generator=gen)
+        logits[..., 0] += 1.0  # blank-heavy
+        lengths = torch.randint(0, t + 1, (b,), generator=gen)
+        want, got = original(logits, lengths), rewritten(logits, lengths)
+        assert len(got) == len(want)
         for g, w in zip(got, want):
             same(g, w)

@@ -275,13 +275,15 @@ bool Driver::noteUse(const Node *user) {
 }
 
 Value *Driver::maskOfCount(const Rep &r) {
-  if (r.selectedBy)
+  // A selection x[m] has selectedFrom and selectedBy; a top-k's indices
+  // into one have selectedBy alone, and a count of their own.
+  if (r.selectedFrom && r.selectedBy)
     return r.selectedBy;
   // Rows computed from a selection keep its count (`node_idx[edge_index[:,
   // mask]]`): the mask of the selection with that count.
   for (const auto &[v, other] : rc.reps)
     if (other.kind == Rep::Kind::Bounded && other.count == r.count &&
-        other.selectedBy)
+        other.selectedFrom && other.selectedBy)
       return other.selectedBy;
   return nullptr;
 }

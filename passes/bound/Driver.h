@@ -186,7 +186,8 @@ private:
   /// \p read's uses take it. \p read itself where there is no such if or
   /// \p count is not known before it.
   Value *hoistRead(Value *read, Value *count, Node *at, const std::string &why);
-  /// The unwritten mask whose true elements \p r's rows count, if known.
+  /// The unwritten mask whose true elements \p r's rows count, if known:
+  /// \p r's own, or that of a selection x[m] with \p r's count.
   Value *maskOfCount(const Rep &r);
   /// The host reads materialization emitted that some use needs
   /// mid-computation (not at an output position).

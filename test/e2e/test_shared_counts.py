@@ -141,3 +141,26 @@ def test_returned_hypotheses_copy_their_counts_once(staticify, save, tmp_path):
         assert len(got) == len(want)
         for g, w in zip(got, want):
             same(g, w)
+
+
+class TopOfSelection(torch.nn.Module):
+    """The top-k's indices into a selection (min(k, n) of them) beside a
+    selection by its mask (n): two counts, never one read."""
+
+    def forward(self, x: Tensor, y: Tensor):
+        keep = x > 0.5
+        s = x[keep]
+        v, i = s.topk(min(3, s.size(0)))
+        return i, y[keep]
+
+
+def test_top_of_a_selection_keeps_its_own_count(staticify, save, tmp_path):
+    path = save(TopOfSelection())
+    out = tmp_path / "out.pt"
+    staticify(path, "-o", out, "--static-forms")
+    original, rewritten = torch.jit.load(str(path)), torch.jit.load(str(out))
+    gen = torch.Generator().manual_seed(3)
+    for _ in range(TRIALS):
+        x, y = torch.rand(12, generator=gen), torch.randn(12, 2, generator=gen)
+        for g, w in zip(rewritten(x, y), original(x, y)):
+            same(g, w)

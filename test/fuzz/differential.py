@@ -90,7 +90,8 @@ DD_FEATURES = {"store-const", "store-0d", "store-sel", "store-sel-var", "store-a
                "num", "numel", "reduce", "reduce-dim0", "sort", "topk", "unique", "cat",
                "nested-mask", "arange", "slice-k", "narrow-k", "if", "if-elif", "if-shield",
                "recompute-select", "loop", "branch-store", "all-tested",
-               "all-tested-normalized", "range-store", "padding-mask"}
+               "all-tested-normalized", "range-store", "padding-mask",
+               "host-branch-select"}
 
 
 @dataclasses.dataclass
@@ -940,6 +941,36 @@ class Gen:
         self.pool.append(target)
         return True
 
+    def p_host_branch_select(self):
+        """Selections by one mask on both sides of an if on a host fact
+        (PyG's `edge_index[:, mask]`, then `edge_attr[mask]` under `if
+        edge_attr is not None`): cut by one read of the mask's count, moved
+        before the if where the later cut comes after it; the branch's
+        result, returned or read on, leaves the if."""
+        a = self.pick(lambda v: v.kind == "full" and v.dtype == "f")
+        m = self.pick(lambda v: v.kind == "mask" and self.mask_fits(v, a))
+        if m is None:
+            return False
+        b = self.pick(lambda v: v.kind == "full" and v.dtype in "fi" and self.mask_fits(m, v))
+        if b is None:
+            return False
+        rank = 1 if m.mk == a.mk else self.rank_of(a.mk)
+        brank = 1 if m.mk == b.mk else self.rank_of(b.mk)
+        first = Var(self.fresh("s"), "dyn", "f", rank=rank, sig=self.sel_sig(m, a))
+        self.emit(f"{first.name} = {a.name}[{m.name}]", "host-branch-select")
+        k = self.r.randint(0, 6)
+        inner = Var(self.fresh("hb"), "dyn", b.dtype, rank=brank, sig=self.sel_sig(m, b))
+        self.emit(f"if {a.name}.size(0) > {k}:", "host-branch-select")
+        self.emit(f"    {inner.name} = {b.name}[{m.name}]", "host-branch-select")
+        self.emit("else:", "host-branch-select")
+        self.emit(f"    {inner.name} = {b.name}[{m.name}] + 1", "host-branch-select")
+        inner.dd = True
+        self.pool.append(inner)
+        # The first selection read after the if (its cut comes after the
+        # branch's, in program order).
+        return self.add(Var(self.fresh("s"), "dyn", "f", rank=rank, sig=first.sig),
+                        f"{first.name} * 2.0", "host-branch-select")
+
     def p_appended_cat(self):
         """A tensor rebuilt from its rows appended to a list, then cat
         (torchaudio's Emformer `_gen_right_context`): the list holds more
@@ -1016,7 +1047,7 @@ class Gen:
                    ("p_branch_store", 4), ("p_runs", 2), ("p_columns", 2),
                    ("p_rows_more", 3), ("p_all_tested", 3), ("p_range_store", 2),
                    ("p_out_variant", 2), ("p_padding_mask", 3), ("p_appended_cat", 2),
-                   ("p_branch_rows", 3)]
+                   ("p_branch_rows", 3), ("p_host_branch_select", 3)]
 
     def returnable(self, v):
         return v.kind not in ("num",) and v.name not in ("x", "y", "t", "xi")

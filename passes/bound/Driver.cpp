@@ -294,8 +294,11 @@ Value *Driver::hoistRead(Value *read, Value *count, Node *at,
   Node *around = read->node();
   while (around && !encloses(around->owningBlock(), at))
     around = around->owningBlock()->owningNode();
+  // \p at in the if's own block, after it: its read runs whenever the
+  // if's does (one nested in a later branch would not).
   if (!around || around == read->node() || around->kind() != c10::prim::If ||
-      !around->isBefore(at) || !visibleAt(count, around))
+      at->owningBlock() != around->owningBlock() || !around->isBefore(at) ||
+      !visibleAt(count, around))
     return read;
   // The count is known before the if (\p count, this one's; \p read's
   // when its rows share a mask): one read there serves the read in the

@@ -59,6 +59,13 @@ class Staticify:
         self(model_path, "--report-json", out, *args)
         return json.loads(out.read_text())
 
+    def rewritten(self, model_path, out, *args):
+        """model_path staticified to out with args: its first method's
+        report, the original loaded and the output loaded."""
+        self(model_path, "-o", out, *args)
+        method = self.report(model_path, *args)["methods"][0]
+        return method, torch.jit.load(str(model_path)), torch.jit.load(str(out))
+
 
 class InProcess(Staticify):
     """The same command run in this process: `staticify.run`, the binary's

@@ -66,13 +66,8 @@ def chi2_z(counts):
 
 
 def test_mask_start_is_static_and_uniform(staticify, save, tmp_path):
-    path = save(MaskStart())
-    out = tmp_path / "static.pt"
-    staticify(path, "-o", out)
-    method = staticify.report(path)["methods"][0]
-    assert method["before"]["sync_points"] == 1
-    assert method["after"]["sync_points"] == 0
-    model = torch.jit.load(str(out))
+    method, original, model = staticify.rewritten(save(MaskStart()), tmp_path / "out.pt")
+    assert (method["before"]["sync_points"], method["after"]["sync_points"]) == (1, 0)
     # The start's draw is random_below's; the width's, of constant bounds,
     # is the original randint (on the CPU: reading it is no sync).
     assert str(model.forward.graph).count("aten::randint(") == 1
@@ -90,20 +85,14 @@ def test_mask_start_is_static_and_uniform(staticify, save, tmp_path):
         assert zeros == list(range(s, s + len(zeros)))
         counts[s] += 1
     assert abs(chi2_z(counts)) < Z_LIMIT, counts.tolist()
-    original = torch.jit.load(str(path))
     for _ in range(20):
         y, start = original(x, length)
         assert 0 <= int(start) < 5
 
 
 def test_pick_among_kept_rows_is_static_and_uniform(staticify, save, tmp_path):
-    path = save(PickKept())
-    out = tmp_path / "static.pt"
-    staticify(path, "-o", out)
-    method = staticify.report(path)["methods"][0]
-    assert method["before"]["sync_points"] == 2
-    assert method["after"]["sync_points"] == 0
-    model = torch.jit.load(str(out))
+    method, _, model = staticify.rewritten(save(PickKept()), tmp_path / "out.pt")
+    assert (method["before"]["sync_points"], method["after"]["sync_points"]) == (2, 0)
     x = torch.tensor([[1.0, 10.0], [-1.0, 20.0], [2.0, 30.0], [3.0, 40.0], [-5.0, 50.0]])
     kept = {10.0: 0, 30.0: 1, 40.0: 2}
     counts = torch.zeros(3)
@@ -131,13 +120,8 @@ def test_draw_below_an_unbounded_length_stays(staticify, save, tmp_path):
 def test_noise_under_a_branch_on_data_runs_in_both(staticify, save, tmp_path):
     # randn of x's sizes raises on no value: if-convert draws it in both
     # branches and keeps it where the branch is taken.
-    path = save(NoiseIfPositive())
-    out = tmp_path / "static.pt"
-    staticify(path, "-o", out)
-    method = staticify.report(path)["methods"][0]
-    assert method["before"]["sync_points"] == 1
-    assert method["after"]["sync_points"] == 0
-    model = torch.jit.load(str(out))
+    method, _, model = staticify.rewritten(save(NoiseIfPositive()), tmp_path / "out.pt")
+    assert (method["before"]["sync_points"], method["after"]["sync_points"]) == (1, 0)
     x = torch.arange(4000.0).reshape(40, 100)
     assert torch.equal(model(x, torch.tensor(-1.0)), x)
     assert torch.equal(model(x, torch.tensor(0.0)), x)

@@ -69,13 +69,10 @@ def same(got, want):
 
 @pytest.mark.parametrize("with_attr", [False, True], ids=["no-attr", "attr"])
 def test_remove_self_loops_reads_one_count(staticify, save, tmp_path, with_attr):
-    path = save(RemoveSelfLoops())
-    out = tmp_path / "out.pt"
-    staticify(path, "-o", out)
-    method = staticify.report(path)["methods"][0]
+    method, original, rewritten = staticify.rewritten(save(RemoveSelfLoops()),
+                                                      tmp_path / "out.pt")
     # The returned bool and one count for both selections.
     assert (method["before"]["sync_points"], method["after"]["sync_points"]) == (3, 2)
-    original, rewritten = torch.jit.load(str(path)), torch.jit.load(str(out))
     gen = torch.Generator().manual_seed(0)
     for trial in range(TRIALS):
         e = edges(gen, ("none", "all", "some")[trial % 3])
@@ -86,16 +83,11 @@ def test_remove_self_loops_reads_one_count(staticify, save, tmp_path, with_attr)
 
 
 def test_relabelled_edges_read_one_count(staticify, save, tmp_path):
-    path = save(Relabel())
-    out = tmp_path / "out.pt"
-    staticify(path, "-o", out)
-    method = staticify.report(path)["methods"][0]
-    assert method["before"]["sync_points"] == 2
-    assert method["after"]["sync_points"] == 1
+    method, original, rewritten = staticify.rewritten(save(Relabel()), tmp_path / "out.pt")
+    assert (method["before"]["sync_points"], method["after"]["sync_points"]) == (2, 1)
     reasons = [f.get("reason") or "" for f in method["findings"]
                if f["role"] == "root" and f["action"] in ("kept", "introduced")]
     assert reasons and all("it is returned" in r for r in reasons), reasons
-    original, rewritten = torch.jit.load(str(path)), torch.jit.load(str(out))
     gen = torch.Generator().manual_seed(1)
     for trial in range(TRIALS):
         e = edges(gen, "some")
@@ -120,16 +112,12 @@ class GreedyCTC(torch.nn.Module):
 
 
 def test_returned_hypotheses_copy_their_counts_once(staticify, save, tmp_path):
-    path = save(GreedyCTC())
-    out = tmp_path / "out.pt"
-    staticify(path, "-o", out)
-    method = staticify.report(path)["methods"][0]
+    method, original, rewritten = staticify.rewritten(save(GreedyCTC()), tmp_path / "out.pt")
     assert (method["before"]["sync_points"], method["after"]["sync_points"]) == (3, 1)
     reasons = [f.get("reason") or "" for f in method["findings"]
                if f["role"] == "root" and f["action"] in ("kept", "introduced")]
     assert reasons == ["bound: materialized: it is returned (each element cut to its "
                        "count, the counts copied to the host at once)"], reasons
-    original, rewritten = torch.jit.load(str(path)), torch.jit.load(str(out))
     gen = torch.Generator().manual_seed(2)
     for trial in range(TRIALS):
         b = 1 + trial % 4
@@ -155,10 +143,8 @@ class TopOfSelection(torch.nn.Module):
 
 
 def test_top_of_a_selection_keeps_its_own_count(staticify, save, tmp_path):
-    path = save(TopOfSelection())
-    out = tmp_path / "out.pt"
-    staticify(path, "-o", out, "--static-forms")
-    original, rewritten = torch.jit.load(str(path)), torch.jit.load(str(out))
+    _, original, rewritten = staticify.rewritten(save(TopOfSelection()), tmp_path / "out.pt",
+                                                 "--static-forms")
     gen = torch.Generator().manual_seed(3)
     for _ in range(TRIALS):
         x, y = torch.rand(12, generator=gen), torch.randn(12, 2, generator=gen)

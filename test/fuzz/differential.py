@@ -189,6 +189,13 @@ class Gen:
         self.lines.append(line)
         self.features.append(feature)
 
+    def emit_choice(self, cond, target, arms, feature):
+        """`target = arms[0]` if cond, else `target = arms[1]`."""
+        self.emit(f"if {cond}:", feature)
+        self.emit(f"    {target} = {arms[0]}", feature)
+        self.emit("else:", feature)
+        self.emit(f"    {target} = {arms[1]}", feature)
+
     def add(self, var, expr, feature):
         self.emit(f"{var.name} = {expr}", feature)
         names = set(re.findall(r"\b[a-z]+\d+\b", expr))
@@ -933,10 +940,7 @@ class Gen:
             target = Var(self.fresh("br"), "sc", "f")
             arms = [f"{s.name}[{k1}].sum()", f"{s.name}[{k2}].sum() * 2.0"
                     if self.r.random() < 0.5 else f"{s.name}.sum()"]
-        self.emit(f"if {self.cond()}:", "branch-rows")
-        self.emit(f"    {target.name} = {arms[0]}", "branch-rows")
-        self.emit("else:", "branch-rows")
-        self.emit(f"    {target.name} = {arms[1]}", "branch-rows")
+        self.emit_choice(self.cond(), target.name, arms, "branch-rows")
         target.dd = True
         self.pool.append(target)
         return True
@@ -960,10 +964,9 @@ class Gen:
         self.emit(f"{first.name} = {a.name}[{m.name}]", "host-branch-select")
         k = self.r.randint(0, 6)
         inner = Var(self.fresh("hb"), "dyn", b.dtype, rank=brank, sig=self.sel_sig(m, b))
-        self.emit(f"if {a.name}.size(0) > {k}:", "host-branch-select")
-        self.emit(f"    {inner.name} = {b.name}[{m.name}]", "host-branch-select")
-        self.emit("else:", "host-branch-select")
-        self.emit(f"    {inner.name} = {b.name}[{m.name}] + 1", "host-branch-select")
+        self.emit_choice(f"{a.name}.size(0) > {k}", inner.name,
+                         [f"{b.name}[{m.name}]", f"{b.name}[{m.name}] + 1"],
+                         "host-branch-select")
         inner.dd = True
         self.pool.append(inner)
         # The first selection read after the if (its cut comes after the

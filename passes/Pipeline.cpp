@@ -293,6 +293,49 @@ static bool hoistSameYields(const std::vector<Node *> &nodes) {
   return changed;
 }
 
+/// Reads of one module attribute that the method never writes are one
+/// value: each `prim::GetAttr[name](obj)` takes the first read of that name
+/// of that object, made right after the object (so it comes first on every
+/// path). Facts that compare host values by identity then see them equal:
+/// torchmetrics' `bincount(..., minlength=self.C * self.C).view(self.C,
+/// self.C)` reads `self.C` four times. Not where the method writes an
+/// attribute of that name, or calls code that could.
+static bool mergeAttributeReads(Graph &graph) {
+  std::vector<Node *> nodes = collectNodes(graph.block());
+  std::unordered_set<std::string> written;
+  for (const Node *node : nodes) {
+    if (node->kind() == c10::prim::CallMethod ||
+        node->kind() == c10::prim::CallFunction)
+      return false;
+    if (node->kind() == c10::prim::SetAttr)
+      written.insert(node->s(c10::attr::name));
+  }
+  bool changed = false;
+  std::map<std::pair<const Value *, std::string>, Value *> first;
+  for (Node *node : nodes) {
+    if (node->kind() != c10::prim::GetAttr)
+      continue;
+    const std::string &name = node->s(c10::attr::name);
+    if (written.count(name))
+      continue;
+    Value *object = node->input(0);
+    auto [it, fresh] = first.try_emplace({object, name}, nullptr);
+    if (fresh) {
+      // The one read, right after the object is made.
+      Node *read = graph.createClone(node, [](Value *v) { return v; });
+      if (object->node()->kind() == c10::prim::Param)
+        read->insertBefore(object->node()->owningBlock()->nodes().front());
+      else
+        read->insertAfter(object->node());
+      it->second = read->output();
+    }
+    node->output()->replaceAllUsesWith(it->second);
+    node->destroy();
+    changed = true;
+  }
+  return changed;
+}
+
 /// Whether a value of static type \p type holds nothing but that type at
 /// run time: one of TorchScript's types with no subtypes but themselves
 /// (an Optional, a Union, Any, a class or an interface may hold several).
@@ -456,7 +499,7 @@ static bool normalize(std::shared_ptr<Graph> &graph, PassContext &ctx) {
   if (ctx.countDynamicOpsAtNormalize && !ctx.dynamicOpsAtNormalize)
     ctx.dynamicOpsAtNormalize = countDynamicOps(graph->block());
   // isinstance first: constant propagation then removes what it decides.
-  bool changed = attributeTypes(*graph, ctx);
+  bool changed = attributeTypes(*graph, ctx) | mergeAttributeReads(*graph);
   for (Node *node : collectNodes(graph->block()))
     changed |= foldIsinstance(*graph, node);
   // In-place activations as their functional forms, where libtorch's alias

@@ -293,8 +293,8 @@ static bool hoistSameYields(const std::vector<Node *> &nodes) {
   return changed;
 }
 
-/// Reads of one module attribute that the method never writes are one
-/// value: each `prim::GetAttr[name](obj)` takes the first read of that name
+/// Reads of one module attribute holding a host number that the method
+/// never writes are one value: each `prim::GetAttr[name](obj)` takes the first read of that name
 /// of that object, made right after the object (so it comes first on every
 /// path). Facts that compare host values by identity then see them equal:
 /// torchmetrics' `bincount(..., minlength=self.C * self.C).view(self.C,
@@ -313,7 +313,13 @@ static bool mergeAttributeReads(Graph &graph) {
   bool changed = false;
   std::map<std::pair<const Value *, std::string>, Value *> first;
   for (Node *node : nodes) {
+    // Host numbers only: a parameter's reads stay where the lowering's
+    // regions take them.
     if (node->kind() != c10::prim::GetAttr)
+      continue;
+    c10::TypeKind kind = node->output()->type()->kind();
+    if (kind != c10::TypeKind::IntType && kind != c10::TypeKind::FloatType &&
+        kind != c10::TypeKind::BoolType)
       continue;
     const std::string &name = node->s(c10::attr::name);
     if (written.count(name))

@@ -117,7 +117,9 @@ CASES = [
     ("euler-step-index", EulerStep(), step_inputs, (2, 0)),
     ("intersect-union", IntersectUnion(), segmentation_inputs, (3, 0)),
     # bincount's own length (its largest value) stays a read.
-    ("confusion-bins", ConfusionBins(), confusion_inputs, (3, 1)),
+    # self.num_classes read four times is one value (normalize): the
+    # histogram is exact there, before the report's first count.
+    ("confusion-bins", ConfusionBins(), confusion_inputs, (2, 0)),
     ("statistics-pooling", StatisticsPooling(), pooling_inputs, (1, 0)),
 ]
 

@@ -105,4 +105,20 @@ std::vector<Value *> insertForm(Graph &graph, const std::string &name,
   return outs;
 }
 
+Value *insertRandomBelow(Graph &graph, int64_t low, Value *high, Value *size,
+                         Value *dtype, Value *device, const Node *anchor) {
+  auto given = [](const Value *v) { return v && !v->mustBeNone(); };
+  if (!given(device)) {
+    Node *read = graph.insertNode(graph.create(c10::prim::device, {high}));
+    read->output()->setType(c10::DeviceObjType::get());
+    read->setSourceRange(anchor->sourceRange());
+    device = read->output();
+  }
+  if (!given(dtype))
+    dtype = graph.insertConstant(static_cast<int64_t>(c10::ScalarType::Long));
+  return insertForm(graph, "random_below",
+                    {graph.insertConstant(low), high, size, dtype, device},
+                    anchor)[0];
+}
+
 } // namespace staticify

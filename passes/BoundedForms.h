@@ -46,4 +46,14 @@ insertForm(torch::jit::Graph &graph, const std::string &name,
            const std::vector<torch::jit::Value *> &inputs,
            const torch::jit::Node *anchor);
 
+/// Form random_below for randint(low, high, size, dtype, device) with a 0-d
+/// tensor \p high: a null or None \p dtype is int64 (randint's default), a
+/// null or None \p device is \p high's.
+torch::jit::Value *insertRandomBelow(torch::jit::Graph &graph, int64_t low,
+                                     torch::jit::Value *high,
+                                     torch::jit::Value *size,
+                                     torch::jit::Value *dtype,
+                                     torch::jit::Value *device,
+                                     const torch::jit::Node *anchor);
+
 } // namespace staticify

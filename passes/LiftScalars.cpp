@@ -1159,17 +1159,8 @@ private:
     }
     if (drawsBelow(user, offset)) {
       IntDraw draw = *intDraw(user);
-      Value *device = draw.device && !draw.device->mustBeNone()
-                          ? draw.device
-                          : emit(graph, "prim::device", {t}, user);
-      Value *dtype = draw.dtype && !draw.dtype->mustBeNone()
-                         ? draw.dtype
-                         : graph.insertConstant(
-                               static_cast<int64_t>(c10::ScalarType::Long));
-      Value *drawn = insertForm(graph, "random_below",
-                                {graph.insertConstant(draw.low), t, draw.size,
-                                 dtype, device},
-                                user)[0];
+      Value *drawn = insertRandomBelow(graph, draw.low, t, draw.size,
+                                       draw.dtype, draw.device, user);
       user->output()->replaceAllUsesWith(drawn);
       ctx.rewrote(user, kRule);
       user->destroy();

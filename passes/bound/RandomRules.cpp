@@ -103,16 +103,8 @@ RuleResult drawBelow(Node *node, RuleContext &rc) {
   if (!high || !high->range.lo || *high->range.lo <= draw->low)
     return RuleResult::declined(
         "randint's high is not provably above its low: it may raise");
-  Value *device = draw->device && !draw->device->mustBeNone()
-                      ? draw->device
-                      : emit(rc.graph, "prim::device", {high->value}, node);
-  Value *dtype = draw->dtype && !draw->dtype->mustBeNone()
-                     ? draw->dtype
-                     : rc.constant(static_cast<int64_t>(c10::ScalarType::Long));
-  Value *drawn = insertForm(rc.graph, "random_below",
-                            {rc.constant(draw->low), high->value, draw->size,
-                             dtype, device},
-                            node)[0];
+  Value *drawn = insertRandomBelow(rc.graph, draw->low, high->value,
+                                   draw->size, draw->dtype, draw->device, node);
   rc.replaceStatic(node->output(), drawn);
   return RuleResult::applied();
 }

@@ -219,13 +219,19 @@ emitIf(torch::jit::Graph &graph, Value *cond, const Node *anchor,
   Node *branch =
       graph.insertNode(graph.create(c10::prim::If, {cond}, results));
   branch->setSourceRange(anchor->sourceRange());
-  for (Value *out : branch->outputs())
-    out->setType(c10::TensorType::get());
   for (const auto *body : {&then, &otherwise}) {
     torch::jit::Block *block = branch->addBlock();
     torch::jit::WithInsertPoint in(block);
     for (Value *v : (*body)())
       block->registerOutput(v);
+  }
+  // Tensors of either branch are Tensor; a host number (a count of rows
+  // the host chooses) keeps its type.
+  for (size_t i = 0; i < results; ++i) {
+    c10::TypePtr type = branch->blocks()[0]->outputs()[i]->type();
+    branch->output(i)->setType(type->cast<c10::TensorType>()
+                                   ? c10::TensorType::get()
+                                   : type);
   }
   return {branch->outputs().begin(), branch->outputs().end()};
 }

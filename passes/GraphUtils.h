@@ -46,8 +46,9 @@ void cloneNodes(torch::jit::Graph &graph,
 torch::jit::Value *emitDefaultDType(torch::jit::Graph &graph,
                                     const torch::jit::Node *anchor);
 
-/// `then() if cond else otherwise()` for a host bool \p cond and one tensor
-/// result: the branches are emitted in their blocks. Used for choices on
+/// `then() if cond else otherwise()` for a host bool \p cond and one result
+/// (a tensor, or a host number of one type in both): the branches are
+/// emitted in their blocks. Used for choices on
 /// facts known on the host (a rank, a dtype, a device): no sync.
 torch::jit::Value *
 emitIf(torch::jit::Graph &graph, torch::jit::Value *cond,
@@ -55,7 +56,7 @@ emitIf(torch::jit::Graph &graph, torch::jit::Value *cond,
        const std::function<torch::jit::Value *()> &then,
        const std::function<torch::jit::Value *()> &otherwise);
 
-/// emitIf with \p results tensor results per branch.
+/// emitIf with \p results results per branch.
 std::vector<torch::jit::Value *> emitIf(
     torch::jit::Graph &graph, torch::jit::Value *cond,
     const torch::jit::Node *anchor, size_t results,

@@ -286,7 +286,9 @@ Node *returnedTuple(Graph &graph, Node *first) {
 }
 
 /// Versions \p graph's body from versionPoint() on \p facts.
-void version(Graph &graph, const std::vector<Fact> &facts, Results results) {
+void version(std::shared_ptr<Graph> &shared, const std::vector<Fact> &facts,
+             Results results) {
+  Graph &graph = *shared;
   Block *top = graph.block();
   Node *first = versionPoint(graph, facts);
   Node *ret = top->return_node();
@@ -373,8 +375,15 @@ void version(Graph &graph, const std::vector<Fact> &facts, Results results) {
   }
   // What the facts make canonical (a nonzero made a vector, of an m now of
   // rank 1, is where(m)[0]): normalize's sweep, on the first version.
-  for (Node *node : collectNodes(then))
+  // A test of a rank the facts fix (`if x.dim() == 0`) is folded with it:
+  // the branch never taken goes.
+  bool rankReads = false;
+  for (Node *node : collectNodes(then)) {
+    rankReads |= node->kind() == c10::aten::dim;
     canonicalizeSpelling(graph, node);
+  }
+  if (rankReads)
+    propagateConstants(shared, nullptr);
 }
 
 /// The sync points left in \p graph after the passes \p after, with the
@@ -393,7 +402,7 @@ size_t syncPointsWith(Graph &graph, PassContext &ctx,
       if (fact.rowsView)
         fact.rowsView = trial.counterpart(fact.rowsView);
     }
-    version(*trial.graph(), theirs, results);
+    version(trial.graph(), theirs, results);
   }
   trial.runPasses(after);
   // Each version counted as it would run: with what the pipeline merges
@@ -551,15 +560,16 @@ std::vector<Fact> selectionShapeFacts(Graph &graph,
 /// Versions \p graph on \p facts where the passes after \p pass then reach
 /// the host at fewer points than they do on the method as it is (both
 /// tried); returns whether it did.
-bool versionWhereFewerSyncs(Graph &graph, PassContext &ctx,
+bool versionWhereFewerSyncs(std::shared_ptr<Graph> &shared, PassContext &ctx,
                             const std::vector<Fact> &facts, const char *pass) {
   if (facts.empty())
     return false;
+  Graph &graph = *shared;
   const std::vector<std::string> after = passesAfter(pass);
   auto [points, results] = bestVersion(graph, ctx, facts, after);
   if (points >= syncPointsWith(graph, ctx, {}, after))
     return false;
-  version(graph, facts, results);
+  version(shared, facts, results);
   return true;
 }
 
@@ -601,7 +611,7 @@ bool specializeDTypes(std::shared_ptr<Graph> &graph, PassContext &ctx) {
   }
   if (best >= syncPointsWith(*graph, ctx, {}, after))
     return false;
-  version(*graph, facts, Results::AsTheyAre);
+  version(graph, facts, Results::AsTheyAre);
   return true;
 }
 
@@ -609,7 +619,7 @@ bool specializeShapes(std::shared_ptr<Graph> &graph, PassContext &ctx) {
   if (!versionable(graph, ctx))
     return false;
   return versionWhereFewerSyncs(
-      *graph, ctx, selectionShapeFacts(*graph, ctx.facts.analysis(graph)),
+      graph, ctx, selectionShapeFacts(*graph, ctx.facts.analysis(graph)),
       "specialize-shapes");
 }
 
@@ -673,7 +683,7 @@ bool specializeRanks(std::shared_ptr<Graph> &graph, PassContext &ctx) {
   }
   if (chosen.empty())
     return false;
-  version(*graph, chosen, chosenResults);
+  version(graph, chosen, chosenResults);
   return true;
 }
 

@@ -283,6 +283,26 @@ Value *RuleContext::minCount(Value *count, Value *k, const Node *anchor) {
   return known;
 }
 
+Value *RuleContext::prefixCount(Value *count, Value *k,
+                                const std::optional<SignGuard> &sign,
+                                const Node *anchor) {
+  auto fromEnd = [&](Value *end) {
+    return emit(graph, "aten::clamp",
+                {emit(graph, "aten::add", {count, end}, anchor)}, anchor,
+                {NamedValue("min", constant(0))});
+  };
+  if (sign)
+    return emitIf(
+        graph, sign->nonNegative, anchor,
+        [&] { return minCount(count, k, anchor); },
+        [&] { return fromEnd(sign->whenNegative); });
+  Value *end = rep(k)->value;
+  return emit(graph, "aten::where",
+              {emit(graph, "aten::ge", {end, constant(0)}, anchor),
+               minCount(count, k, anchor), fromEnd(end)},
+              anchor);
+}
+
 //===----------------------------------------------------------------------===//
 // Ranges
 //===----------------------------------------------------------------------===//

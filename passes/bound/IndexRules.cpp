@@ -214,32 +214,32 @@ RuleResult whereElement(Node *node, RuleContext &rc) {
 /// x[:k] of a bounded x and a host k of unknown sign (a module's
 /// attribute: torchvision's `keep[:self.detections_per_img]`): the same
 /// padded rows, and as many valid as Python's slice keeps, chosen on the
-/// host: min(count, k) for k >= 0, max(count + k, 0) for k < 0.
+/// host: min(count, k) for k >= 0, max(count + k, 0) for k < 0. Of a
+/// lifted k whose sign is data (`x[:min(n, K - m)]`), the same two chosen
+/// on the device.
 RuleResult signedPrefix(Node *node, Rep &x, RuleContext &rc) {
   Value *end = node->input(3);
-  if (x.kind != Rep::Kind::Bounded || rc.rep(end))
-    return RuleResult::declined(); // a lifted end: its sign is data
-  std::optional<RuleContext::SignGuard> sign = rc.signGuard(end, node);
-  if (!sign)
+  if (x.kind != Rep::Kind::Bounded)
     return RuleResult::declined();
-  Value *count = emitIf(
-      rc.graph, sign->nonNegative, node,
-      [&] { return rc.minCount(x.count, end, node); },
-      [&] {
-        return emit(rc.graph, "aten::clamp",
-                    {emit(rc.graph, "aten::add", {x.count, end}, node)}, node,
-                    {torch::jit::NamedValue("min", rc.constant(0))});
-      });
+  std::optional<RuleContext::SignGuard> sign = rc.signGuard(end, node);
+  // A lifted end whose sign is data keeps every padded row.
+  if (!sign && !(rc.lifted(end) && is(node, "aten::slice")))
+    return RuleResult::declined();
+  Value *count = rc.prefixCount(x.count, end, sign, node);
   // Of k >= 0 the rows past k are padding: the padded rows are cut to k
   // (`keep[:self.detections_per_img]`: the detections come back with
-  // min(k, bound) rows, whatever the count).
-  Value *padded = emitIf(
-      rc.graph, sign->nonNegative, node,
-      [&] {
-        return emit(rc.graph, "aten::slice",
-                    {x.value, 0, rc.constant(0), end, 1}, node);
-      },
-      [&] { return x.value; });
+  // min(k, bound) rows, whatever the count), or to the host's K of a
+  // min(n, K).
+  Value *padded = !sign ? x.value
+                        : emitIf(
+                              rc.graph, sign->nonNegative, node,
+                              [&] {
+                                return emit(rc.graph, "aten::slice",
+                                            {x.value, 0, rc.constant(0),
+                                             sign->whenNegative, 1},
+                                            node);
+                              },
+                              [&] { return x.value; });
   rc.setBounded(node->output(), padded, count, x.isIndex, x.is1D);
   return RuleResult::applied();
 }

@@ -53,6 +53,45 @@ RuleResult randperm(Node *node, RuleContext &rc) {
   return RuleResult::applied();
 }
 
+/// randperm(n)[:k] of a k whose sign only the host knows (detectron2's
+/// `randperm(positive.numel())[:min(positive.numel(), num_pos)]`, num_pos
+/// computed from a module's floats): k >= 0 takes the first min(k, n), a
+/// negative k the first max(n + k, 0), as Python's slice counts from the
+/// end. Both are prefixes of one random order: random_prefix of the rows
+/// the host chooses, min(K, bound) or bound.
+RuleResult signedDrawPrefix(Node *node, Rep &x, RuleContext &rc) {
+  Value *end = node->input(3);
+  std::optional<RuleContext::SignGuard> sign = rc.signGuard(end, node);
+  Value *bound = rc.upper(x.range);
+  if (!bound)
+    return RuleResult::declined();
+  if (!sign) {
+    // A lifted k whose sign is data (`randperm(n)[:min(m, K - a)]`): the
+    // draw's every row, the count chosen on the device.
+    if (!rc.lifted(end) || !is(node, "aten::slice"))
+      return RuleResult::declined();
+    auto outs = insertForm(rc.graph, "random_prefix",
+                           {x.value, bound, bound, x.origin->input(3)}, node);
+    Rep &r = rc.setBounded(node->output(), outs[0],
+                           rc.prefixCount(x.value, end, sign, node), true,
+                           /*is1D=*/true);
+    r.drawOf = x.value;
+    r.drawTop = bound;
+    return RuleResult::applied();
+  }
+  Value *count = rc.prefixCount(x.value, end, sign, node);
+  Value *top = emitIf(
+      rc.graph, sign->nonNegative, node,
+      [&] { return rc.hostOp("prim::min", sign->whenNegative, bound, node); },
+      [&] { return bound; });
+  auto outs = insertForm(rc.graph, "random_prefix",
+                         {x.value, bound, top, x.origin->input(3)}, node);
+  Rep &r = rc.setBounded(node->output(), outs[0], count, true, /*is1D=*/true);
+  r.drawOf = x.value;
+  r.drawTop = top;
+  return RuleResult::applied();
+}
+
 /// randperm(n)[:k]: the first min(k, n) of a random order of range(n), the
 /// entries below n of one of range(bound(n)).
 RuleResult drawPrefix(Node *node, RuleContext &rc) {
@@ -64,7 +103,7 @@ RuleResult drawPrefix(Node *node, RuleContext &rc) {
     return RuleResult::declined();
   std::optional<Range> k = rc.length(end);
   if (!k)
-    return RuleResult::declined();
+    return signedDrawPrefix(node, *x, rc);
   Node *perm = x->origin;
   Value *bound = rc.upper(x->range);
   Value *hi = rc.upper(*k);

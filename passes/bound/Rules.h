@@ -335,6 +335,7 @@ public:
            torch::jit::Value *>
       minCounts;
 
+
   //===--- Ranges (Ranges.cpp) --------------------------------------------===//
 
   /// min/max/+/-/*/floordiv of two host ints, folded when both are
@@ -369,6 +370,13 @@ public:
   };
   std::optional<SignGuard> signGuard(torch::jit::Value *v,
                                      const torch::jit::Node *anchor);
+  /// The rows Python's `x[:k]` keeps of \p count rows for a k of either
+  /// sign: min(count, k) for k >= 0, max(count + k, 0) below (a negative
+  /// end counts from the end). Chosen on the host by \p sign where there
+  /// is one, else, of a lifted k, on the device.
+  torch::jit::Value *prefixCount(torch::jit::Value *count, torch::jit::Value *k,
+                                 const std::optional<SignGuard> &sign,
+                                 const torch::jit::Node *anchor);
   /// A user bound (`--bound NAME=N`) for \p v, if one names it.
   std::optional<int64_t> hintFor(const torch::jit::Value *v);
 

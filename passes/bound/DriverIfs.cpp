@@ -193,6 +193,26 @@ std::optional<Driver::BranchRows> Driver::branchRows(Value *v, Block *block,
                     knownRank(v, &rc.analysis) == 1};
 }
 
+/// The operands a and b of a select's guard's result \p i (selectBranch:
+/// `where(c, a, b)` where the host finds their shapes, dtypes and devices
+/// agree, else the original if, yielding a or b): its fallback picks one of
+/// the two values the fast block selects between.
+static std::optional<std::pair<Value *, Value *>> selectedOperands(Node *node,
+                                                                   size_t i) {
+  if (!node->hasAttribute(guardAttr()) || node->blocks().size() != 2)
+    return std::nullopt;
+  Node *where = node->blocks()[0]->outputs()[i]->node();
+  Node *pick = node->blocks()[1]->outputs()[i]->node();
+  if (where->kind() != c10::aten::where || where->inputs().size() != 3 ||
+      pick->kind() != c10::prim::If || pick->outputs().size() != 1)
+    return std::nullopt;
+  Value *a = where->input(1), *b = where->input(2);
+  Value *x = pick->blocks()[0]->outputs()[0], *y = pick->blocks()[1]->outputs()[0];
+  if (x != a || y != b)
+    return std::nullopt;
+  return std::make_pair(a, b);
+}
+
 void Driver::joinBranches(Node *node) {
   if (!writable(node))
     return;
@@ -210,6 +230,7 @@ void Driver::joinBranches(Node *node) {
     Value *a = then->outputs()[i], *b = otherwise->outputs()[i];
     if (!rc.bounded(a) && !rc.bounded(b))
       continue;
+    auto operands = selectedOperands(node, i);
     InsertedBefore insertedThen(then->return_node());
     InsertedBefore insertedOtherwise(otherwise->return_node());
     std::optional<BranchRows> ra = branchRows(a, then, false);
@@ -240,9 +261,18 @@ void Driver::joinBranches(Node *node) {
     // `if self.normalize_by_size: rel_codes = rel_codes * sizes`): the
     // result keeps it, and with it what it shares with other values.
     Value *count = ra->count;
-    if (!rc.sameCount(ra->count, rb->count) ||
-        encloses(then, ra->count->node()) ||
-        encloses(otherwise, ra->count->node())) {
+    // A select's guard picks a or b in its fallback: where the two share
+    // one count made before the if, the result has it either way (the
+    // fallback's rows are a's or b's, cut to that count).
+    Rep *sa = operands ? rc.bounded(operands->first) : nullptr;
+    Rep *sb = operands ? rc.bounded(operands->second) : nullptr;
+    bool oneCount = sa && sb && rc.sameCount(sa->count, sb->count) &&
+                    rc.sameCount(sa->count, ra->count) &&
+                    !encloses(then, ra->count->node()) &&
+                    !encloses(otherwise, ra->count->node());
+    if (!oneCount && (!rc.sameCount(ra->count, rb->count) ||
+                      encloses(then, ra->count->node()) ||
+                      encloses(otherwise, ra->count->node()))) {
       auto twin = std::find_if(counts.begin(), counts.end(), [&](const Joined &j) {
         return rc.sameCount(j.then, ra->count) &&
                rc.sameCount(j.otherwise, rb->count);

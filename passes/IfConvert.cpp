@@ -603,18 +603,20 @@ std::string unconditionalReason(const Node *node, const std::string &where) {
 }
 
 static std::string impureBlockReason(const Block *block,
-                                     const AnalysisResult *facts) {
+                                     const AnalysisResult *facts,
+                                     const RewrittenOp &rewritten) {
   for (const Node *node : block->nodes()) {
     const std::string op = node->kind().toQualString();
     if (std::string why = unconditionalReason(node, "a branch"); !why.empty())
       return why;
     if (node->kind() == c10::prim::If) {
-      std::string nested = impureBranchReason(node, facts);
+      std::string nested = impureBranchReason(node, facts, rewritten);
       if (!nested.empty())
         return nested;
     } else if (!node->blocks().empty()) {
       return "a branch contains '" + op + "'";
-    } else if (raisesUnshielded(node, facts)) {
+    } else if (raisesUnshielded(node, facts) &&
+               !(rewritten && rewritten(node))) {
       // Both branches now run: an op that may raise on values, with no
       // shield (shieldBranches), could raise in the branch the original
       // never took.
@@ -626,9 +628,10 @@ static std::string impureBlockReason(const Block *block,
 }
 
 std::string impureBranchReason(const Node *ifNode,
-                               const AnalysisResult *facts) {
+                               const AnalysisResult *facts,
+                               const RewrittenOp &rewritten) {
   for (const Block *b : ifNode->blocks()) {
-    std::string why = impureBlockReason(b, facts);
+    std::string why = impureBlockReason(b, facts, rewritten);
     if (!why.empty())
       return why;
   }
@@ -807,8 +810,9 @@ static bool onlyCopiedRightAfter(const Value *out, const Node *ifNode) {
 }
 
 std::string unconvertibleReason(const Node *ifNode, const Aliases &aliases,
-                                const AnalysisResult *facts) {
-  std::string why = impureBranchReason(ifNode, facts);
+                                const AnalysisResult *facts,
+                                const RewrittenOp &rewritten) {
+  std::string why = impureBranchReason(ifNode, facts, rewritten);
   if (!why.empty())
     return why;
   for (const Value *out : ifNode->outputs())

@@ -6,6 +6,7 @@
 #include <torch/csrc/jit/ir/alias_analysis.h>
 #include <torch/csrc/jit/ir/ir.h>
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -45,13 +46,19 @@ bool dropDataAsserts(std::shared_ptr<torch::jit::Graph> &graph,
 /// side effects, writes, raises, loops, or ops that may raise on values
 /// that no shield (shieldBranches) keeps to the branch taken. With \p facts,
 /// an index by int64 values is shielded too.
+/// \p rewritten, where given, names the ops its caller rewrites into forms
+/// that cannot raise (bound's row_at reads zeros past a bounded value's
+/// live rows): they are not counted.
+using RewrittenOp = std::function<bool(const torch::jit::Node *)>;
 std::string impureBranchReason(const torch::jit::Node *ifNode,
-                               const AnalysisResult *facts = nullptr);
+                               const AnalysisResult *facts = nullptr,
+                               const RewrittenOp &rewritten = nullptr);
 
 /// impureBranchReason, or a result of the if being written to in place.
 std::string unconvertibleReason(const torch::jit::Node *ifNode,
                                 const Aliases &aliases,
-                                const AnalysisResult *facts = nullptr);
+                                const AnalysisResult *facts = nullptr,
+                                const RewrittenOp &rewritten = nullptr);
 
 /// Before both branches of \p ifNode run (converted, with \p c, a 0-d bool
 /// tensor, true where the first is taken): every op in them that may raise

@@ -237,6 +237,9 @@ static bool provablyZeroDim(const Value *v, int depth) {
   }
   if (op == "aten::tensor")
     return isNumber(node->input(0));
+  // An element of a vector (`int(nonzero(m).view(-1)[0])`).
+  if (node->kind() == c10::aten::select && node->inputs().size() == 3)
+    return knownRank(node->input(0)) == 1;
   // Read out of a container whose every tensor is (at that key).
   if (const Value *c = containerOf(v)) {
     std::optional<std::string> key = readKey(v);

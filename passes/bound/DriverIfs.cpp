@@ -21,7 +21,20 @@ bool Driver::convertIf(Node *node) {
   Rep *cond = rc.lifted(node->input(0));
   if (!cond || isDataAssert(node))
     return false;
-  std::string why = unconvertibleReason(node, rc.aliases, &rc.analysis);
+  // x[k] of bounded rows at a constant k (`int(nonzero[0])` under `if
+  // nonzero.numel() > 0`) becomes row_at, which reads zeros past the live
+  // rows where the original raises: it cannot raise in the branch not taken.
+  // Of an if that returns numbers only: one that returns tensors runs both
+  // branches on the padded rows (selectBothBranches).
+  bool numbers = std::all_of(
+      node->outputs().begin(), node->outputs().end(),
+      [](const Value *v) { return liftedDType(v->type()).has_value(); });
+  auto rowAt = [&](const Node *n) {
+    return numbers && n->kind() == c10::aten::select &&
+           n->inputs().size() == 3 && rc.bounded(n->input(0)) &&
+           constantInt(n->input(1)) == 0 && constantInt(n->input(2));
+  };
+  std::string why = unconvertibleReason(node, rc.aliases, &rc.analysis, rowAt);
   for (size_t i = 0; why.empty() && i < node->outputs().size(); ++i) {
     Value *a = node->blocks()[0]->outputs()[i];
     Value *b = node->blocks()[1]->outputs()[i];

@@ -318,6 +318,41 @@ RuleResult sliceRows(Node *node, RuleContext &rc) {
   return RuleResult::applied();
 }
 
+/// x[s:e] along dim 0 of a tensor of static rows by a start or end the
+/// rules lifted (librosa's trim: `y[start:end]` between the first and the
+/// last row of a selection, `int(nonzero[0])` and `int(nonzero[-1])`):
+/// the rows from s on, gathered, max(e - s, 0) of them live, s and e
+/// clamped into the rows as Python's slice does (slice_lifted). Step 1
+/// only; a bound left out is 0, or the rows. (Bounds that lift-scalars
+/// lifts are a selection of the rows between them before bound runs.)
+RuleResult liftedBounds(Node *node, RuleContext &rc) {
+  if (node->inputs().size() != 5 || rc.rep(node->input(0)) ||
+      !isTensor(node->input(0)))
+    return RuleResult::notApplicable();
+  Value *x = node->input(0), *start = node->input(2), *end = node->input(3);
+  if (!rc.lifted(start) && !rc.lifted(end))
+    return RuleResult::notApplicable();
+  std::optional<int64_t> dim = constantInt(node->input(1));
+  std::optional<int64_t> rank = knownRank(x, &rc.analysis);
+  if (!(dim == 0 || (dim == -1 && rank == 1)) ||
+      constantInt(node->input(4)) != 1)
+    return RuleResult::declined(
+        "a slice by bounds read from data along a dim after the first, or "
+        "by a step other than 1");
+  Value *device = rc.deviceOf(x, node);
+  auto bound = [&](Value *v, Value *absent) {
+    return rc.tensorOf(v->mustBeNone() ? absent : v, device, node);
+  };
+  auto outs = insertForm(
+      rc.graph, "slice_lifted",
+      {x, bound(start, rc.constant(0)),
+       bound(end, emit(rc.graph, "aten::size", {x, 0}, node))},
+      node);
+  rc.setBounded(node->output(), outs[0], outs[1],
+                rc.analysis.info(x).dtype == DTypeKind::Long, rank == 1);
+  return RuleResult::applied();
+}
+
 /// x[k] of bounded rows at a constant k, a select along dim 0: the first
 /// true position (`torch.nonzero(m)[0]`), the last selected row
 /// (`x[m][-1]`). A negative k counts back from the count (row_at), as it
@@ -337,6 +372,31 @@ RuleResult rowAt(Node *node, RuleContext &rc) {
   if (x->isIndex)
     out->setType(c10::TensorType::get()->withScalarType(c10::kLong));
   rc.replaceStatic(node->output(), out);
+  // A number read from a row of a vector (`int(nonzero[0])`): lifted, the
+  // row converted as the read converts it (int truncates, as .long() does),
+  // so the host arithmetic after it runs on the device.
+  if (!x->is1D)
+    return RuleResult::applied();
+  Value *original = node->output();
+  std::vector<Node *> reads;
+  for (const torch::jit::Use &use : original->uses())
+    reads.push_back(use.user);
+  for (const torch::jit::Use &use : out->uses())
+    reads.push_back(use.user);
+  for (Node *read : reads) {
+    std::optional<c10::ScalarType> dtype =
+        read->outputs().size() == 1 ? liftedDType(read->output()->type())
+                                    : std::nullopt;
+    if (!dtype || read->inputs().size() != 1 ||
+        !(read->kind() == c10::aten::Int || read->kind() == c10::aten::Float ||
+          read->kind() == c10::aten::Bool))
+      continue;
+    torch::jit::WithInsertPoint at(read);
+    Rep lifted(Rep::Kind::Lifted);
+    lifted.value = emit(rc.graph, "aten::to",
+                        {out, static_cast<int64_t>(*dtype)}, read);
+    rc.setRep(read->output(), lifted);
+  }
   return RuleResult::applied();
 }
 
@@ -1077,6 +1137,8 @@ void addIndexRules(std::vector<BoundRule> &rules) {
   rules.push_back(
       {"prefix", On::Use, ops({"aten::slice", "aten::narrow"}), prefix});
   rules.push_back({"slice-rows", On::Use, ops({"aten::slice"}), sliceRows});
+  rules.push_back(
+      {"lifted-bounds", On::Use, ops({"aten::slice"}), liftedBounds});
   rules.push_back({"row-at", On::Use, ops({"aten::select"}), rowAt});
   rules.push_back({"selection-of-bounded", On::Use,
                    ops({"aten::index", "aten::masked_select"}),

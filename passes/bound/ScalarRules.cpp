@@ -388,6 +388,78 @@ RuleResult rowsOfLiftedSize(Node *node, RuleContext &rc) {
   return RuleResult::applied();
 }
 
+/// torch.tensor([a, b, ...]) of numbers some of which are lifted (librosa's
+/// trim returns `torch.tensor([start, end])` of its bounds): the numbers
+/// stacked as 0-d tensors, in the dtype torch.tensor gives them (the one
+/// named; else int64 for ints, the default dtype for floats, bool for
+/// bools), on the device named. With none named torch.tensor makes a host
+/// tensor: the stacked numbers are copied to the host once, a read of the
+/// device where they live (counted), at the output where the method
+/// returns the tensor.
+RuleResult numbersAsTensor(Node *node, RuleContext &rc) {
+  auto list = node->output()->type()->cast<c10::ListType>();
+  if (!list || node->inputs().empty() || node->output()->uses().size() != 1)
+    return RuleResult::notApplicable();
+  const torch::jit::Use use = node->output()->uses()[0];
+  Node *user = use.user;
+  if (user->kind() != c10::aten::tensor || use.offset != 0)
+    return RuleResult::notApplicable();
+  c10::TypeKind kind = list->getElementType()->kind();
+  if (kind != c10::TypeKind::IntType && kind != c10::TypeKind::FloatType &&
+      kind != c10::TypeKind::BoolType)
+    return RuleResult::notApplicable();
+  Value *grad = namedInput(user, "requires_grad");
+  Value *dtype = namedInput(user, "dtype");
+  Value *device = namedInput(user, "device");
+  if ((grad && constantBool(grad) != false) || !dtype || !device)
+    return RuleResult::declined("torch.tensor of numbers read from data "
+                                "that requires grad");
+  for (Value *in : user->inputs())
+    if (in != node->output() && rc.rep(in))
+      return RuleResult::notApplicable();
+  torch::jit::WithInsertPoint at(user);
+  Value *where = nullptr; // the device of a lifted number
+  for (Value *in : node->inputs())
+    if (Rep *r = rc.lifted(in); r && !where)
+      where = rc.deviceOf(r->value, user);
+  std::vector<Value *> parts;
+  for (Value *in : node->inputs())
+    parts.push_back(rc.tensorOf(in, where, user));
+  Value *stacked = emit(
+      rc.graph, "aten::stack",
+      {rc.graph.insertNode(rc.graph.createList(c10::TensorType::get(), parts))
+           ->output(),
+       0},
+      user);
+  Value *dt = !dtype->mustBeNone() ? dtype
+              : kind == c10::TypeKind::IntType
+                  ? rc.constant(static_cast<int64_t>(c10::ScalarType::Long))
+              : kind == c10::TypeKind::BoolType
+                  ? rc.constant(static_cast<int64_t>(c10::ScalarType::Bool))
+                  : emitDefaultDType(rc.graph, user);
+  Value *out = nullptr;
+  if (!device->mustBeNone()) {
+    out = emit(rc.graph, "aten::to", {stacked, device, dt}, user);
+  } else {
+    out = emit(rc.graph, "aten::cpu",
+               {emit(rc.graph, "aten::to", {stacked, dt}, user)}, user);
+    bool returned = std::all_of(
+        user->output()->uses().begin(), user->output()->uses().end(),
+        [](const torch::jit::Use &u) {
+          return isOutputPosition(u.user) || leavesToReturn(u.user);
+        });
+    rc.ctx.declined(out->node(), kRule,
+                    returned ? "materialized: it is returned (torch.tensor "
+                               "of numbers read from data makes a host "
+                               "tensor)"
+                             : "materialized: torch.tensor of numbers read "
+                               "from data makes a host tensor");
+  }
+  rc.replaceStatic(user->output(), out);
+  rc.absorb(user);
+  return RuleResult::applied();
+}
+
 /// full/new_full/full_like with a lifted fill value (`objectness.new_full(
 /// (1,), float(n))`): made with a fill of the same type (so a dtype left to
 /// inference is the same), then filled on the device. fill_ takes a 0-d
@@ -436,6 +508,8 @@ void addScalarRules(std::vector<BoundRule> &rules) {
   rules.push_back({"arange", On::Use, ops({"aten::arange"}), arange});
   rules.push_back({"rows-of-lifted-size", On::Use, ops({"prim::ListConstruct"}),
                    rowsOfLiftedSize});
+  rules.push_back({"numbers-as-tensor", On::Use, ops({"prim::ListConstruct"}),
+                   numbersAsTensor});
   rules.push_back({"fill", On::Use,
                    ops({"aten::full", "aten::new_full", "aten::full_like"}),
                    fillWithLifted});

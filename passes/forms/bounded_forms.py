@@ -742,6 +742,24 @@ def slice_live(padded: Tensor, count: Tensor, start: int, end: Optional[int],
     return rows, torch.clamp(live, min=0)
 
 
+def slice_lifted(x: Tensor, start: Tensor, end: Tensor) -> Tuple[Tensor, Tensor]:
+    """x[start:end] along dim 0 of a tensor of static rows by bounds read
+    from data (0-d int64): Python's slice clamps each into [0, n], a
+    negative one counting from the end. The rows from start on, gathered
+    (those past the count are padding: the last row repeated), and
+    max(end - start, 0) of them live."""
+    n = x.size(0)
+    s = start.to(x.device)
+    e = end.to(x.device)
+    s = torch.where(s < 0, s + n, s).clamp(0, n)
+    e = torch.where(e < 0, e + n, e).clamp(0, n)
+    count = (e - s).clamp(min=0)
+    if n == 0:
+        return x, count
+    rows = (torch.arange(n, device=x.device) + s).clamp(max=n - 1)
+    return x.index_select(0, rows), count
+
+
 def softmax_rows(rows: Tensor, count: Tensor, log: bool,
                  dtype: Optional[int]) -> Tensor:
     """softmax(x, 0) (log_softmax with log) of a bounded value: the padding

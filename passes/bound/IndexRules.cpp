@@ -377,10 +377,7 @@ RuleResult rowAt(Node *node, RuleContext &rc) {
   // so the host arithmetic after it runs on the device.
   if (!x->is1D)
     return RuleResult::applied();
-  Value *original = node->output();
-  std::vector<Node *> reads;
-  for (const torch::jit::Use &use : original->uses())
-    reads.push_back(use.user);
+  std::vector<Node *> reads; // the select's uses, which read `out` now
   for (const torch::jit::Use &use : out->uses())
     reads.push_back(use.user);
   for (Node *read : reads) {

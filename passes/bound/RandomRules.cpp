@@ -53,43 +53,41 @@ RuleResult randperm(Node *node, RuleContext &rc) {
   return RuleResult::applied();
 }
 
-/// randperm(n)[:k] of a k whose sign only the host knows (detectron2's
-/// `randperm(positive.numel())[:min(positive.numel(), num_pos)]`, num_pos
-/// computed from a module's floats): k >= 0 takes the first min(k, n), a
-/// negative k the first max(n + k, 0), as Python's slice counts from the
-/// end. Both are prefixes of one random order: random_prefix of the rows
-/// the host chooses, min(K, bound) or bound.
-RuleResult signedDrawPrefix(Node *node, Rep &x, RuleContext &rc) {
-  Value *end = node->input(3);
-  std::optional<RuleContext::SignGuard> sign = rc.signGuard(end, node);
-  Value *bound = rc.upper(x.range);
-  if (!bound)
-    return RuleResult::declined();
-  if (!sign) {
-    // A lifted k whose sign is data (`randperm(n)[:min(m, K - a)]`): the
-    // draw's every row, the count chosen on the device.
-    if (!rc.lifted(end) || !is(node, "aten::slice"))
-      return RuleResult::declined();
-    auto outs = insertForm(rc.graph, "random_prefix",
-                           {x.value, bound, bound, x.origin->input(3)}, node);
-    Rep &r = rc.setBounded(node->output(), outs[0],
-                           rc.prefixCount(x.value, end, sign, node), true,
-                           /*is1D=*/true);
-    r.drawOf = x.value;
-    r.drawTop = bound;
-    return RuleResult::applied();
-  }
-  Value *count = rc.prefixCount(x.value, end, sign, node);
-  Value *top = emitIf(
-      rc.graph, sign->nonNegative, node,
-      [&] { return rc.hostOp("prim::min", sign->whenNegative, bound, node); },
-      [&] { return bound; });
+/// The first \p top entries below x's n of randperm(bound) (random_prefix),
+/// \p count of them live: randperm(n)[:k]'s rows.
+RuleResult drawnPrefix(Node *node, const Rep &x, Value *bound, Value *top,
+                       Value *count, RuleContext &rc) {
   auto outs = insertForm(rc.graph, "random_prefix",
                          {x.value, bound, top, x.origin->input(3)}, node);
   Rep &r = rc.setBounded(node->output(), outs[0], count, true, /*is1D=*/true);
   r.drawOf = x.value;
   r.drawTop = top;
   return RuleResult::applied();
+}
+
+/// randperm(n)[:k] of a k of unknown sign: k >= 0 takes the first
+/// min(k, n), a negative k the first max(n + k, 0), as Python's slice
+/// counts from the end. Where the sign is the host's to know (detectron2's
+/// `randperm(positive.numel())[:min(positive.numel(), num_pos)]`, num_pos
+/// computed from a module's floats), the host chooses the rows to draw,
+/// min(K, bound) or bound; where it is data (`randperm(m)[:min(m, B -
+/// min(n, K))]`), every row is drawn and the device chooses the count.
+RuleResult signedDrawPrefix(Node *node, Rep &x, RuleContext &rc) {
+  Value *end = node->input(3);
+  std::optional<RuleContext::SignGuard> sign = rc.signGuard(end, node);
+  Value *bound = rc.upper(x.range);
+  if (!bound || (!sign && !(rc.lifted(end) && is(node, "aten::slice"))))
+    return RuleResult::declined();
+  Value *count = rc.prefixCount(x.value, end, sign, node);
+  Value *top = !sign ? bound
+                     : emitIf(
+                           rc.graph, sign->nonNegative, node,
+                           [&] {
+                             return rc.hostOp("prim::min", sign->whenNegative,
+                                              bound, node);
+                           },
+                           [&] { return bound; });
+  return drawnPrefix(node, x, bound, top, count, rc);
 }
 
 /// randperm(n)[:k]: the first min(k, n) of a random order of range(n), the
@@ -104,7 +102,6 @@ RuleResult drawPrefix(Node *node, RuleContext &rc) {
   std::optional<Range> k = rc.length(end);
   if (!k)
     return signedDrawPrefix(node, *x, rc);
-  Node *perm = x->origin;
   Value *bound = rc.upper(x->range);
   Value *hi = rc.upper(*k);
   // A prefix of a small constant length (a sampler's `sub_sample`) is
@@ -118,14 +115,8 @@ RuleResult drawPrefix(Node *node, RuleContext &rc) {
                : constantTop && *constantTop <= kStaticPrefixRows
                    ? rc.constant(*constantTop)
                    : rc.hostOp("prim::min", hi, bound, node);
-  auto outs = insertForm(rc.graph, "random_prefix",
-                         {x->value, bound, top, perm->input(3)}, node);
-  Rep &r = rc.setBounded(node->output(), outs[0],
-                         rc.minCount(x->value, end, node), true,
-                         /*is1D=*/true);
-  r.drawOf = x->value;
-  r.drawTop = top;
-  return RuleResult::applied();
+  return drawnPrefix(node, *x, bound, top, rc.minCount(x->value, end, node),
+                     rc);
 }
 
 /// randint(low, high, size) of a lifted high the ranges keep above the

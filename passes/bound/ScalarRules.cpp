@@ -411,7 +411,9 @@ RuleResult numbersAsTensor(Node *node, RuleContext &rc) {
   Value *grad = namedInput(user, "requires_grad");
   Value *dtype = namedInput(user, "dtype");
   Value *device = namedInput(user, "device");
-  if ((grad && constantBool(grad) != false) || !dtype || !device)
+  if (!dtype || !device)
+    return RuleResult::notApplicable();
+  if (grad && constantBool(grad) != false)
     return RuleResult::declined("torch.tensor of numbers read from data "
                                 "that requires grad");
   for (Value *in : user->inputs())

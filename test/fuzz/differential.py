@@ -91,7 +91,7 @@ DD_FEATURES = {"store-const", "store-0d", "store-sel", "store-sel-var", "store-a
                "nested-mask", "arange", "slice-k", "narrow-k", "if", "if-elif", "if-shield",
                "recompute-select", "loop", "branch-store", "all-tested",
                "all-tested-normalized", "range-store", "padding-mask",
-               "host-branch-select"}
+               "host-branch-select", "row-bounds"}
 
 
 @dataclasses.dataclass
@@ -974,6 +974,39 @@ class Gen:
         return self.add(Var(self.fresh("s"), "dyn", "f", rank=rank, sig=first.sig),
                         f"{first.name} * 2.0", "host-branch-select")
 
+    def p_row_bounds(self):
+        """Numbers read from the first and last positions of a 1-D mask
+        under an if on their count (librosa's trim): a slice of a vector
+        by them, torch.tensor of them; and a prefix of a selection by a
+        length whose sign is data (its count less a constant)."""
+        m = self.pick(lambda v: v.kind == "mask" and v.mk == "row")
+        a = self.pick(lambda v: v.kind == "full" and v.dtype == "f" and v.mk == "row")
+        if m is None or a is None:
+            return False
+        p, s, e = self.fresh("p"), self.fresh("n"), self.fresh("n")
+        k, j = self.r.randint(0, 2), self.r.randint(0, 2)
+        self.emit(f"{p} = torch.nonzero({m.name}).flatten()", "row-bounds")
+        self.emit(f"if {p}.numel() > 0:", "row-bounds")
+        self.emit(f"    {s} = int({p}[0]) - {k}", "row-bounds")
+        self.emit(f"    {e} = min({a.name}.size(0), int({p}[-1]) + {j})", "row-bounds")
+        self.emit("else:", "row-bounds")
+        self.emit(f"    {s} = 0", "row-bounds")
+        self.emit(f"    {e} = 0", "row-bounds")
+        r = self.r.random()
+        if r < 0.4:
+            return self.add(Var(self.fresh("s"), "dyn", "f", rank=1, sig=("new", self.n)),
+                            f"{a.name}[{s}:{e}] * 2.0", "row-bounds")
+        if r < 0.7:
+            return self.add(Var(self.fresh("c"), "sc", "f"),
+                            self.c([f"torch.tensor([{s}, {e}], device={a.name}.device).float().sum()",
+                                    f"torch.tensor([{s}, {e}]).float().sum().to({a.name}.device)"]),
+                            "row-bounds")
+        sel = self.fresh("s")
+        self.emit(f"{sel} = {a.name}[{m.name}]", "row-bounds")
+        q = self.r.randint(0, 3)
+        return self.add(Var(self.fresh("s"), "dyn", "f", rank=1, sig=("new", self.n)),
+                        f"{sel}[:{sel}.numel() - {q}] + 1.0", "row-bounds")
+
     def p_appended_cat(self):
         """A tensor rebuilt from its rows appended to a list, then cat
         (torchaudio's Emformer `_gen_right_context`): the list holds more
@@ -1050,7 +1083,7 @@ class Gen:
                    ("p_branch_store", 4), ("p_runs", 2), ("p_columns", 2),
                    ("p_rows_more", 3), ("p_all_tested", 3), ("p_range_store", 2),
                    ("p_out_variant", 2), ("p_padding_mask", 3), ("p_appended_cat", 2),
-                   ("p_branch_rows", 3), ("p_host_branch_select", 3)]
+                   ("p_branch_rows", 3), ("p_host_branch_select", 3), ("p_row_bounds", 3)]
 
     def returnable(self, v):
         return v.kind not in ("num",) and v.name not in ("x", "y", "t", "xi")

@@ -10,8 +10,9 @@ import math
 import pytest
 import torch
 
+from uniformity import Z_LIMIT, chi2_z
+
 CALLS = 3000
-Z_LIMIT = 4.0
 
 
 class MaskStart(torch.nn.Module):
@@ -56,13 +57,6 @@ class NoiseIfPositive(torch.nn.Module):
             eps = torch.randn(x.shape, dtype=x.dtype, device=x.device)
             x = x + eps * gamma
         return x
-
-
-def chi2_z(counts):
-    expected = counts.sum() / counts.numel()
-    chi2 = float(((counts - expected) ** 2).sum() / expected)
-    df = counts.numel() - 1
-    return (chi2 - df) / math.sqrt(2 * df)
 
 
 def test_mask_start_is_static_and_uniform(staticify, save, tmp_path):

@@ -7,13 +7,13 @@ num_pos) positives, the rest of the batch negatives), each positive drawn
 equally often; a negative K counting from the end as Python's slice does;
 and a prefix by a length whose sign is data (n - K) with the original's
 numbers."""
-import math
 from typing import List, Tuple
 
 import torch
 
+from uniformity import Z_LIMIT, chi2_z
+
 CALLS = 2000
-Z_LIMIT = 4.0
 
 
 def nonzero_tuple(x: torch.Tensor) -> List[torch.Tensor]:
@@ -65,13 +65,6 @@ class LessThanCount(torch.nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         kept = x[x > 0]
         return kept[:kept.numel() - self.k].sum()
-
-
-def chi2_z(counts):
-    expected = counts.sum() / counts.numel()
-    chi2 = float(((counts - expected) ** 2).sum() / expected)
-    df = counts.numel() - 1
-    return (chi2 - df) / math.sqrt(2 * df)
 
 
 def test_subsample_labels_draws_on_the_device(staticify, save, tmp_path):

@@ -777,22 +777,6 @@ bool lenOfShapeAsDim(Graph &graph, Node *node) {
       node, emit(graph, "aten::dim", {node->input(0)->node()->input(0)}, node));
 }
 
-/// `x.dim()` of an x whose rank the ops that made it fix (knownRank: a
-/// view to a list of known length, an elementwise op of such, nonzero's
-/// coordinates) is that rank, a constant. detectron2's nonzero_tuple
-/// tests `x.dim() == 0` before `x.nonzero()`; with the test folded,
-/// constant propagation drops the branch never taken, and the selection
-/// no longer leaves an if.
-bool knownRankAsConstant(Graph &graph, Node *node) {
-  if (node->kind() != c10::aten::dim || node->inputs().size() != 1)
-    return false;
-  std::optional<int64_t> rank = knownRank(node->input(0));
-  if (!rank)
-    return false;
-  torch::jit::WithInsertPoint guard(node);
-  return replace(node, graph.insertConstant(*rank));
-}
-
 /// A read of the shape of a result of an op that keeps its first operand's
 /// shape (OpInfo's kKeepsShape: sort, argsort, cumsum, softmax, flip, roll)
 /// reads that operand's: `p, i = x[m].sort(); p.numel()` is `x[m].numel()`,
@@ -1227,9 +1211,24 @@ bool canonicalizeSpelling(Graph &graph, Node *node) {
          exactHistogram(graph, node) ||
          elementwiseOfExpansions(graph, node) ||
          shapeItemAsSize(graph, node) || lenOfShapeAsDim(graph, node) ||
-         knownRankAsConstant(graph, node) ||
          shapeReadOfShapeKeeper(node) || rowOfTransposed(graph, node) ||
          unbindItemAsSelect(graph, node) || itemOfIfAsItems(graph, node);
+}
+
+bool foldKnownRanks(std::shared_ptr<Graph> &graph, torch::jit::Block *block) {
+  bool folded = false;
+  for (Node *node : collectNodes(block)) {
+    if (node->kind() != c10::aten::dim || node->inputs().size() != 1)
+      continue;
+    std::optional<int64_t> rank = knownRank(node->input(0));
+    if (!rank)
+      continue;
+    torch::jit::WithInsertPoint guard(node);
+    folded |= replace(node, graph->insertConstant(*rank));
+  }
+  if (folded)
+    propagateConstants(graph, nullptr);
+  return folded;
 }
 
 

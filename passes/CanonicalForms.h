@@ -29,6 +29,7 @@
 #include <torch/csrc/jit/ir/ir.h>
 
 #include <functional>
+#include <memory>
 #include <optional>
 #include <vector>
 
@@ -98,5 +99,14 @@ torch::jit::Value *rowsOfExpanded(torch::jit::Graph &graph, torch::jit::Value *x
 /// Rewrites \p node into its canonical form, inserting the new nodes before
 /// it and destroying it (and nothing else); returns whether it did.
 bool canonicalizeSpelling(torch::jit::Graph &graph, torch::jit::Node *node);
+
+/// `x.dim()` in \p block of an x whose rank the ops that made it fix
+/// (knownRank: a view to a list of known length, an elementwise op of
+/// such, nonzero's coordinates) is that rank, and constant propagation then
+/// takes the branch a test of it decides: detectron2's nonzero_tuple tests
+/// `x.dim() == 0` before `x.nonzero()`, which then no longer leaves an if.
+/// Returns whether it folded one.
+bool foldKnownRanks(std::shared_ptr<torch::jit::Graph> &graph,
+                    torch::jit::Block *block);
 
 } // namespace staticify

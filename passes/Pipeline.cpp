@@ -541,19 +541,19 @@ static bool normalize(std::shared_ptr<Graph> &graph, PassContext &ctx) {
     propagateConstants(graph, &nodes);
     changed = true;
   }
+  // Ranks the program fixes first: the branches their tests decide go
+  // before the sweep visits them.
+  bool ranks = foldKnownRanks(graph, graph->block());
+  if (ranks)
+    nodes = collectNodes(graph->block());
   // One sweep for the per-node forms: each rewrite replaces only the node
   // it visits, by nodes it inserts before it (never visited).
-  bool swept = false, ranks = false;
-  for (Node *node : nodes) {
-    // A rank read the sweep folds (`if x.dim() == 0` of a known rank) takes
-    // its branch with one more propagation.
-    ranks |= node->kind() == c10::aten::dim;
+  bool swept = false;
+  for (Node *node : nodes)
     swept |= decomposeReducedLoss(*graph, node) ||
              canonicalizeSizeItem(*graph, node) || foldBoolIf(*graph, node) ||
              dropRedundantCast(node) || canonicalizeSpelling(*graph, node);
-  }
-  if (swept && ranks)
-    propagateConstants(graph, nullptr);
+  changed |= ranks;
   if (mergeEqualTensorOps(graph))
     swept = true;
   // Optional results read where they are set (OptionalResults.h).

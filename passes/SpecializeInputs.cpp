@@ -375,15 +375,11 @@ void version(std::shared_ptr<Graph> &shared, const std::vector<Fact> &facts,
   }
   // What the facts make canonical (a nonzero made a vector, of an m now of
   // rank 1, is where(m)[0]): normalize's sweep, on the first version.
-  // A test of a rank the facts fix (`if x.dim() == 0`) is folded with it:
-  // the branch never taken goes.
-  bool rankReads = false;
-  for (Node *node : collectNodes(then)) {
-    rankReads |= node->kind() == c10::aten::dim;
+  // A test of a rank the facts fix (`if x.dim() == 0`) takes its branch
+  // first.
+  foldKnownRanks(shared, then);
+  for (Node *node : collectNodes(then))
     canonicalizeSpelling(graph, node);
-  }
-  if (rankReads)
-    propagateConstants(shared, nullptr);
 }
 
 /// The sync points left in \p graph after the passes \p after, with the

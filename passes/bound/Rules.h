@@ -335,7 +335,6 @@ public:
            torch::jit::Value *>
       minCounts;
 
-
   //===--- Ranges (Ranges.cpp) --------------------------------------------===//
 
   /// min/max/+/-/*/floordiv of two host ints, folded when both are

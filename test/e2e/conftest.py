@@ -124,6 +124,13 @@ def findings(report, method="forward"):
     raise KeyError(method)
 
 
+def left_reasons(method):
+    """Why each root sync point of a method's report (one entry of its
+    "methods") is left: the reasons of those kept or introduced."""
+    return [f.get("reason") or "" for f in method["findings"]
+            if f["role"] == "root" and f["action"] in ("kept", "introduced")]
+
+
 def sync_points(report, method="forward"):
     """Root sync points (before, after): before, those the original has;
     after, those kept or introduced by a rewrite."""

@@ -7,6 +7,8 @@ negative or past the rows are clamped as Python's slice does. Checked
 through the binary against the original."""
 import torch
 
+from conftest import left_reasons
+
 
 class Trim(torch.nn.Module):
     """librosa.effects.trim, as ported to torch in speech pipelines."""
@@ -46,8 +48,7 @@ def test_trim_cuts_once_at_the_output(staticify, save, tmp_path):
     # The cut of the returned signal and the copy of the returned bounds to
     # the host (torch.tensor makes a host tensor), both at the output.
     assert (method["before"]["sync_points"], method["after"]["sync_points"]) == (3, 2)
-    reasons = [f.get("reason") or "" for f in method["findings"]
-               if f["role"] == "root" and f["action"] in ("kept", "introduced")]
+    reasons = left_reasons(method)
     assert all("it is returned" in r for r in reasons), reasons
     g = torch.Generator().manual_seed(0)
     loud = torch.randn(1600, generator=g) * 1e-4

@@ -13,6 +13,8 @@ import pytest
 import torch
 from torch import Tensor
 
+from conftest import left_reasons
+
 TRIALS = 60
 
 
@@ -85,8 +87,7 @@ def test_remove_self_loops_reads_one_count(staticify, save, tmp_path, with_attr)
 def test_relabelled_edges_read_one_count(staticify, save, tmp_path):
     method, original, rewritten = staticify.rewritten(save(Relabel()), tmp_path / "out.pt")
     assert (method["before"]["sync_points"], method["after"]["sync_points"]) == (2, 1)
-    reasons = [f.get("reason") or "" for f in method["findings"]
-               if f["role"] == "root" and f["action"] in ("kept", "introduced")]
+    reasons = left_reasons(method)
     assert reasons and all("it is returned" in r for r in reasons), reasons
     gen = torch.Generator().manual_seed(1)
     for trial in range(TRIALS):
@@ -114,8 +115,7 @@ class GreedyCTC(torch.nn.Module):
 def test_returned_hypotheses_copy_their_counts_once(staticify, save, tmp_path):
     method, original, rewritten = staticify.rewritten(save(GreedyCTC()), tmp_path / "out.pt")
     assert (method["before"]["sync_points"], method["after"]["sync_points"]) == (3, 1)
-    reasons = [f.get("reason") or "" for f in method["findings"]
-               if f["role"] == "root" and f["action"] in ("kept", "introduced")]
+    reasons = left_reasons(method)
     assert reasons == ["bound: materialized: it is returned (each element cut to its "
                        "count, the counts copied to the host at once)"], reasons
     gen = torch.Generator().manual_seed(2)

@@ -11,6 +11,8 @@ from typing import List, Tuple
 
 import torch
 
+from conftest import left_reasons
+
 from uniformity import Z_LIMIT, chi2_z
 
 CALLS = 2000
@@ -71,8 +73,7 @@ def test_subsample_labels_draws_on_the_device(staticify, save, tmp_path):
     method, original, model = staticify.rewritten(save(SubsampleLabels()), tmp_path / "out.pt")
     # The two cuts of the returned samples are what is left.
     assert (method["before"]["sync_points"], method["after"]["sync_points"]) == (4, 2)
-    reasons = [f.get("reason") or "" for f in method["findings"]
-               if f["role"] == "root" and f["action"] in ("kept", "introduced")]
+    reasons = left_reasons(method)
     assert all("it is returned" in r for r in reasons), reasons
     labels = torch.tensor([0, 3, 1, 3, -1, 2, 3, 0, 3, 3, 1, 3])
     positives = {0, 2, 5, 7, 10}

@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <array>
 #include <limits>
+#include <map>
 #include <sstream>
 #include <unordered_map>
 #include <unordered_set>
@@ -764,6 +765,39 @@ bool itemOfIfAsItems(Graph &graph, Node *node) {
   return true;
 }
 
+/// `x.new_zeros(x.shape)` (and new_ones, new_empty, new_full) is
+/// `zeros_like(x)`, contiguous as new_zeros makes it: the op reads x's
+/// shape, metadata a rule keeps for any tensor, where the list of sizes of
+/// a bounded x would hold its count. Only while no op writes the list.
+bool newOfOwnShapeAsLike(Graph &graph, Node *node) {
+  static const std::map<c10::Symbol, const char *> likes = {
+      {c10::Symbol::aten("new_zeros"), "aten::zeros_like"},
+      {c10::Symbol::aten("new_ones"), "aten::ones_like"},
+      {c10::Symbol::aten("new_empty"), "aten::empty_like"},
+      {c10::Symbol::aten("new_full"), "aten::full_like"}};
+  auto like = likes.find(node->kind());
+  bool full = node->kind() == c10::Symbol::aten("new_full");
+  // (self, size, [fill,] dtype, layout, device, pin_memory)
+  if (like == likes.end() || node->inputs().size() != (full ? 7u : 6u) ||
+      !isUnwrittenShape(node->input(1)->node()) ||
+      node->input(1)->node()->input(0) != node->input(0))
+    return false;
+  size_t options = full ? 3 : 2;
+  std::vector<torch::jit::NamedValue> args = {node->input(0)};
+  if (full)
+    args.emplace_back(node->input(2));
+  torch::jit::WithInsertPoint guard(node);
+  return replace(
+      node,
+      emit(graph, like->second, args, node,
+           {{"dtype", node->input(options)},
+            {"layout", node->input(options + 1)},
+            {"device", node->input(options + 2)},
+            {"pin_memory", node->input(options + 3)},
+            {"memory_format",
+             graph.insertConstant(c10::MemoryFormat::Contiguous)}}));
+}
+
 /// `len(x.shape)` (kornia's `if len(match_dists.shape) == 1`) is `x.dim()`:
 /// the rank, metadata the rules read for any tensor, where the list of
 /// sizes of a bounded tensor would hold its count. Only while no op writes
@@ -1211,20 +1245,45 @@ bool canonicalizeSpelling(Graph &graph, Node *node) {
          exactHistogram(graph, node) ||
          elementwiseOfExpansions(graph, node) ||
          shapeItemAsSize(graph, node) || lenOfShapeAsDim(graph, node) ||
+         newOfOwnShapeAsLike(graph, node) ||
          shapeReadOfShapeKeeper(node) || rowOfTransposed(graph, node) ||
          unbindItemAsSelect(graph, node) || itemOfIfAsItems(graph, node);
 }
 
+/// The tensor whose rank \p node reads: x of `x.dim()`, or of
+/// `len(x.size())` where nothing writes the list of sizes.
+static const Value *rankRead(const Node *node) {
+  if (node->kind() == c10::aten::dim && node->inputs().size() == 1)
+    return node->input(0);
+  if (node->kind() == c10::aten::len && node->inputs().size() == 1 &&
+      isUnwrittenShape(node->input(0)->node()))
+    return node->input(0)->node()->input(0);
+  return nullptr;
+}
+
 bool foldKnownRanks(std::shared_ptr<Graph> &graph, torch::jit::Block *block) {
+  std::vector<std::pair<Node *, const Value *>> reads;
+  for (Node *node : collectNodes(block))
+    if (const Value *of = rankRead(node))
+      reads.emplace_back(node, of);
+  // The ranks of selections need the analysis's dtypes (x[m] of a bool m
+  // drops m's dims): asked once, of the graph as it is before any fold.
+  std::optional<AnalysisResult> analysis;
+  std::vector<std::pair<Node *, int64_t>> ranks;
+  for (const auto &[node, of] : reads) {
+    std::optional<int64_t> rank = knownRank(of);
+    if (!rank) {
+      if (!analysis)
+        analysis = analyzeGraph(*graph, Detail::Facts);
+      rank = knownRank(of, &*analysis);
+    }
+    if (rank)
+      ranks.emplace_back(node, *rank);
+  }
   bool folded = false;
-  for (Node *node : collectNodes(block)) {
-    if (node->kind() != c10::aten::dim || node->inputs().size() != 1)
-      continue;
-    std::optional<int64_t> rank = knownRank(node->input(0));
-    if (!rank)
-      continue;
+  for (const auto &[node, rank] : ranks) {
     torch::jit::WithInsertPoint guard(node);
-    folded |= replace(node, graph->insertConstant(*rank));
+    folded |= replace(node, graph->insertConstant(rank));
   }
   if (folded)
     propagateConstants(graph, nullptr);

@@ -100,7 +100,8 @@ torch::jit::Value *rowsOfExpanded(torch::jit::Graph &graph, torch::jit::Value *x
 /// it and destroying it (and nothing else); returns whether it did.
 bool canonicalizeSpelling(torch::jit::Graph &graph, torch::jit::Node *node);
 
-/// `x.dim()` in \p block of an x whose rank the ops that made it fix
+/// `x.dim()` (and `len(x.shape)`, where nothing writes the list) in
+/// \p block of an x whose rank the ops that made it fix
 /// (knownRank: a view to a list of known length, an elementwise op of
 /// such, nonzero's coordinates) is that rank, and constant propagation then
 /// takes the branch a test of it decides: detectron2's nonzero_tuple tests

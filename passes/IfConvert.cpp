@@ -524,6 +524,22 @@ bool dimsWithinRank(const Node *node, const AnalysisResult *facts) {
     }
     return true;
   }
+  // flatten(x, s, e) raises for s or e out of x's dims, or for s past e
+  // (each counted from the end where negative).
+  if (node->kind() == c10::aten::flatten && node->inputs().size() == 3 &&
+      isTensor(node->input(0))) {
+    std::optional<int64_t> s = constantInt(node->input(1)),
+                           e = constantInt(node->input(2));
+    // A 0-d x takes only 0 and -1 (it flattens to a vector).
+    int64_t rank = std::max<int64_t>(1, minimumRank(node->input(0), facts));
+    if (!s || !e || *s >= rank || *s < -rank || *e >= rank || *e < -rank)
+      return false;
+    // s <= e at every rank from `rank` up: s - e where both count alike,
+    // at the least rank where s counts from the start and e from the end.
+    if ((*s < 0) == (*e < 0))
+      return *s <= *e;
+    return *s >= 0 && *s <= *e + rank;
+  }
   const OpInfo *op = opInfo(node);
   if (!op || !op->has(kRaisesOnlyOnDims) || op->rowDims.empty() ||
       node->inputs().empty() || !isTensor(node->input(0)))

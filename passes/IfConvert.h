@@ -95,7 +95,8 @@ torch::jit::Value *emitOneAlong(torch::jit::Graph &graph, torch::jit::Value *x,
 /// kRaisesOnlyOnDims: sort, flip, transpose; unsqueeze past the rank + 1)
 /// and each of its dims is a constant within the rank the ops that made
 /// the input bound from below (minimumRank: `m.sum(-2).unsqueeze(1)`): then
-/// it never raises, whichever branch runs.
+/// it never raises, whichever branch runs. flatten(x, s, e) too, where s
+/// comes before e at every rank from that bound up.
 bool dimsWithinRank(const torch::jit::Node *node, const AnalysisResult *facts);
 
 /// Whether \p node may raise on values and no shield (shieldBlock) keeps

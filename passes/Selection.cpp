@@ -660,11 +660,24 @@ std::optional<int64_t> knownRank(const Value *v, const AnalysisResult *analysis,
     auto b = rankOf(node->blocks()[1]->outputs()[v->offset()]);
     return a && a == b ? a : std::nullopt;
   }
-  // flatten(x, s, -1): dims s.. become one (x of a lower rank raises).
+  // flatten(x, s, -1): dims s.. become one (x of a lower rank raises);
+  // flatten(x, s, e) of x of a known rank r: r - (e - s) dims, s and e
+  // counted from the end where negative (SAM's `masks.flatten(0, 1)` of
+  // [B, M, H, W] is [B * M, H, W]).
   if (op == "aten::flatten" && node->inputs().size() == 3) {
     auto start = constantInt(node->input(1)), end = constantInt(node->input(2));
     if (start && end && *start >= 0 && *end == -1)
       return *start + 1;
+    auto r = rankOf(node->input(0));
+    if (!start || !end || !r)
+      return std::nullopt;
+    if (*r == 0)
+      return 1; // a scalar flattens to a vector
+    int64_t s = *start < 0 ? *start + *r : *start;
+    int64_t e = *end < 0 ? *end + *r : *end;
+    if (s < 0 || e >= *r || s > e)
+      return std::nullopt; // it raises
+    return *r - (e - s);
   }
   // cat and stack of a list of tensors of one rank (stack: one dim more).
   if (op == "aten::cat" || op == "aten::stack") {

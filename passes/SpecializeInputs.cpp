@@ -640,12 +640,13 @@ bool specializeRanks(std::shared_ptr<Graph> &graph, PassContext &ctx) {
       chosenResults = results;
     }
   };
-  // Vectors, matrices, and stacks of masks or images ([N, H, W]: SAM's
-  // `masks[keep].sum((-1, -2))` reduces trailing dims only at rank 3).
-  constexpr int64_t kMaxRank = 3;
+  // Vectors, matrices, and stacks or batches of masks and images ([N, H,
+  // W]: SAM's `masks[keep].sum((-1, -2))` reduces trailing dims only at
+  // rank 3; [B, M, H, W] flattened to [B * M, H, W] first, at rank 4).
+  constexpr int64_t kMaxRank = 4;
   if (inputs.size() <= 2) {
-    // Every choice of rank (none, 1, 2, 3) for each: an expert's input and
-    // its router may only help together (15 trials at most).
+    // Every choice of rank (none, 1 to 4) for each: an expert's input and
+    // its router may only help together (24 trials at most).
     for (int64_t a = 0; a <= kMaxRank; ++a)
       for (int64_t b = 0; b <= (inputs.size() == 2 ? kMaxRank : 0); ++b) {
         std::vector<Fact> facts;
@@ -666,14 +667,22 @@ bool specializeRanks(std::shared_ptr<Graph> &graph, PassContext &ctx) {
         facts.push_back({input, rank});
       tryFacts(facts);
     }
-    for (Value *input : inputs) {
-      if (std::any_of(chosen.begin(), chosen.end(),
-                      [&](const Fact &f) { return f.input == input; }))
-        continue;
-      for (int64_t rank = 1; rank <= kMaxRank; ++rank) {
-        std::vector<Fact> facts = chosen;
-        facts.push_back({input, rank});
-        tryFacts(facts);
+    // Round after round while one chose a rank: an input whose rank helps
+    // only beside another's (SAM's masks, selected by a mask computed
+    // from its iou predictions) is tried again once that one is chosen.
+    for (bool more = true; more;) {
+      more = false;
+      for (Value *input : inputs) {
+        if (std::any_of(chosen.begin(), chosen.end(),
+                        [&](const Fact &f) { return f.input == input; }))
+          continue;
+        size_t before = best;
+        for (int64_t rank = 1; rank <= kMaxRank; ++rank) {
+          std::vector<Fact> facts = chosen;
+          facts.push_back({input, rank});
+          tryFacts(facts);
+        }
+        more |= best < before;
       }
     }
   }

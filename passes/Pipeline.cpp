@@ -11,6 +11,7 @@
 #include "passes/CanonicalForms.h"
 #include "passes/Bounded.h"
 #include "passes/DictKeys.h"
+#include "passes/DictRecords.h"
 #include "passes/HoistReads.h"
 #include "passes/HostReplay.h"
 #include "passes/OptionalResults.h"
@@ -532,6 +533,12 @@ static bool normalize(std::shared_ptr<Graph> &graph, PassContext &ctx) {
 
   // Each loop it folds may make another's entry None: again until none.
   while (foldLoopCarriedNone(nodes)) {
+    propagateConstants(graph, &nodes);
+    changed = true;
+  }
+  // Dicts accessed only at keys the graph fixes, as their entries
+  // (DictRecords.h); their unrolled loops' constants propagate.
+  if (dictRecords(graph)) {
     propagateConstants(graph, &nodes);
     changed = true;
   }

@@ -78,6 +78,14 @@ bool returnedAsMoved(const Node *user) {
   return isOutputPosition(next) || leavesToReturn(next);
 }
 
+bool returnedInDict(const Node *user) {
+  if (user->kind() != c10::prim::DictConstruct ||
+      user->output()->uses().size() != 1)
+    return false;
+  const Node *next = user->output()->uses()[0].user;
+  return isOutputPosition(next) || leavesToReturn(next);
+}
+
 std::vector<c10::Symbol> ops(std::initializer_list<const char *> names) {
   std::vector<c10::Symbol> symbols;
   for (const char *name : names)

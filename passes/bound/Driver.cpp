@@ -241,7 +241,7 @@ const Node *Driver::located(const Node *node) {
   return node;
 }
 
-std::string Driver::reasonFor(const Node *user) {
+std::string Driver::reasonFor(const Node *user) const {
   if (isOutputPosition(user))
     return "materialized: it is returned (--padded-outputs returns "
            "(padded, count) instead)";
@@ -251,6 +251,13 @@ std::string Driver::reasonFor(const Node *user) {
   if (returnedAsMoved(user))
     return "materialized: it is returned (its dimensions moved by '" +
            std::string(user->kind().toQualString()) + "')";
+  if (returnedInDict(user))
+    return ctx.options.paddedOutputs
+               ? "materialized: it is returned (in a dict that "
+                 "--padded-outputs cannot pad: a key that clashes with a "
+                 "count's, or a use that reads it whole)"
+               : "materialized: it is returned (in a dict: --padded-outputs "
+                 "returns it padded, its count beside it)";
   if (user->kind() == c10::prim::Return)
     return "materialized: it leaves a loop or an if";
   return "materialized: '" + std::string(user->kind().toQualString()) +
@@ -258,7 +265,8 @@ std::string Driver::reasonFor(const Node *user) {
 }
 
 bool Driver::noteUse(const Node *user) {
-  if (isOutputPosition(user) || leavesToReturn(user) || returnedAsMoved(user))
+  if (isOutputPosition(user) || leavesToReturn(user) || returnedAsMoved(user) ||
+      returnedInDict(user))
     return false;
   // Where a second trial may stop: before the ifs around the use (a read in
   // one branch is paid for the other's too when the values stop before the

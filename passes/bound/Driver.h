@@ -197,7 +197,7 @@ private:
   /// location (a list unpack has none; the where before it does).
   static const Node *located(const Node *node);
 
-  static std::string reasonFor(const Node *user);
+  std::string reasonFor(const Node *user) const;
 
   /// Whether a host read for \p user is mid-computation (not at an output
   /// position); if so, notes where a second trial may stop for it.

@@ -433,6 +433,9 @@ bool leavesToReturn(const torch::jit::Node *user, int depth = 0);
 /// permute, t: every element kept, the rows' count still a size) into a
 /// returned value: leading-selections' move back of `edge_index[:, mask]`.
 bool returnedAsMoved(const torch::jit::Node *user);
+/// Whether \p user builds a dict that is only returned (DictRecords.h
+/// builds a record's dict at the return): its entries leave the method.
+bool returnedInDict(const torch::jit::Node *user);
 
 /// Whether \p node takes the first rows of dim 0: `slice(x, 0, 0|None, k,
 /// 1)` or `narrow(x, 0, 0, k)`.

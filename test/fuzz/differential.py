@@ -91,7 +91,7 @@ DD_FEATURES = {"store-const", "store-0d", "store-sel", "store-sel-var", "store-a
                "nested-mask", "arange", "slice-k", "narrow-k", "if", "if-elif", "if-shield",
                "recompute-select", "loop", "branch-store", "all-tested",
                "all-tested-normalized", "range-store", "padding-mask",
-               "host-branch-select", "row-bounds"}
+               "host-branch-select", "row-bounds", "dict-records"}
 
 
 @dataclasses.dataclass
@@ -131,7 +131,7 @@ class Program:
     def standalone_source(self):
         return (f"# staticify differential fuzzer: seed {self.seed}, program "
                 f"{self.index} (shape {list(self.shape)}, rows={self.rows})\n"
-                "import torch\n\n\nclass Program(torch.nn.Module):\n"
+                "from typing import Dict\n\nimport torch\n\n\nclass Program(torch.nn.Module):\n"
                 + self.method_source("forward", export=False) + HELPERS)
 
     def input_shapes(self, empty=False):
@@ -1007,6 +1007,37 @@ class Gen:
         return self.add(Var(self.fresh("s"), "dyn", "f", rank=1, sig=("new", self.n)),
                         f"{sel}[:{sel}.numel() - {q}] + 1.0", "row-bounds")
 
+    def p_dict_records(self):
+        """A dict of tensors filtered entry by entry (Segment Anything's
+        MaskData.filter: `for k, v in d.items(): out[k] = v[m]`) under an
+        if on a host fact, an entry added, tested and read back: a record,
+        its entries one selection each."""
+        m = self.pick(lambda v: v.kind == "mask")
+        if m is None:
+            return False
+        a = self.pick(lambda v: v.kind == "full" and v.dtype == "f" and self.mask_fits(m, v))
+        b = self.pick(lambda v: v.kind == "full" and self.mask_fits(m, v) and v is not a)
+        if a is None or b is None:
+            return False
+        d, out, k, v, e = (self.fresh("d"), self.fresh("o"), self.fresh("k"), self.fresh("v"),
+                           self.fresh("e"))
+        self.emit(f'{d} = {{"a": {a.name}, "b": {b.name}}}', "dict-records")
+        early = self.r.random() < 0.5
+        if early:
+            self.emit(f'{d}["c"] = {a.name} + 1.0', "dict-records")
+        self.emit(f"if {a.name}.size(0) > {self.r.randint(0, 6)}:", "dict-records")
+        self.emit(f"    {out} = torch.jit.annotate(Dict[str, torch.Tensor], {{}})", "dict-records")
+        self.emit(f"    for {k}, {v} in {d}.items():", "dict-records")
+        self.emit(f"        {out}[{k}] = {v}[{m.name}]", "dict-records")
+        self.emit(f"    {d} = {out}", "dict-records")
+        if not early or self.r.random() < 0.5:
+            self.emit(f'if "c" not in {d}:', "dict-records")
+            self.emit(f'    {d}["c"] = {d}["a"] * 2.0', "dict-records")
+        rank = 1 if m.mk == a.mk else self.rank_of(a.mk)
+        self.emit(f'{e} = {d}["c"] + float(len({d}))', "dict-records")
+        return self.add(Var(self.fresh("s"), "dyn", "f", rank=rank, sig=("new", self.n)),
+                        f'{e} - {d}["a"]', "dict-records")
+
     def p_appended_cat(self):
         """A tensor rebuilt from its rows appended to a list, then cat
         (torchaudio's Emformer `_gen_right_context`): the list holds more
@@ -1083,7 +1114,8 @@ class Gen:
                    ("p_branch_store", 4), ("p_runs", 2), ("p_columns", 2),
                    ("p_rows_more", 3), ("p_all_tested", 3), ("p_range_store", 2),
                    ("p_out_variant", 2), ("p_padding_mask", 3), ("p_appended_cat", 2),
-                   ("p_branch_rows", 3), ("p_host_branch_select", 3), ("p_row_bounds", 3)]
+                   ("p_branch_rows", 3), ("p_host_branch_select", 3), ("p_row_bounds", 3),
+                   ("p_dict_records", 3)]
 
     def returnable(self, v):
         return v.kind not in ("num",) and v.name not in ("x", "y", "t", "xi")
@@ -1144,7 +1176,7 @@ def generate_program(seed, index):
 
 
 def pack_source(programs):
-    parts = ["import torch\n\n\nclass Pack(torch.nn.Module):\n",
+    parts = ["from typing import Dict\n\nimport torch\n\n\nclass Pack(torch.nn.Module):\n",
              "    def forward(self, x):\n        return x\n\n", HELPERS, "\n"]
     for p in programs:
         parts.append(p.method_source() + "\n")

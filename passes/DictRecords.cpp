@@ -42,12 +42,30 @@ std::optional<c10::IValue> constantKey(const Value *v) {
 }
 
 /// The ops on a dict a record rewrites.
-enum class DictOp { Other, GetItem, Get, SetItem, Contains, Len, Keys, Values, Items };
+enum class DictOp {
+  Other,
+  GetItem,
+  Get,
+  SetItem,
+  Pop,
+  Contains,
+  Len,
+  Keys,
+  Values,
+  Items,
+  Update
+};
 
 DictOp dictOp(const Node *n) {
   static const c10::Symbol get = c10::Symbol::fromQualString("aten::get");
   static const c10::Symbol items = c10::Symbol::fromQualString("aten::items");
+  static const c10::Symbol pop = c10::Symbol::fromQualString("aten::pop");
+  static const c10::Symbol update = c10::Symbol::fromQualString("aten::update");
   c10::Symbol kind = n->kind();
+  if (kind == pop)
+    return DictOp::Pop;
+  if (kind == update)
+    return DictOp::Update;
   if (kind == c10::aten::__getitem__)
     return DictOp::GetItem;
   if (kind == get)
@@ -68,7 +86,7 @@ DictOp dictOp(const Node *n) {
 /// Whether \p op names a key (its second input).
 bool keyed(DictOp op) {
   return op == DictOp::GetItem || op == DictOp::Get || op == DictOp::SetItem ||
-         op == DictOp::Contains;
+         op == DictOp::Pop || op == DictOp::Contains;
 }
 
 bool sameKey(const c10::IValue &a, const c10::IValue &b) {
@@ -87,6 +105,13 @@ struct Record {
       if (sameKey(k, key))
         return v;
     return nullptr;
+  }
+  void erase(const c10::IValue &key) {
+    for (auto it = entries.begin(); it != entries.end(); ++it)
+      if (sameKey(it->first, key)) {
+        entries.erase(it);
+        return;
+      }
   }
   void set(const c10::IValue &key, Value *value) {
     for (auto &[k, v] : entries)
@@ -212,7 +237,9 @@ private:
       DictOp op = dictOp(user);
       if (op != DictOp::Other) {
         // The walk checks the key, once loops over items are unrolled.
-        if (use.offset != 0 || (keyed(op) && user->inputs().size() < 2))
+        // d.update(e): e is read whole, at the keys its record holds.
+        bool read = use.offset == 0 || (op == DictOp::Update && use.offset == 1);
+        if (!read || (keyed(op) && user->inputs().size() < 2))
           return false;
         continue;
       }
@@ -335,6 +362,10 @@ private:
     }
     if (foldHostScalars(n))
       return next;
+    // d.update(e) of a dict d left as it is reads e whole: e is no record.
+    if (dictOp(n) == DictOp::Update && isDict(n->input(1)) &&
+        tracked(n->input(1)) && !tracked(n->input(0)))
+      refuse(n->input(1));
     if (n->inputs().empty() || !isDict(n->input(0)) || !tracked(n->input(0)))
       return next;
     Value *dict = n->input(0);
@@ -356,6 +387,24 @@ private:
     case DictOp::SetItem:
       r.set(keyOf(n, dict), n->input(2));
       break;
+    case DictOp::Pop: {
+      c10::IValue key = keyOf(n, dict);
+      result = r.find(key);
+      if (!result && n->inputs().size() < 3)
+        refuse(dict); // KeyError
+      if (!result)
+        result = n->input(2);
+      r.erase(key);
+      break;
+    }
+    case DictOp::Update: {
+      const Value *other = n->input(1);
+      if (!isDict(other) || !tracked(other))
+        refuse(dict);
+      for (const auto &[key, value] : recordOf(state, other).entries)
+        r.set(key, value);
+      break;
+    }
     case DictOp::Contains:
       result = graph.insertConstant(r.find(keyOf(n, dict)) != nullptr);
       break;

@@ -14,19 +14,22 @@
 //   return d                              ->  return {"a": .., "b": ..},
 //                                               built at the return
 //
-// `key in d` and `len(d)` become constants (an if on one is its branch),
-// `d.keys()`, `d.values()` and `d.items()` lists built in place; a loop over such a list whose body
-// never breaks is unrolled, one copy of the body per entry (up to a size
-// limit), so that the keys it writes at are constants too.
+// `d.pop(k)` reads an entry and drops it, `d.update(e)` of a record e sets
+// e's entries in order; `key in d` and `len(d)` become constants (an if on
+// one is its branch), `d.keys()`, `d.values()` and `d.items()` lists built
+// in place; a loop over such a list whose body never breaks is unrolled,
+// one copy of the body per entry (up to a size limit), so that the keys it
+// writes at are constants too.
 //
 // A family of dict values (a construct and the if results that may be it)
 // is left as it is when any of these fails: every key is a constant str or
-// int; every use reads, writes or tests the dict at a constant key, takes
-// its length, keys, values or items, yields it from an if's branch, or
-// returns it from the graph (alone or in the returned tuple); no loop
-// carries it and no loop body writes it; the branches of an if leave it
-// (and an if's dict result) with the same keys in the same order; a read
-// names a key the dict holds there (a missing key raises); and a
+// int; every use reads, writes, pops or tests the dict at a constant key,
+// takes its length, keys, values or items, updates it from a record (or
+// another record from it), yields it from an if's branch, or returns it
+// from the graph (alone or in the returned tuple); no loop carries it and
+// no loop body writes it; the branches of an if leave it (and an if's dict
+// result) with the same keys in the same order; a read or pop without a
+// default names a key the dict holds there (a missing key raises); and a
 // dict a branch yields from outside the if is made in the if's own block
 // and not used after the if (a write through the result would be seen
 // through it).
